@@ -1,0 +1,179 @@
+// Straightforward, obviously-correct kernels in plain JS (float64 accumulation).
+// They are the oracle the fast kernels are tested against, not a production path.
+import type { Kernels } from "./types.js";
+
+export const referenceKernels: Kernels = {
+  name: "portable",
+  isa: "reference",
+
+  matmul(a, b, c, m, n, k, transA, transB, accumulate, alpha = 1) {
+    for (let i = 0; i < m; i++) {
+      for (let j = 0; j < n; j++) {
+        let s = 0;
+        for (let p = 0; p < k; p++) {
+          const av = transA ? a[p * m + i] : a[i * k + p];
+          const bv = transB ? b[j * k + p] : b[p * n + j];
+          s += av * bv;
+        }
+        c[i * n + j] = alpha * s + (accumulate ? c[i * n + j] : 0);
+      }
+    }
+  },
+
+  rmsnormForward(x, weight, y, rstd, rows, dim, eps) {
+    for (let r = 0; r < rows; r++) {
+      let ss = 0;
+      for (let i = 0; i < dim; i++) ss += x[r * dim + i] * x[r * dim + i];
+      const rs = 1 / Math.sqrt(ss / dim + eps);
+      rstd[r] = rs;
+      for (let i = 0; i < dim; i++) y[r * dim + i] = x[r * dim + i] * rs * weight[i];
+    }
+  },
+
+  rmsnormBackward(dy, x, weight, rstd, dx, dWeight, rows, dim) {
+    for (let r = 0; r < rows; r++) {
+      const rs = rstd[r];
+      // dx = rs * (w*dy) - rs^3/dim * x * sum(w*dy*x)
+      let dot = 0;
+      for (let i = 0; i < dim; i++) dot += weight[i] * dy[r * dim + i] * x[r * dim + i];
+      const coef = (rs * rs * rs * dot) / dim;
+      for (let i = 0; i < dim; i++) {
+        dx[r * dim + i] = rs * weight[i] * dy[r * dim + i] - coef * x[r * dim + i];
+        if (dWeight) dWeight[i] += dy[r * dim + i] * x[r * dim + i] * rs;
+      }
+    }
+  },
+
+  rope(x, cos, sin, positions, T, nHeads, headDim, inverse) {
+    const half = headDim / 2;
+    const sign = inverse ? -1 : 1;
+    for (let t = 0; t < T; t++) {
+      const row = positions[t] * half;
+      for (let h = 0; h < nHeads; h++) {
+        const base = (t * nHeads + h) * headDim;
+        for (let i = 0; i < half; i++) {
+          const c = cos[row + i];
+          const s = sign * sin[row + i];
+          const x1 = x[base + i];
+          const x2 = x[base + i + half];
+          x[base + i] = x1 * c - x2 * s;
+          x[base + i + half] = x2 * c + x1 * s;
+        }
+      }
+    }
+  },
+
+  swigluForward(gate, up, out, n) {
+    for (let i = 0; i < n; i++) {
+      const g = gate[i];
+      out[i] = (g / (1 + Math.exp(-g))) * up[i];
+    }
+  },
+
+  swigluBackward(dOut, gate, up, dGate, dUp, n) {
+    for (let i = 0; i < n; i++) {
+      const g = gate[i];
+      const sig = 1 / (1 + Math.exp(-g));
+      const silu = g * sig;
+      dUp[i] = dOut[i] * silu;
+      dGate[i] = dOut[i] * up[i] * sig * (1 + g * (1 - sig));
+    }
+  },
+
+  attentionForward(q, k, v, out, lse, T, S, nHeads, nKv, headDim, scale, kvStride) {
+    const group = nHeads / nKv;
+    const scores = new Float64Array(S);
+    for (let h = 0; h < nHeads; h++) {
+      const kh = Math.floor(h / group);
+      for (let t = 0; t < T; t++) {
+        const last = S - T + t;
+        const qo = (t * nHeads + h) * headDim;
+        let max = -Infinity;
+        for (let s = 0; s <= last; s++) {
+          const ko = s * kvStride + kh * headDim;
+          let dot = 0;
+          for (let d = 0; d < headDim; d++) dot += q[qo + d] * k[ko + d];
+          scores[s] = dot * scale;
+          if (scores[s] > max) max = scores[s];
+        }
+        let sum = 0;
+        for (let s = 0; s <= last; s++) sum += Math.exp(scores[s] - max);
+        if (lse) lse[h * T + t] = max + Math.log(sum);
+        for (let d = 0; d < headDim; d++) {
+          let acc = 0;
+          for (let s = 0; s <= last; s++) acc += Math.exp(scores[s] - max) * v[s * kvStride + kh * headDim + d];
+          out[qo + d] = acc / sum;
+        }
+      }
+    }
+  },
+
+  attentionBackward(dOut, q, k, v, out, lse, dq, dk, dv, T, nHeads, nKv, headDim, scale) {
+    const group = nHeads / nKv;
+    const kvStride = nKv * headDim;
+    dq.fill(0, 0, T * nHeads * headDim);
+    dk.fill(0, 0, T * kvStride);
+    dv.fill(0, 0, T * kvStride);
+    for (let h = 0; h < nHeads; h++) {
+      const kh = Math.floor(h / group);
+      for (let t = 0; t < T; t++) {
+        const qo = (t * nHeads + h) * headDim;
+        // D = sum_d dOut*out (the softmax backward's row term)
+        let D = 0;
+        for (let d = 0; d < headDim; d++) D += dOut[qo + d] * out[qo + d];
+        for (let s = 0; s <= t; s++) {
+          const ko = s * kvStride + kh * headDim;
+          let dot = 0;
+          for (let d = 0; d < headDim; d++) dot += q[qo + d] * k[ko + d];
+          const p = Math.exp(dot * scale - lse[h * T + t]);
+          let dp = 0;
+          for (let d = 0; d < headDim; d++) {
+            dp += dOut[qo + d] * v[ko + d];
+            dv[ko + d] += p * dOut[qo + d];
+          }
+          const ds = p * (dp - D) * scale;
+          for (let d = 0; d < headDim; d++) {
+            dq[qo + d] += ds * k[ko + d];
+            dk[ko + d] += ds * q[qo + d];
+          }
+        }
+      }
+    }
+  },
+
+  crossEntropy(logits, targets, rows, vocab, dLogits, gradScale) {
+    let total = 0;
+    for (let r = 0; r < rows; r++) {
+      const o = r * vocab;
+      const target = targets[r];
+      if (target < 0) {
+        if (dLogits) dLogits.fill(0, o, o + vocab);
+        continue;
+      }
+      let max = -Infinity;
+      for (let i = 0; i < vocab; i++) if (logits[o + i] > max) max = logits[o + i];
+      let sum = 0;
+      for (let i = 0; i < vocab; i++) sum += Math.exp(logits[o + i] - max);
+      const logZ = max + Math.log(sum);
+      total += logZ - logits[o + target];
+      if (dLogits) {
+        for (let i = 0; i < vocab; i++) {
+          dLogits[o + i] = gradScale * (Math.exp(logits[o + i] - logZ) - (i === target ? 1 : 0));
+        }
+      }
+    }
+    return total;
+  },
+
+  adamw(param, grad, m, v, n, lr, beta1, beta2, eps, weightDecay, step) {
+    const bc1 = 1 - beta1 ** step;
+    const bc2 = 1 - beta2 ** step;
+    for (let i = 0; i < n; i++) {
+      const g = grad[i];
+      m[i] = beta1 * m[i] + (1 - beta1) * g;
+      v[i] = beta2 * v[i] + (1 - beta2) * g * g;
+      param[i] -= lr * weightDecay * param[i];
+      param[i] -= (lr * (m[i] / bc1)) / (Math.sqrt(v[i] / bc2) + eps);
+    }
+  },
+};

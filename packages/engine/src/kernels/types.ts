@@ -1,0 +1,176 @@
+// The compute kernels the model is written against. Two implementations exist:
+// `native` (a Node addon: C++ with AVX-512 / AVX2 / baseline dispatch and two
+// threads) and `portable` (WebAssembly SIMD or plain JS), chosen at load time
+// (see kernels/index.ts; SVC_KERNELS=native|portable forces one).
+//
+// Conventions, for every kernel:
+// - All tensors are row-major Float32Array views; a view may be a subarray of
+//   a larger buffer (implementations must honour byteOffset).
+// - Shapes are given in elements and named in the argument list.
+// - Calls are synchronous. `out` arguments are fully overwritten unless the
+//   kernel says it accumulates.
+
+export interface Kernels {
+  /** "native" or "portable". */
+  readonly name: "native" | "portable";
+  /** The instruction set actually in use, e.g. "avx512", "avx2", "baseline", "wasm-simd", "js". */
+  readonly isa: string;
+
+  /**
+   * C[m,n] = alpha * op(A) · op(B) + (accumulate ? C : 0)
+   * op(A) is [m,k]: A is stored [m,k], or [k,m] when transA.
+   * op(B) is [k,n]: B is stored [k,n], or [n,k] when transB.
+   * A Linear layer y = x·Wᵀ with W stored [out,in] is matmul(x, W, y, T, out, in, false, true).
+   */
+  matmul(
+    a: Float32Array,
+    b: Float32Array,
+    c: Float32Array,
+    m: number,
+    n: number,
+    k: number,
+    transA: boolean,
+    transB: boolean,
+    accumulate: boolean,
+    alpha?: number,
+  ): void;
+
+  /**
+   * RMSNorm over the last dimension: y[r,:] = x[r,:] * rstd[r] * weight[:],
+   * rstd[r] = 1 / sqrt(mean(x[r,:]²) + eps). rstd[rows] is written for the backward pass.
+   */
+  rmsnormForward(
+    x: Float32Array,
+    weight: Float32Array,
+    y: Float32Array,
+    rstd: Float32Array,
+    rows: number,
+    dim: number,
+    eps: number,
+  ): void;
+
+  /**
+   * Backward of rmsnormForward. dx[rows,dim] is written (overwritten).
+   * dWeight[dim] is accumulated into when given (null when the weight is frozen).
+   */
+  rmsnormBackward(
+    dy: Float32Array,
+    x: Float32Array,
+    weight: Float32Array,
+    rstd: Float32Array,
+    dx: Float32Array,
+    dWeight: Float32Array | null,
+    rows: number,
+    dim: number,
+  ): void;
+
+  /**
+   * Rotary embedding in place, Hugging Face Llama convention (rotate_half: the
+   * first and second halves of each head are the pair), on x[T, nHeads, headDim].
+   * cos/sin are [maxPos, headDim/2]; positions[T] selects the row of each token.
+   * inverse=true applies the inverse rotation (the backward pass).
+   */
+  rope(
+    x: Float32Array,
+    cos: Float32Array,
+    sin: Float32Array,
+    positions: Int32Array,
+    T: number,
+    nHeads: number,
+    headDim: number,
+    inverse: boolean,
+  ): void;
+
+  /** out[i] = silu(gate[i]) * up[i] for i < n. */
+  swigluForward(gate: Float32Array, up: Float32Array, out: Float32Array, n: number): void;
+
+  /** Backward of swigluForward: writes dGate[i] and dUp[i]. */
+  swigluBackward(
+    dOut: Float32Array,
+    gate: Float32Array,
+    up: Float32Array,
+    dGate: Float32Array,
+    dUp: Float32Array,
+    n: number,
+  ): void;
+
+  /**
+   * Causal self-attention for one sequence with grouped-query heads.
+   * q[T, nHeads, headDim], k/v[S, nKv, headDim] where the T queries are the
+   * last T of the S positions (S = T for training; S = past + T with a KV cache).
+   * Query t (absolute position S-T+t) attends to keys 0..S-T+t.
+   * out[T, nHeads, headDim]; lse[nHeads, T] (log-sum-exp of the scaled scores,
+   * kept for the backward pass) is written when given.
+   * kvStride: elements between consecutive positions in k and v (nKv*headDim
+   * when dense; larger when k/v are views into a preallocated cache).
+   */
+  attentionForward(
+    q: Float32Array,
+    k: Float32Array,
+    v: Float32Array,
+    out: Float32Array,
+    lse: Float32Array | null,
+    T: number,
+    S: number,
+    nHeads: number,
+    nKv: number,
+    headDim: number,
+    scale: number,
+    kvStride: number,
+  ): void;
+
+  /**
+   * Backward of attentionForward with S = T (training). Writes dq, dk, dv
+   * (overwritten). Needs the forward's out and lse.
+   */
+  attentionBackward(
+    dOut: Float32Array,
+    q: Float32Array,
+    k: Float32Array,
+    v: Float32Array,
+    out: Float32Array,
+    lse: Float32Array,
+    dq: Float32Array,
+    dk: Float32Array,
+    dv: Float32Array,
+    T: number,
+    nHeads: number,
+    nKv: number,
+    headDim: number,
+    scale: number,
+  ): void;
+
+  /**
+   * Softmax cross-entropy over rows of logits[rows, vocab] against targets[rows]
+   * (a target < 0 is ignored). Returns the summed loss over counted rows.
+   * When dLogits is given it receives gradScale * (softmax - onehot) for counted
+   * rows and 0 for ignored rows; dLogits may alias logits (in place).
+   */
+  crossEntropy(
+    logits: Float32Array,
+    targets: Int32Array,
+    rows: number,
+    vocab: number,
+    dLogits: Float32Array | null,
+    gradScale: number,
+  ): number;
+
+  /**
+   * One AdamW step (decoupled weight decay, PyTorch semantics) on n parameters:
+   * m = b1*m + (1-b1)*g; v = b2*v + (1-b2)*g²; p -= lr*wd*p;
+   * p -= lr * (m/(1-b1^step)) / (sqrt(v/(1-b2^step)) + eps).
+   */
+  adamw(
+    param: Float32Array,
+    grad: Float32Array,
+    m: Float32Array,
+    v: Float32Array,
+    n: number,
+    lr: number,
+    beta1: number,
+    beta2: number,
+    eps: number,
+    weightDecay: number,
+    step: number,
+  ): void;
+}

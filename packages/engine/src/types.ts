@@ -1,0 +1,211 @@
+// The engine's public contract. The server, the SDK and outside checks use
+// exactly these names; implementations live in the modules named beside each.
+
+// ---------------------------------------------------------------- chat data
+
+export type ChatRole = "system" | "user" | "assistant" | "tool";
+
+export interface ChatMessage {
+  role: ChatRole;
+  content: string;
+}
+
+/** One training row, as read from JSONL (OpenAI chat fine-tuning format, or prompt/completion). */
+export type DatasetRow = { messages: ChatMessage[] } | { prompt: string; completion: string };
+
+/** A tokenized training example: labels[i] is the target for position i (-100 = not trained on). */
+export interface TokenizedExample {
+  inputIds: Int32Array;
+  labels: Int32Array;
+}
+
+// ---------------------------------------------------------------- tokenizer (tokenizer.ts)
+
+export interface RenderChatOptions {
+  /** Append the assistant turn's opening so the model continues as the assistant. */
+  addGenerationPrompt?: boolean;
+}
+
+export interface Tokenizer {
+  encode(text: string): number[];
+  decode(ids: ArrayLike<number>, options?: { skipSpecialTokens?: boolean }): string;
+  /** Render messages with the model's chat template (tokenizer_config.json). */
+  applyChatTemplate(messages: ChatMessage[], options?: RenderChatOptions): string;
+  readonly vocabSize: number;
+  readonly bosTokenId: number | null;
+  /** Token ids that end a generation (eos_token and the chat template's end-of-turn token). */
+  readonly eosTokenIds: number[];
+  readonly padTokenId: number;
+}
+
+// ---------------------------------------------------------------- model (load.ts, model.ts)
+
+/** The subset of Hugging Face LlamaConfig the engine reads (config.json). */
+export interface LlamaConfig {
+  hiddenSize: number;
+  intermediateSize: number;
+  numHiddenLayers: number;
+  numAttentionHeads: number;
+  numKeyValueHeads: number;
+  headDim: number;
+  rmsNormEps: number;
+  ropeTheta: number;
+  vocabSize: number;
+  tieWordEmbeddings: boolean;
+  maxPositionEmbeddings: number;
+}
+
+export type LoraTarget = "q_proj" | "k_proj" | "v_proj" | "o_proj" | "gate_proj" | "up_proj" | "down_proj";
+
+export const ALL_LORA_TARGETS: readonly LoraTarget[] = [
+  "q_proj",
+  "k_proj",
+  "v_proj",
+  "o_proj",
+  "gate_proj",
+  "up_proj",
+  "down_proj",
+];
+
+export interface LoraSpec {
+  r: number;
+  alpha: number;
+  targetModules: LoraTarget[];
+}
+
+/** A LoRA adapter held in memory (PEFT layout on disk: adapter_config.json + adapter_model.safetensors). */
+export interface LoraAdapter {
+  readonly spec: LoraSpec;
+  /** PEFT tensor name → weights, e.g. base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight. */
+  readonly tensors: Map<string, Float32Array>;
+}
+
+export interface LoadModelOptions {
+  /** A PEFT LoRA adapter folder applied to the model. */
+  adapter?: string;
+}
+
+export interface Model {
+  readonly dir: string;
+  readonly config: LlamaConfig;
+  readonly tokenizer: Tokenizer;
+  /** The adapter applied to this model view, if any. */
+  readonly adapter: LoraAdapter | null;
+  /** Logits for positions 0..T-1, row-major [T, vocab]; a fresh forward pass with no cached state. */
+  logits(tokenIds: ArrayLike<number>): Float32Array;
+  /** A view of the same base weights with another adapter (or none); no weights are copied. */
+  withAdapter(adapter: LoraAdapter | null): Model;
+}
+
+// ---------------------------------------------------------------- training (train.ts)
+
+export type LrSchedulerType = "linear" | "cosine" | "constant";
+
+export interface TrainHyperparameters {
+  lora: LoraSpec;
+  /** Stop after this many optimizer steps (overrides numTrainEpochs when set). */
+  maxSteps?: number;
+  numTrainEpochs?: number; // default 1
+  learningRate?: number; // default 2e-4
+  batchSize?: number; // default 4 (examples per micro-batch)
+  gradientAccumulationSteps?: number; // default 1
+  lrSchedulerType?: LrSchedulerType; // default "linear"
+  warmupSteps?: number; // default 0
+  weightDecay?: number; // default 0
+  maxGradNorm?: number; // default 1.0 (0 disables clipping)
+  adamBeta1?: number; // default 0.9
+  adamBeta2?: number; // default 0.999
+  adamEpsilon?: number; // default 1e-8
+  evalSteps?: number; // eval every N steps when an eval set exists (default: only at the end)
+  saveSteps?: number; // checkpoint every N steps (default: none besides the final adapter)
+  maxLength?: number; // truncate examples to this many tokens (default 512)
+  lossOn?: "assistant" | "all"; // default "assistant"
+  seed?: number; // default 42
+}
+
+export interface TrainProgress {
+  step: number;
+  totalSteps: number;
+  /** Mean training loss over the step's tokens (null on eval-only reports). */
+  loss: number | null;
+  evalLoss: number | null;
+  learningRate: number;
+  epoch: number;
+  tokensPerSecond: number;
+}
+
+export interface CheckpointInfo {
+  step: number;
+  /** Folder in PEFT layout, plus trainer_state.json and optimizer.safetensors for resuming. */
+  dir: string;
+}
+
+export interface TrainOptions {
+  model: Model;
+  trainSet: DatasetRow[];
+  evalSet?: DatasetRow[];
+  hyperparameters: TrainHyperparameters;
+  /** Checkpoints go to <outputDir>/checkpoint-<step>/, the final adapter to <outputDir>/final/. */
+  outputDir: string;
+  signal?: AbortSignal;
+  /** Resume from a checkpoint folder written by an earlier run with the same data and hyperparameters. */
+  resumeFrom?: string;
+  onProgress?: (progress: TrainProgress) => void | Promise<void>;
+  onCheckpoint?: (checkpoint: CheckpointInfo) => void | Promise<void>;
+}
+
+export interface TrainResult {
+  /** "completed", or "cancelled" when the signal aborted (a checkpoint of the last step is written). */
+  status: "completed" | "cancelled";
+  steps: number;
+  finalLoss: number | null;
+  evalLoss: number | null;
+  /** The final adapter folder (PEFT layout); on cancel, the last checkpoint's folder. */
+  adapterDir: string;
+  checkpoints: CheckpointInfo[];
+}
+
+// ---------------------------------------------------------------- generation (generate.ts)
+
+export interface GenerateOptions {
+  temperature?: number; // default 1; 0 = greedy
+  topP?: number; // default 1
+  maxTokens?: number; // default 256
+  stop?: string[];
+  seed?: number;
+  signal?: AbortSignal;
+}
+
+export interface GenerationChunk {
+  /** Newly decoded text (may be "" while a multi-byte character or a possible stop string is pending). */
+  text: string;
+  tokenId: number;
+}
+
+export type FinishReason = "stop" | "length" | "cancelled";
+
+export interface GenerationResult {
+  text: string;
+  promptTokens: number;
+  completionTokens: number;
+  finishReason: FinishReason;
+}
+
+export interface GenerationRequest extends GenerateOptions {
+  /** Either chat messages (rendered with the chat template and a generation prompt) or raw prompt token ids. */
+  messages?: ChatMessage[];
+  promptIds?: number[];
+  /** Adapter for this request; null/undefined = the base model. */
+  adapter?: LoraAdapter | null;
+}
+
+/**
+ * Streams generations for many concurrent requests over one set of base weights
+ * (continuous batching; each request has its own adapter and KV cache).
+ */
+export interface Generator {
+  /** Yields chunks as tokens are produced; the iterator's return value is the result. */
+  generate(request: GenerationRequest): AsyncGenerator<GenerationChunk, GenerationResult>;
+  /** Runs a request to the end and returns its result. */
+  complete(request: GenerationRequest): Promise<GenerationResult>;
+}

@@ -1,0 +1,338 @@
+// Wire types of the cloud API (/v1) and the job event stream: defined once here
+// and shared by the server, the SDK (packages/svc) and Studio (type-only import).
+// This module must stay free of runtime dependencies.
+
+export type Iso8601 = string;
+
+/** Every error body of the cloud API and of Studio's /api. */
+export interface ErrorBody {
+  error: { message: string; code: string };
+}
+
+// ---------------------------------------------------------------- identity
+
+export interface Org {
+  id: string;
+  slug: string;
+  name: string;
+}
+
+export interface Project {
+  id: string;
+  orgId: string;
+  orgSlug: string;
+  slug: string;
+  name: string;
+  createdAt: Iso8601;
+}
+
+export type IdentityMode = "anonymous" | "oauth";
+
+export interface Me {
+  mode: IdentityMode;
+  subject: string;
+  email: string | null;
+  orgs: Org[];
+}
+
+/** POST /v1/auth/anonymous → 201 */
+export interface AnonymousAuthResponse {
+  token: string;
+  org: Org;
+}
+
+/** Project scope sent as query ?orgSlug=&projectSlug= on scoped routes. */
+export interface ProjectScope {
+  orgSlug: string;
+  projectSlug: string;
+}
+
+export interface CreateProjectRequest {
+  orgSlug: string;
+  slug: string;
+  name?: string;
+}
+
+// ---------------------------------------------------------------- base models
+
+export interface BaseModelInfo {
+  /** `<org>/<model>`, e.g. "svc/pico-llama". */
+  name: string;
+  parameters: number;
+  contextLength: number;
+  description: string;
+}
+
+// ---------------------------------------------------------------- datasets
+
+export interface Dataset {
+  id: string;
+  projectId: string;
+  name: string;
+  rows: number;
+  bytes: number;
+  createdAt: Iso8601;
+}
+
+/** POST /v1/datasets: the JSONL text as the body (Content-Type application/x-ndjson, ?name=), or JSON { url, token?, name? }. */
+export interface CreateDatasetFromUrlRequest {
+  url: string;
+  token?: string;
+  name?: string;
+}
+
+// ---------------------------------------------------------------- jobs
+
+export type JobStatus = "queued" | "running" | "completed" | "failed" | "cancelled";
+
+export type LrSchedulerType = "linear" | "cosine" | "constant";
+
+export interface JobHyperparameters {
+  lora: { r: number; alpha: number; targetModules?: string[]; maxLength?: number };
+  maxSteps?: number;
+  numTrainEpochs?: number;
+  learningRate?: number;
+  batchSize?: number;
+  gradientAccumulationSteps?: number;
+  lrSchedulerType?: LrSchedulerType;
+  warmupSteps?: number;
+  weightDecay?: number;
+  evalSteps?: number;
+  saveSteps?: number;
+  seed?: number;
+}
+
+export interface CreateJobRequest {
+  name: string;
+  baseModel: string;
+  datasetId: string;
+  evalDatasetId?: string;
+  /** Fraction (0, 0.5] of the training set held out for eval when no eval dataset is given. */
+  evalFraction?: number;
+  hyperparameters?: JobHyperparameters;
+  /** Validate everything and run the data pipeline without training. */
+  dryRun?: boolean;
+}
+
+export interface Job {
+  id: string;
+  projectId: string;
+  name: string;
+  status: JobStatus;
+  baseModel: string;
+  datasetId: string;
+  evalDatasetId: string | null;
+  hyperparameters: JobHyperparameters;
+  dryRun: boolean;
+  error: string | null;
+  createdAt: Iso8601;
+  startedAt: Iso8601 | null;
+  finishedAt: Iso8601 | null;
+}
+
+export interface Artifact {
+  /** "final" or "checkpoint-<step>". */
+  name: string;
+  kind: "final" | "checkpoint";
+  step: number;
+  files: { path: string; bytes: number }[];
+  createdAt: Iso8601;
+}
+
+// ---------------------------------------------------------------- job events (SSE event name = type)
+
+interface JobEventBase {
+  jobId: string;
+  timestamp: Iso8601;
+}
+
+export interface TrainingStartedEvent extends JobEventBase {
+  type: "training.started";
+  totalSteps: number;
+  baseModel: string;
+  trainExamples: number;
+  evalExamples: number;
+}
+
+export interface TrainingLogEvent extends JobEventBase {
+  type: "training.log";
+  step: number;
+  loss: number | null;
+  evalLoss: number | null;
+  learningRate: number | null;
+  epoch: number | null;
+  tokensPerSecond: number | null;
+}
+
+export interface CheckpointSavedEvent extends JobEventBase {
+  type: "checkpoint.saved";
+  step: number;
+  artifact: Artifact;
+}
+
+export interface TrainingCompletedEvent extends JobEventBase {
+  type: "training.completed";
+  artifacts: Artifact[];
+  metrics: { steps: number; finalLoss: number | null; evalLoss: number | null; trainSeconds: number };
+}
+
+export interface TrainingFailedEvent extends JobEventBase {
+  type: "training.failed";
+  error: string;
+  step: number | null;
+}
+
+export interface TrainingCancelledEvent extends JobEventBase {
+  type: "training.cancelled";
+  step: number | null;
+}
+
+export interface EndEvent extends JobEventBase {
+  type: "end";
+}
+
+export type JobEvent =
+  | TrainingStartedEvent
+  | TrainingLogEvent
+  | CheckpointSavedEvent
+  | TrainingCompletedEvent
+  | TrainingFailedEvent
+  | TrainingCancelledEvent
+  | EndEvent;
+
+export type JobEventType = JobEvent["type"];
+
+// ---------------------------------------------------------------- inference
+
+export interface ChatMessage {
+  role: "system" | "user" | "assistant" | "tool";
+  content: string;
+}
+
+export type AdapterRef = { kind: "final"; jobId: string } | { kind: "checkpoint"; jobId: string; step: number };
+
+/** POST /v1/inference/chat */
+export interface InferArgs {
+  messages: ChatMessage[];
+  adapter?: AdapterRef;
+  baseModel?: string;
+  temperature?: number;
+  topP?: number;
+  maxTokens?: number;
+  stop?: string | string[];
+  seed?: number;
+  stream?: boolean;
+}
+
+/** OpenAI chat.completion object (the subset we produce). */
+export interface ChatCompletion {
+  id: string;
+  object: "chat.completion";
+  created: number;
+  model: string;
+  choices: {
+    index: number;
+    message: { role: "assistant"; content: string };
+    finish_reason: "stop" | "length";
+  }[];
+  usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number };
+}
+
+/** OpenAI chat.completion.chunk object (the subset we produce). */
+export interface ChatCompletionChunk {
+  id: string;
+  object: "chat.completion.chunk";
+  created: number;
+  model: string;
+  choices: {
+    index: number;
+    delta: { role?: "assistant"; content?: string };
+    finish_reason: "stop" | "length" | null;
+  }[];
+  usage?: { prompt_tokens: number; completion_tokens: number; total_tokens: number } | null;
+}
+
+// ---------------------------------------------------------------- deployments
+
+export type DeploymentTarget = { kind: "adapter"; adapter: AdapterRef } | { kind: "base_model"; baseModel: string };
+
+export type AuthMode = "fixed_api_key" | "none";
+
+export type RunRetentionMode = "days" | "forever" | "none";
+
+export interface Deployment {
+  id: string;
+  projectId: string;
+  slug: string;
+  target: DeploymentTarget;
+  authMode: AuthMode;
+  enabled: boolean;
+  /** Reserved for a future feature; always null. */
+  customDomain: string | null;
+  runRetentionMode: RunRetentionMode;
+  runRetentionDays: number | null;
+  /** Full serving URL: <scheme>://<slug>.<deployment domain>/v1/chat/completions */
+  url: string;
+  createdAt: Iso8601;
+  updatedAt: Iso8601;
+}
+
+export interface CreateDeploymentRequest {
+  slug: string;
+  target: DeploymentTarget;
+  authMode?: AuthMode;
+  enabled?: boolean;
+  runRetentionMode?: RunRetentionMode;
+  runRetentionDays?: number | null;
+}
+
+export interface UpdateDeploymentRequest {
+  target?: DeploymentTarget;
+  authMode?: AuthMode;
+  enabled?: boolean;
+  runRetentionMode?: RunRetentionMode;
+  runRetentionDays?: number | null;
+}
+
+export interface DeploymentKey {
+  id: string;
+  deploymentId: string;
+  label: string;
+  prefix: string;
+  enabled: boolean;
+  createdAt: Iso8601;
+  lastUsedAt: Iso8601 | null;
+}
+
+/** The response that issues a key is the only place the plaintext ever appears. */
+export interface IssuedDeploymentKey extends DeploymentKey {
+  plaintext: string;
+}
+
+// ---------------------------------------------------------------- slug rules (shared by server validation and UI hints)
+
+export const SLUG_PATTERN = /^[a-z0-9][a-z0-9-]*[a-z0-9]$/;
+export const SLUG_MIN_LENGTH = 2;
+export const SLUG_MAX_LENGTH = 50;
+export const KEY_LABEL_MAX_LENGTH = 80;
+
+export const RESERVED_SLUGS: readonly string[] = [
+  "www",
+  "api",
+  "admin",
+  "app",
+  "auth",
+  "login",
+  "dashboard",
+  "console",
+  "studio",
+  "docs",
+  "status",
+  "mail",
+  "static",
+  "cdn",
+  "edge",
+  "internal",
+  "root",
+  "svc",
+];

@@ -1,0 +1,1 @@
+export const SVC_VERSION = "0.1.0";

@@ -1,0 +1,45 @@
+// The project's one test command: build everything, then run every compiled
+// test file with Node's test runner. Arguments narrow the run to test files
+// whose path contains any of them (e.g. `npm test -- engine`).
+import { spawnSync } from "node:child_process";
+import { readdirSync, statSync } from "node:fs";
+import { dirname, join, relative } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+const filters = process.argv.slice(2);
+
+if (!process.env.SVC_TEST_NO_BUILD) {
+  const b = spawnSync("node", [join(root, "scripts/build.mjs")], { stdio: "inherit", cwd: root });
+  if (b.status !== 0) process.exit(b.status ?? 1);
+}
+
+function* walk(dir) {
+  for (const name of readdirSync(dir)) {
+    const p = join(dir, name);
+    if (statSync(p).isDirectory()) yield* walk(p);
+    else if (name.endsWith(".test.js")) yield p;
+  }
+}
+
+const files = [];
+for (const pkg of readdirSync(join(root, "packages"))) {
+  const dist = join(root, "packages", pkg, "dist");
+  try {
+    statSync(dist);
+  } catch {
+    continue;
+  }
+  for (const f of walk(dist)) {
+    const rel = relative(root, f);
+    if (filters.length === 0 || filters.some((x) => rel.includes(x))) files.push(rel);
+  }
+}
+if (files.length === 0) {
+  console.error("test: no test files matched");
+  process.exit(1);
+}
+files.sort();
+const concurrency = process.env.SVC_TEST_CONCURRENCY ?? "2";
+const r = spawnSync("node", ["--test", `--test-concurrency=${concurrency}`, ...files], { stdio: "inherit", cwd: root });
+process.exit(r.status ?? 1);
