@@ -87,6 +87,8 @@ export interface LoadModelOptions {
 
 export interface Model {
   readonly dir: string;
+  /** Base weights (frozen during LoRA training; shared by every adapter view). */
+  readonly weights: import("./weights.js").LlamaWeights;
   readonly config: LlamaConfig;
   readonly tokenizer: Tokenizer;
   /** The adapter applied to this model view, if any. */

@@ -1,0 +1,74 @@
+// The contract of CloudApiClient (client.ts implements it): one method per /v1
+// route that the SDK and Studio use. Argument order is always: resource ids from
+// outer to inner, then the request body, then options. The project scope
+// (?orgSlug=&projectSlug=) comes from the client's construction, not the calls.
+import type {
+  AnonymousAuthResponse,
+  Artifact,
+  BaseModelInfo,
+  ChatCompletion,
+  CreateDatasetFromUrlRequest,
+  CreateDeploymentRequest,
+  CreateJobRequest,
+  CreateProjectRequest,
+  Dataset,
+  Deployment,
+  DeploymentKey,
+  InferArgs,
+  IssuedDeploymentKey,
+  Job,
+  Me,
+  Project,
+  ProjectScope,
+  UpdateDeploymentRequest,
+} from "@svc/server/wire";
+
+export interface CloudApiClientOptions {
+  /** e.g. http://127.0.0.1:4100 (no /v1 suffix). */
+  baseUrl: string;
+  /** Bearer token from ~/.svc/credentials.json; absent only for createAnonymousIdentity. */
+  token?: string;
+  /** Project scope for scoped routes (jobs, datasets, inference, deployments). */
+  scope?: ProjectScope;
+  fetch?: typeof fetch;
+}
+
+/** Thrown for every non-2xx answer: status is the upstream HTTP status, code and message come from the error body. */
+export interface CloudApiErrorShape {
+  status: number;
+  code: string;
+  message: string;
+}
+
+export interface CloudApi {
+  createAnonymousIdentity(): Promise<AnonymousAuthResponse>;
+  me(): Promise<Me>;
+  listProjects(orgSlug: string): Promise<Project[]>;
+  createProject(body: CreateProjectRequest): Promise<Project>;
+  listModels(): Promise<BaseModelInfo[]>;
+
+  uploadDataset(jsonl: string, options?: { name?: string }): Promise<Dataset>;
+  createDatasetFromUrl(body: CreateDatasetFromUrlRequest): Promise<Dataset>;
+
+  createJob(body: CreateJobRequest): Promise<Job>;
+  listJobs(): Promise<Job[]>;
+  getJob(jobId: string): Promise<Job>;
+  cancelJob(jobId: string): Promise<Job>;
+  /** The raw SSE response of GET /v1/jobs/:id/events (for proxies and the SDK's event reader). */
+  openJobEvents(jobId: string, options?: { lastEventId?: string; signal?: AbortSignal }): Promise<Response>;
+  listArtifacts(jobId: string): Promise<Artifact[]>;
+
+  /** Non-streaming chat; see inferStream for stream: true. */
+  infer(args: InferArgs): Promise<ChatCompletion>;
+  /** Streaming chat: yields text deltas. */
+  inferStream(args: InferArgs, options?: { signal?: AbortSignal }): AsyncIterable<string>;
+
+  createDeployment(body: CreateDeploymentRequest): Promise<Deployment>;
+  listDeployments(): Promise<Deployment[]>;
+  getDeployment(deploymentId: string): Promise<Deployment>;
+  updateDeployment(deploymentId: string, body: UpdateDeploymentRequest): Promise<Deployment>;
+  deleteDeployment(deploymentId: string): Promise<void>;
+  issueDeploymentKey(deploymentId: string, body: { label: string }): Promise<IssuedDeploymentKey>;
+  listDeploymentKeys(deploymentId: string): Promise<DeploymentKey[]>;
+  revokeDeploymentKey(deploymentId: string, keyId: string): Promise<DeploymentKey>;
+}
