@@ -1,0 +1,31 @@
+// The one error type the engine throws for bad input. `code` is stable and
+// machine-readable (the server maps it to its error shape); `message` names the
+// file (and line, for datasets) and says what is wrong.
+
+export type EngineErrorCode =
+  | "missing_file"
+  | "invalid_file"
+  | "unsupported_architecture"
+  | "unsupported_dtype"
+  | "shape_mismatch"
+  | "invalid_dataset"
+  | "invalid_argument";
+
+export class EngineError extends Error {
+  readonly code: EngineErrorCode;
+
+  constructor(
+    code: EngineErrorCode,
+    message: string,
+    readonly file?: string,
+    readonly line?: number,
+  ) {
+    super(message);
+    this.name = "EngineError";
+    this.code = code;
+  }
+}
+
+export function isEngineError(error: unknown, code?: EngineErrorCode): error is EngineError {
+  return error instanceof EngineError && (code === undefined || error.code === code);
+}
