@@ -1,0 +1,105 @@
+// Follows one job's SSE stream: status per the spec's state table, loss series,
+// the 500-row event log, artifact count and failure text. The browser's own
+// EventSource reconnect (with Last-Event-ID) handles interruptions; `end` closes.
+import type { JobStatus } from "@svc/server/wire";
+import { useEffect, useState } from "react";
+import { jobEventsUrl } from "../api.js";
+import { appendLogEntry, artifactCount, type EventLogEntry, formatEventMessage } from "../lib/event-log.js";
+import { addLogFrame, emptySeries, type LossSeries } from "../lib/loss-series.js";
+
+export const JOB_EVENT_NAMES = [
+  "training.started",
+  "training.log",
+  "checkpoint.saved",
+  "training.completed",
+  "training.failed",
+  "training.cancelled",
+] as const;
+
+export interface JobEventState {
+  status: JobStatus | null;
+  series: LossSeries;
+  log: EventLogEntry[];
+  artifacts: number | null;
+  failure: string | null;
+  interrupted: boolean;
+  ended: boolean;
+  totalSteps: number | null;
+  lastStep: number | null;
+}
+
+const initial = (): JobEventState => ({
+  status: null,
+  series: emptySeries(),
+  log: [],
+  artifacts: null,
+  failure: null,
+  interrupted: false,
+  ended: false,
+  totalSteps: null,
+  lastStep: null,
+});
+
+function reduce(s: JobEventState, event: string, raw: string, id: string): JobEventState {
+  let payload: Record<string, unknown> = {};
+  try {
+    payload = JSON.parse(raw) as Record<string, unknown>;
+  } catch {
+    // keep the raw text as the message
+  }
+  const entry: EventLogEntry = {
+    key: id || `${event}-${s.log.length}-${Date.now()}`,
+    event,
+    message: formatEventMessage(event, payload, raw),
+    timestamp: typeof payload.timestamp === "string" ? payload.timestamp : null,
+  };
+  const next: JobEventState = { ...s, interrupted: false, log: appendLogEntry(s.log, entry) };
+  const step = typeof payload.step === "number" ? payload.step : null;
+  switch (event) {
+    case "training.started":
+      next.status = "running";
+      if (typeof payload.totalSteps === "number") next.totalSteps = payload.totalSteps;
+      break;
+    case "training.log":
+      next.series = addLogFrame(s.series, payload);
+      if (step !== null) next.lastStep = step;
+      break;
+    case "checkpoint.saved":
+      if (step !== null) next.lastStep = Math.max(step, s.lastStep ?? 0);
+      break;
+    case "training.completed":
+      next.status = "completed";
+      next.artifacts = artifactCount(payload);
+      break;
+    case "training.failed":
+      next.status = "failed";
+      next.failure = entry.message;
+      break;
+    case "training.cancelled":
+      next.status = "cancelled";
+      break;
+  }
+  return next;
+}
+
+export function useJobEvents(jobId: string | null): JobEventState {
+  const [state, setState] = useState<JobEventState>(initial);
+  useEffect(() => {
+    setState(initial());
+    if (!jobId) return;
+    const source = new EventSource(jobEventsUrl(jobId));
+    const onEvent = (e: MessageEvent<string>) => setState((s) => reduce(s, e.type, e.data, e.lastEventId));
+    for (const name of JOB_EVENT_NAMES) source.addEventListener(name, onEvent);
+    // Any frame, keep-alives included, means the stream is flowing again.
+    source.addEventListener("ping", () =>
+      setState((s) => (s.interrupted ? { ...s, interrupted: false } : s)),
+    );
+    source.addEventListener("end", () => {
+      source.close();
+      setState((s) => ({ ...s, ended: true, interrupted: false }));
+    });
+    source.onerror = () => setState((s) => (s.ended ? s : { ...s, interrupted: true }));
+    return () => source.close();
+  }, [jobId]);
+  return state;
+}

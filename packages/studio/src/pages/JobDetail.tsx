@@ -1,0 +1,118 @@
+// Job detail: live status, failure banner, loss chart with the Advanced
+// statistics, the event log, and a Metadata sidebar (artifact count).
+import type { Job } from "@svc/server/wire";
+import { useEffect, useState } from "react";
+import { errorMessage, getJson, sendJson } from "../api.js";
+import { ErrorText, StatusBadge, shortId } from "../components/common.js";
+import { EventLog } from "../components/EventLog.js";
+import { LossChart } from "../components/LossChart.js";
+import { StatsCards } from "../components/StatsCards.js";
+import { useJobEvents } from "../components/useJobEvents.js";
+
+export function JobDetail({ jobId }: { jobId: string }) {
+  const ev = useJobEvents(jobId);
+  const [job, setJob] = useState<Job | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const [advanced, setAdvanced] = useState(false);
+  const [cancelling, setCancelling] = useState(false);
+
+  useEffect(() => {
+    getJson<{ job: Job }>(`/api/jobs/${encodeURIComponent(jobId)}`)
+      .then((r) => setJob(r.job))
+      .catch((e) => setError(errorMessage(e)));
+  }, [jobId]);
+
+  const status = ev.status ?? job?.status ?? null;
+  const cancel = async () => {
+    setCancelling(true);
+    try {
+      const r = await sendJson<{ job: Job }>("POST", `/api/jobs/${encodeURIComponent(jobId)}/cancel`);
+      setJob(r.job);
+    } catch (e) {
+      setError(errorMessage(e));
+    } finally {
+      setCancelling(false);
+    }
+  };
+
+  return (
+    <div className="page">
+      <div className="page-head">
+        <div>
+          <a href="#/jobs" className="crumb">
+            Jobs
+          </a>
+          <h1>
+            {job?.name ?? shortId(jobId)} {status && <StatusBadge status={status} />}
+          </h1>
+        </div>
+        {(status === "running" || status === "queued") && (
+          <button type="button" className="btn btn-danger" onClick={cancel} disabled={cancelling}>
+            Cancel
+          </button>
+        )}
+      </div>
+      <ErrorText message={error} />
+      {ev.interrupted && (
+        <div className="banner banner-warn" data-testid="stream-banner">
+          Event stream interrupted.
+        </div>
+      )}
+      <div className="detail-grid">
+        <div className="detail-main">
+          {ev.failure && (
+            <div className="banner banner-error" data-testid="failure-banner">
+              {ev.failure}
+            </div>
+          )}
+          <section className="card">
+            <div className="card-head">
+              <h2>Loss</h2>
+              <label className="toggle">
+                <input type="checkbox" checked={advanced} onChange={(e) => setAdvanced(e.target.checked)} />
+                Advanced
+              </label>
+            </div>
+            <LossChart series={ev.series} fileName={`loss-${shortId(jobId)}`} />
+            {advanced && <StatsCards series={ev.series} />}
+          </section>
+          <section className="card">
+            <div className="card-head">
+              <h2>Events</h2>
+              <span className="muted">last 500</span>
+            </div>
+            <EventLog entries={ev.log} />
+          </section>
+        </div>
+        <aside className="card sidebar" data-testid="metadata">
+          <h2>Metadata</h2>
+          <dl className="meta">
+            <dt>ID</dt>
+            <dd className="mono">{jobId}</dd>
+            <dt>Status</dt>
+            <dd>{status ?? "—"}</dd>
+            {job && (
+              <>
+                <dt>Base model</dt>
+                <dd>{job.baseModel}</dd>
+                <dt>Created</dt>
+                <dd>{new Date(job.createdAt).toLocaleString()}</dd>
+              </>
+            )}
+            {ev.lastStep !== null && (
+              <>
+                <dt>Step</dt>
+                <dd>
+                  {ev.lastStep}
+                  {ev.totalSteps ? ` / ${ev.totalSteps}` : ""}
+                </dd>
+              </>
+            )}
+            <dt>Artifacts</dt>
+            <dd data-testid="artifact-count">{ev.artifacts ?? "—"}</dd>
+          </dl>
+        </aside>
+      </div>
+    </div>
+  );
+}
