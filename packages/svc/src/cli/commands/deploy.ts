@@ -1,0 +1,175 @@
+// svc deploy create | list | show | update | delete: a deployment is a URL
+// <slug>.<deployment domain> serving chat completions from a target.
+import type {
+  AuthMode,
+  Deployment,
+  DeploymentTarget,
+  RunRetentionMode,
+  UpdateDeploymentRequest,
+} from "@svc/server/wire";
+import type { CloudApiClient } from "../../sdk/client.js";
+import { openExistingScopedSession, openScopedSession } from "../../sdk/session.js";
+import {
+  type Command,
+  intOption,
+  oneOf,
+  type Parsed,
+  parse,
+  requirePositional,
+  stringOption,
+  UsageError,
+} from "../args.js";
+import { printJson, shortId, table } from "../output.js";
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** A deployment by id, or by slug among the project's deployments. */
+export async function resolveDeployment(client: CloudApiClient, ref: string): Promise<Deployment> {
+  if (UUID.test(ref)) return client.getDeployment(ref);
+  const found = (await client.listDeployments()).find((d) => d.slug === ref || d.id === ref);
+  if (!found) throw new Error(`no deployment with id or slug "${ref}" in this project`);
+  return found;
+}
+
+export function targetSummary(t: DeploymentTarget): string {
+  if (t.kind === "base_model") return `Base model: ${t.baseModel}`;
+  if (t.adapter.kind === "final") return `Final adapter (job ${shortId(t.adapter.jobId)})`;
+  return `Checkpoint step ${t.adapter.step} (job ${shortId(t.adapter.jobId)})`;
+}
+
+/** --job <id> [--step N] | --base-model <name> → a target, or undefined when none was given. */
+export function targetFromFlags(values: Parsed["values"]): DeploymentTarget | undefined {
+  const job = stringOption(values, "job");
+  const baseModel = stringOption(values, "base-model");
+  const step = intOption(values, "step", 1);
+  if (job && baseModel) throw new UsageError("give either --job or --base-model, not both");
+  if (step !== undefined && !job) throw new UsageError("--step needs --job");
+  if (job) {
+    return step === undefined
+      ? { kind: "adapter", adapter: { kind: "final", jobId: job } }
+      : { kind: "adapter", adapter: { kind: "checkpoint", jobId: job, step } };
+  }
+  if (baseModel) return { kind: "base_model", baseModel };
+  return undefined;
+}
+
+function describe(d: Deployment): string {
+  return [
+    `id         ${d.id}`,
+    `slug       ${d.slug}`,
+    `url        ${d.url}`,
+    `target     ${targetSummary(d.target)}`,
+    `auth       ${d.authMode}`,
+    `enabled    ${d.enabled}`,
+    `retention  ${d.runRetentionMode}${d.runRetentionDays === null ? "" : ` (${d.runRetentionDays} days)`}`,
+    `base URL   ${d.url.replace(/\/chat\/completions$/, "")}   (for OpenAI clients)`,
+  ].join("\n");
+}
+
+const OPTIONS = {
+  slug: { type: "string" },
+  job: { type: "string" },
+  step: { type: "string" },
+  "base-model": { type: "string" },
+  auth: { type: "string" },
+  enable: { type: "boolean" },
+  disable: { type: "boolean" },
+  "retention-mode": { type: "string" },
+  "retention-days": { type: "string" },
+  json: { type: "boolean" },
+} as const;
+
+export const deployCommand: Command = {
+  name: "deploy",
+  summary: "create, list, show, update or delete deployments (OpenAI-compatible endpoints)",
+  usage: [
+    "Usage: svc deploy create --slug <slug> (--job <jobId> [--step <n>] | --base-model <name>)",
+    "                         [--auth fixed_api_key|none] [--disable]",
+    "       svc deploy [list] [--json]",
+    "       svc deploy show <id|slug> [--json]",
+    "       svc deploy update <id|slug> [--job <jobId> [--step <n>] | --base-model <name>]",
+    "                         [--auth fixed_api_key|none] [--enable|--disable]",
+    "                         [--retention-mode days|forever|none] [--retention-days <n>]",
+    "       svc deploy delete <id|slug>",
+    "",
+    "A deployment serves POST <url>/v1/chat/completions. --job deploys the job's final",
+    "adapter, --job with --step one of its checkpoints, --base-model the base model.",
+  ].join("\n"),
+  async run(argv) {
+    const { values, positionals } = parse(argv, OPTIONS, 2);
+    const sub = positionals[0] ?? "list";
+    const auth = oneOf<AuthMode>(stringOption(values, "auth"), "auth", ["fixed_api_key", "none"]);
+    if (values.enable && values.disable) throw new UsageError("give --enable or --disable, not both");
+
+    if (sub === "create") {
+      const slug = stringOption(values, "slug");
+      if (!slug) throw new UsageError("--slug is required");
+      const target = targetFromFlags(values);
+      if (!target)
+        throw new UsageError("a target is required: --job <jobId> [--step <n>] or --base-model <name>");
+      const { scoped } = await openScopedSession();
+      const d = await scoped.createDeployment({
+        slug,
+        target,
+        authMode: auth,
+        enabled: values.disable ? false : undefined,
+      });
+      if (values.json) printJson(d);
+      else process.stdout.write(`created deployment ${d.slug}\n${describe(d)}\n`);
+      return 0;
+    }
+    if (sub === "list") {
+      const session = await openExistingScopedSession();
+      const list = session ? await session.scoped.listDeployments() : [];
+      if (values.json) printJson(list);
+      else if (list.length === 0) process.stdout.write("No deployments\n");
+      else {
+        const rows = list.map((d) => [
+          d.slug,
+          targetSummary(d.target),
+          d.authMode,
+          d.enabled ? "enabled" : "disabled",
+          d.url,
+        ]);
+        process.stdout.write(`${table(rows, ["SLUG", "TARGET", "AUTH", "STATE", "URL"])}\n`);
+      }
+      return 0;
+    }
+    if (!["show", "update", "delete"].includes(sub)) throw new UsageError(`unknown subcommand "${sub}"`);
+    const ref = requirePositional(positionals, 1, "deployment id or slug");
+    const session = await openExistingScopedSession();
+    if (!session)
+      throw new Error("no project yet: .svc/state.json does not exist, so there are no deployments");
+    const d = await resolveDeployment(session.scoped, ref);
+    if (sub === "show") {
+      if (values.json) printJson(d);
+      else process.stdout.write(`${describe(d)}\n`);
+      return 0;
+    }
+    if (sub === "delete") {
+      await session.scoped.deleteDeployment(d.id);
+      process.stdout.write(`deleted deployment ${d.slug}\n`);
+      return 0;
+    }
+    const patch: UpdateDeploymentRequest = {};
+    const target = targetFromFlags(values);
+    if (target) patch.target = target;
+    if (auth) patch.authMode = auth;
+    if (values.enable) patch.enabled = true;
+    if (values.disable) patch.enabled = false;
+    const mode = oneOf<RunRetentionMode>(stringOption(values, "retention-mode"), "retention-mode", [
+      "days",
+      "forever",
+      "none",
+    ]);
+    if (mode) patch.runRetentionMode = mode;
+    const days = intOption(values, "retention-days", 1, 3650);
+    if (days !== undefined) patch.runRetentionDays = days;
+    if (Object.keys(patch).length === 0)
+      throw new UsageError("nothing to update: give a target, --auth, --enable/--disable or retention");
+    const updated = await session.scoped.updateDeployment(d.id, patch);
+    if (values.json) printJson(updated);
+    else process.stdout.write(`updated deployment ${updated.slug}\n${describe(updated)}\n`);
+    return 0;
+  },
+};

@@ -1,0 +1,64 @@
+// svc keys issue <deployment> --label <label> | list <deployment> | revoke <deployment> <keyId>
+
+import { KEY_LABEL_MAX_LENGTH } from "@svc/server/wire";
+import { openExistingScopedSession } from "../../sdk/session.js";
+import { type Command, parse, requirePositional, stringOption, UsageError } from "../args.js";
+import { printJson, table } from "../output.js";
+import { resolveDeployment } from "./deploy.js";
+
+export const keysCommand: Command = {
+  name: "keys",
+  summary: "issue, list or revoke a deployment's API keys",
+  usage: [
+    "Usage: svc keys issue <deployment> --label <label> [--json]   prints the key once",
+    "       svc keys list <deployment> [--json]                     includes lastUsedAt",
+    "       svc keys revoke <deployment> <keyId>",
+    "",
+    "<deployment> is a deployment id or slug.",
+  ].join("\n"),
+  async run(argv) {
+    const { values, positionals } = parse(argv, { label: { type: "string" }, json: { type: "boolean" } }, 3);
+    const sub = requirePositional(positionals, 0, "subcommand (issue, list or revoke)");
+    if (!["issue", "list", "revoke"].includes(sub)) throw new UsageError(`unknown subcommand "${sub}"`);
+    const ref = requirePositional(positionals, 1, "deployment id or slug");
+    const session = await openExistingScopedSession();
+    if (!session)
+      throw new Error("no project yet: .svc/state.json does not exist, so there are no deployments");
+    const deployment = await resolveDeployment(session.scoped, ref);
+    if (sub === "issue") {
+      const label = stringOption(values, "label");
+      if (!label || label.length > KEY_LABEL_MAX_LENGTH) {
+        throw new UsageError(`--label: required, 1 to ${KEY_LABEL_MAX_LENGTH} characters`);
+      }
+      const key = await session.scoped.issueDeploymentKey(deployment.id, { label });
+      if (values.json) printJson(key);
+      else {
+        process.stdout.write(`${key.plaintext}\n`);
+        process.stderr.write(
+          `issued key ${key.id} (${key.label}); the key above is shown once, store it now\n`,
+        );
+      }
+      return 0;
+    }
+    if (sub === "list") {
+      const keys = await session.scoped.listDeploymentKeys(deployment.id);
+      if (values.json) printJson(keys);
+      else if (keys.length === 0) process.stdout.write("No keys\n");
+      else {
+        const rows = keys.map((k) => [
+          k.id,
+          k.label,
+          k.prefix,
+          k.enabled ? "enabled" : "revoked",
+          k.lastUsedAt ?? "never",
+        ]);
+        process.stdout.write(`${table(rows, ["ID", "LABEL", "PREFIX", "STATE", "LAST USED"])}\n`);
+      }
+      return 0;
+    }
+    const keyId = requirePositional(positionals, 2, "key id");
+    const key = await session.scoped.revokeDeploymentKey(deployment.id, keyId);
+    process.stdout.write(`revoked key ${key.id} (${key.label})\n`);
+    return 0;
+  },
+};

@@ -1,0 +1,79 @@
+// svc start: run the project's trainer. Reuses .svc/build/index.mjs when present
+// (svc build refreshes it), submits the job and prints its progress until it ends.
+import { ensureLocalServer } from "../../sdk/config.js";
+import { loadProject, ManifestBuildError } from "../../sdk/manifest.js";
+import { defaultProjectDir } from "../../sdk/session.js";
+import { TrainingCancelledError, TrainingFailedError } from "../../sdk/trainer.js";
+import { type Command, parse } from "../args.js";
+import { JobProgressPrinter } from "../progress.js";
+
+export const startCommand: Command = {
+  name: "start",
+  summary: "run the project's trainer and follow its progress",
+  usage: [
+    "Usage: svc start [--rebuild] [--detach]",
+    "",
+    "Runs the trainer that src/svc/index.ts registers with createSvc. Uses",
+    ".svc/build/index.mjs when it exists (svc build refreshes it), builds otherwise.",
+    "Prints progress until the job ends: a progress bar on a terminal, plain lines",
+    "such as `step 10/60 loss=1.2340 evalLoss=1.4560` otherwise. Exits 1 when the",
+    "job fails or is cancelled. Ctrl-C stops watching; the job keeps running.",
+    "",
+    "Options:",
+    "  --rebuild  build the bundle even when one exists",
+    "  --detach   submit and exit without following the job",
+  ].join("\n"),
+  async run(argv) {
+    const { values } = parse(argv, { rebuild: { type: "boolean" }, detach: { type: "boolean" } }, 0);
+    const projectDir = defaultProjectDir();
+    let manifest: Awaited<ReturnType<typeof loadProject>>;
+    try {
+      manifest = await loadProject(projectDir, { rebuild: Boolean(values.rebuild) });
+    } catch (err) {
+      if (!(err instanceof ManifestBuildError)) throw err;
+      for (const line of err.errors) process.stderr.write(`${line}\n`);
+      process.stderr.write("svc start: the build failed\n");
+      return 1;
+    }
+    if (!manifest) {
+      process.stderr.write(
+        "svc start: No trainer in src/svc/index.ts yet. Add createTrainer(...) and pass it to createSvc.\n",
+      );
+      return 1;
+    }
+    const { trainer } = manifest;
+    await ensureLocalServer({
+      onStarting: ({ log }) => process.stdout.write(`starting the local server (log: ${log})\n`),
+    });
+    const { jobId } = await trainer.start();
+    process.stdout.write(`job ${jobId} submitted: ${trainer.name} on ${trainer.model}\n`);
+    if (values.detach) return 0;
+
+    const printer = new JobProgressPrinter(process.stdout);
+    const watching = new AbortController();
+    const onSigint = () => watching.abort(new Error("interrupted"));
+    process.once("SIGINT", onSigint);
+    try {
+      const { artifacts } = await trainer.wait({ onEvent: (e) => printer.event(e), signal: watching.signal });
+      printer.finish();
+      const final = artifacts.find((a) => a.kind === "final");
+      process.stdout.write(`done: job ${jobId}${final ? ` (adapter: ${final.name})` : ""}\n`);
+      return 0;
+    } catch (err) {
+      printer.finish();
+      if (watching.signal.aborted) {
+        process.stderr.write(
+          `stopped watching; job ${jobId} keeps running (svc jobs cancel ${jobId} stops it)\n`,
+        );
+        return 130;
+      }
+      if (err instanceof TrainingFailedError || err instanceof TrainingCancelledError) {
+        process.stderr.write(`svc start: ${err.message}\n`);
+        return 1;
+      }
+      throw err;
+    } finally {
+      process.off("SIGINT", onSigint);
+    }
+  },
+};

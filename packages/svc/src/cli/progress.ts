@@ -1,0 +1,126 @@
+// What `svc start` prints while a job runs. Plain lines when stdout is not a
+// terminal (this is the text Studio's Run training log shows); one redrawn
+// progress bar line on a terminal.
+import type { JobEvent } from "@svc/server/wire";
+
+export function formatNumber(v: number): string {
+  if (!Number.isFinite(v)) return String(v);
+  return Math.abs(v) >= 1000 || (Math.abs(v) < 1e-3 && v !== 0) ? v.toExponential(3) : v.toFixed(4);
+}
+
+function metrics(e: { loss: number | null; evalLoss: number | null }): string {
+  let s = "";
+  if (typeof e.loss === "number") s += ` loss=${formatNumber(e.loss)}`;
+  if (typeof e.evalLoss === "number") s += ` evalLoss=${formatNumber(e.evalLoss)}`;
+  return s;
+}
+
+function stepText(step: number, total: number | null): string {
+  return total ? `step ${step}/${total}` : `step ${step}`;
+}
+
+/** One plain line per event, or null for events that print nothing. */
+export function formatEventLine(event: JobEvent, totalSteps: number | null): string | null {
+  switch (event.type) {
+    case "training.started":
+      return `started: ${event.totalSteps} steps, ${event.trainExamples} train / ${event.evalExamples} eval examples, base model ${event.baseModel}`;
+    case "training.log":
+      return `${stepText(event.step, totalSteps)}${metrics(event)}`;
+    case "checkpoint.saved":
+      return `checkpoint saved at step ${event.step} (${event.artifact.name})`;
+    case "training.completed": {
+      const n = event.artifacts.length;
+      const m = event.metrics;
+      const parts = [`completed: ${n} artifact${n === 1 ? "" : "s"}`, `${m.steps} steps`];
+      if (typeof m.finalLoss === "number") parts.push(`final loss=${formatNumber(m.finalLoss)}`);
+      if (typeof m.evalLoss === "number") parts.push(`evalLoss=${formatNumber(m.evalLoss)}`);
+      parts.push(`${m.trainSeconds.toFixed(1)}s`);
+      return parts.join(", ");
+    }
+    case "training.failed":
+      return `failed${event.step === null ? "" : ` at step ${event.step}`}: ${event.error}`;
+    case "training.cancelled":
+      return `cancelled${event.step === null ? "" : ` at step ${event.step}`}`;
+    default:
+      return null;
+  }
+}
+
+export interface ProgressState {
+  step: number;
+  totalSteps: number | null;
+  loss: number | null;
+  evalLoss: number | null;
+  tokensPerSecond: number | null;
+}
+
+/** `[##########----------]  30/60  50%  loss=1.2345  evalLoss=1.4567  812 tok/s` */
+export function formatProgressBar(p: ProgressState, width = 24): string {
+  const total = p.totalSteps ?? 0;
+  const fraction = total > 0 ? Math.min(1, p.step / total) : 0;
+  const filled = Math.round(fraction * width);
+  const bar = `[${"#".repeat(filled)}${"-".repeat(width - filled)}]`;
+  const count = total > 0 ? `${String(p.step).padStart(String(total).length)}/${total}` : `${p.step}`;
+  let s = `${bar} ${count} ${String(Math.round(fraction * 100)).padStart(3)}%`;
+  if (p.loss !== null) s += `  loss=${formatNumber(p.loss)}`;
+  if (p.evalLoss !== null) s += `  evalLoss=${formatNumber(p.evalLoss)}`;
+  if (p.tokensPerSecond !== null) s += `  ${Math.round(p.tokensPerSecond)} tok/s`;
+  return s;
+}
+
+/** Prints job events: plain lines, or a progress bar redrawn in place on a TTY. */
+export class JobProgressPrinter {
+  private state: ProgressState = {
+    step: 0,
+    totalSteps: null,
+    loss: null,
+    evalLoss: null,
+    tokensPerSecond: null,
+  };
+  private barShown = false;
+
+  constructor(
+    private readonly out: NodeJS.WritableStream & { isTTY?: boolean; columns?: number },
+    private readonly tty = Boolean(out.isTTY),
+  ) {}
+
+  event(event: JobEvent): void {
+    if (event.type === "training.started") this.state.totalSteps = event.totalSteps;
+    if (event.type === "training.log") {
+      this.state.step = event.step;
+      if (event.loss !== null) this.state.loss = event.loss;
+      if (event.evalLoss !== null) this.state.evalLoss = event.evalLoss;
+      if (event.tokensPerSecond !== null) this.state.tokensPerSecond = event.tokensPerSecond;
+    }
+    if (!this.tty) {
+      const line = formatEventLine(event, this.state.totalSteps);
+      if (line !== null) this.out.write(`${line}\n`);
+      return;
+    }
+    if (event.type === "training.log") {
+      const width = Math.max(10, Math.min(30, (this.out.columns ?? 100) - 70));
+      this.out.write(`\r\x1b[2K${formatProgressBar(this.state, width)}`);
+      this.barShown = true;
+      return;
+    }
+    const line = formatEventLine(event, this.state.totalSteps);
+    if (line === null) return;
+    this.line(line);
+  }
+
+  /** A message above the bar (the bar is redrawn at the next log event). */
+  line(text: string): void {
+    if (this.tty && this.barShown) {
+      this.out.write(`\r\x1b[2K${text}\n`);
+      this.barShown = this.state.step > 0;
+      if (this.barShown) this.out.write(formatProgressBar(this.state));
+      return;
+    }
+    this.out.write(`${text}\n`);
+  }
+
+  finish(): void {
+    if (this.tty && this.barShown) this.out.write("\n");
+    this.barShown = false;
+  }
+}

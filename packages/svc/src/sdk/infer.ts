@@ -1,0 +1,86 @@
+// infer(): chat with a job's final adapter, one of its checkpoints, or a base model.
+import type { ChatCompletion, ChatMessage, InferArgs as WireInferArgs } from "@svc/server/wire";
+import type { CloudApi } from "./cloud-api.js";
+import { openScopedSession } from "./session.js";
+
+export interface InferOptions {
+  messages: ChatMessage[];
+  temperature?: number;
+  topP?: number;
+  maxTokens?: number;
+  stop?: string | string[];
+  seed?: number;
+  signal?: AbortSignal;
+}
+
+/** Which weights answer: exactly one of adapter (final or checkpoint) or baseModel. */
+export type InferTarget = Pick<WireInferArgs, "adapter" | "baseModel">;
+
+export interface InferResult {
+  text: string;
+  finishReason: "stop" | "length";
+  completion: ChatCompletion;
+}
+
+export type InferRequest = InferOptions & InferTarget;
+
+/** Chat bound to one target, e.g. the checkpoint handed to onCheckpoint. */
+export interface BoundInfer {
+  (args: InferOptions & { stream: true }): AsyncIterable<string>;
+  (args: InferOptions & { stream?: false }): Promise<InferResult>;
+}
+
+export function infer(args: InferRequest & { stream: true }): AsyncIterable<string>;
+export function infer(args: InferRequest & { stream?: false }): Promise<InferResult>;
+export function infer(
+  args: InferRequest & { stream?: boolean },
+): AsyncIterable<string> | Promise<InferResult> {
+  validateInferArgs(args);
+  if (args.stream) {
+    return {
+      async *[Symbol.asyncIterator]() {
+        const { scoped } = await openScopedSession();
+        yield* scoped.inferStream(wireArgs(args), { signal: args.signal });
+      },
+    };
+  }
+  return openScopedSession().then(({ scoped }) => inferWith(scoped, args));
+}
+
+export function bindInfer(client: CloudApi, target: InferTarget): BoundInfer {
+  return ((args: InferOptions & { stream?: boolean }) => {
+    const full = { ...args, ...target };
+    validateInferArgs(full);
+    if (args.stream) return client.inferStream(wireArgs(full), { signal: args.signal });
+    return inferWith(client, full);
+  }) as BoundInfer;
+}
+
+async function inferWith(client: CloudApi, args: InferRequest): Promise<InferResult> {
+  const completion = await client.infer(wireArgs(args));
+  const choice = completion.choices[0];
+  return { text: choice?.message.content ?? "", finishReason: choice?.finish_reason ?? "stop", completion };
+}
+
+function wireArgs(args: InferRequest & { stream?: boolean }): WireInferArgs {
+  const { signal: _signal, ...rest } = args as InferRequest & { stream?: boolean; signal?: AbortSignal };
+  return rest;
+}
+
+function validateInferArgs(args: InferRequest): void {
+  if (!Array.isArray(args.messages) || args.messages.length === 0) {
+    throw new TypeError("messages: expected a non-empty array of { role, content }");
+  }
+  args.messages.forEach((m, i) => {
+    if (typeof m?.content !== "string" || !["system", "user", "assistant", "tool"].includes(m?.role)) {
+      throw new TypeError(
+        `messages[${i}]: expected { role: "system"|"user"|"assistant"|"tool", content: string }`,
+      );
+    }
+  });
+  if (Boolean(args.adapter) === Boolean(args.baseModel)) {
+    throw new TypeError(
+      'infer: give exactly one of adapter ({ kind: "final", jobId } | { kind: "checkpoint", jobId, step }) or baseModel',
+    );
+  }
+}

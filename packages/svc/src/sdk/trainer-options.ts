@@ -1,0 +1,156 @@
+// createTrainer's options: their types, and the checks that make a bad value
+// fail at construction with the field's name.
+import type { Artifact, ChatMessage, Job, JobHyperparameters, LrSchedulerType } from "@svc/server/wire";
+import type { BoundInfer } from "./infer.js";
+import { assertSupportedModel, type SupportedModel } from "./models.js";
+
+export interface ChatExample {
+  messages: ChatMessage[];
+}
+
+export type DatasetSource =
+  | { type: "file"; path: string }
+  | { type: "url"; url: string; token?: string }
+  | { type: "inline"; rows: ChatExample[] };
+
+export interface TrainerCallbacks {
+  onStarted?(info: { job: Job }): void | Promise<void>;
+  onLog?(info: {
+    step: number;
+    loss: number | null;
+    evalLoss: number | null;
+    learningRate: number | null;
+    epoch: number | null;
+    job: Job;
+  }): void | Promise<void>;
+  /** infer chats with the checkpoint that was just saved. */
+  onCheckpoint?(info: { step: number; job: Job; infer: BoundInfer }): void | Promise<void>;
+  onCompleted?(info: { job: Job; artifacts: Artifact[] }): void | Promise<void>;
+  onFailed?(info: { job: Job; error: string }): void | Promise<void>;
+}
+
+export interface TrainerOptions {
+  name: string;
+  model: SupportedModel;
+  dataset: DatasetSource;
+  evalDataset?: DatasetSource;
+  lora?: { r: number; alpha: number; maxLength?: number };
+  maxSteps?: number;
+  numTrainEpochs?: number;
+  learningRate?: number;
+  batchSize?: number;
+  lrSchedulerType?: LrSchedulerType;
+  warmupSteps?: number;
+  weightDecay?: number;
+  evalSteps?: number;
+  saveSteps?: number;
+  seed?: number;
+  dryRun?: boolean;
+  callbacks?: TrainerCallbacks;
+  /** Stops only the local wait(); the job keeps running (use cancel() to stop it). */
+  abortSignal?: AbortSignal;
+}
+
+export const DEFAULT_LORA = { r: 8, alpha: 16 } as const;
+
+function fail(field: string, expected: string, value: unknown): never {
+  throw new TypeError(
+    `createTrainer: ${field}: expected ${expected}, got ${JSON.stringify(value) ?? String(value)}`,
+  );
+}
+
+function positiveInt(field: string, v: unknown, allowZero = false): void {
+  if (v === undefined) return;
+  if (typeof v !== "number" || !Number.isInteger(v) || v < (allowZero ? 0 : 1)) {
+    fail(field, allowZero ? "an integer >= 0" : "a positive integer", v);
+  }
+}
+
+function positiveNumber(field: string, v: unknown, allowZero = false): void {
+  if (v === undefined) return;
+  if (typeof v !== "number" || !Number.isFinite(v) || v < 0 || (!allowZero && v === 0)) {
+    fail(field, allowZero ? "a number >= 0" : "a positive number", v);
+  }
+}
+
+function validateDataset(field: string, d: unknown): void {
+  const ds = d as Record<string, unknown> | undefined;
+  if (!ds || typeof ds !== "object") fail(field, '{ type: "file" | "url" | "inline", ... }', d);
+  if (ds.type === "file") {
+    if (typeof ds.path !== "string" || ds.path === "")
+      fail(`${field}.path`, "a path to a JSONL file", ds.path);
+  } else if (ds.type === "url") {
+    if (typeof ds.url !== "string" || !/^https?:\/\//.test(ds.url))
+      fail(`${field}.url`, "an http(s) URL", ds.url);
+    if (ds.token !== undefined && typeof ds.token !== "string") fail(`${field}.token`, "a string", ds.token);
+  } else if (ds.type === "inline") {
+    if (!Array.isArray(ds.rows) || ds.rows.length === 0)
+      fail(`${field}.rows`, "a non-empty array of { messages }", ds.rows);
+    ds.rows.forEach((row: unknown, i: number) => {
+      const messages = (row as { messages?: unknown })?.messages;
+      if (!Array.isArray(messages) || messages.length === 0)
+        fail(`${field}.rows[${i}].messages`, "a non-empty array", messages);
+    });
+  } else {
+    fail(`${field}.type`, '"file", "url" or "inline"', ds.type);
+  }
+}
+
+export function validateTrainerOptions(o: TrainerOptions): void {
+  if (!o || typeof o !== "object") fail("options", "an object", o);
+  if (typeof o.name !== "string" || o.name.trim() === "" || o.name.length > 200)
+    fail("name", "a non-empty string", o.name);
+  assertSupportedModel(o.model, "createTrainer: model");
+  validateDataset("dataset", o.dataset);
+  if (o.evalDataset !== undefined) validateDataset("evalDataset", o.evalDataset);
+  if (o.lora !== undefined) {
+    if (typeof o.lora !== "object" || o.lora === null) fail("lora", "{ r, alpha, maxLength? }", o.lora);
+    positiveInt("lora.r", o.lora.r);
+    if (o.lora.r === undefined) fail("lora.r", "a positive integer", o.lora.r);
+    positiveNumber("lora.alpha", o.lora.alpha);
+    if (o.lora.alpha === undefined) fail("lora.alpha", "a positive number", o.lora.alpha);
+    positiveInt("lora.maxLength", o.lora.maxLength);
+  }
+  positiveInt("maxSteps", o.maxSteps);
+  positiveNumber("numTrainEpochs", o.numTrainEpochs);
+  positiveNumber("learningRate", o.learningRate);
+  positiveInt("batchSize", o.batchSize);
+  if (o.lrSchedulerType !== undefined && !["linear", "cosine", "constant"].includes(o.lrSchedulerType)) {
+    fail("lrSchedulerType", '"linear", "cosine" or "constant"', o.lrSchedulerType);
+  }
+  positiveInt("warmupSteps", o.warmupSteps, true);
+  positiveNumber("weightDecay", o.weightDecay, true);
+  positiveInt("evalSteps", o.evalSteps);
+  positiveInt("saveSteps", o.saveSteps);
+  positiveInt("seed", o.seed, true);
+  if (o.dryRun !== undefined && typeof o.dryRun !== "boolean") fail("dryRun", "a boolean", o.dryRun);
+  if (o.callbacks !== undefined) {
+    if (typeof o.callbacks !== "object" || o.callbacks === null)
+      fail("callbacks", "an object of functions", o.callbacks);
+    for (const [k, v] of Object.entries(o.callbacks)) {
+      if (!["onStarted", "onLog", "onCheckpoint", "onCompleted", "onFailed"].includes(k))
+        fail(`callbacks.${k}`, "a known callback name", k);
+      if (v !== undefined && typeof v !== "function") fail(`callbacks.${k}`, "a function", v);
+    }
+  }
+  if (o.abortSignal !== undefined && !(o.abortSignal instanceof AbortSignal))
+    fail("abortSignal", "an AbortSignal", "?");
+}
+
+export function hyperparametersOf(o: TrainerOptions): JobHyperparameters {
+  const h: JobHyperparameters = { lora: { ...DEFAULT_LORA, ...o.lora } };
+  const keys = [
+    "maxSteps",
+    "numTrainEpochs",
+    "learningRate",
+    "batchSize",
+    "lrSchedulerType",
+    "warmupSteps",
+    "weightDecay",
+    "evalSteps",
+    "saveSteps",
+    "seed",
+  ] as const;
+  for (const k of keys) if (o[k] !== undefined) (h as unknown as Record<string, unknown>)[k] = o[k];
+  return h;
+}

@@ -1,0 +1,218 @@
+// createTrainer(): a training run described in code. start() uploads the datasets
+// and submits the job; wait() follows its events, runs the callbacks in order and
+// settles with the job and its artifacts; cancel() stops the job on the backend.
+import { readFile } from "node:fs/promises";
+import { basename, resolve } from "node:path";
+import type { Artifact, Dataset, Job, JobEvent } from "@svc/server/wire";
+import type { CloudApiClient } from "./client.js";
+import { bindInfer } from "./infer.js";
+import { streamJobEvents } from "./job-event-stream.js";
+import type { SupportedModel } from "./models.js";
+import { defaultProjectDir, openScopedSession, type ScopedSvcSession } from "./session.js";
+import {
+  type DatasetSource,
+  hyperparametersOf,
+  type TrainerCallbacks,
+  type TrainerOptions,
+  validateTrainerOptions,
+} from "./trainer-options.js";
+
+export interface TrainerResult {
+  job: Job;
+  artifacts: Artifact[];
+}
+
+export interface WaitOptions {
+  /** Sees every event before the callbacks do (the CLI's progress output uses it). */
+  onEvent?: (event: JobEvent) => void | Promise<void>;
+  signal?: AbortSignal;
+}
+
+export interface Trainer {
+  readonly name: string;
+  readonly model: SupportedModel;
+  /** The submitted job's id; null before start(). */
+  readonly jobId: string | null;
+  start(): Promise<{ jobId: string }>;
+  wait(options?: WaitOptions): Promise<TrainerResult>;
+  cancel(): Promise<void>;
+}
+
+/** wait() rejects with this when the job failed (after onFailed ran). */
+export class TrainingFailedError extends Error {
+  readonly job: Job;
+  constructor(job: Job, error: string) {
+    super(`training failed: ${error}`);
+    this.name = "TrainingFailedError";
+    this.job = job;
+  }
+}
+
+/** wait() rejects with this when the job was cancelled. */
+export class TrainingCancelledError extends Error {
+  readonly job: Job;
+  constructor(job: Job) {
+    super(`training job ${job.id} was cancelled`);
+    this.name = "TrainingCancelledError";
+    this.job = job;
+  }
+}
+
+export function createTrainer(options: TrainerOptions): Trainer {
+  validateTrainerOptions(options);
+  return new SvcTrainer({ ...options });
+}
+
+class SvcTrainer implements Trainer {
+  readonly name: string;
+  readonly model: SupportedModel;
+  private readonly options: TrainerOptions;
+  private session: ScopedSvcSession | null = null;
+  private submitted: Promise<{ jobId: string }> | null = null;
+  private id: string | null = null;
+
+  constructor(options: TrainerOptions) {
+    this.options = options;
+    this.name = options.name;
+    this.model = options.model;
+  }
+
+  get jobId(): string | null {
+    return this.id;
+  }
+
+  start(): Promise<{ jobId: string }> {
+    this.submitted ??= this.submit().catch((err) => {
+      this.submitted = null;
+      throw err;
+    });
+    return this.submitted;
+  }
+
+  private async submit(): Promise<{ jobId: string }> {
+    const projectDir = defaultProjectDir();
+    this.session = await openScopedSession(projectDir);
+    const client = this.session.scoped;
+    const dataset = await uploadDataset(client, this.options.dataset, projectDir, `${this.name}-train`);
+    const evalDataset = this.options.evalDataset
+      ? await uploadDataset(client, this.options.evalDataset, projectDir, `${this.name}-eval`)
+      : undefined;
+    const job = await client.createJob({
+      name: this.name,
+      baseModel: this.model,
+      datasetId: dataset.id,
+      evalDatasetId: evalDataset?.id,
+      hyperparameters: hyperparametersOf(this.options),
+      dryRun: this.options.dryRun,
+    });
+    this.id = job.id;
+    return { jobId: job.id };
+  }
+
+  async wait(waitOptions: WaitOptions = {}): Promise<TrainerResult> {
+    const { jobId } = await this.start();
+    const client = this.session!.scoped;
+    const signals = [this.options.abortSignal, waitOptions.signal].filter((s): s is AbortSignal =>
+      Boolean(s),
+    );
+    const signal = signals.length > 0 ? AbortSignal.any(signals) : undefined;
+    const callbacks: TrainerCallbacks = this.options.callbacks ?? {};
+    let job = await client.getJob(jobId);
+    let outcome:
+      | { kind: "completed"; artifacts: Artifact[] }
+      | { kind: "failed"; error: string }
+      | { kind: "cancelled" }
+      | null = null;
+
+    for await (const { event } of streamJobEvents({ client, jobId, signal })) {
+      await waitOptions.onEvent?.(event);
+      switch (event.type) {
+        case "training.started":
+          job = await client.getJob(jobId);
+          await callbacks.onStarted?.({ job });
+          break;
+        case "training.log":
+          await callbacks.onLog?.({
+            step: event.step,
+            loss: event.loss,
+            evalLoss: event.evalLoss,
+            learningRate: event.learningRate,
+            epoch: event.epoch,
+            job,
+          });
+          break;
+        case "checkpoint.saved":
+          await callbacks.onCheckpoint?.({
+            step: event.step,
+            job,
+            infer: bindInfer(client, { adapter: { kind: "checkpoint", jobId, step: event.step } }),
+          });
+          break;
+        case "training.completed":
+          job = await client.getJob(jobId);
+          outcome = { kind: "completed", artifacts: event.artifacts };
+          await callbacks.onCompleted?.({ job, artifacts: event.artifacts });
+          break;
+        case "training.failed":
+          job = await client.getJob(jobId);
+          outcome = { kind: "failed", error: event.error };
+          await callbacks.onFailed?.({ job, error: event.error });
+          break;
+        case "training.cancelled":
+          job = await client.getJob(jobId);
+          outcome = { kind: "cancelled" };
+          break;
+      }
+    }
+    signal?.throwIfAborted();
+    if (!outcome) outcome = await this.outcomeFromJob(client, jobId, callbacks);
+    job = await client.getJob(jobId).catch(() => job);
+    if (outcome.kind === "failed") throw new TrainingFailedError(job, outcome.error);
+    if (outcome.kind === "cancelled") throw new TrainingCancelledError(job);
+    return { job, artifacts: outcome.artifacts };
+  }
+
+  /** The stream ended without a terminal event (e.g. events pruned): settle from the job itself. */
+  private async outcomeFromJob(client: CloudApiClient, jobId: string, callbacks: TrainerCallbacks) {
+    const job = await client.getJob(jobId);
+    if (job.status === "completed") {
+      const artifacts = await client.listArtifacts(jobId);
+      await callbacks.onCompleted?.({ job, artifacts });
+      return { kind: "completed" as const, artifacts };
+    }
+    if (job.status === "cancelled") return { kind: "cancelled" as const };
+    const error = job.error ?? `the event stream ended while the job was ${job.status}`;
+    if (job.status === "failed") await callbacks.onFailed?.({ job, error });
+    return { kind: "failed" as const, error };
+  }
+
+  async cancel(): Promise<void> {
+    if (!this.submitted) return;
+    const { jobId } = await this.submitted;
+    await this.session!.scoped.cancelJob(jobId);
+  }
+}
+
+async function uploadDataset(
+  client: CloudApiClient,
+  source: DatasetSource,
+  projectDir: string,
+  fallbackName: string,
+): Promise<Dataset> {
+  if (source.type === "url")
+    return client.createDatasetFromUrl({ url: source.url, token: source.token, name: fallbackName });
+  if (source.type === "inline") {
+    const jsonl = source.rows.map((row) => JSON.stringify(row)).join("\n");
+    return client.uploadDataset(`${jsonl}\n`, { name: fallbackName });
+  }
+  const path = resolve(projectDir, source.path);
+  let text: string;
+  try {
+    text = await readFile(path, "utf8");
+  } catch (err) {
+    throw new Error(
+      `dataset file ${source.path}: ${(err as NodeJS.ErrnoException).code === "ENOENT" ? "not found" : (err as Error).message} (resolved to ${path})`,
+    );
+  }
+  return client.uploadDataset(text, { name: basename(path) });
+}
