@@ -1,0 +1,159 @@
+// Generates the templates' datasets offline and deterministically (fixed seed):
+// `node templates/generate-datasets.mjs` rewrites templates/*/data/{train,eval}.jsonl.
+// Each row is one chat in the OpenAI fine-tuning format: {"messages":[...]}.
+import { mkdirSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const here = dirname(fileURLToPath(import.meta.url));
+
+/** mulberry32: a small, well-known 32-bit PRNG; same seed, same datasets. */
+function rng(seed) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const pick = (r, xs) => xs[Math.floor(r() * xs.length)];
+
+// ------------------------------------------------------------ ticket triage
+
+export const TRIAGE_SYSTEM =
+  'Classify the support ticket. Reply with JSON only: {"category": "billing"|"technical"|"account"|"shipping", "priority": "low"|"medium"|"high"}.';
+
+const TRIAGE = {
+  billing: [
+    "I was charged twice for my {plan} plan this month.",
+    "Can I get a refund for the {plan} subscription?",
+    "My invoice shows the wrong amount.",
+    "The card payment failed but money left my account.",
+    "Please send me a receipt for my last payment.",
+  ],
+  technical: [
+    "The app crashes when I open the {feature} page.",
+    "The {feature} button does nothing in {browser}.",
+    "Sync has stopped working since the last update.",
+    "I get error 500 when I upload a file.",
+    "The {feature} screen loads forever.",
+  ],
+  account: [
+    "I cannot log in to my account.",
+    "How do I change the email on my account?",
+    "Please delete my account and my data.",
+    "I did not get the password reset email.",
+    "Add a second admin to our {plan} team.",
+  ],
+  shipping: [
+    "My order has not arrived after two weeks.",
+    "The package came damaged.",
+    "Can I change the delivery address of my order?",
+    "Tracking says delivered but I have nothing.",
+    "When will my order ship?",
+  ],
+};
+const URGENT = [
+  "This is urgent, our whole team is blocked.",
+  "We lose money every hour, please hurry.",
+  "Production is down!",
+];
+const MILD = ["No rush.", "Whenever you have time.", "Just wondering.", "Thanks!"];
+const FILL = {
+  plan: ["Pro", "Team", "Basic", "Enterprise"],
+  feature: ["reports", "settings", "export", "dashboard", "billing"],
+  browser: ["Firefox", "Chrome", "Safari"],
+};
+const GREETINGS = ["", "Hi, ", "Hello, ", "Hey team, "];
+
+function fill(r, text) {
+  return text.replace(/\{(\w+)\}/g, (_, k) => pick(r, FILL[k]));
+}
+
+function triageRow(r) {
+  const category = pick(r, Object.keys(TRIAGE));
+  const tone = r();
+  // The rule to learn: urgent wording → high, polite no-rush wording → low, plain → medium.
+  const priority = tone < 0.3 ? "high" : tone < 0.6 ? "low" : "medium";
+  const extra = priority === "high" ? ` ${pick(r, URGENT)}` : priority === "low" ? ` ${pick(r, MILD)}` : "";
+  const ticket = `${pick(r, GREETINGS)}${fill(r, pick(r, TRIAGE[category]))}${extra}`;
+  return {
+    messages: [
+      { role: "system", content: TRIAGE_SYSTEM },
+      { role: "user", content: ticket },
+      { role: "assistant", content: JSON.stringify({ category, priority }) },
+    ],
+  };
+}
+
+// ------------------------------------------------------------ PII redaction
+
+export const PII_SYSTEM =
+  "Rewrite the text with every personal name replaced by [NAME], email by [EMAIL] and phone number by [PHONE].";
+
+const FIRST = [
+  "Anna",
+  "Ben",
+  "Chloe",
+  "David",
+  "Elena",
+  "Farid",
+  "Grace",
+  "Hugo",
+  "Ines",
+  "Jonas",
+  "Keiko",
+  "Liam",
+  "Maya",
+  "Noah",
+];
+const LAST = ["Smith", "Garcia", "Novak", "Okafor", "Tanaka", "Berg", "Rossi", "Kim", "Dubois", "Silva"];
+const DOMAINS = ["example.com", "mail.test", "acme.org", "corp.example"];
+const PII_SENTENCES = [
+  "Please call {name} at {phone} about the contract.",
+  "Send the report to {email} before Friday.",
+  "{name} asked to be reached on {phone} or {email}.",
+  "Meeting notes: {name} will follow up with the client.",
+  "Forward the invoice to {name} ({email}).",
+  "Contact {name} on {phone} if the delivery is late.",
+  "The ticket was opened by {email} yesterday.",
+];
+
+function piiRow(r) {
+  const first = pick(r, FIRST);
+  const last = pick(r, LAST);
+  const name = r() < 0.5 ? first : `${first} ${last}`;
+  const email = `${first.toLowerCase()}.${last.toLowerCase()}@${pick(r, DOMAINS)}`;
+  const phone = `+1 555 ${String(100 + Math.floor(r() * 900))} ${String(1000 + Math.floor(r() * 9000))}`;
+  const sentence = pick(r, PII_SENTENCES);
+  const values = { name, email, phone };
+  const tags = { name: "[NAME]", email: "[EMAIL]", phone: "[PHONE]" };
+  return {
+    messages: [
+      { role: "system", content: PII_SYSTEM },
+      { role: "user", content: sentence.replace(/\{(\w+)\}/g, (_, k) => values[k]) },
+      { role: "assistant", content: sentence.replace(/\{(\w+)\}/g, (_, k) => tags[k]) },
+    ],
+  };
+}
+
+// ------------------------------------------------------------ write
+
+function write(template, makeRow, seed, trainRows, evalRows) {
+  const r = rng(seed);
+  const rows = Array.from({ length: trainRows + evalRows }, () => makeRow(r));
+  const dir = join(here, template, "data");
+  mkdirSync(dir, { recursive: true });
+  const jsonl = (xs) => `${xs.map((x) => JSON.stringify(x)).join("\n")}\n`;
+  writeFileSync(join(dir, "train.jsonl"), jsonl(rows.slice(0, trainRows)));
+  writeFileSync(join(dir, "eval.jsonl"), jsonl(rows.slice(trainRows)));
+  console.log(`${template}: ${trainRows} train + ${evalRows} eval rows (seed ${seed})`);
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  write("ticket-triage", triageRow, 20251121, 240, 40);
+  write("pii-redaction", piiRow, 20251122, 240, 40);
+}
