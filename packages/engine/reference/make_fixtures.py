@@ -314,20 +314,8 @@ def make_case(case):
             golden.append((f"logits.{i}", forward(cfg, W, s)))
             golden.append((f"logits_lora.{i}", forward(cfg, W, s, lora)))
 
-    loss = batch_loss(cfg, W, seqs, labels, lora)
-    loss.backward()
-    params = [p for _, p in peft]
-    for name, p in peft:
-        golden.append((f"grad.{name}", p.grad.clone()))
-    grad_norm = float(torch.sqrt(sum((p.grad.double() ** 2).sum() for p in params)))
-    max_grad_norm = round(grad_norm * 0.5, 6)  # clipping is active
-    torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
-    opt = torch.optim.AdamW(params, lr=LR, betas=BETAS, eps=EPS, weight_decay=WD)
-    opt.step()
-    for name, p in peft:
-        golden.append((f"updated.{name}", p.detach().clone()))
-
     # greedy continuation of the first sequence's first 6 tokens, base model and with LoRA
+    # (before the AdamW step below changes the LoRA weights)
     def greedy(lo):
         ids = list(seqs[0][:6])
         margins = []
@@ -342,6 +330,20 @@ def make_case(case):
     greedy_base, margin_base = greedy(None)
     with torch.no_grad():
         greedy_lora, margin_lora = greedy(lora)
+
+
+    loss = batch_loss(cfg, W, seqs, labels, lora)
+    loss.backward()
+    params = [p for _, p in peft]
+    for name, p in peft:
+        golden.append((f"grad.{name}", p.grad.clone()))
+    grad_norm = float(torch.sqrt(sum((p.grad.double() ** 2).sum() for p in params)))
+    max_grad_norm = round(grad_norm * 0.5, 6)  # clipping is active
+    torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
+    opt = torch.optim.AdamW(params, lr=LR, betas=BETAS, eps=EPS, weight_decay=WD)
+    opt.step()
+    for name, p in peft:
+        golden.append((f"updated.{name}", p.detach().clone()))
 
     write_safetensors(os.path.join(folder, "golden.safetensors"), golden, {"format": "pt"})
     meta = {
