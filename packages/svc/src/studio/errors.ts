@@ -31,8 +31,10 @@ export function errorStatus(err: unknown): { status: ContentfulStatusCode; code:
     const status = (err.status >= 400 && err.status <= 599 ? err.status : 502) as ContentfulStatusCode;
     return { status, code: err.code, message: err.message };
   }
-  if (err instanceof MissingProjectStateError) return { status: 409, code: "missing_project_state", message: err.message };
-  if (err instanceof ManifestBuildError) return { status: 422, code: "manifest_build_failed", message: err.message };
+  if (err instanceof MissingProjectStateError)
+    return { status: 409, code: "missing_project_state", message: err.message };
+  if (err instanceof ManifestBuildError)
+    return { status: 422, code: "manifest_build_failed", message: err.message };
   if (err instanceof CredentialsFileError || err instanceof ProjectStateFileError) {
     return { status: 500, code: "invalid_local_file", message: err.message };
   }

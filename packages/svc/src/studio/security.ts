@@ -42,7 +42,9 @@ export const hostGuard: MiddlewareHandler = async (c, next) => {
 export function studioTokenGuard(token: string): MiddlewareHandler {
   return async (c, next) => {
     const fromHeader = c.req.header(STUDIO_TOKEN_HEADER);
-    const fromQuery = acceptsQueryToken(c.req.method, c.req.path) ? c.req.query(STUDIO_TOKEN_QUERY) : undefined;
+    const fromQuery = acceptsQueryToken(c.req.method, c.req.path)
+      ? c.req.query(STUDIO_TOKEN_QUERY)
+      : undefined;
     if (!tokenMatches(fromHeader, token) && !tokenMatches(fromQuery, token)) {
       return c.json(
         errorBody("invalid_studio_token", `missing or stale ${STUDIO_TOKEN_HEADER}; reload the Studio page`),

@@ -1,0 +1,104 @@
+import assert from "node:assert/strict";
+import { Writable } from "node:stream";
+import { test } from "node:test";
+import type { JobEvent } from "@svc/server/wire";
+import { formatEventLine, formatProgressBar, JobProgressPrinter } from "./progress.js";
+
+const base = { jobId: "j", timestamp: "2026-01-01T00:00:00Z" };
+const log = (step: number, loss: number | null, evalLoss: number | null): JobEvent => ({
+  ...base,
+  type: "training.log",
+  step,
+  loss,
+  evalLoss,
+  learningRate: 0.001,
+  epoch: 1,
+  tokensPerSecond: null,
+});
+
+test("plain log lines carry step/total and only numeric losses", () => {
+  assert.equal(formatEventLine(log(10, 1.234, 1.456), 60), "step 10/60 loss=1.2340 evalLoss=1.4560");
+  assert.equal(formatEventLine(log(10, null, 1.5), 60), "step 10/60 evalLoss=1.5000");
+  assert.equal(formatEventLine(log(3, 2, null), null), "step 3 loss=2.0000");
+});
+
+test("terminal events read as sentences", () => {
+  const completed: JobEvent = {
+    ...base,
+    type: "training.completed",
+    artifacts: [],
+    metrics: { steps: 60, finalLoss: 0.5, evalLoss: null, trainSeconds: 12.34 },
+  };
+  assert.equal(formatEventLine(completed, 60), "completed: 0 artifacts, 60 steps, final loss=0.5000, 12.3s");
+  assert.equal(
+    formatEventLine({ ...base, type: "training.failed", error: "boom", step: 4 }, 60),
+    "failed at step 4: boom",
+  );
+  assert.equal(formatEventLine({ ...base, type: "end" }, 60), null);
+});
+
+test("progress bar fills with the fraction of steps", () => {
+  const s = formatProgressBar(
+    { step: 30, totalSteps: 60, loss: 1.2345, evalLoss: null, tokensPerSecond: 812.4 },
+    10,
+  );
+  assert.equal(s, "[#####-----] 30/60  50%  loss=1.2345  812 tok/s");
+  assert.match(
+    formatProgressBar({ step: 60, totalSteps: 60, loss: null, evalLoss: 1, tokensPerSecond: null }, 4),
+    /^\[####\] 60\/60 100%/,
+  );
+});
+
+function sink(isTTY: boolean) {
+  let text = "";
+  const out = new Writable({
+    write(chunk, _enc, cb) {
+      text += chunk.toString();
+      cb();
+    },
+  }) as Writable & { isTTY?: boolean };
+  out.isTTY = isTTY;
+  return { out, text: () => text };
+}
+
+test("printer writes plain lines when not a TTY", () => {
+  const s = sink(false);
+  const p = new JobProgressPrinter(s.out);
+  p.event({
+    ...base,
+    type: "training.started",
+    totalSteps: 20,
+    baseModel: "svc/pico-llama",
+    trainExamples: 8,
+    evalExamples: 2,
+  });
+  p.event(log(10, 1, null));
+  p.finish();
+  assert.equal(
+    s.text(),
+    "started: 20 steps, 8 train / 2 eval examples, base model svc/pico-llama\nstep 10/20 loss=1.0000\n",
+  );
+});
+
+test("printer redraws one bar line on a TTY", () => {
+  const s = sink(true);
+  const p = new JobProgressPrinter(s.out);
+  p.event({
+    ...base,
+    type: "training.started",
+    totalSteps: 20,
+    baseModel: "m",
+    trainExamples: 8,
+    evalExamples: 2,
+  });
+  p.event(log(5, 2, null));
+  p.event(log(10, 1, 1.5));
+  p.finish();
+  const bars = s
+    .text()
+    .split("\r\x1b[2K")
+    .filter((x) => x.startsWith("["));
+  assert.equal(bars.length, 2);
+  assert.match(bars[1], /10\/20 +50% {2}loss=1\.0000 {2}evalLoss=1\.5000/);
+  assert.ok(s.text().endsWith("\n"));
+});

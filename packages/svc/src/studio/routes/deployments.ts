@@ -1,0 +1,83 @@
+// /api/deployments: a thin layer over the SDK's deployment methods. Every call
+// re-reads credentials and state; CloudApiError keeps its upstream status.
+import type { CreateDeploymentRequest, Deployment, UpdateDeploymentRequest } from "@svc/server/wire";
+import { type Context, Hono } from "hono";
+import { ensuredProjectSession, existingProjectSession, type ScopedCloudSession } from "../cloud-session.js";
+import type { StudioEnv } from "../env.js";
+import { StudioError } from "../errors.js";
+
+/** The JSON object body of a request, or a 400 naming what is wrong. */
+export async function jsonObjectBody(c: Context): Promise<Record<string, unknown>> {
+  let body: unknown;
+  try {
+    body = await c.req.json();
+  } catch {
+    throw new StudioError(400, "invalid_json", "request body must be JSON");
+  }
+  if (typeof body !== "object" || body === null || Array.isArray(body)) {
+    throw new StudioError(400, "invalid_request", "request body must be a JSON object");
+  }
+  return body as Record<string, unknown>;
+}
+
+export function deploymentRoutes(env: StudioEnv): Hono {
+  const app = new Hono();
+
+  const session = async (): Promise<ScopedCloudSession> => {
+    const s = await existingProjectSession(env.projectDir);
+    if (!s)
+      throw new StudioError(
+        404,
+        "not_found",
+        "deployment not found: this project has no .svc/state.json yet",
+      );
+    return s;
+  };
+
+  // With no .svc/state.json there can be no deployments: empty list, no upstream call.
+  app.get("/", async (c) => {
+    const s = await existingProjectSession(env.projectDir);
+    const deployments: Deployment[] = s ? await s.client.listDeployments() : [];
+    return c.json({ deployments });
+  });
+
+  // The first create of an anonymous project writes .svc/state.json.
+  app.post("/", async (c) => {
+    const body = (await jsonObjectBody(c)) as unknown as CreateDeploymentRequest;
+    const s = await ensuredProjectSession(env.projectDir);
+    return c.json({ deployment: await s.client.createDeployment(body) }, 201);
+  });
+
+  app.get("/:id", async (c) => {
+    return c.json({ deployment: await (await session()).client.getDeployment(c.req.param("id")) });
+  });
+
+  app.patch("/:id", async (c) => {
+    const body = (await jsonObjectBody(c)) as UpdateDeploymentRequest;
+    return c.json({ deployment: await (await session()).client.updateDeployment(c.req.param("id"), body) });
+  });
+
+  app.delete("/:id", async (c) => {
+    await (await session()).client.deleteDeployment(c.req.param("id"));
+    return c.body(null, 204);
+  });
+
+  app.get("/:id/keys", async (c) => {
+    return c.json({ keys: await (await session()).client.listDeploymentKeys(c.req.param("id")) });
+  });
+
+  app.post("/:id/keys", async (c) => {
+    const body = await jsonObjectBody(c);
+    if (typeof body.label !== "string")
+      throw new StudioError(400, "invalid_request", "label: expected a string");
+    const key = await (await session()).client.issueDeploymentKey(c.req.param("id"), { label: body.label });
+    return c.json({ key }, 201);
+  });
+
+  app.delete("/:id/keys/:keyId", async (c) => {
+    const key = await (await session()).client.revokeDeploymentKey(c.req.param("id"), c.req.param("keyId"));
+    return c.json({ key });
+  });
+
+  return app;
+}

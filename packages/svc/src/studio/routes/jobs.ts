@@ -1,0 +1,63 @@
+// /api/jobs: list, detail, artifacts, cancel, and the SSE proxy of a job's
+// events (Last-Event-ID passed through so the browser's reconnect resumes).
+import type { Job } from "@svc/server/wire";
+import { Hono } from "hono";
+import { existingProjectSession, type ScopedCloudSession } from "../cloud-session.js";
+import type { StudioEnv } from "../env.js";
+import { StudioError } from "../errors.js";
+
+export function jobRoutes(env: StudioEnv): Hono {
+  const app = new Hono();
+
+  const session = async (jobId: string): Promise<ScopedCloudSession> => {
+    const s = await existingProjectSession(env.projectDir);
+    if (!s)
+      throw new StudioError(
+        404,
+        "not_found",
+        `job ${jobId} not found: this project has no .svc/state.json yet`,
+      );
+    return s;
+  };
+
+  // No state file means no runs yet: answer without calling the cloud API.
+  app.get("/", async (c) => {
+    const s = await existingProjectSession(env.projectDir);
+    const jobs: Job[] = s ? await s.client.listJobs() : [];
+    return c.json({ jobs });
+  });
+
+  app.get("/:id", async (c) => {
+    const id = c.req.param("id");
+    return c.json({ job: await (await session(id)).client.getJob(id) });
+  });
+
+  app.get("/:id/artifacts", async (c) => {
+    const id = c.req.param("id");
+    return c.json({ artifacts: await (await session(id)).client.listArtifacts(id) });
+  });
+
+  app.post("/:id/cancel", async (c) => {
+    const id = c.req.param("id");
+    return c.json({ job: await (await session(id)).client.cancelJob(id) });
+  });
+
+  app.get("/:id/events", async (c) => {
+    const id = c.req.param("id");
+    const s = await session(id);
+    const upstream = await s.client.openJobEvents(id, {
+      lastEventId: c.req.header("Last-Event-ID"),
+      signal: c.req.raw.signal,
+    });
+    return new Response(upstream.body, {
+      status: 200,
+      headers: {
+        "Content-Type": "text/event-stream; charset=utf-8",
+        "Cache-Control": "no-cache, no-transform",
+        "X-Accel-Buffering": "no",
+      },
+    });
+  });
+
+  return app;
+}

@@ -1,0 +1,56 @@
+// /api/manifest, /api/credentials and /api/models: the project's trainer, the
+// identity shown in the header, and the base models for the Playground.
+import { Hono } from "hono";
+import { cloudApiUrl, isDefaultCloudApi } from "../../sdk/config.js";
+import { ensureCredentials, readCredentials } from "../../sdk/credentials.js";
+import { loadManifest } from "../../sdk/manifest.js";
+import { readProjectState } from "../../sdk/project-state.js";
+import { ensureCloudApi, openCloudSession } from "../cloud-session.js";
+import type { StudioEnv } from "../env.js";
+
+/** What the header needs; the cloud bearer token never leaves the Studio process. */
+export interface StudioIdentityBody {
+  mode: "anonymous" | "oauth";
+  orgSlug: string;
+  projectSlug: string | null;
+  apiHost: string | null;
+  /** True when this call minted anonymous credentials because none existed. */
+  minted: boolean;
+}
+
+export function projectRoutes(env: StudioEnv): Hono {
+  const app = new Hono();
+
+  // Rebuilt on every call, so reloading the page picks up edits to src/svc/index.ts.
+  app.get("/manifest", async (c) => {
+    const manifest = await loadManifest(env.projectDir, { rebuild: true });
+    return c.json({ trainer: manifest.trainer ? { name: manifest.trainer.name } : null });
+  });
+
+  app.get("/credentials", async (c) => {
+    const apiUrl = cloudApiUrl();
+    let credentials = await readCredentials();
+    let minted = false;
+    if (!credentials) {
+      await ensureCloudApi();
+      credentials = await ensureCredentials(apiUrl);
+      minted = true;
+    }
+    const state = await readProjectState(env.projectDir);
+    const body: StudioIdentityBody = {
+      mode: credentials.mode,
+      orgSlug: state?.orgSlug ?? credentials.orgSlug,
+      projectSlug: state?.projectSlug ?? null,
+      apiHost: isDefaultCloudApi(apiUrl) ? null : new URL(apiUrl).host,
+      minted,
+    };
+    return c.json(body);
+  });
+
+  app.get("/models", async (c) => {
+    const { client } = await openCloudSession();
+    return c.json({ models: await client.listModels() });
+  });
+
+  return app;
+}
