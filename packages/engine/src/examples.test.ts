@@ -162,6 +162,23 @@ describe("assistant-only labels with ChatML", () => {
   });
 });
 
+test("labels match the assistant mask transformers computes (fixture from tokenizer_reference.py)", async () => {
+  const fixture = new URL("../../src/testing/fixtures/hf-tokenizer-reference.json", import.meta.url);
+  const reference = JSON.parse(await readFile(fixture, "utf8")) as {
+    conversations: { messages: DatasetMessage[]; text: string; ids: number[]; assistantMask: number[] }[];
+  };
+  assert.ok(reference.conversations.length >= 3);
+  for (const { messages, text, ids, assistantMask } of reference.conversations) {
+    assert.equal(tokenizer.applyChatTemplate(messages), text);
+    const example = tokenizeExample(tokenizer, { messages });
+    assert.deepEqual([...example.inputIds], ids);
+    assert.deepEqual(
+      [...example.labels].map((label) => (label === IGNORE_INDEX ? 0 : 1)),
+      assistantMask,
+    );
+  }
+});
+
 describe("maxLength", () => {
   test("truncates from the end and keeps the labels aligned", () => {
     const full = tokenizeExample(tokenizer, { messages: CONVERSATION });

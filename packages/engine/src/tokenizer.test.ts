@@ -17,6 +17,9 @@ const CHATML_WITH_DEFAULT_SYSTEM =
   "{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}" +
   "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
 
+/** Written by src/testing/tokenizer_reference.py with Hugging Face transformers. */
+const REFERENCE_FIXTURE = new URL("../../src/testing/fixtures/hf-tokenizer-reference.json", import.meta.url);
+
 const TEXTS = [
   "Hello, world!",
   "The quick brown fox jumps over the lazy dog. 12345 67",
@@ -149,6 +152,23 @@ describe("test tokenizer files", () => {
     const ids = withMerges.encode(withMerges.applyChatTemplate(messages));
     assert.equal(ids.filter((id) => id === 1).length, 4);
     assert.equal(ids.filter((id) => id === 2).length, 4);
+  });
+
+  test("encodings and decodings match Hugging Face tokenizers (fixture from tokenizer_reference.py)", async () => {
+    const reference = JSON.parse(await readFile(REFERENCE_FIXTURE, "utf8")) as {
+      merges: number;
+      vocabSize: number;
+      eosTokenId: number;
+      texts: { text: string; ids: number[]; decoded: string }[];
+    };
+    assert.equal(reference.merges, 150);
+    assert.equal(withMerges.vocabSize, reference.vocabSize);
+    assert.equal(withMerges.eosTokenIds[0], reference.eosTokenId);
+    assert.ok(reference.texts.length >= 10);
+    for (const { text, ids, decoded } of reference.texts) {
+      assert.deepEqual(withMerges.encode(text), ids, JSON.stringify(text));
+      assert.equal(withMerges.decode(ids), decoded);
+    }
   });
 
   test("files are deterministic", async () => {
