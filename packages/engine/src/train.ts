@@ -1,0 +1,440 @@
+// Supervised fine-tuning with LoRA: tokenize, shuffle per epoch from the seed,
+// run micro-batches (gradient accumulation), clip, AdamW, schedule, evaluate,
+// checkpoint, cancel and resume. The data order is a pure function of
+// (seed, epoch) and the learning rate of the step number, so a checkpoint that
+// holds the adapter, the optimizer moments and the step resumes exactly.
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { makeBatch } from "./batching.js";
+import { EngineError } from "./errors.js";
+import { tokenizeExample } from "./examples.js";
+import { initLoraAdapter, loraLayersOf, loraParams, loraTensorName, zerosLike } from "./lora.js";
+import { type Batch, LlamaGraph } from "./model.js";
+import { AdamW, clipGradNorm } from "./optim.js";
+import { loadAdapter, saveAdapter } from "./peft.js";
+import { Rng } from "./rng.js";
+import { readSafetensors, writeSafetensors } from "./safetensors.js";
+import { learningRateAt } from "./schedule.js";
+import {
+  ALL_LORA_TARGETS,
+  type CheckpointInfo,
+  type DatasetRow,
+  type LoraAdapter,
+  type LrSchedulerType,
+  type TokenizedExample,
+  type TrainHyperparameters,
+  type TrainOptions,
+  type TrainProgress,
+  type TrainResult,
+} from "./types.js";
+import type { LoraLayers } from "./weights.js";
+
+type Settings = Required<Omit<TrainHyperparameters, "maxSteps" | "evalSteps" | "saveSteps">> &
+  Pick<TrainHyperparameters, "maxSteps" | "evalSteps" | "saveSteps">;
+
+/** Hyperparameters with defaults applied; a bad value is an EngineError naming the field. */
+export function resolveHyperparameters(h: TrainHyperparameters): Settings {
+  const s: Settings = {
+    lora: h.lora,
+    maxSteps: h.maxSteps,
+    numTrainEpochs: h.numTrainEpochs ?? 1,
+    learningRate: h.learningRate ?? 2e-4,
+    batchSize: h.batchSize ?? 4,
+    gradientAccumulationSteps: h.gradientAccumulationSteps ?? 1,
+    lrSchedulerType: h.lrSchedulerType ?? "linear",
+    warmupSteps: h.warmupSteps ?? 0,
+    weightDecay: h.weightDecay ?? 0,
+    maxGradNorm: h.maxGradNorm ?? 1.0,
+    adamBeta1: h.adamBeta1 ?? 0.9,
+    adamBeta2: h.adamBeta2 ?? 0.999,
+    adamEpsilon: h.adamEpsilon ?? 1e-8,
+    evalSteps: h.evalSteps,
+    saveSteps: h.saveSteps,
+    maxLength: h.maxLength ?? 512,
+    lossOn: h.lossOn ?? "assistant",
+    seed: h.seed ?? 42,
+  };
+  const bad = (field: string, want: string, value: unknown) =>
+    new EngineError(
+      "invalid_argument",
+      `hyperparameters.${field} must be ${want} (got ${JSON.stringify(value)})`,
+    );
+  const positiveInt = (field: keyof Settings, optional = false) => {
+    const v = s[field];
+    if (optional && v === undefined) return;
+    if (typeof v !== "number" || !Number.isInteger(v) || v <= 0) throw bad(field, "a positive integer", v);
+  };
+  const nonNegative = (field: keyof Settings) => {
+    const v = s[field];
+    if (typeof v !== "number" || !Number.isFinite(v) || v < 0) throw bad(field, "a number ≥ 0", v);
+  };
+  positiveInt("batchSize");
+  positiveInt("gradientAccumulationSteps");
+  positiveInt("maxSteps", true);
+  positiveInt("evalSteps", true);
+  positiveInt("saveSteps", true);
+  nonNegative("learningRate");
+  nonNegative("weightDecay");
+  nonNegative("maxGradNorm");
+  nonNegative("warmupSteps");
+  if (!Number.isInteger(s.warmupSteps)) throw bad("warmupSteps", "an integer ≥ 0", s.warmupSteps);
+  if (!(typeof s.numTrainEpochs === "number" && s.numTrainEpochs > 0 && Number.isFinite(s.numTrainEpochs))) {
+    throw bad("numTrainEpochs", "a number > 0", s.numTrainEpochs);
+  }
+  if (!Number.isInteger(s.maxLength) || s.maxLength < 2)
+    throw bad("maxLength", "an integer ≥ 2", s.maxLength);
+  if (!Number.isInteger(s.seed)) throw bad("seed", "an integer", s.seed);
+  for (const field of ["adamBeta1", "adamBeta2"] as const) {
+    if (!(s[field] >= 0 && s[field] < 1)) throw bad(field, "in [0, 1)", s[field]);
+  }
+  if (!(s.adamEpsilon > 0)) throw bad("adamEpsilon", "a number > 0", s.adamEpsilon);
+  if (!(["linear", "cosine", "constant"] as LrSchedulerType[]).includes(s.lrSchedulerType)) {
+    throw bad("lrSchedulerType", '"linear", "cosine" or "constant"', s.lrSchedulerType);
+  }
+  if (s.lossOn !== "assistant" && s.lossOn !== "all") throw bad("lossOn", '"assistant" or "all"', s.lossOn);
+  if (!s.lora || typeof s.lora !== "object")
+    throw bad("lora", "an object { r, alpha, targetModules }", s.lora);
+  return s;
+}
+
+function tokenizeSet(
+  rows: DatasetRow[],
+  set: string,
+  options: TrainOptions,
+  settings: Settings,
+): TokenizedExample[] {
+  return rows.map((row, i) => {
+    try {
+      return tokenizeExample(options.model.tokenizer, row, {
+        maxLength: settings.maxLength,
+        lossOn: settings.lossOn,
+      });
+    } catch (error) {
+      if (error instanceof EngineError) {
+        throw new EngineError(error.code, `${set} row ${i + 1}: ${error.message}`, error.file, i + 1);
+      }
+      throw error;
+    }
+  });
+}
+
+/** The order of the training examples in one epoch (a pure function of seed and epoch). */
+export function epochOrder(n: number, seed: number, epoch: number): number[] {
+  const rng = new Rng((seed ^ Math.imul(epoch + 1, 0x9e3779b9)) >>> 0);
+  return rng.shuffle(Array.from({ length: n }, (_, i) => i));
+}
+
+const nextTick = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+interface TrainerState {
+  global_step: number;
+  total_steps: number;
+  epoch: number;
+  seed: number;
+  train_examples: number;
+  samples_per_step: number;
+  steps_per_epoch: number;
+  /** Where the next step's data starts: the epoch's shuffled order (from seed and epoch) and the offset into it. */
+  data_position: { epoch: number; offset: number };
+  lora: { r: number; alpha: number; target_modules: string[] };
+  log_history: {
+    step: number;
+    loss: number | null;
+    eval_loss: number | null;
+    learning_rate: number;
+    epoch: number;
+  }[];
+}
+
+export async function train(options: TrainOptions): Promise<TrainResult> {
+  const settings = resolveHyperparameters(options.hyperparameters);
+  const { model, outputDir, signal } = options;
+  const config = model.config;
+  if (!Array.isArray(options.trainSet) || options.trainSet.length === 0) {
+    throw new EngineError("invalid_argument", "trainSet is empty: training needs at least one example");
+  }
+  const trainExamples = tokenizeSet(options.trainSet, "trainSet", options, settings);
+  const evalExamples = options.evalSet?.length
+    ? tokenizeSet(options.evalSet, "evalSet", options, settings)
+    : [];
+
+  const n = trainExamples.length;
+  const B = settings.batchSize;
+  const samplesPerStep = B * settings.gradientAccumulationSteps;
+  const stepsPerEpoch = Math.ceil(n / samplesPerStep);
+  const totalSteps = settings.maxSteps ?? Math.ceil(settings.numTrainEpochs * stepsPerEpoch);
+  const pad = model.tokenizer.padTokenId;
+
+  const adapter = initLoraAdapter(config, settings.lora, settings.seed);
+  const lora = loraLayersOf(adapter, config);
+  const grads = zerosLike(lora);
+  const params = loraParams(lora);
+  const gradList = loraParams(grads);
+  const optimizer = new AdamW(params, {
+    beta1: settings.adamBeta1,
+    beta2: settings.adamBeta2,
+    eps: settings.adamEpsilon,
+    weightDecay: settings.weightDecay,
+  });
+  const history: TrainerState["log_history"] = [];
+  let step = 0;
+  if (options.resumeFrom) {
+    step = restoreCheckpoint(options.resumeFrom, adapter, optimizer, lora, history, {
+      n,
+      samplesPerStep,
+      seed: settings.seed,
+    });
+  }
+
+  const graph = new LlamaGraph(config, model.weights);
+  const checkpoints: CheckpointInfo[] = [];
+  const baseModelName = model.dir;
+  const writeCheckpoint = async (): Promise<CheckpointInfo> => {
+    const dir = join(outputDir, `checkpoint-${step}`);
+    saveAdapter(adapter, dir, { baseModelName });
+    const epoch = Math.floor(step / stepsPerEpoch);
+    const state: TrainerState = {
+      global_step: step,
+      total_steps: totalSteps,
+      epoch: step / stepsPerEpoch,
+      seed: settings.seed,
+      train_examples: n,
+      samples_per_step: samplesPerStep,
+      steps_per_epoch: stepsPerEpoch,
+      data_position: { epoch, offset: (step % stepsPerEpoch) * samplesPerStep },
+      lora: { r: adapter.spec.r, alpha: adapter.spec.alpha, target_modules: adapter.spec.targetModules },
+      log_history: history,
+    };
+    writeFileSync(join(dir, "trainer_state.json"), `${JSON.stringify(state, null, 2)}\n`);
+    writeOptimizerState(join(dir, "optimizer.safetensors"), adapter, lora, optimizer);
+    const info = { step, dir };
+    checkpoints.push(info);
+    await options.onCheckpoint?.(info);
+    return info;
+  };
+
+  let order: number[] = [];
+  let orderEpoch = -1;
+  let lastLoss: number | null = null;
+  let lastEval: number | null = null;
+
+  while (step < totalSteps) {
+    // this step's examples: a slice of the epoch's shuffled order, in micro-batches of B
+    const epoch = Math.floor(step / stepsPerEpoch);
+    if (epoch !== orderEpoch) {
+      order = epochOrder(n, settings.seed, epoch);
+      orderEpoch = epoch;
+    }
+    const start = (step % stepsPerEpoch) * samplesPerStep;
+    const indices = order.slice(start, Math.min(n, start + samplesPerStep));
+    const batches: Batch[] = [];
+    for (let i = 0; i < indices.length; i += B) {
+      batches.push(
+        makeBatch(
+          indices.slice(i, i + B).map((j) => trainExamples[j]),
+          pad,
+        ),
+      );
+    }
+    let stepTargets = 0;
+    let stepTokens = 0;
+    for (const batch of batches) {
+      for (const t of batch.targets) if (t >= 0) stepTargets++;
+      for (const len of batch.lengths) stepTokens += len;
+    }
+
+    const started = performance.now();
+    let lossSum = 0;
+    let cancelled = false;
+    for (const batch of batches) {
+      if (signal?.aborted) {
+        cancelled = true;
+        break;
+      }
+      lossSum += graph.forward(batch, lora, 1 / stepTargets).lossSum;
+      graph.backward(lora, grads);
+      await nextTick();
+    }
+    if (cancelled) {
+      for (const g of gradList) g.fill(0); // the partial step is dropped; the checkpoint is the last full step
+      const info = await writeCheckpoint();
+      return {
+        status: "cancelled",
+        steps: step,
+        finalLoss: lastLoss,
+        evalLoss: lastEval,
+        adapterDir: info.dir,
+        checkpoints,
+      };
+    }
+
+    clipGradNorm(gradList, settings.maxGradNorm);
+    const learningRate = learningRateAt(
+      settings.lrSchedulerType,
+      settings.learningRate,
+      step,
+      settings.warmupSteps,
+      totalSteps,
+    );
+    optimizer.update(gradList, learningRate);
+    for (const g of gradList) g.fill(0);
+    step++;
+    lastLoss = lossSum / stepTargets;
+    const seconds = (performance.now() - started) / 1000;
+
+    let evalLoss: number | null = null;
+    const evalNow = settings.evalSteps !== undefined && step % settings.evalSteps === 0;
+    if (evalExamples.length > 0 && (evalNow || step === totalSteps)) {
+      evalLoss = await evaluate(graph, lora, evalExamples, B, pad);
+      lastEval = evalLoss;
+    }
+    const progress: TrainProgress = {
+      step,
+      totalSteps,
+      loss: lastLoss,
+      evalLoss,
+      learningRate,
+      epoch: step / stepsPerEpoch,
+      tokensPerSecond: seconds > 0 ? stepTokens / seconds : 0,
+    };
+    history.push({
+      step,
+      loss: lastLoss,
+      eval_loss: evalLoss,
+      learning_rate: learningRate,
+      epoch: progress.epoch,
+    });
+    await options.onProgress?.(progress);
+    if (settings.saveSteps !== undefined && step % settings.saveSteps === 0) await writeCheckpoint();
+    await nextTick();
+  }
+
+  const finalDir = join(outputDir, "final");
+  saveAdapter(adapter, finalDir, { baseModelName });
+  return {
+    status: "completed",
+    steps: step,
+    finalLoss: lastLoss,
+    evalLoss: lastEval,
+    adapterDir: finalDir,
+    checkpoints,
+  };
+}
+
+/** Mean token loss over a set, in micro-batches of B (no gradients). */
+export async function evaluate(
+  graph: LlamaGraph,
+  lora: LoraLayers | null,
+  examples: TokenizedExample[],
+  B: number,
+  pad: number,
+): Promise<number> {
+  let lossSum = 0;
+  let count = 0;
+  for (let i = 0; i < examples.length; i += B) {
+    const result = graph.forward(makeBatch(examples.slice(i, i + B), pad), lora);
+    lossSum += result.lossSum;
+    count += result.count;
+    await nextTick();
+  }
+  return lossSum / count;
+}
+
+// ---------------------------------------------------------------- checkpoints
+
+function optimizerName(kind: "m" | "v", tensorName: string): string {
+  return `${kind}.${tensorName}`;
+}
+
+/** The PEFT name of each parameter, in loraParams order. */
+function paramNames(adapter: LoraAdapter, lora: LoraLayers): string[] {
+  const names: string[] = [];
+  lora.layers.forEach((pairs, layer) => {
+    for (const target of ALL_LORA_TARGETS) {
+      if (pairs[target]) names.push(loraTensorName(layer, target, "A"), loraTensorName(layer, target, "B"));
+    }
+  });
+  if (names.length !== adapter.tensors.size) throw new Error("adapter and LoRA view disagree");
+  return names;
+}
+
+function writeOptimizerState(file: string, adapter: LoraAdapter, lora: LoraLayers, optimizer: AdamW): void {
+  const names = paramNames(adapter, lora);
+  const tensors: [string, { shape: number[]; data: Float32Array }][] = [];
+  names.forEach((name, i) => {
+    tensors.push([optimizerName("m", name), { shape: [optimizer.m[i].length], data: optimizer.m[i] }]);
+    tensors.push([optimizerName("v", name), { shape: [optimizer.v[i].length], data: optimizer.v[i] }]);
+  });
+  writeSafetensors(file, tensors, { metadata: { step: String(optimizer.step) } });
+}
+
+function restoreCheckpoint(
+  dir: string,
+  adapter: LoraAdapter,
+  optimizer: AdamW,
+  lora: LoraLayers,
+  history: TrainerState["log_history"],
+  expect: { n: number; samplesPerStep: number; seed: number },
+): number {
+  const stateFile = join(dir, "trainer_state.json");
+  if (!existsSync(stateFile)) {
+    throw new EngineError(
+      "missing_file",
+      `${stateFile}: not found (resumeFrom must be a checkpoint folder)`,
+      stateFile,
+    );
+  }
+  let state: TrainerState;
+  try {
+    state = JSON.parse(readFileSync(stateFile, "utf8"));
+  } catch {
+    throw new EngineError("invalid_file", `${stateFile}: not valid JSON`, stateFile);
+  }
+  const mismatch = (what: string, was: unknown, now: unknown) =>
+    new EngineError(
+      "invalid_argument",
+      `${stateFile}: the checkpoint was made with ${what} ${JSON.stringify(was)}, this run has ${JSON.stringify(now)}`,
+      stateFile,
+    );
+  if (state.train_examples !== expect.n) throw mismatch("train examples", state.train_examples, expect.n);
+  if (state.samples_per_step !== expect.samplesPerStep) {
+    throw mismatch("batchSize × gradientAccumulationSteps", state.samples_per_step, expect.samplesPerStep);
+  }
+  if (state.seed !== expect.seed) throw mismatch("seed", state.seed, expect.seed);
+  const saved = loadAdapter(dir);
+  const spec = adapter.spec;
+  if (
+    saved.spec.r !== spec.r ||
+    saved.spec.alpha !== spec.alpha ||
+    saved.spec.targetModules.join() !== spec.targetModules.join()
+  ) {
+    throw mismatch("LoRA", saved.spec, spec);
+  }
+  for (const [name, t] of adapter.tensors) t.set(saved.tensors.get(name) as Float32Array);
+
+  const optimFile = join(dir, "optimizer.safetensors");
+  const moments = readSafetensors(optimFile);
+  paramNames(adapter, lora).forEach((name, i) => {
+    const m = moments.tensors.get(optimizerName("m", name));
+    const v = moments.tensors.get(optimizerName("v", name));
+    if (!m || !v || m.data.length !== optimizer.m[i].length || v.data.length !== optimizer.v[i].length) {
+      throw new EngineError(
+        "invalid_file",
+        `${optimFile}: missing or mis-shaped moments for ${name}`,
+        optimFile,
+      );
+    }
+    optimizer.m[i].set(m.data);
+    optimizer.v[i].set(v.data);
+  });
+  optimizer.step = Number(moments.metadata.step);
+  if (optimizer.step !== state.global_step) {
+    throw new EngineError(
+      "invalid_file",
+      `${optimFile}: optimizer step ${optimizer.step} ≠ global_step ${state.global_step}`,
+      optimFile,
+    );
+  }
+  history.push(...state.log_history);
+  return state.global_step;
+}
