@@ -257,6 +257,28 @@ describe("other chat templates", () => {
     assert.equal(example.inputIds[0], 0);
   });
 
+  test("a token that straddles the start of an assistant message is trained", async () => {
+    const dir = await mkdtemp(join(root, "tok-"));
+    await writeTestTokenizer(dir, {
+      merges: 40,
+      corpus: "assistanthello ".repeat(5),
+      chatTemplate:
+        "{% for m in messages %}{{ '<|im_start|>' + m['role'] + m['content'] + '<|im_end|>' }}{% endfor %}",
+    });
+    const t = await loadTokenizer(dir);
+    // The role and the content merge into one token, so the pieces do not
+    // concatenate to the whole text's ids and boundaries come from shared prefixes.
+    assert.equal(t.encode("assistanthello").length, 1);
+    assert.notDeepEqual(t.encode("assistanthello"), [...t.encode("assistant"), ...t.encode("hello")]);
+    const example = tokenizeExample(t, {
+      messages: [
+        { role: "user", content: "hi" },
+        { role: "assistant", content: "hello" },
+      ],
+    });
+    assert.deepEqual(trainedRuns(t, example), ["assistanthello<|im_end|>"]);
+  });
+
   test("a template without an end-of-turn token trains the content up to its trailing whitespace", async () => {
     const t = await tokenizerWith((config) => {
       config.chat_template =

@@ -18,12 +18,14 @@
 // text that precedes assistant message k, so its length is where the message
 // starts; rendering messages[0..k] gives the text through the message, whose last
 // end-of-turn token is where it ends. Each character boundary p is mapped to a
-// token boundary by tokenizing text[0..p) and counting how many leading ids it
-// shares with the whole text's ids. The ids the model trains on are always the
-// whole text's own tokenization; a token that straddles a boundary belongs to
-// the side after it. With ChatML every boundary falls between tokens (the special
-// tokens and the "\n" after the role split the text), so the pieces tokenized
-// separately concatenate to exactly the whole text's ids (examples.test.ts checks).
+// token boundary. The ids the model trains on are always the whole text's own
+// tokenization. The pieces between boundaries are tokenized separately first:
+// when their ids concatenate to exactly the whole text's ids — always so for
+// ChatML, where the special tokens and the "\n" after the role split the text
+// (examples.test.ts checks) — the piece lengths give the token boundaries. When
+// they do not (a merge across a boundary), each boundary p is placed by
+// tokenizing text[0..p) and counting the leading ids it shares with the whole
+// text's ids, so a token that straddles a boundary belongs to the side after it.
 
 import type { DatasetMessage } from "./dataset.js";
 import { EngineError } from "./errors.js";
@@ -65,6 +67,15 @@ function templateError(problem: string): EngineError {
   );
 }
 
+/** Where `content` (or, for templates that trim, its trimmed form) first appears in `text` from `from` on. */
+function indexOfContent(text: string, content: string, from: number): number {
+  if (content.length === 0) return -1;
+  const at = text.indexOf(content, from);
+  if (at >= 0) return at;
+  const trimmed = content.trim();
+  return trimmed.length === 0 ? -1 : text.indexOf(trimmed, from);
+}
+
 function assistantSpans(tokenizer: Tokenizer, messages: DatasetMessage[], text: string): Span[] {
   const endOfTurn = tokenizer.eosTokenIds.map((id) => tokenizer.decode([id])).filter((s) => s.length > 0);
   const plain = messages.map((m): ChatMessage => ({ role: m.role, content: m.content }));
@@ -77,16 +88,14 @@ function assistantSpans(tokenizer: Tokenizer, messages: DatasetMessage[], text: 
     const through = tokenizer.applyChatTemplate(plain.slice(0, k + 1));
     if (!text.startsWith(through)) throw templateError("renders a conversation's prefixes differently");
 
-    let start: number;
-    if (through.startsWith(before) && before.length >= searchFrom) {
-      start = before.length;
-    } else {
-      // Templates that only write a default system turn before a first user
-      // message: find the content itself instead.
-      const content = message.content.trim();
-      start = content.length === 0 ? -1 : through.indexOf(content, searchFrom);
-      if (start < 0) throw templateError("does not write assistant messages where expected");
-    }
+    // Normally the generation prompt ends exactly where the content starts. A template
+    // without one (or one that writes more than its generation prompt, such as an empty
+    // thinking block) leaves scaffolding before the content: skip to the content.
+    const prefixMatches = through.startsWith(before) && before.length >= searchFrom;
+    let start = prefixMatches ? before.length : searchFrom;
+    const contentAt = indexOfContent(through, message.content, start);
+    if (contentAt >= 0) start = contentAt;
+    else if (!prefixMatches) throw templateError("does not write assistant messages where expected");
 
     const region = through.slice(start);
     let endInRegion = -1;
@@ -112,6 +121,26 @@ function tokenBoundary(tokenizer: Tokenizer, text: string, ids: number[], p: num
   return shared;
 }
 
+/** Token boundaries for ascending character boundaries `points` of `text`, whose tokenization is `ids`. */
+function tokenBoundaries(tokenizer: Tokenizer, text: string, ids: number[], points: number[]): number[] {
+  const boundaries: number[] = [];
+  let at = 0;
+  let from = 0;
+  for (const p of points) {
+    const piece = tokenizer.encode(text.slice(from, p));
+    for (let j = 0; j < piece.length; j++, at++) {
+      if (ids[at] !== piece[j]) return points.map((q) => tokenBoundary(tokenizer, text, ids, q));
+    }
+    boundaries.push(at);
+    from = p;
+  }
+  const rest = tokenizer.encode(text.slice(from));
+  if (at + rest.length !== ids.length || rest.some((id, j) => ids[at + j] !== id)) {
+    return points.map((q) => tokenBoundary(tokenizer, text, ids, q));
+  }
+  return boundaries;
+}
+
 export function tokenizeExample(
   tokenizer: Tokenizer,
   row: DatasetRow,
@@ -135,10 +164,15 @@ export function tokenizeExample(
   if (lossOn === "all") {
     labels.set(ids);
   } else {
-    for (const span of assistantSpans(tokenizer, messages, text)) {
-      const from = tokenBoundary(tokenizer, text, ids, span.start);
-      const to = tokenBoundary(tokenizer, text, ids, span.end);
-      for (let i = from; i < to; i++) labels[i] = ids[i];
+    const spans = assistantSpans(tokenizer, messages, text);
+    const boundaries = tokenBoundaries(
+      tokenizer,
+      text,
+      ids,
+      spans.flatMap((span) => [span.start, span.end]),
+    );
+    for (let k = 0; k < spans.length; k++) {
+      for (let i = boundaries[2 * k]; i < boundaries[2 * k + 1]; i++) labels[i] = ids[i];
     }
   }
 
