@@ -14,8 +14,9 @@ export interface TestProvider {
 }
 
 export async function startTestProvider(): Promise<TestProvider> {
-  let handler: ((req: import("node:http").IncomingMessage, res: import("node:http").ServerResponse) => void) | null =
-    null;
+  let handler:
+    | ((req: import("node:http").IncomingMessage, res: import("node:http").ServerResponse) => void)
+    | null = null;
   const server: Server = createServer((req, res) => handler!(req, res));
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   const issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -74,7 +75,11 @@ export async function signInWithBrowserStandIn(authorizeUrl: string, login = "al
   let init: RequestInit = { method: "GET" };
   const callbackPrefix = new URL(authorizeUrl).searchParams.get("redirect_uri")!;
   for (let hop = 0; hop < 20; hop++) {
-    const res = await fetch(url, { ...init, redirect: "manual", headers: { ...init.headers, cookie: cookieHeader() } });
+    const res = await fetch(url, {
+      ...init,
+      redirect: "manual",
+      headers: { ...init.headers, cookie: cookieHeader() },
+    });
     remember(res);
     if (url.startsWith(callbackPrefix)) return res.text();
     if (res.status >= 300 && res.status < 400) {
@@ -83,7 +88,8 @@ export async function signInWithBrowserStandIn(authorizeUrl: string, login = "al
       continue;
     }
     const html = await res.text();
-    if (res.status !== 200) throw new Error(`provider answered ${res.status} at ${url}: ${html.slice(0, 300)}`);
+    if (res.status !== 200)
+      throw new Error(`provider answered ${res.status} at ${url}: ${html.slice(0, 300)}`);
     const form = /<form[^>]*action="([^"]+)"[^>]*method="post"[^>]*>([\s\S]*?)<\/form>/i.exec(html);
     if (!form) throw new Error(`no form at ${url}: ${html.slice(0, 300)}`);
     const fields = new URLSearchParams();

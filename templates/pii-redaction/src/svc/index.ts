@@ -7,7 +7,7 @@ const trainer = createTrainer({
   model: "svc/pico-llama",
   dataset: { type: "file", path: "data/train.jsonl" },
   evalDataset: { type: "file", path: "data/eval.jsonl" },
-  lora: { r: 8, alpha: 16, maxLength: 128 },
+  lora: { r: 8, alpha: 16, maxLength: 256 },
   maxSteps: 60,
   batchSize: 8,
   learningRate: 2e-3,

@@ -62,8 +62,20 @@ function describe(d: Deployment): string {
     `auth       ${d.authMode}`,
     `enabled    ${d.enabled}`,
     `retention  ${d.runRetentionMode}${d.runRetentionDays === null ? "" : ` (${d.runRetentionDays} days)`}`,
-    `base URL   ${d.url.replace(/\/chat\/completions$/, "")}   (for OpenAI clients)`,
+    ...clientBaseUrls(d).map((u) => `base URL   ${u}`),
   ].join("\n");
+}
+
+/**
+ * Base URLs to hand an OpenAI client (it appends /chat/completions itself). For a
+ * *.localhost domain also the /d/<slug>/v1 form on 127.0.0.1: glibc's resolver,
+ * which Node and Python use, does not resolve *.localhost.
+ */
+export function clientBaseUrls(d: Deployment): string[] {
+  const hostForm = d.url.replace(/\/chat\/completions$/, "");
+  const url = new URL(d.url);
+  if (!url.hostname.endsWith(".localhost")) return [hostForm];
+  return [hostForm, `${url.protocol}//127.0.0.1${url.port ? `:${url.port}` : ""}/d/${d.slug}/v1`];
 }
 
 const OPTIONS = {

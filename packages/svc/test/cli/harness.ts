@@ -1,0 +1,144 @@
+// Real processes for the CLI tests: the `svc` binary, a `svc server` on ephemeral
+// ports with its own data directory, temporary HOMEs and projects.
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtemp } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+/** The repository root, from packages/svc/dist/test/cli/. */
+export const REPO_ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "..", "..", "..");
+export const SVC_BIN = join(REPO_ROOT, "packages", "svc", "bin", "svc.js");
+
+export const TEST_MODEL = "test/tiny-random";
+
+export function tempDir(prefix: string): Promise<string> {
+  return mkdtemp(join(tmpdir(), `svc-${prefix}-`));
+}
+
+/** Environment for a CLI process: its own HOME, the given cloud API, the test model admitted. */
+export function cliEnv(
+  home: string,
+  apiUrl: string | null,
+  extra: Record<string, string> = {},
+): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    HOME: home,
+    SVC_EXTRA_MODELS: TEST_MODEL,
+    NO_COLOR: "1",
+    ...extra,
+  };
+  delete env.SVC_CLOUD_API_URL;
+  delete env.SVC_PROJECT_DIR;
+  if (apiUrl) env.SVC_CLOUD_API_URL = apiUrl;
+  return env;
+}
+
+export interface RunResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+export function runSvc(
+  args: string[],
+  options: { cwd: string; env: NodeJS.ProcessEnv; timeoutMs?: number },
+): Promise<RunResult> {
+  return runProcess(process.execPath, [SVC_BIN, ...args], options);
+}
+
+export function runProcess(
+  command: string,
+  args: string[],
+  options: { cwd: string; env: NodeJS.ProcessEnv; timeoutMs?: number },
+): Promise<RunResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, {
+      cwd: options.cwd,
+      env: options.env,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d) => {
+      stdout += d;
+    });
+    child.stderr.on("data", (d) => {
+      stderr += d;
+    });
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error(`${args.join(" ")} timed out\nstdout:\n${stdout}\nstderr:\n${stderr}`));
+    }, options.timeoutMs ?? 120_000);
+    child.on("error", reject);
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+export interface TestServer {
+  apiUrl: string;
+  edgeUrl: string;
+  deploymentDomain: string;
+  dataDir: string;
+  process: ChildProcess;
+  log(): string;
+  stop(): Promise<void>;
+}
+
+/** `svc server` on ephemeral ports; resolves once it prints its ready line. */
+export async function startTestServer(options: { home: string; args?: string[] }): Promise<TestServer> {
+  const dataDir = await tempDir("server-data");
+  const child = spawn(
+    process.execPath,
+    [SVC_BIN, "server", "--port", "0", "--edge-port", "0", "--data-dir", dataDir, ...(options.args ?? [])],
+    { env: cliEnv(options.home, null), stdio: ["ignore", "pipe", "pipe"] },
+  );
+  let output = "";
+  const ready = await new Promise<{ apiUrl: string; edgeUrl: string; deploymentDomain: string }>(
+    (resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`svc server did not start:\n${output}`)), 60_000);
+      const onData = (d: Buffer) => {
+        output += d;
+        const m = /^svc-server-ready (.+)$/m.exec(output);
+        if (m) {
+          clearTimeout(timer);
+          resolve(JSON.parse(m[1]));
+        }
+      };
+      child.stdout!.on("data", onData);
+      child.stderr!.on("data", onData);
+      child.on("exit", (code) => {
+        clearTimeout(timer);
+        reject(new Error(`svc server exited with ${code}:\n${output}`));
+      });
+    },
+  );
+  return {
+    ...ready,
+    dataDir,
+    process: child,
+    log: () => output,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        child.once("exit", () => resolve());
+        child.kill("SIGTERM");
+        setTimeout(() => child.kill("SIGKILL"), 10_000).unref();
+      }),
+  };
+}
+
+/** A tiny random Llama folder (the engine's test helper), to register as TEST_MODEL. */
+export async function createTestModel(): Promise<string> {
+  const dir = await tempDir("tiny-model");
+  const url = join(REPO_ROOT, "packages", "engine", "dist", "src", "testing", "random-model.js");
+  const { createRandomModel } = (await import(url)) as {
+    createRandomModel(dir: string, options?: Record<string, unknown>): Promise<void>;
+  };
+  await createRandomModel(dir, { seed: 1 });
+  return dir;
+}
