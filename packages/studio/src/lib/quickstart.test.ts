@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { clientBaseUrl, QUICKSTART_OPERATIONS, quickstartSample } from "./quickstart.js";
+import { clientBaseUrl, hostBaseUrl, QUICKSTART_OPERATIONS, quickstartSample } from "./quickstart.js";
 
 const URL_ = "http://support-bot.localhost:4200/v1/chat/completions";
 const keyed = { url: URL_, authMode: "fixed_api_key" as const, slug: "support-bot" };
@@ -14,7 +14,17 @@ test("one operation: POST /v1/chat/completions", () => {
 });
 
 test("client base URL ends in /v1 (the library appends the route)", () => {
-  assert.equal(clientBaseUrl(URL_), "http://support-bot.localhost:4200/v1");
+  assert.equal(hostBaseUrl(URL_), "http://support-bot.localhost:4200/v1");
+  assert.equal(
+    hostBaseUrl("https://support-bot.svc.example/v1/chat/completions"),
+    "https://support-bot.svc.example/v1",
+  );
+  assert.equal(
+    clientBaseUrl("https://support-bot.svc.example/v1/chat/completions", "support-bot"),
+    "https://support-bot.svc.example/v1",
+  );
+  // *.localhost does not resolve through glibc: clients get the edge's path form.
+  assert.equal(clientBaseUrl(URL_, "support-bot"), "http://127.0.0.1:4200/d/support-bot/v1");
 });
 
 test("cURL: full URL, bearer header only for fixed_api_key", () => {
@@ -29,7 +39,7 @@ test("cURL: full URL, bearer header only for fixed_api_key", () => {
 
 test("Python client: base_url …/v1 and the key or a not-required placeholder", () => {
   const withKey = quickstartSample("python", keyed);
-  assert.ok(withKey.includes('base_url="http://support-bot.localhost:4200/v1",'));
+  assert.ok(withKey.includes('base_url="http://127.0.0.1:4200/d/support-bot/v1",'));
   assert.ok(withKey.includes('api_key="YOUR_API_KEY",'));
   assert.ok(!withKey.includes('/chat/completions"'));
   const noKey = quickstartSample("python", open);
@@ -39,7 +49,7 @@ test("Python client: base_url …/v1 and the key or a not-required placeholder",
 
 test('JavaScript client: baseURL …/v1 and apiKey: "YOUR_API_KEY" or a placeholder', () => {
   const withKey = quickstartSample("javascript", keyed);
-  assert.ok(withKey.includes('baseURL: "http://support-bot.localhost:4200/v1",'));
+  assert.ok(withKey.includes('baseURL: "http://127.0.0.1:4200/d/support-bot/v1",'));
   assert.ok(withKey.includes('apiKey: "YOUR_API_KEY",'));
   assert.ok(withKey.includes("client.chat.completions.create"));
   const noKey = quickstartSample("javascript", open);

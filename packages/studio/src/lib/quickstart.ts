@@ -30,14 +30,28 @@ export interface QuickstartInput {
 }
 
 /** …/v1/chat/completions → …/v1 (what client libraries take as base URL). */
-export function clientBaseUrl(url: string): string {
+export function hostBaseUrl(url: string): string {
   const i = url.lastIndexOf("/v1/");
   return i >= 0 ? url.slice(0, i + 3) : url.replace(/\/+$/, "");
 }
 
+/**
+ * The base URL for client libraries. curl and browsers resolve `<slug>.localhost`
+ * to loopback but glibc's resolver (Node, Python on Linux) does not, so for a
+ * local deployment domain the clients use the edge's path form
+ * `http://127.0.0.1:<port>/d/<slug>/v1`, the same endpoint.
+ */
+export function clientBaseUrl(url: string, slug: string): string {
+  const parsed = new URL(url);
+  if (parsed.hostname.endsWith(".localhost")) {
+    return `${parsed.protocol}//127.0.0.1${parsed.port ? `:${parsed.port}` : ""}/d/${slug}/v1`;
+  }
+  return hostBaseUrl(url);
+}
+
 export function quickstartSample(language: QuickstartLanguage, input: QuickstartInput): string {
   const keyed = input.authMode === "fixed_api_key";
-  const base = clientBaseUrl(input.url);
+  const base = clientBaseUrl(input.url, input.slug);
   if (language === "curl") {
     const lines = [`curl ${input.url} \\`, `  -H "Content-Type: application/json" \\`];
     if (keyed) lines.push(`  -H "Authorization: Bearer ${API_KEY_PLACEHOLDER}" \\`);

@@ -1,6 +1,7 @@
 // Overview: the project's single trainer and the Run training action. The log
 // box shows exactly what `svc start` prints; once the job id is known the live
 // loss chart of that run appears next to it.
+import type { Job } from "@svc/server/wire";
 import { useEffect, useRef, useState } from "react";
 import { errorMessage, getJson, studioFetch } from "../api.js";
 import { StatusBadge, shortId } from "../components/common.js";
@@ -60,6 +61,41 @@ function LiveRun({ jobId }: { jobId: string }) {
       </div>
       {ev.failure && <div className="banner banner-error">{ev.failure}</div>}
       <LossChart series={ev.series} fileName={`loss-${shortId(jobId)}`} />
+    </section>
+  );
+}
+
+function RecentJobs({ refreshKey }: { refreshKey: string | null }) {
+  const [jobs, setJobs] = useState<Job[] | null>(null);
+  // biome-ignore lint/correctness/useExhaustiveDependencies: reload when a new run starts
+  useEffect(() => {
+    getJson<{ jobs: Job[] }>("/api/jobs")
+      .then((r) => setJobs(r.jobs.slice(0, 5)))
+      .catch(() => setJobs([]));
+  }, [refreshKey]);
+  if (!jobs || jobs.length === 0) return null;
+  return (
+    <section className="card card-flush">
+      <div className="card-head card-head-pad">
+        <h2>Recent jobs</h2>
+        <a href="#/jobs">All jobs →</a>
+      </div>
+      <table className="table">
+        <tbody>
+          {jobs.map((j) => (
+            <tr key={j.id}>
+              <td>
+                <StatusBadge status={j.status} />
+              </td>
+              <td>
+                <a href={`#/jobs/${j.id}`}>{j.name}</a>
+              </td>
+              <td className="muted">{new Date(j.createdAt).toLocaleString()}</td>
+              <td className="mono muted">{shortId(j.id)}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
     </section>
   );
 }
@@ -140,6 +176,7 @@ export function Overview() {
         {exitNote && <div className="error-text">{exitNote}</div>}
       </section>
       {jobId && <LiveRun key={jobId} jobId={jobId} />}
+      <RecentJobs refreshKey={jobId} />
     </div>
   );
 }
