@@ -19,6 +19,10 @@ export interface RandomModelOptions {
   /** BPE merges of the test tokenizer; the vocabulary is 3 specials + 256 bytes + merges. */
   merges?: number; // default 0
   seed?: number; // default 0
+  /** Standard deviation of an untied lm_head (default: std). */
+  headStd?: number;
+  /** Standard deviation of the embeddings (default: std). */
+  embedStd?: number;
   /** Standard deviation of the projection weights (default 0.02, like HF's initializer_range). */
   std?: number;
 }
@@ -68,7 +72,10 @@ export async function createRandomModel(dir: string, options: RandomModelOptions
     return out;
   };
   const tensors: [string, Tensor][] = [
-    ["model.embed_tokens.weight", { shape: [vocabSize, C], data: normal(vocabSize * C, 1) }],
+    [
+      "model.embed_tokens.weight",
+      { shape: [vocabSize, C], data: normal(vocabSize * C, options.embedStd ?? std) },
+    ],
   ];
   for (let l = 0; l < L; l++) {
     const p = `model.layers.${l}`;
@@ -85,6 +92,10 @@ export async function createRandomModel(dir: string, options: RandomModelOptions
     );
   }
   tensors.push(["model.norm.weight", { shape: [C], data: norm(C) }]);
-  if (!tied) tensors.push(["lm_head.weight", { shape: [vocabSize, C], data: normal(vocabSize * C, std) }]);
+  if (!tied)
+    tensors.push([
+      "lm_head.weight",
+      { shape: [vocabSize, C], data: normal(vocabSize * C, options.headStd ?? std) },
+    ]);
   writeSafetensors(join(dir, "model.safetensors"), tensors, { metadata: { format: "pt" } });
 }
