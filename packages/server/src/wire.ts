@@ -209,7 +209,9 @@ export interface ChatMessage {
   content: string;
 }
 
-export type AdapterRef = { kind: "final"; jobId: string } | { kind: "checkpoint"; jobId: string; step: number };
+export type AdapterRef =
+  | { kind: "final"; jobId: string }
+  | { kind: "checkpoint"; jobId: string; step: number };
 
 /** POST /v1/inference/chat */
 export interface InferArgs {
@@ -254,7 +256,9 @@ export interface ChatCompletionChunk {
 
 // ---------------------------------------------------------------- deployments
 
-export type DeploymentTarget = { kind: "adapter"; adapter: AdapterRef } | { kind: "base_model"; baseModel: string };
+export type DeploymentTarget =
+  | { kind: "adapter"; adapter: AdapterRef }
+  | { kind: "base_model"; baseModel: string };
 
 export type AuthMode = "fixed_api_key" | "none";
 

@@ -1,0 +1,40 @@
+// The cloud API (/v1) as one Hono app: public auth routes, then the bearer
+// middleware, then the route modules; one error shape for all of them.
+import { Hono } from "hono";
+import { requireBearer } from "./auth/bearer.js";
+import type { ApiEnv, ServerContext } from "./context.js";
+import { errorBody, handleApiError } from "./http/api-error.js";
+import { artifactRoutes } from "./routes/artifacts.js";
+import { meRoutes, publicAuthRoutes } from "./routes/auth.js";
+import { datasetRoutes } from "./routes/datasets.js";
+import { endpointRoutes } from "./routes/endpoints.js";
+import { eventRoutes } from "./routes/events.js";
+import { inferenceRoutes } from "./routes/inference.js";
+import { jobRoutes } from "./routes/jobs.js";
+import { keyRoutes } from "./routes/keys.js";
+import { modelRoutes } from "./routes/models.js";
+import { projectRoutes } from "./routes/projects.js";
+
+export function createApiApp(ctx: ServerContext): Hono<ApiEnv> {
+  const app = new Hono<ApiEnv>();
+  app.onError(handleApiError);
+  app.notFound((c) => c.json(errorBody(`no route ${c.req.method} ${c.req.path}`, "not_found"), 404));
+  app.get("/healthz", (c) => c.json({ ok: true, service: "svc-api", database: ctx.store.kind }));
+  app.route("/", publicAuthRoutes(ctx));
+  app.use("/v1/*", requireBearer(ctx));
+  for (const routes of [
+    meRoutes,
+    projectRoutes,
+    modelRoutes,
+    datasetRoutes,
+    jobRoutes,
+    eventRoutes,
+    artifactRoutes,
+    inferenceRoutes,
+    endpointRoutes,
+    keyRoutes,
+  ]) {
+    app.route("/", routes(ctx));
+  }
+  return app;
+}

@@ -1,0 +1,196 @@
+// `svc server` and `svc worker` as functions the svc CLI calls with its argv
+// (the words after the subcommand). Both run in the foreground until SIGINT
+// or SIGTERM and resolve to the process exit code.
+import { parseArgs } from "node:util";
+import { DataDir, DEFAULT_DATA_DIR } from "./data-dir.js";
+import { openDatabase } from "./db/connect.js";
+import { ModelRegistry } from "./models/model-registry.js";
+import { DEFAULTS, PortInUseError, type ServerOptions, startServer } from "./server.js";
+import { Store } from "./store/store.js";
+import { JobRunner } from "./worker/job-runner.js";
+import { LeaseSweeper } from "./worker/lease-sweeper.js";
+
+export const SERVER_USAGE = `usage: svc server [--host 127.0.0.1] [--port 4100] [--edge-port 4200]
+                  [--deployment-domain localhost:4200] [--data-dir ~/.svc/server]
+                  [--database-url postgres://...] [--model <org>/<name>=<dir>]...
+                  [--oidc-issuer <url> --oidc-audience <client id>] [--workers 1]`;
+
+export const WORKER_USAGE = `usage: svc worker --database-url postgres://... [--data-dir ~/.svc/server]
+                  [--model <org>/<name>=<dir>]... [--concurrency 1]`;
+
+class UsageError extends Error {}
+
+const common = {
+  "data-dir": { type: "string" },
+  "database-url": { type: "string" },
+  model: { type: "string", multiple: true },
+  "bundled-models": { type: "string" },
+  "job-lease-ms": { type: "string" },
+  "job-poll-ms": { type: "string" },
+  help: { type: "boolean", short: "h" },
+} as const;
+
+function int(name: string, value: string | undefined, fallback: number, min = 0): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < min)
+    throw new UsageError(`--${name} must be an integer ≥ ${min} (got ${value})`);
+  return n;
+}
+
+function modelFlags(flags: string[] | undefined): { name: string; dir: string }[] {
+  const env = process.env.SVC_MODELS ? process.env.SVC_MODELS.split(",").filter((s) => s.trim() !== "") : [];
+  return [...env, ...(flags ?? [])].map((spec) => {
+    const at = spec.indexOf("=");
+    if (at <= 0 || at === spec.length - 1)
+      throw new UsageError(`--model must be <org>/<name>=<dir> (got ${spec})`);
+    return { name: spec.slice(0, at).trim(), dir: spec.slice(at + 1).trim() };
+  });
+}
+
+const bundled = (value: string | undefined) =>
+  value === undefined ? undefined : value === "none" ? null : value;
+
+export function parseServerArgs(argv: string[]): ServerOptions | "help" {
+  const { values } = parseArgs({
+    args: argv,
+    strict: true,
+    options: {
+      ...common,
+      host: { type: "string" },
+      port: { type: "string" },
+      "edge-port": { type: "string" },
+      "deployment-domain": { type: "string" },
+      "oidc-issuer": { type: "string" },
+      "oidc-audience": { type: "string" },
+      workers: { type: "string" },
+      "sse-keepalive-ms": { type: "string" },
+      "max-dataset-bytes": { type: "string" },
+    },
+  });
+  if (values.help) return "help";
+  const issuer = values["oidc-issuer"] ?? process.env.SVC_OIDC_ISSUER;
+  const audience = values["oidc-audience"] ?? process.env.SVC_OIDC_AUDIENCE;
+  if (Boolean(issuer) !== Boolean(audience))
+    throw new UsageError("--oidc-issuer and --oidc-audience go together");
+  return {
+    host: values.host ?? DEFAULTS.host,
+    port: int("port", values.port, DEFAULTS.port),
+    edgePort: int("edge-port", values["edge-port"], DEFAULTS.edgePort),
+    deploymentDomain: values["deployment-domain"],
+    dataDir: values["data-dir"] ?? process.env.SVC_DATA_DIR ?? DEFAULT_DATA_DIR,
+    databaseUrl: values["database-url"] ?? process.env.SVC_DATABASE_URL ?? null,
+    models: modelFlags(values.model),
+    bundledModelsDir: bundled(values["bundled-models"]),
+    oidc: issuer && audience ? { issuer, audience } : null,
+    workers: int("workers", values.workers, 1),
+    jobLeaseMs: int("job-lease-ms", values["job-lease-ms"], DEFAULTS.jobLeaseMs, 100),
+    jobPollMs: int("job-poll-ms", values["job-poll-ms"], DEFAULTS.jobPollMs, 10),
+    sseKeepAliveMs: int("sse-keepalive-ms", values["sse-keepalive-ms"], DEFAULTS.sseKeepAliveMs, 10),
+    maxDatasetBytes: int("max-dataset-bytes", values["max-dataset-bytes"], DEFAULTS.maxDatasetBytes, 1),
+  };
+}
+
+function untilSignal(): Promise<NodeJS.Signals> {
+  return new Promise((resolve) => {
+    process.once("SIGINT", () => resolve("SIGINT"));
+    process.once("SIGTERM", () => resolve("SIGTERM"));
+  });
+}
+
+function usageFailure(error: unknown, usage: string): number | null {
+  if (error instanceof UsageError || (error as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")) {
+    console.error(`svc: ${(error as Error).message}\n${usage}`);
+    return 2;
+  }
+  return null;
+}
+
+export async function runServerCommand(argv: string[]): Promise<number> {
+  let options: ServerOptions | "help";
+  try {
+    options = parseServerArgs(argv);
+  } catch (error) {
+    const code = usageFailure(error, SERVER_USAGE);
+    if (code !== null) return code;
+    throw error;
+  }
+  if (options === "help") {
+    console.log(SERVER_USAGE);
+    return 0;
+  }
+  let handle: Awaited<ReturnType<typeof startServer>>;
+  try {
+    handle = await startServer(options);
+  } catch (error) {
+    if (error instanceof PortInUseError) {
+      console.error(`svc server: ${error.message}`);
+      return 2;
+    }
+    console.error(`svc server: could not start: ${(error as Error).message}`);
+    return 1;
+  }
+  console.log(`svc server: cloud API on ${handle.apiUrl}`);
+  console.log(
+    `svc server: edge on ${handle.edgeUrl} (deployments at http://<slug>.${handle.deploymentDomain}/v1)`,
+  );
+  console.log(`svc server: data in ${handle.dataDir}, database ${handle.database}`);
+  console.log(
+    `svc-server-ready ${JSON.stringify({ apiUrl: handle.apiUrl, edgeUrl: handle.edgeUrl, deploymentDomain: handle.deploymentDomain, pid: process.pid })}`,
+  );
+  const signal = await untilSignal();
+  console.log(`svc server: ${signal}, stopping (running jobs checkpoint and go back to the queue)`);
+  await handle.close();
+  console.log("svc server: stopped");
+  return 0;
+}
+
+export async function runWorkerCommand(argv: string[]): Promise<number> {
+  let values: ReturnType<typeof parseWorker>;
+  function parseWorker(args: string[]) {
+    return parseArgs({ args, strict: true, options: { ...common, concurrency: { type: "string" } } }).values;
+  }
+  let store: Store;
+  let runner: JobRunner;
+  let sweeper: LeaseSweeper;
+  try {
+    values = parseWorker(argv);
+    if (values.help) {
+      console.log(WORKER_USAGE);
+      return 0;
+    }
+    const databaseUrl = values["database-url"] ?? process.env.SVC_DATABASE_URL;
+    if (!databaseUrl)
+      throw new UsageError(
+        "svc worker needs --database-url postgres://... (the server's PostgreSQL database)",
+      );
+    const dataDir = new DataDir(values["data-dir"] ?? process.env.SVC_DATA_DIR ?? DEFAULT_DATA_DIR);
+    const models = new ModelRegistry({
+      bundledDir: bundled(values["bundled-models"]),
+      extra: modelFlags(values.model),
+    });
+    const leaseMs = int("job-lease-ms", values["job-lease-ms"], DEFAULTS.jobLeaseMs, 100);
+    store = new Store(await openDatabase({ databaseUrl, sqlitePath: dataDir.sqlitePath }));
+    runner = new JobRunner(store, dataDir, models, {
+      concurrency: int("concurrency", values.concurrency, 1, 1),
+      leaseMs,
+      pollMs: int("job-poll-ms", values["job-poll-ms"], DEFAULTS.jobPollMs, 10),
+    });
+    sweeper = new LeaseSweeper(store, Math.max(100, Math.floor(leaseMs / 2)));
+  } catch (error) {
+    const code = usageFailure(error, WORKER_USAGE);
+    if (code !== null) return code;
+    console.error(`svc worker: could not start: ${(error as Error).message}`);
+    return 1;
+  }
+  await sweeper.start();
+  runner.start();
+  console.log(`svc worker: ${runner.owner} claiming jobs from ${store.opened.location}`);
+  console.log(`svc-worker-ready ${JSON.stringify({ owner: runner.owner, pid: process.pid })}`);
+  const signal = await untilSignal();
+  console.log(`svc worker: ${signal}, stopping (running jobs checkpoint and go back to the queue)`);
+  sweeper.stop();
+  await runner.stop();
+  await store.close();
+  return 0;
+}

@@ -1,0 +1,27 @@
+// What every route module needs, built once by startServer.
+import type { OidcVerifier } from "./auth/oidc.js";
+import type { DataDir } from "./data-dir.js";
+import type { JobEventHub } from "./events/job-event-hub.js";
+import type { InferenceService } from "./inference/inference-service.js";
+import type { ModelRegistry } from "./models/model-registry.js";
+import type { UserRow } from "./store/identity-store.js";
+import type { Store } from "./store/store.js";
+
+export interface ServerContext {
+  store: Store;
+  dataDir: DataDir;
+  models: ModelRegistry;
+  events: JobEventHub;
+  inference: InferenceService;
+  oidc: OidcVerifier | null;
+  /** e.g. "localhost:4200": deployment URLs are http://<slug>.<domain>/v1/chat/completions. */
+  deploymentDomain: string;
+  maxDatasetBytes: number;
+  sseKeepAliveMs: number;
+  /** Wakes the in-process worker after a job is queued. */
+  wakeWorkers: () => void;
+  /** Aborts a job running in this process right away (others poll their cancel flag). */
+  cancelRunning: (jobId: string) => void;
+}
+
+export type ApiEnv = { Variables: { user: UserRow } };

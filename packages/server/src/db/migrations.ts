@@ -1,0 +1,135 @@
+// The one set of migrations, written with Kysely's schema builder so the same
+// code creates the schema on SQLite and PostgreSQL.
+import type { Kysely, Migration, MigrationProvider } from "kysely";
+
+const initial: Migration = {
+  async up(db: Kysely<unknown>) {
+    await db.schema
+      .createTable("users")
+      .addColumn("id", "text", (c) => c.primaryKey())
+      .addColumn("mode", "text", (c) => c.notNull())
+      .addColumn("subject", "text", (c) => c.notNull().unique())
+      .addColumn("email", "text")
+      .addColumn("created_at", "text", (c) => c.notNull())
+      .execute();
+    await db.schema
+      .createTable("tokens")
+      .addColumn("token_hash", "text", (c) => c.primaryKey())
+      .addColumn("user_id", "text", (c) => c.notNull().references("users.id"))
+      .addColumn("created_at", "text", (c) => c.notNull())
+      .execute();
+    await db.schema
+      .createTable("orgs")
+      .addColumn("id", "text", (c) => c.primaryKey())
+      .addColumn("slug", "text", (c) => c.notNull().unique())
+      .addColumn("name", "text", (c) => c.notNull())
+      .addColumn("created_at", "text", (c) => c.notNull())
+      .execute();
+    await db.schema
+      .createTable("org_members")
+      .addColumn("org_id", "text", (c) => c.notNull().references("orgs.id"))
+      .addColumn("user_id", "text", (c) => c.notNull().references("users.id"))
+      .addPrimaryKeyConstraint("org_members_pk", ["org_id", "user_id"])
+      .execute();
+    await db.schema.createIndex("org_members_user").on("org_members").column("user_id").execute();
+    await db.schema
+      .createTable("projects")
+      .addColumn("id", "text", (c) => c.primaryKey())
+      .addColumn("org_id", "text", (c) => c.notNull().references("orgs.id"))
+      .addColumn("slug", "text", (c) => c.notNull())
+      .addColumn("name", "text", (c) => c.notNull())
+      .addColumn("created_at", "text", (c) => c.notNull())
+      .addUniqueConstraint("projects_org_slug", ["org_id", "slug"])
+      .execute();
+    await db.schema
+      .createTable("datasets")
+      .addColumn("id", "text", (c) => c.primaryKey())
+      .addColumn("project_id", "text", (c) => c.notNull().references("projects.id"))
+      .addColumn("name", "text", (c) => c.notNull())
+      .addColumn("rows", "integer", (c) => c.notNull())
+      .addColumn("bytes", "integer", (c) => c.notNull())
+      .addColumn("path", "text", (c) => c.notNull())
+      .addColumn("created_at", "text", (c) => c.notNull())
+      .execute();
+    await db.schema
+      .createTable("jobs")
+      .addColumn("id", "text", (c) => c.primaryKey())
+      .addColumn("project_id", "text", (c) => c.notNull().references("projects.id"))
+      .addColumn("name", "text", (c) => c.notNull())
+      .addColumn("status", "text", (c) => c.notNull())
+      .addColumn("base_model", "text", (c) => c.notNull())
+      .addColumn("dataset_id", "text", (c) => c.notNull().references("datasets.id"))
+      .addColumn("eval_dataset_id", "text", (c) => c.references("datasets.id"))
+      .addColumn("eval_fraction", "real")
+      .addColumn("hyperparameters", "text", (c) => c.notNull())
+      .addColumn("dry_run", "integer", (c) => c.notNull())
+      .addColumn("error", "text")
+      .addColumn("created_at", "text", (c) => c.notNull())
+      .addColumn("started_at", "text")
+      .addColumn("finished_at", "text")
+      .addColumn("cancel_requested", "integer", (c) => c.notNull().defaultTo(0))
+      .addColumn("lease_owner", "text")
+      .addColumn("lease_expires_at", "text")
+      .addColumn("resume_from", "text")
+      .addColumn("attempts", "integer", (c) => c.notNull().defaultTo(0))
+      .execute();
+    await db.schema.createIndex("jobs_project").on("jobs").columns(["project_id", "id"]).execute();
+    await db.schema.createIndex("jobs_status").on("jobs").columns(["status", "id"]).execute();
+    await db.schema
+      .createTable("job_events")
+      .addColumn("job_id", "text", (c) => c.notNull().references("jobs.id"))
+      .addColumn("seq", "integer", (c) => c.notNull())
+      .addColumn("type", "text", (c) => c.notNull())
+      .addColumn("payload", "text", (c) => c.notNull())
+      .addColumn("created_at", "text", (c) => c.notNull())
+      .addPrimaryKeyConstraint("job_events_pk", ["job_id", "seq"])
+      .execute();
+    await db.schema
+      .createTable("artifacts")
+      .addColumn("job_id", "text", (c) => c.notNull().references("jobs.id"))
+      .addColumn("name", "text", (c) => c.notNull())
+      .addColumn("kind", "text", (c) => c.notNull())
+      .addColumn("step", "integer", (c) => c.notNull())
+      .addColumn("dir", "text", (c) => c.notNull())
+      .addColumn("files", "text", (c) => c.notNull())
+      .addColumn("created_at", "text", (c) => c.notNull())
+      .addPrimaryKeyConstraint("artifacts_pk", ["job_id", "name"])
+      .execute();
+    await db.schema
+      .createTable("deployments")
+      .addColumn("id", "text", (c) => c.primaryKey())
+      .addColumn("project_id", "text", (c) => c.notNull().references("projects.id"))
+      .addColumn("slug", "text", (c) => c.notNull().unique())
+      .addColumn("target", "text", (c) => c.notNull())
+      .addColumn("auth_mode", "text", (c) => c.notNull())
+      .addColumn("enabled", "integer", (c) => c.notNull())
+      .addColumn("custom_domain", "text")
+      .addColumn("run_retention_mode", "text", (c) => c.notNull())
+      .addColumn("run_retention_days", "integer")
+      .addColumn("created_at", "text", (c) => c.notNull())
+      .addColumn("updated_at", "text", (c) => c.notNull())
+      .execute();
+    await db.schema
+      .createTable("deployment_keys")
+      .addColumn("id", "text", (c) => c.primaryKey())
+      .addColumn("deployment_id", "text", (c) => c.notNull().references("deployments.id"))
+      .addColumn("label", "text", (c) => c.notNull())
+      .addColumn("prefix", "text", (c) => c.notNull())
+      .addColumn("key_hash", "text", (c) => c.notNull().unique())
+      .addColumn("enabled", "integer", (c) => c.notNull())
+      .addColumn("created_at", "text", (c) => c.notNull())
+      .addColumn("last_used_at", "text")
+      .execute();
+    await db.schema
+      .createIndex("deployment_keys_deployment")
+      .on("deployment_keys")
+      .column("deployment_id")
+      .execute();
+  },
+};
+
+export const migrationProvider: MigrationProvider = {
+  async getMigrations() {
+    return { "0001_initial": initial };
+  },
+};

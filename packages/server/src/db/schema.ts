@@ -1,0 +1,133 @@
+// Table shapes as Kysely sees them. Columns are portable across SQLite and
+// PostgreSQL: text for ids, JSON and ISO 8601 timestamps (which sort as text),
+// integer for counters and 0/1 flags.
+import type { Generated } from "kysely";
+
+export interface UsersTable {
+  id: string;
+  mode: "anonymous" | "oauth";
+  /** Anonymous: the user id; OIDC: "<issuer>#<sub>". */
+  subject: string;
+  email: string | null;
+  created_at: string;
+}
+
+export interface TokensTable {
+  token_hash: string;
+  user_id: string;
+  created_at: string;
+}
+
+export interface OrgsTable {
+  id: string;
+  slug: string;
+  name: string;
+  created_at: string;
+}
+
+export interface OrgMembersTable {
+  org_id: string;
+  user_id: string;
+}
+
+export interface ProjectsTable {
+  id: string;
+  org_id: string;
+  slug: string;
+  name: string;
+  created_at: string;
+}
+
+export interface DatasetsTable {
+  id: string;
+  project_id: string;
+  name: string;
+  rows: number;
+  bytes: number;
+  /** Relative to the data dir. */
+  path: string;
+  created_at: string;
+}
+
+export interface JobsTable {
+  id: string;
+  project_id: string;
+  name: string;
+  status: "queued" | "running" | "completed" | "failed" | "cancelled";
+  base_model: string;
+  dataset_id: string;
+  eval_dataset_id: string | null;
+  eval_fraction: number | null;
+  hyperparameters: string;
+  dry_run: number;
+  error: string | null;
+  created_at: string;
+  started_at: string | null;
+  finished_at: string | null;
+  cancel_requested: number;
+  lease_owner: string | null;
+  lease_expires_at: string | null;
+  /** Checkpoint folder (relative to the data dir) the next run resumes from. */
+  resume_from: string | null;
+  attempts: number;
+}
+
+export interface JobEventsTable {
+  job_id: string;
+  seq: number;
+  type: string;
+  payload: string;
+  created_at: string;
+}
+
+export interface ArtifactsTable {
+  job_id: string;
+  name: string;
+  kind: "final" | "checkpoint";
+  step: number;
+  /** Relative to the data dir. */
+  dir: string;
+  files: string;
+  created_at: string;
+}
+
+export interface DeploymentsTable {
+  id: string;
+  project_id: string;
+  slug: string;
+  target: string;
+  auth_mode: "fixed_api_key" | "none";
+  enabled: number;
+  custom_domain: string | null;
+  run_retention_mode: "days" | "forever" | "none";
+  run_retention_days: number | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface DeploymentKeysTable {
+  id: string;
+  deployment_id: string;
+  label: string;
+  prefix: string;
+  key_hash: string;
+  enabled: number;
+  created_at: string;
+  last_used_at: string | null;
+}
+
+export interface Database {
+  users: UsersTable;
+  tokens: TokensTable;
+  orgs: OrgsTable;
+  org_members: OrgMembersTable;
+  projects: ProjectsTable;
+  datasets: DatasetsTable;
+  jobs: JobsTable;
+  job_events: JobEventsTable;
+  artifacts: ArtifactsTable;
+  deployments: DeploymentsTable;
+  deployment_keys: DeploymentKeysTable;
+}
+
+export type { Generated };

@@ -1,0 +1,148 @@
+// The edge: serves deployments in the OpenAI chat-completions format.
+// A request names its deployment by Host (<slug>.<deployment domain>), by the
+// X-Svc-Deployment header, or by the path prefix /d/<slug>/ (what the OpenAI
+// clients use on machines where *.localhost does not resolve). Every request
+// reads the deployment and key from the database, so disabling, auth-mode
+// changes and revocation apply to the next request.
+import { type Context, Hono } from "hono";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+import type { ServerContext } from "../context.js";
+import { ApiError } from "../http/api-error.js";
+import { readJson } from "../http/body.js";
+import { boolean, number, object, optional, parseBody, string } from "../http/validate.js";
+import { type ChatParams, respondWithChat } from "../inference/chat-completions.js";
+import type { ResolvedTarget } from "../inference/inference-service.js";
+import { messagesCheck, stopCheck } from "../routes/inference.js";
+import { targetOf } from "../store/deployment-store.js";
+import type { KeyUsageRecorder } from "./key-usage-recorder.js";
+
+function openAiError(
+  c: Context,
+  status: ContentfulStatusCode,
+  message: string,
+  code: string,
+  param: string | null = null,
+) {
+  const type = status >= 500 ? "server_error" : "invalid_request_error";
+  return c.json({ error: { message, type, param, code } }, status);
+}
+
+const KNOWN_FIELDS = [
+  "model",
+  "messages",
+  "temperature",
+  "top_p",
+  "max_tokens",
+  "max_completion_tokens",
+  "stop",
+  "seed",
+  "stream",
+  "n",
+];
+
+/** The subset of the OpenAI chat request we honour; unknown fields are ignored, as OpenAI-compatible servers do. */
+const chatRequest = (body: unknown) => {
+  const known = object({
+    model: optional(string()),
+    messages: messagesCheck,
+    temperature: optional(number({ min: 0, max: 2 })),
+    top_p: optional(number({ exclusiveMin: 0, max: 1 })),
+    max_tokens: optional(number({ integer: true, positive: true, max: 8192 })),
+    max_completion_tokens: optional(number({ integer: true, positive: true, max: 8192 })),
+    stop: optional((v, p) => (v === null ? undefined : stopCheck(v, p))),
+    seed: optional(number({ integer: true })),
+    stream: optional(boolean()),
+    n: optional(number({ integer: true, min: 1, max: 1 })),
+  });
+  if (typeof body === "object" && body !== null && !Array.isArray(body)) {
+    const record = body as Record<string, unknown>;
+    const picked: Record<string, unknown> = {};
+    for (const key of KNOWN_FIELDS) {
+      if (record[key] !== undefined && record[key] !== null) picked[key] = record[key];
+    }
+    return parseBody(known, picked);
+  }
+  return parseBody(known, body);
+};
+
+export function slugFromHost(host: string | undefined, deploymentDomain: string): string | null {
+  if (!host) return null;
+  const hostname = host.toLowerCase().replace(/:\d+$/, "");
+  const domain = deploymentDomain.toLowerCase().replace(/:\d+$/, "");
+  if (!hostname.endsWith(`.${domain}`)) return null;
+  const slug = hostname.slice(0, -domain.length - 1);
+  return slug.includes(".") || slug === "" ? null : slug;
+}
+
+export function createEdgeApp(ctx: ServerContext, usage: KeyUsageRecorder): Hono {
+  const app = new Hono();
+  app.onError((error, c) => {
+    if (error instanceof ApiError) return openAiError(c, error.status, error.message, error.code);
+    console.error("svc edge: request failed:", error);
+    return openAiError(c, 500, "internal server error", "internal_error");
+  });
+  app.notFound((c) => openAiError(c, 404, `no route ${c.req.method} ${c.req.path}`, "not_found"));
+  app.get("/healthz", (c) => c.json({ ok: true, service: "svc-edge" }));
+
+  const serve = async (c: Context, pathSlug: string | null) => {
+    const slug =
+      pathSlug ??
+      c.req.header("x-svc-deployment") ??
+      slugFromHost(c.req.header("host"), ctx.deploymentDomain);
+    if (!slug) {
+      return openAiError(
+        c,
+        404,
+        `no deployment addressed: use the host <slug>.${ctx.deploymentDomain}, the X-Svc-Deployment header or the path /d/<slug>/v1`,
+        "deployment_not_found",
+      );
+    }
+    const deployment = await ctx.store.deployments.bySlug(slug);
+    if (deployment?.enabled !== 1)
+      return openAiError(c, 404, `deployment ${slug} not found`, "deployment_not_found");
+    if (deployment.auth_mode === "fixed_api_key") {
+      const match = /^Bearer\s+(\S+)\s*$/i.exec(c.req.header("authorization") ?? "");
+      const key = match ? await ctx.store.deployments.enabledKey(deployment.id, match[1]) : undefined;
+      if (!key) {
+        return openAiError(
+          c,
+          401,
+          match ? "Incorrect API key provided." : "Missing API key: send Authorization: Bearer <key>.",
+          "invalid_api_key",
+        );
+      }
+      usage.record(key.id);
+    }
+    const body = chatRequest(await readJson(c));
+    const target = targetOf(deployment);
+    let resolved: ResolvedTarget;
+    if (target.kind === "base_model") {
+      resolved = ctx.inference.baseModel(target.baseModel, "target.baseModel");
+    } else {
+      const job = await ctx.store.jobs.get(target.adapter.jobId);
+      if (!job)
+        return openAiError(
+          c,
+          503,
+          `the adapter of deployment ${slug} is no longer available`,
+          "target_unavailable",
+        );
+      resolved = await ctx.inference.adapter(job, target.adapter, "target.adapter");
+    }
+    resolved = { ...resolved, label: slug };
+    const params: ChatParams = {
+      messages: body.messages,
+      temperature: body.temperature,
+      topP: body.top_p,
+      maxTokens: body.max_completion_tokens ?? body.max_tokens,
+      stop: body.stop,
+      seed: body.seed,
+      stream: body.stream ?? false,
+    };
+    return respondWithChat(c, ctx.inference, resolved, params);
+  };
+
+  app.post("/v1/chat/completions", (c) => serve(c, null));
+  app.post("/d/:slug/v1/chat/completions", (c) => serve(c, c.req.param("slug")));
+  return app;
+}

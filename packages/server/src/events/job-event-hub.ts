@@ -1,0 +1,113 @@
+// Live delivery of stored job events. Producers append to the database and
+// signal the job id (in-process, and through PostgreSQL LISTEN/NOTIFY for
+// other processes); the hub then reads the new rows once per job and hands
+// them to every subscriber of that job, so 200 watchers cost one query.
+import pg from "pg";
+import type { JobStore, StoredJobEvent } from "../store/job-store.js";
+
+type Listener = (events: StoredJobEvent[]) => void;
+
+/** One subscriber: what it has been given so far, and a buffer while its history loads. */
+interface Subscriber {
+  delivered: number;
+  buffered: StoredJobEvent[] | null;
+  onEvents: Listener;
+}
+
+interface JobFeed {
+  subscribers: Set<Subscriber>;
+  fetching: Promise<void> | null;
+  again: boolean;
+}
+
+export class JobEventHub {
+  private readonly feeds = new Map<string, JobFeed>();
+  private pgClient: pg.Client | null = null;
+
+  constructor(private readonly jobs: JobStore) {
+    jobs.onEventsAppended = (jobId) => this.signal(jobId);
+  }
+
+  /** Listens for NOTIFY from other processes sharing the PostgreSQL database. */
+  async listenPostgres(url: string): Promise<void> {
+    const client = new pg.Client({ connectionString: url });
+    client.on("notification", (message) => {
+      if (message.payload) this.signal(message.payload);
+    });
+    client.on("error", (error) => console.error("svc server: LISTEN connection failed:", error.message));
+    await client.connect();
+    await client.query("LISTEN svc_job_events");
+    this.pgClient = client;
+  }
+
+  /**
+   * Subscribes to a job's events after `afterSeq`: stored history first, then
+   * live events, in order and without gaps or repeats.
+   */
+  async subscribe(jobId: string, afterSeq: number, onEvents: Listener): Promise<() => void> {
+    const subscriber: Subscriber = { delivered: afterSeq, buffered: [], onEvents };
+    const feed = this.feedOf(jobId);
+    feed.subscribers.add(subscriber);
+    const history = await this.jobs.eventsAfter(jobId, afterSeq);
+    const pending = subscriber.buffered ?? [];
+    subscriber.buffered = null;
+    deliver(subscriber, history);
+    deliver(subscriber, pending);
+    return () => {
+      feed.subscribers.delete(subscriber);
+      if (feed.subscribers.size === 0 && !feed.fetching) this.feeds.delete(jobId);
+    };
+  }
+
+  signal(jobId: string): void {
+    const feed = this.feeds.get(jobId);
+    if (!feed) return;
+    if (feed.fetching) {
+      feed.again = true;
+      return;
+    }
+    feed.fetching = (async () => {
+      do {
+        feed.again = false;
+        try {
+          // Read from the least advanced subscriber so nobody misses an event
+          // that committed between its history read and this signal.
+          let from = Number.POSITIVE_INFINITY;
+          for (const s of feed.subscribers) from = Math.min(from, s.delivered);
+          if (from === Number.POSITIVE_INFINITY) break;
+          const events = await this.jobs.eventsAfter(jobId, from);
+          for (const s of feed.subscribers) deliver(s, events);
+        } catch (error) {
+          console.error(`svc server: reading events of job ${jobId} failed:`, (error as Error).message);
+        }
+      } while (feed.again);
+      feed.fetching = null;
+      if (feed.subscribers.size === 0) this.feeds.delete(jobId);
+    })();
+  }
+
+  private feedOf(jobId: string): JobFeed {
+    let feed = this.feeds.get(jobId);
+    if (!feed) {
+      feed = { subscribers: new Set(), fetching: null, again: false };
+      this.feeds.set(jobId, feed);
+    }
+    return feed;
+  }
+
+  async close(): Promise<void> {
+    await this.pgClient?.end().catch(() => {});
+    this.pgClient = null;
+  }
+}
+
+function deliver(subscriber: Subscriber, events: StoredJobEvent[]): void {
+  if (subscriber.buffered) {
+    subscriber.buffered.push(...events);
+    return;
+  }
+  const fresh = events.filter((e) => e.seq > subscriber.delivered);
+  if (fresh.length === 0) return;
+  subscriber.delivered = fresh[fresh.length - 1].seq;
+  subscriber.onEvents(fresh);
+}

@@ -1,0 +1,43 @@
+// Request bodies with a size limit: a declared Content-Length over the limit
+// is refused before reading, and a body that grows past it while streaming is
+// cut off. Malformed JSON is a 400 "invalid_json".
+import type { Context } from "hono";
+import { ApiError, badRequest } from "./api-error.js";
+
+export const JSON_BODY_LIMIT = 1024 * 1024;
+
+const tooLarge = (limit: number) =>
+  new ApiError(413, "payload_too_large", `request body exceeds ${limit} bytes`);
+
+export async function readBodyBytes(c: Context, limit: number): Promise<Buffer> {
+  const declared = Number(c.req.header("content-length") ?? Number.NaN);
+  if (Number.isFinite(declared) && declared > limit) throw tooLarge(limit);
+  const stream = c.req.raw.body;
+  if (!stream) return Buffer.alloc(0);
+  const chunks: Buffer[] = [];
+  let total = 0;
+  const reader = stream.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.byteLength;
+    if (total > limit) {
+      await reader.cancel().catch(() => {});
+      throw tooLarge(limit);
+    }
+    chunks.push(Buffer.from(value));
+  }
+  return Buffer.concat(chunks);
+}
+
+export async function readJson(c: Context, limit = JSON_BODY_LIMIT): Promise<unknown> {
+  const bytes = await readBodyBytes(c, limit);
+  const text = bytes.toString("utf8");
+  if (text.trim() === "")
+    throw new ApiError(400, "invalid_json", "request body is empty; expected a JSON object");
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw badRequest(`request body is not valid JSON: ${(error as Error).message}`, "invalid_json");
+  }
+}

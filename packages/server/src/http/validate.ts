@@ -1,0 +1,136 @@
+// A small validator for request bodies: each Check takes the value and its
+// path ("hyperparameters.learningRate") and returns the typed value or throws
+// a 400 naming the field. Objects reject fields they do not know.
+import { badRequest } from "./api-error.js";
+
+export type Check<T> = ((value: unknown, path: string) => T) & { optional?: boolean };
+
+type Shape = Record<string, Check<unknown>>;
+type Parsed<S extends Shape> = { [K in keyof S]: ReturnType<S[K]> };
+
+const fail = (path: string, what: string): never => {
+  throw badRequest(`"${path}" ${what}`);
+};
+
+const describe = (value: unknown): string =>
+  value === null
+    ? "null"
+    : Array.isArray(value)
+      ? "an array"
+      : typeof value === "object"
+        ? "an object"
+        : typeof value;
+
+export function string(
+  opts: { min?: number; max?: number; pattern?: RegExp; patternText?: string } = {},
+): Check<string> {
+  return (value, path) => {
+    if (typeof value !== "string") return fail(path, `must be a string (got ${describe(value)})`);
+    const min = opts.min ?? 0;
+    if (value.length < min)
+      return fail(path, min === 1 ? "must not be empty" : `must be at least ${min} characters`);
+    if (opts.max !== undefined && value.length > opts.max)
+      return fail(path, `must be at most ${opts.max} characters`);
+    if (opts.pattern && !opts.pattern.test(value))
+      return fail(path, `must match ${opts.patternText ?? String(opts.pattern)}`);
+    return value;
+  };
+}
+
+export function number(
+  opts: { integer?: boolean; min?: number; max?: number; positive?: boolean; exclusiveMin?: number } = {},
+): Check<number> {
+  const kind = opts.integer
+    ? opts.positive
+      ? "a positive integer"
+      : "an integer"
+    : opts.positive
+      ? "a positive number"
+      : "a number";
+  return (value, path) => {
+    if (typeof value !== "number" || !Number.isFinite(value)) return fail(path, `must be ${kind}`);
+    if (opts.integer && !Number.isInteger(value)) return fail(path, `must be ${kind}`);
+    if (opts.positive && value <= 0) return fail(path, `must be ${kind}`);
+    if (opts.exclusiveMin !== undefined && value <= opts.exclusiveMin)
+      return fail(path, `must be greater than ${opts.exclusiveMin}`);
+    if (opts.min !== undefined && value < opts.min) return fail(path, `must be at least ${opts.min}`);
+    if (opts.max !== undefined && value > opts.max) return fail(path, `must be at most ${opts.max}`);
+    return value;
+  };
+}
+
+export function boolean(): Check<boolean> {
+  return (value, path) => (typeof value === "boolean" ? value : fail(path, "must be true or false"));
+}
+
+export function oneOf<const T extends string>(values: readonly T[]): Check<T> {
+  return (value, path) =>
+    typeof value === "string" && (values as readonly string[]).includes(value)
+      ? (value as T)
+      : fail(path, `must be one of ${values.map((v) => JSON.stringify(v)).join(", ")}`);
+}
+
+export function array<T>(item: Check<T>, opts: { min?: number; max?: number } = {}): Check<T[]> {
+  return (value, path) => {
+    if (!Array.isArray(value)) return fail(path, `must be an array (got ${describe(value)})`);
+    if (opts.min !== undefined && value.length < opts.min)
+      return fail(path, opts.min === 1 ? "must not be empty" : `must have at least ${opts.min} items`);
+    if (opts.max !== undefined && value.length > opts.max)
+      return fail(path, `must have at most ${opts.max} items`);
+    return value.map((v, i) => item(v, `${path}[${i}]`));
+  };
+}
+
+export function optional<T>(check: Check<T>): Check<T | undefined> {
+  const f: Check<T | undefined> = (value, path) => (value === undefined ? undefined : check(value, path));
+  f.optional = true;
+  return f;
+}
+
+export function nullable<T>(check: Check<T>): Check<T | null> {
+  const f: Check<T | null> = (value, path) => (value === null ? null : check(value, path));
+  f.optional = check.optional;
+  return f;
+}
+
+export function object<S extends Shape>(shape: S): Check<Parsed<S>> {
+  return (value, path) => {
+    if (typeof value !== "object" || value === null || Array.isArray(value))
+      return fail(path || "body", `must be a JSON object (got ${describe(value)})`);
+    const record = value as Record<string, unknown>;
+    const join = (key: string) => (path ? `${path}.${key}` : key);
+    for (const key of Object.keys(record)) {
+      if (!(key in shape)) fail(join(key), "is not a known field");
+    }
+    const out: Record<string, unknown> = {};
+    for (const [key, check] of Object.entries(shape)) {
+      if (record[key] === undefined && !check.optional) fail(join(key), "is required");
+      const parsed = check(record[key], join(key));
+      if (parsed !== undefined) out[key] = parsed;
+    }
+    return out as Parsed<S>;
+  };
+}
+
+/** Picks the object shape by its "kind" field. */
+export function byKind<T>(cases: Record<string, Check<T>>): Check<T> {
+  const kinds = Object.keys(cases);
+  return (value, path) => {
+    if (typeof value !== "object" || value === null || Array.isArray(value))
+      return fail(path, `must be a JSON object (got ${describe(value)})`);
+    const kind = (value as Record<string, unknown>).kind;
+    const check = typeof kind === "string" ? cases[kind] : undefined;
+    if (!check)
+      return fail(`${path}.kind`, `must be one of ${kinds.map((k) => JSON.stringify(k)).join(", ")}`);
+    return check(value, path);
+  };
+}
+
+export function literal<const T extends string>(expected: T): Check<T> {
+  return (value, path) => (value === expected ? expected : fail(path, `must be ${JSON.stringify(expected)}`));
+}
+
+/** Runs a check on a whole request body ("" path = the body itself). */
+export function parseBody<T>(check: Check<T>, body: unknown): T {
+  return check(body, "");
+}

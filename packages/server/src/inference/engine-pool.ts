@@ -1,0 +1,40 @@
+// Loaded engine state for serving: one Model and one Generator per base model
+// (loaded on first use and shared by every request and adapter), and a small
+// LRU cache of LoRA adapters keyed by their folder.
+import { createGenerator, type Generator, type LoraAdapter, loadAdapter, loadModel } from "@svc/engine";
+
+const ADAPTER_CACHE_SIZE = 16;
+
+export class EnginePool {
+  private readonly generators = new Map<string, Promise<Generator>>();
+  private readonly adapters = new Map<string, Promise<LoraAdapter>>();
+
+  /** The shared generator of a base model folder. */
+  generator(modelDir: string): Promise<Generator> {
+    let entry = this.generators.get(modelDir);
+    if (!entry) {
+      entry = (async () => createGenerator(await loadModel(modelDir)))();
+      // A failed load is retried by the next request instead of being cached.
+      entry.catch(() => this.generators.delete(modelDir));
+      this.generators.set(modelDir, entry);
+    }
+    return entry;
+  }
+
+  adapter(adapterDir: string): Promise<LoraAdapter> {
+    const hit = this.adapters.get(adapterDir);
+    if (hit) {
+      this.adapters.delete(adapterDir);
+      this.adapters.set(adapterDir, hit);
+      return hit;
+    }
+    const entry = (async () => loadAdapter(adapterDir))();
+    entry.catch(() => this.adapters.delete(adapterDir));
+    this.adapters.set(adapterDir, entry);
+    while (this.adapters.size > ADAPTER_CACHE_SIZE) {
+      const oldest = this.adapters.keys().next().value as string;
+      this.adapters.delete(oldest);
+    }
+    return entry;
+  }
+}

@@ -1,0 +1,42 @@
+// A job's artifacts (final adapter and checkpoints, PEFT layout):
+// GET /v1/jobs/:id/artifacts, /:name (metadata) and /:name/:file (download).
+import { createReadStream } from "node:fs";
+import { join } from "node:path";
+import { Readable } from "node:stream";
+import { Hono } from "hono";
+import type { ApiEnv, ServerContext } from "../context.js";
+import { notFound } from "../http/api-error.js";
+import { toArtifact } from "../store/job-store.js";
+import { jobOr404 } from "./access.js";
+
+export function artifactRoutes(ctx: ServerContext) {
+  const app = new Hono<ApiEnv>();
+  app.get("/v1/jobs/:id/artifacts", async (c) => {
+    const job = await jobOr404(ctx, c, c.req.param("id"));
+    return c.json({ artifacts: (await ctx.store.jobs.artifacts(job.id)).map(toArtifact) });
+  });
+  app.get("/v1/jobs/:id/artifacts/:name", async (c) => {
+    const job = await jobOr404(ctx, c, c.req.param("id"));
+    const row = await ctx.store.jobs.artifact(job.id, c.req.param("name"));
+    if (!row) throw notFound(`artifact ${c.req.param("name")}`);
+    return c.json({ artifact: toArtifact(row) });
+  });
+  app.get("/v1/jobs/:id/artifacts/:name/:file", async (c) => {
+    const job = await jobOr404(ctx, c, c.req.param("id"));
+    const row = await ctx.store.jobs.artifact(job.id, c.req.param("name"));
+    if (!row) throw notFound(`artifact ${c.req.param("name")}`);
+    const file = toArtifact(row).files.find((f) => f.path === c.req.param("file"));
+    if (!file) throw notFound(`file ${c.req.param("file")} of artifact ${row.name}`);
+    const stream = Readable.toWeb(
+      createReadStream(join(ctx.dataDir.abs(row.dir), file.path)),
+    ) as ReadableStream;
+    return new Response(stream, {
+      headers: {
+        "content-type": file.path.endsWith(".json") ? "application/json" : "application/octet-stream",
+        "content-length": String(file.bytes),
+        "content-disposition": `attachment; filename="${file.path}"`,
+      },
+    });
+  });
+  return app;
+}

@@ -1,0 +1,35 @@
+// Identity: anonymous tokens, the OIDC settings the CLI logs in with, and /me.
+import { Hono } from "hono";
+import type { ApiEnv, ServerContext } from "../context.js";
+import type { AnonymousAuthResponse, Me } from "../wire.js";
+
+/** Routes that need no token. */
+export function publicAuthRoutes(ctx: ServerContext) {
+  const app = new Hono<ApiEnv>();
+  app.post("/v1/auth/anonymous", async (c) => {
+    const { token, org } = await ctx.store.identity.createAnonymous();
+    const body: AnonymousAuthResponse = { token, org };
+    return c.json(body, 201);
+  });
+  app.get("/v1/auth/config", (c) =>
+    c.json({
+      oidc: ctx.oidc ? { issuer: ctx.oidc.config.issuer, clientId: ctx.oidc.config.audience } : null,
+    }),
+  );
+  return app;
+}
+
+export function meRoutes(ctx: ServerContext) {
+  const app = new Hono<ApiEnv>();
+  app.get("/v1/me", async (c) => {
+    const user = c.get("user");
+    const me: Me = {
+      mode: user.mode,
+      subject: user.mode === "oauth" ? user.subject.slice(user.subject.lastIndexOf("#") + 1) : user.subject,
+      email: user.email,
+      orgs: await ctx.store.identity.orgsOf(user.id),
+    };
+    return c.json(me);
+  });
+  return app;
+}

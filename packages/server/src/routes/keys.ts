@@ -1,0 +1,31 @@
+// Deployment API keys: GET|POST /v1/endpoints/:id/keys and
+// DELETE /v1/endpoints/:id/keys/:keyId (revoke: enabled = false).
+import { Hono } from "hono";
+import type { ApiEnv, ServerContext } from "../context.js";
+import { notFound } from "../http/api-error.js";
+import { readJson } from "../http/body.js";
+import { object, parseBody, string } from "../http/validate.js";
+import { KEY_LABEL_MAX_LENGTH } from "../wire.js";
+import { deploymentOr404 } from "./access.js";
+
+const issueBody = object({ label: string({ min: 1, max: KEY_LABEL_MAX_LENGTH }) });
+
+export function keyRoutes(ctx: ServerContext) {
+  const app = new Hono<ApiEnv>();
+  app.post("/v1/endpoints/:id/keys", async (c) => {
+    const deployment = await deploymentOr404(ctx, c, c.req.param("id"));
+    const body = parseBody(issueBody, await readJson(c));
+    return c.json({ key: await ctx.store.deployments.issueKey(deployment.id, body.label) }, 201);
+  });
+  app.get("/v1/endpoints/:id/keys", async (c) => {
+    const deployment = await deploymentOr404(ctx, c, c.req.param("id"));
+    return c.json({ keys: await ctx.store.deployments.listKeys(deployment.id) });
+  });
+  app.delete("/v1/endpoints/:id/keys/:keyId", async (c) => {
+    const deployment = await deploymentOr404(ctx, c, c.req.param("id"));
+    const key = await ctx.store.deployments.revokeKey(deployment.id, c.req.param("keyId"));
+    if (!key) throw notFound(`key ${c.req.param("keyId")}`);
+    return c.json({ key });
+  });
+  return app;
+}

@@ -1,0 +1,40 @@
+// Projects of an org: GET /v1/projects?orgSlug=, POST /v1/projects.
+import { Hono } from "hono";
+import type { ApiEnv, ServerContext } from "../context.js";
+import { conflict, notFound } from "../http/api-error.js";
+import { readJson } from "../http/body.js";
+import { object, optional, parseBody, string } from "../http/validate.js";
+import { SLUG_MAX_LENGTH, SLUG_MIN_LENGTH, SLUG_PATTERN } from "../wire.js";
+import { orgFromQuery } from "./access.js";
+
+export const slugCheck = () =>
+  string({
+    min: SLUG_MIN_LENGTH,
+    max: SLUG_MAX_LENGTH,
+    pattern: SLUG_PATTERN,
+    patternText: "[a-z0-9][a-z0-9-]*[a-z0-9]",
+  });
+
+const createProjectBody = object({
+  orgSlug: string({ min: 1 }),
+  slug: slugCheck(),
+  name: optional(string({ min: 1, max: 200 })),
+});
+
+export function projectRoutes(ctx: ServerContext) {
+  const app = new Hono<ApiEnv>();
+  app.get("/v1/projects", async (c) => {
+    const org = await orgFromQuery(ctx, c);
+    return c.json({ projects: await ctx.store.projects.list(org) });
+  });
+  app.post("/v1/projects", async (c) => {
+    const body = parseBody(createProjectBody, await readJson(c));
+    const org = await ctx.store.identity.memberOrgBySlug(c.get("user").id, body.orgSlug);
+    if (!org) throw notFound(`org ${body.orgSlug}`);
+    const project = await ctx.store.projects.create(org, body.slug, body.name ?? body.slug);
+    if (!project)
+      throw conflict(`Project slug "${body.slug}" is already taken in org ${org.slug}.`, "slug_taken");
+    return c.json({ project }, 201);
+  });
+  return app;
+}

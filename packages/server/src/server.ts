@@ -1,0 +1,166 @@
+// startServer: the cloud API and the edge on two listeners over one store,
+// with the in-process job runner, lease recovery and graceful shutdown.
+
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { getRequestListener } from "@hono/node-server";
+import { createApiApp } from "./api-app.js";
+import { type OidcConfig, OidcVerifier } from "./auth/oidc.js";
+import type { ServerContext } from "./context.js";
+import { DataDir, DEFAULT_DATA_DIR } from "./data-dir.js";
+import { openDatabase } from "./db/connect.js";
+import { createEdgeApp } from "./edge/edge-app.js";
+import { KeyUsageRecorder } from "./edge/key-usage-recorder.js";
+import { JobEventHub } from "./events/job-event-hub.js";
+import { InferenceService } from "./inference/inference-service.js";
+import { ModelRegistry } from "./models/model-registry.js";
+import { Store } from "./store/store.js";
+import { JobRunner } from "./worker/job-runner.js";
+import { LeaseSweeper } from "./worker/lease-sweeper.js";
+
+export interface ServerOptions {
+  host?: string;
+  port?: number;
+  edgePort?: number;
+  /** Default: localhost:<edge port>. */
+  deploymentDomain?: string;
+  dataDir?: string;
+  databaseUrl?: string | null;
+  models?: { name: string; dir: string }[];
+  /** The folder of bundled models (default: the repository's models/); null for none. */
+  bundledModelsDir?: string | null;
+  oidc?: OidcConfig | null;
+  /** In-process training workers (0: jobs wait for `svc worker` processes). */
+  workers?: number;
+  jobLeaseMs?: number;
+  jobPollMs?: number;
+  sseKeepAliveMs?: number;
+  maxDatasetBytes?: number;
+}
+
+export interface ServerHandle {
+  apiUrl: string;
+  edgeUrl: string;
+  deploymentDomain: string;
+  dataDir: string;
+  database: string;
+  close(): Promise<void>;
+}
+
+export class PortInUseError extends Error {
+  constructor(
+    readonly host: string,
+    readonly port: number,
+  ) {
+    super(
+      `port ${port} on ${host} is already in use (is another svc server running? choose another with --port/--edge-port)`,
+    );
+    this.name = "PortInUseError";
+  }
+}
+
+type NodeServer = Server;
+
+function listen(server: NodeServer, host: string, port: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const onError = (error: NodeJS.ErrnoException) => {
+      reject(error.code === "EADDRINUSE" ? new PortInUseError(host, port) : error);
+    };
+    server.once("error", onError);
+    server.listen(port, host, () => {
+      server.off("error", onError);
+      resolve((server.address() as AddressInfo).port);
+    });
+  });
+}
+
+function shut(server: NodeServer): Promise<void> {
+  return new Promise((resolve) => {
+    if (!server.listening) return resolve();
+    server.close(() => resolve());
+    server.closeAllConnections();
+  });
+}
+
+export const DEFAULTS = {
+  host: "127.0.0.1",
+  port: 4100,
+  edgePort: 4200,
+  jobLeaseMs: 30_000,
+  jobPollMs: 1000,
+  sseKeepAliveMs: 15_000,
+  maxDatasetBytes: 64 * 1024 * 1024,
+};
+
+export async function startServer(options: ServerOptions = {}): Promise<ServerHandle> {
+  const host = options.host ?? DEFAULTS.host;
+  const dataDir = new DataDir(options.dataDir ?? DEFAULT_DATA_DIR);
+  const models = new ModelRegistry({ bundledDir: options.bundledModelsDir, extra: options.models });
+  const opened = await openDatabase({ databaseUrl: options.databaseUrl, sqlitePath: dataDir.sqlitePath });
+  const store = new Store(opened);
+  const events = new JobEventHub(store.jobs);
+  const leaseMs = options.jobLeaseMs ?? DEFAULTS.jobLeaseMs;
+  const runner = new JobRunner(store, dataDir, models, {
+    concurrency: options.workers ?? 1,
+    leaseMs,
+    pollMs: options.jobPollMs ?? DEFAULTS.jobPollMs,
+  });
+  const sweeper = new LeaseSweeper(store, Math.max(100, Math.floor(leaseMs / 2)));
+  // Bound before the apps exist (the edge port decides the default deployment domain).
+  const apiServer = createServer();
+  const edgeServer = createServer();
+  const cleanup = async () => {
+    await Promise.all([shut(apiServer), shut(edgeServer)]);
+    await events.close();
+    await store.close();
+  };
+  try {
+    if (opened.url) await events.listenPostgres(opened.url);
+    const apiPort = await listen(apiServer, host, options.port ?? DEFAULTS.port);
+    const edgePort = await listen(edgeServer, host, options.edgePort ?? DEFAULTS.edgePort);
+    const ctx: ServerContext = {
+      store,
+      dataDir,
+      models,
+      events,
+      inference: new InferenceService(store, models, dataDir),
+      oidc: options.oidc ? new OidcVerifier(options.oidc) : null,
+      deploymentDomain: options.deploymentDomain ?? `localhost:${edgePort}`,
+      maxDatasetBytes: options.maxDatasetBytes ?? DEFAULTS.maxDatasetBytes,
+      sseKeepAliveMs: options.sseKeepAliveMs ?? DEFAULTS.sseKeepAliveMs,
+      wakeWorkers: () => runner.nudge(),
+      cancelRunning: (jobId) => runner.cancel(jobId),
+    };
+    const usage = new KeyUsageRecorder(store.deployments);
+    const apiApp = createApiApp(ctx);
+    const edgeApp = createEdgeApp(ctx, usage);
+    apiServer.on("request", getRequestListener(apiApp.fetch));
+    edgeServer.on("request", getRequestListener(edgeApp.fetch));
+    await sweeper.start();
+    if ((options.workers ?? 1) > 0) runner.start();
+    const urlHost = host.includes(":") ? `[${host}]` : host;
+    let closing: Promise<void> | null = null;
+    return {
+      apiUrl: `http://${urlHost}:${apiPort}`,
+      edgeUrl: `http://${urlHost}:${edgePort}`,
+      deploymentDomain: ctx.deploymentDomain,
+      dataDir: dataDir.root,
+      database: `${opened.kind} ${opened.location}`,
+      close() {
+        closing ??= (async () => {
+          sweeper.stop();
+          const listeners = Promise.all([shut(apiServer), shut(edgeServer)]);
+          await runner.stop();
+          await usage.close();
+          await listeners;
+          await events.close();
+          await store.close();
+        })();
+        return closing;
+      },
+    };
+  } catch (error) {
+    await cleanup();
+    throw error;
+  }
+}

@@ -1,0 +1,36 @@
+// Dataset rows; the JSONL itself lives in the data dir (path is relative to it).
+import type { Kysely } from "kysely";
+import type { Database, DatasetsTable } from "../db/schema.js";
+import type { Dataset } from "../wire.js";
+
+export const toDataset = (r: DatasetsTable): Dataset => ({
+  id: r.id,
+  projectId: r.project_id,
+  name: r.name,
+  rows: r.rows,
+  bytes: r.bytes,
+  createdAt: r.created_at,
+});
+
+export class DatasetStore {
+  constructor(private readonly db: Kysely<Database>) {}
+
+  async insert(row: DatasetsTable): Promise<Dataset> {
+    await this.db.insertInto("datasets").values(row).execute();
+    return toDataset(row);
+  }
+
+  async get(id: string): Promise<DatasetsTable | undefined> {
+    return this.db.selectFrom("datasets").selectAll().where("id", "=", id).executeTakeFirst();
+  }
+
+  async list(projectId: string): Promise<Dataset[]> {
+    const rows = await this.db
+      .selectFrom("datasets")
+      .selectAll()
+      .where("project_id", "=", projectId)
+      .orderBy("id", "desc")
+      .execute();
+    return rows.map(toDataset);
+  }
+}

@@ -1,0 +1,131 @@
+// Deployments (slug unique across the server: it is a host name) and their
+// API keys (stored as SHA-256 hashes; the plaintext leaves only once).
+import type { Kysely } from "kysely";
+import type { Database, DeploymentKeysTable, DeploymentsTable } from "../db/schema.js";
+import { nowIso, randomBase62, sha256Hex, uuidv7 } from "../ids.js";
+import type { DeploymentKey, DeploymentTarget, IssuedDeploymentKey } from "../wire.js";
+import { isUniqueViolation } from "./unique.js";
+
+export type DeploymentRow = DeploymentsTable;
+
+export const KEY_PREFIX_LENGTH = 12;
+
+export const toDeploymentKey = (r: DeploymentKeysTable): DeploymentKey => ({
+  id: r.id,
+  deploymentId: r.deployment_id,
+  label: r.label,
+  prefix: r.prefix,
+  enabled: r.enabled === 1,
+  createdAt: r.created_at,
+  lastUsedAt: r.last_used_at,
+});
+
+export const targetOf = (r: DeploymentRow): DeploymentTarget => JSON.parse(r.target) as DeploymentTarget;
+
+export class DeploymentStore {
+  constructor(private readonly db: Kysely<Database>) {}
+
+  /** Returns null when the slug is taken. */
+  async create(row: DeploymentRow): Promise<DeploymentRow | null> {
+    try {
+      await this.db.insertInto("deployments").values(row).execute();
+    } catch (error) {
+      if (isUniqueViolation(error)) return null;
+      throw error;
+    }
+    return row;
+  }
+
+  async get(id: string): Promise<DeploymentRow | undefined> {
+    return this.db.selectFrom("deployments").selectAll().where("id", "=", id).executeTakeFirst();
+  }
+
+  async bySlug(slug: string): Promise<DeploymentRow | undefined> {
+    return this.db.selectFrom("deployments").selectAll().where("slug", "=", slug).executeTakeFirst();
+  }
+
+  async list(projectId: string): Promise<DeploymentRow[]> {
+    return this.db
+      .selectFrom("deployments")
+      .selectAll()
+      .where("project_id", "=", projectId)
+      .orderBy("id", "desc")
+      .execute();
+  }
+
+  async update(id: string, patch: Partial<DeploymentRow>): Promise<DeploymentRow | undefined> {
+    await this.db
+      .updateTable("deployments")
+      .set({ ...patch, updated_at: nowIso() })
+      .where("id", "=", id)
+      .execute();
+    return this.get(id);
+  }
+
+  /** Deletes the deployment and its keys; the slug becomes free again. */
+  async delete(id: string): Promise<void> {
+    await this.db.transaction().execute(async (trx) => {
+      await trx.deleteFrom("deployment_keys").where("deployment_id", "=", id).execute();
+      await trx.deleteFrom("deployments").where("id", "=", id).execute();
+    });
+  }
+
+  async issueKey(deploymentId: string, label: string): Promise<IssuedDeploymentKey> {
+    const plaintext = `svc_live_${randomBase62(40)}`;
+    const row: DeploymentKeysTable = {
+      id: uuidv7(),
+      deployment_id: deploymentId,
+      label,
+      prefix: plaintext.slice(0, KEY_PREFIX_LENGTH),
+      key_hash: sha256Hex(plaintext),
+      enabled: 1,
+      created_at: nowIso(),
+      last_used_at: null,
+    };
+    await this.db.insertInto("deployment_keys").values(row).execute();
+    return { ...toDeploymentKey(row), plaintext };
+  }
+
+  async listKeys(deploymentId: string): Promise<DeploymentKey[]> {
+    const rows = await this.db
+      .selectFrom("deployment_keys")
+      .selectAll()
+      .where("deployment_id", "=", deploymentId)
+      .orderBy("id")
+      .execute();
+    return rows.map(toDeploymentKey);
+  }
+
+  async revokeKey(deploymentId: string, keyId: string): Promise<DeploymentKey | undefined> {
+    await this.db
+      .updateTable("deployment_keys")
+      .set({ enabled: 0 })
+      .where("id", "=", keyId)
+      .where("deployment_id", "=", deploymentId)
+      .execute();
+    const row = await this.db
+      .selectFrom("deployment_keys")
+      .selectAll()
+      .where("id", "=", keyId)
+      .where("deployment_id", "=", deploymentId)
+      .executeTakeFirst();
+    return row && toDeploymentKey(row);
+  }
+
+  /** The enabled key of this deployment whose hash matches, if any. */
+  async enabledKey(deploymentId: string, plaintext: string): Promise<{ id: string } | undefined> {
+    return this.db
+      .selectFrom("deployment_keys")
+      .select("id")
+      .where("key_hash", "=", sha256Hex(plaintext))
+      .where("deployment_id", "=", deploymentId)
+      .where("enabled", "=", 1)
+      .executeTakeFirst();
+  }
+
+  async touchKeys(lastUsed: Map<string, string>): Promise<void> {
+    for (const [id, at] of lastUsed) {
+      await this.db.updateTable("deployment_keys").set({ last_used_at: at }).where("id", "=", id).execute();
+    }
+  }
+}

@@ -1,0 +1,273 @@
+// Jobs, their stored event log and artifacts, and the job queue. Workers claim
+// queued jobs atomically (PostgreSQL: FOR UPDATE SKIP LOCKED; SQLite: one
+// UPDATE ... WHERE id = (SELECT ...) RETURNING, which SQLite runs atomically)
+// and hold a lease that they renew; a lapsed lease means the worker died.
+import { type Kysely, sql, type Transaction } from "kysely";
+import type { DatabaseKind } from "../db/connect.js";
+import type { ArtifactsTable, Database, JobsTable } from "../db/schema.js";
+import { nowIso } from "../ids.js";
+import type { Artifact, Job, JobEvent, JobEventType, JobHyperparameters } from "../wire.js";
+import { isUniqueViolation } from "./unique.js";
+
+export type JobRow = JobsTable;
+
+/** An event as the producer hands it over: type and fields, without jobId/timestamp. */
+export type NewJobEvent = {
+  [T in JobEventType]: Omit<Extract<JobEvent, { type: T }>, "jobId" | "timestamp">;
+}[JobEventType];
+
+export interface StoredJobEvent {
+  seq: number;
+  type: JobEventType;
+  /** The JSON payload exactly as sent on the wire (type, jobId, timestamp and fields). */
+  data: string;
+}
+
+export const TERMINAL_STATUSES = ["completed", "failed", "cancelled"] as const;
+
+export const toJob = (r: JobRow): Job => ({
+  id: r.id,
+  projectId: r.project_id,
+  name: r.name,
+  status: r.status,
+  baseModel: r.base_model,
+  datasetId: r.dataset_id,
+  evalDatasetId: r.eval_dataset_id,
+  hyperparameters: JSON.parse(r.hyperparameters) as JobHyperparameters,
+  dryRun: r.dry_run === 1,
+  error: r.error,
+  createdAt: r.created_at,
+  startedAt: r.started_at,
+  finishedAt: r.finished_at,
+});
+
+export const toArtifact = (r: ArtifactsTable): Artifact => ({
+  name: r.name,
+  kind: r.kind,
+  step: r.step,
+  files: JSON.parse(r.files) as Artifact["files"],
+  createdAt: r.created_at,
+});
+
+const leaseUntil = (leaseMs: number) => new Date(Date.now() + leaseMs).toISOString();
+
+export class JobStore {
+  /** Called after a commit that appended events to a job (the in-process live feed). */
+  onEventsAppended: (jobId: string) => void = () => {};
+
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly kind: DatabaseKind,
+  ) {}
+
+  async insert(row: JobRow): Promise<Job> {
+    await this.db.insertInto("jobs").values(row).execute();
+    return toJob(row);
+  }
+
+  async get(id: string): Promise<JobRow | undefined> {
+    return this.db.selectFrom("jobs").selectAll().where("id", "=", id).executeTakeFirst();
+  }
+
+  /** Newest first (ids are UUIDv7, so id order is creation order). */
+  async list(projectId: string): Promise<Job[]> {
+    const rows = await this.db
+      .selectFrom("jobs")
+      .selectAll()
+      .where("project_id", "=", projectId)
+      .orderBy("id", "desc")
+      .execute();
+    return rows.map(toJob);
+  }
+
+  /** Claims the oldest queued job for `owner`, or returns undefined when none waits. */
+  async claimNext(owner: string, leaseMs: number): Promise<JobRow | undefined> {
+    const now = nowIso();
+    const pick = this.db
+      .selectFrom("jobs")
+      .select("id")
+      .where("status", "=", "queued")
+      .orderBy("id")
+      .limit(1);
+    const row = await this.db
+      .updateTable("jobs")
+      .set({
+        status: "running",
+        lease_owner: owner,
+        lease_expires_at: leaseUntil(leaseMs),
+        started_at: sql<string>`coalesce(started_at, ${now})`,
+        attempts: sql<number>`attempts + 1`,
+      })
+      .where("id", "=", this.kind === "postgres" ? pick.forUpdate().skipLocked() : pick)
+      .where("status", "=", "queued")
+      .returningAll()
+      .executeTakeFirst();
+    return row;
+  }
+
+  /** Renews the lease; false when this owner no longer holds the job. */
+  async heartbeat(id: string, owner: string, leaseMs: number): Promise<boolean> {
+    const r = await this.db
+      .updateTable("jobs")
+      .set({ lease_expires_at: leaseUntil(leaseMs) })
+      .where("id", "=", id)
+      .where("lease_owner", "=", owner)
+      .where("status", "=", "running")
+      .executeTakeFirst();
+    return Number(r.numUpdatedRows) === 1;
+  }
+
+  async isCancelRequested(id: string): Promise<boolean> {
+    const r = await this.db
+      .selectFrom("jobs")
+      .select("cancel_requested")
+      .where("id", "=", id)
+      .executeTakeFirst();
+    return r?.cancel_requested === 1;
+  }
+
+  /**
+   * Cancels a queued job at once (with its events); flags a running one for its
+   * worker. Returns the job as it stands afterwards.
+   */
+  async requestCancel(id: string): Promise<JobRow | undefined> {
+    const now = nowIso();
+    const cancelledNow = await this.transition(
+      id,
+      { status: ["queued"] },
+      { status: "cancelled", finished_at: now, cancel_requested: 1 },
+      [{ type: "training.cancelled", step: null }, { type: "end" }],
+    );
+    if (!cancelledNow) {
+      await this.db
+        .updateTable("jobs")
+        .set({ cancel_requested: 1 })
+        .where("id", "=", id)
+        .where("status", "=", "running")
+        .execute();
+    }
+    return this.get(id);
+  }
+
+  /**
+   * Updates a job (when it still has one of `guard.status` and is held by
+   * `guard.owner`, where given) and appends events in one
+   * transaction. Returns false when the guard matched no row.
+   */
+  async transition(
+    id: string,
+    guard: { status?: JobRow["status"][]; owner?: string },
+    patch: Partial<JobRow>,
+    events: NewJobEvent[],
+  ): Promise<boolean> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const changed = await this.db.transaction().execute(async (trx) => {
+          let q = trx.updateTable("jobs").set(patch).where("id", "=", id);
+          if (guard.status) q = q.where("status", "in", guard.status);
+          if (guard.owner !== undefined) q = q.where("lease_owner", "=", guard.owner);
+          const r = await q.executeTakeFirst();
+          if (Number(r.numUpdatedRows) !== 1) return false;
+          await this.appendIn(trx, id, events);
+          return true;
+        });
+        if (changed && events.length > 0) this.onEventsAppended(id);
+        return changed;
+      } catch (error) {
+        if (!isUniqueViolation(error) || attempt >= 5) throw error;
+      }
+    }
+  }
+
+  /** Appends events in order (retrying when a concurrent writer took the same seq). */
+  async appendEvents(jobId: string, events: NewJobEvent[]): Promise<void> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await this.db.transaction().execute((trx) => this.appendIn(trx, jobId, events));
+        this.onEventsAppended(jobId);
+        return;
+      } catch (error) {
+        if (!isUniqueViolation(error) || attempt >= 5) throw error;
+      }
+    }
+  }
+
+  private async appendIn(trx: Transaction<Database>, jobId: string, events: NewJobEvent[]): Promise<void> {
+    if (events.length === 0) return;
+    const last = await trx
+      .selectFrom("job_events")
+      .select((eb) => eb.fn.max("seq").as("seq"))
+      .where("job_id", "=", jobId)
+      .executeTakeFirst();
+    let seq = Number(last?.seq ?? 0);
+    const timestamp = nowIso();
+    const rows = events.map((event) => ({
+      job_id: jobId,
+      seq: ++seq,
+      type: event.type,
+      payload: JSON.stringify({ ...event, jobId, timestamp }),
+      created_at: timestamp,
+    }));
+    await trx.insertInto("job_events").values(rows).execute();
+    if (this.kind === "postgres") await sql`select pg_notify('svc_job_events', ${jobId})`.execute(trx);
+  }
+
+  async eventsAfter(jobId: string, afterSeq: number): Promise<StoredJobEvent[]> {
+    const rows = await this.db
+      .selectFrom("job_events")
+      .select(["seq", "type", "payload"])
+      .where("job_id", "=", jobId)
+      .where("seq", ">", afterSeq)
+      .orderBy("seq")
+      .execute();
+    return rows.map((r) => ({ seq: Number(r.seq), type: r.type as JobEventType, data: r.payload }));
+  }
+
+  async addArtifact(row: ArtifactsTable): Promise<Artifact> {
+    await this.db
+      .insertInto("artifacts")
+      .values(row)
+      .onConflict((oc) =>
+        oc.columns(["job_id", "name"]).doUpdateSet({ files: row.files, created_at: row.created_at }),
+      )
+      .execute();
+    return toArtifact(row);
+  }
+
+  async artifacts(jobId: string): Promise<ArtifactsTable[]> {
+    return this.db
+      .selectFrom("artifacts")
+      .selectAll()
+      .where("job_id", "=", jobId)
+      .orderBy("step")
+      .orderBy("name")
+      .execute();
+  }
+
+  async artifact(jobId: string, name: string): Promise<ArtifactsTable | undefined> {
+    return this.db
+      .selectFrom("artifacts")
+      .selectAll()
+      .where("job_id", "=", jobId)
+      .where("name", "=", name)
+      .executeTakeFirst();
+  }
+
+  async latestCheckpoint(jobId: string): Promise<ArtifactsTable | undefined> {
+    return this.db
+      .selectFrom("artifacts")
+      .selectAll()
+      .where("job_id", "=", jobId)
+      .where("kind", "=", "checkpoint")
+      .orderBy("step", "desc")
+      .limit(1)
+      .executeTakeFirst();
+  }
+
+  /** Running jobs whose lease has lapsed (or every running job, when `all`). */
+  async orphanedRunning(all: boolean): Promise<JobRow[]> {
+    let q = this.db.selectFrom("jobs").selectAll().where("status", "=", "running");
+    if (!all) q = q.where("lease_expires_at", "<", nowIso());
+    return q.execute();
+  }
+}
