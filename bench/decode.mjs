@@ -1,0 +1,170 @@
+// Decode speed: tokens/s at batch 1 with a KV cache, ours against PyTorch in
+// the same run (bench/decode_torch.py, 2 threads, inference_mode), for the
+// tiny shape and SmolLM2-135M's shape, on random weights; then the aggregate
+// tokens/s of our Generator with 8 and 32 concurrent requests.
+//
+//   npm run build && nice -n 10 node bench/decode.mjs [--shapes tiny,small] [--tokens N] [--no-torch]
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { BatchDecoder, createKvCache } from "../packages/engine/dist/src/decode.js";
+import { createGenerator } from "../packages/engine/dist/src/generate.js";
+import { getKernels } from "../packages/engine/dist/src/kernels/index.js";
+import { Rng } from "../packages/engine/dist/src/rng.js";
+import { argmax } from "../packages/engine/dist/src/sampling.js";
+import { randomLlamaWeights } from "../packages/engine/dist/src/testing/random-weights.js";
+import { writeTestTokenizer } from "../packages/engine/dist/src/testing/test-tokenizer.js";
+import { loadTokenizer } from "../packages/engine/dist/src/tokenizer.js";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const SHAPES = {
+  tiny: { hidden: 256, layers: 4, heads: 4, kv_heads: 4, head_dim: 64, ffn: 688, vocab: 4096, tokens: 256 },
+  small: {
+    hidden: 576,
+    layers: 30,
+    heads: 9,
+    kv_heads: 3,
+    head_dim: 64,
+    ffn: 1536,
+    vocab: 49152,
+    tokens: 64,
+  },
+};
+const PROMPT = 16;
+
+function flag(name, fallback) {
+  const i = process.argv.indexOf(`--${name}`);
+  return i === -1 ? fallback : process.argv[i + 1];
+}
+const shapes = flag("shapes", "tiny,small").split(",");
+const tokenOverride = flag("tokens", null);
+const withTorch = !process.argv.includes("--no-torch");
+
+function llamaConfig(s) {
+  return {
+    hiddenSize: s.hidden,
+    intermediateSize: s.ffn,
+    numHiddenLayers: s.layers,
+    numAttentionHeads: s.heads,
+    numKeyValueHeads: s.kv_heads,
+    headDim: s.head_dim,
+    rmsNormEps: 1e-5,
+    ropeTheta: 10000,
+    vocabSize: s.vocab,
+    tieWordEmbeddings: true,
+    maxPositionEmbeddings: 2048,
+  };
+}
+
+let peakRss = 0;
+const sampleRss = () => {
+  peakRss = Math.max(peakRss, process.memoryUsage().rss);
+};
+
+function randomPrompt(vocab, seed) {
+  const rng = new Rng(seed);
+  return Array.from({ length: PROMPT }, () => rng.int(vocab));
+}
+
+/** Batch-1 greedy decode straight on the BatchDecoder: decode tokens/s after a 16-token prefill. */
+function decodeAlone(weights, config, tokens) {
+  const decoder = new BatchDecoder(weights, config, PROMPT + tokens + 1);
+  const cache = createKvCache(config, PROMPT + tokens + 1);
+  const next = new Int32Array(1);
+  let logits = decoder.step([
+    { cache, tokenIds: randomPrompt(config.vocabSize, 1), lora: null, wantLogits: true },
+  ]);
+  next[0] = argmax(logits, config.vocabSize);
+  const start = performance.now();
+  for (let i = 0; i < tokens; i++) {
+    logits = decoder.step([{ cache, tokenIds: next, lora: null, wantLogits: true }]);
+    next[0] = argmax(logits, config.vocabSize);
+  }
+  sampleRss();
+  return tokens / ((performance.now() - start) / 1000);
+}
+
+/** Streams one request through the Generator: tokens/s between the first and the last chunk. */
+async function generatorAlone(generator, config, tokens) {
+  let first = 0;
+  let count = 0;
+  const stream = generator.generate({
+    promptIds: randomPrompt(config.vocabSize, 2),
+    temperature: 0,
+    maxTokens: tokens + 1,
+  });
+  for await (const _chunk of stream) {
+    if (count++ === 0) first = performance.now();
+  }
+  sampleRss();
+  return (count - 1) / ((performance.now() - first) / 1000);
+}
+
+/** N concurrent requests: all completion tokens over the wall time (prefill included). */
+async function generatorConcurrent(generator, config, n, tokens) {
+  const start = performance.now();
+  const results = await Promise.all(
+    Array.from({ length: n }, (_, i) =>
+      generator.complete({
+        promptIds: randomPrompt(config.vocabSize, 100 + i),
+        temperature: 0,
+        maxTokens: tokens,
+      }),
+    ),
+  );
+  sampleRss();
+  const total = results.reduce((sum, r) => sum + r.completionTokens, 0);
+  return total / ((performance.now() - start) / 1000);
+}
+
+function torchDecode(shape, tokens) {
+  const args = JSON.stringify({ shape, prompt: PROMPT, tokens });
+  const r = spawnSync("/usr/bin/python3", [join(here, "decode_torch.py"), args], { encoding: "utf8" });
+  if (r.status !== 0) throw new Error(`decode_torch.py failed:\n${r.stderr}`);
+  return JSON.parse(r.stdout.trim().split("\n").pop());
+}
+
+const fmt = (x) => (x >= 100 ? x.toFixed(0) : x.toFixed(1));
+const kernels = getKernels();
+console.log(`kernels: ${kernels.name} (${kernels.isa}); node ${process.version}`);
+const tokDir = mkdtempSync(join(tmpdir(), "svc-bench-decode-"));
+await writeTestTokenizer(tokDir);
+const tokenizer = await loadTokenizer(tokDir);
+rmSync(tokDir, { recursive: true, force: true });
+
+for (const name of shapes) {
+  const shape = SHAPES[name];
+  if (!shape) throw new Error(`unknown shape ${name} (tiny, small)`);
+  const tokens = Number(tokenOverride ?? shape.tokens);
+  const config = llamaConfig(shape);
+  const weights = randomLlamaWeights(config, 1);
+  const model = { dir: "<random>", weights, config, tokenizer, adapter: null };
+  sampleRss();
+
+  const ours = decodeAlone(weights, config, tokens);
+  const generator = createGenerator(model, { maxBatch: 32, maxContext: 2048 });
+  const oursGen = await generatorAlone(generator, config, tokens);
+  const torch = withTorch ? torchDecode(shape, tokens) : null;
+  const concurrentTokens = Math.max(16, Math.round(tokens / 2));
+  const agg8 = await generatorConcurrent(generator, config, 8, concurrentTokens);
+  const agg32 = await generatorConcurrent(generator, config, 32, concurrentTokens);
+
+  console.log(
+    `\n${name}: hidden ${shape.hidden}, ${shape.layers} layers, ${shape.heads}/${shape.kv_heads} heads, vocab ${shape.vocab}`,
+  );
+  console.log(`  batch 1, ${tokens} tokens after a ${PROMPT}-token prompt:`);
+  console.log(`    ours (decoder step)   ${fmt(ours)} tokens/s`);
+  console.log(`    ours (Generator)      ${fmt(oursGen)} tokens/s`);
+  if (torch) {
+    console.log(`    PyTorch               ${fmt(torch.tokens_per_s)} tokens/s`);
+    console.log(
+      `    ratio ours/PyTorch    ${(ours / torch.tokens_per_s).toFixed(2)}x (Generator: ${(oursGen / torch.tokens_per_s).toFixed(2)}x)`,
+    );
+  }
+  console.log(`  Generator aggregate, ${concurrentTokens} tokens per request:`);
+  console.log(`    8 concurrent          ${fmt(agg8)} tokens/s`);
+  console.log(`    32 concurrent         ${fmt(agg32)} tokens/s`);
+}
+console.log(`\npeak RSS (node): ${(peakRss / 2 ** 20).toFixed(0)} MiB`);
