@@ -101,7 +101,8 @@ export const referenceKernels: Kernels = {
         if (lse) lse[h * T + t] = max + Math.log(sum);
         for (let d = 0; d < headDim; d++) {
           let acc = 0;
-          for (let s = 0; s <= last; s++) acc += Math.exp(scores[s] - max) * v[s * kvStride + kh * headDim + d];
+          for (let s = 0; s <= last; s++)
+            acc += Math.exp(scores[s] - max) * v[s * kvStride + kh * headDim + d];
           out[qo + d] = acc / sum;
         }
       }

@@ -1,0 +1,428 @@
+// The N-API face of the native kernels. `create(isa)` returns an object with one
+// function per Kernels method, each bound to that ISA's function table. Every
+// argument is checked (type, length against the shapes) before any memory is
+// touched; a bad one throws a TypeError or RangeError that names it.
+#include <math.h>
+#include <node_api.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "kernel_table.h"
+#include "runtime.h"
+
+const SvcKernelTable* svc_table_baseline();
+#if defined(SVC_X86)
+const SvcKernelTable* svc_table_avx2();
+const SvcKernelTable* svc_table_avx512();
+#endif
+
+namespace {
+
+struct IsaEntry {
+  const char* name;
+  const SvcKernelTable* (*table)();
+  bool (*supported)();
+};
+
+#if defined(SVC_X86)
+bool has_avx512() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
+         __builtin_cpu_supports("fma");
+}
+bool has_avx2() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+#endif
+bool always() { return true; }
+
+// Best first.
+const IsaEntry kIsas[] = {
+#if defined(SVC_X86)
+    {"avx512", svc_table_avx512, has_avx512},
+    {"avx2", svc_table_avx2, has_avx2},
+#endif
+    {"baseline", svc_table_baseline, always},
+};
+
+constexpr size_t kMaxArgs = 14;
+constexpr double kMaxSafe = 9007199254740991.0;
+
+struct Call {
+  napi_env env;
+  const char* fn;
+  const SvcKernelTable* t;
+  napi_value argv[kMaxArgs];
+  size_t argc;
+};
+
+bool fail(Call& c, bool range, const char* arg, const char* fmt, double a = 0, double b = 0) {
+  char detail[160], msg[256];
+  snprintf(detail, sizeof detail, fmt, a, b);
+  snprintf(msg, sizeof msg, "%s: argument '%s' %s", c.fn, arg, detail);
+  if (range) napi_throw_range_error(c.env, "ERR_OUT_OF_RANGE", msg);
+  else napi_throw_type_error(c.env, "ERR_INVALID_ARG_TYPE", msg);
+  return false;
+}
+
+bool start(napi_env env, napi_callback_info info, Call& c, const char* fn) {
+  c.env = env;
+  c.fn = fn;
+  c.argc = kMaxArgs;
+  void* data = nullptr;
+  if (napi_get_cb_info(env, info, &c.argc, c.argv, nullptr, &data) != napi_ok) return false;
+  c.t = static_cast<const SvcKernelTable*>(data);
+  napi_value undef;
+  napi_get_undefined(env, &undef);
+  for (size_t i = c.argc; i < kMaxArgs; i++) c.argv[i] = undef;
+  return true;
+}
+
+bool is_nullish(Call& c, int i) {
+  napi_valuetype t;
+  napi_typeof(c.env, c.argv[i], &t);
+  return t == napi_null || t == napi_undefined;
+}
+
+bool num(Call& c, int i, const char* name, double* out) {
+  napi_valuetype t;
+  napi_typeof(c.env, c.argv[i], &t);
+  if (t != napi_number) return fail(c, false, name, "must be a number");
+  napi_get_value_double(c.env, c.argv[i], out);
+  return true;
+}
+
+bool dim(Call& c, int i, const char* name, long* out) {
+  double d;
+  if (!num(c, i, name, &d)) return false;
+  if (!(d >= 0 && d <= kMaxSafe && d == floor(d)))
+    return fail(c, true, name, "must be a non-negative integer, got %g", d);
+  *out = (long)d;
+  return true;
+}
+
+bool flag(Call& c, int i, const char* name, bool* out) {
+  napi_valuetype t;
+  napi_typeof(c.env, c.argv[i], &t);
+  if (t != napi_boolean) return fail(c, false, name, "must be a boolean");
+  napi_get_value_bool(c.env, c.argv[i], out);
+  return true;
+}
+
+// A typed array of the given type holding at least `need` elements; nullptr for
+// null/undefined when `nullable`.
+bool array(Call& c, int i, const char* name, napi_typedarray_type want, double need, void** out,
+           bool nullable = false) {
+  *out = nullptr;
+  if (nullable && is_nullish(c, i)) return true;
+  const char* tname = want == napi_float32_array ? "a Float32Array" : "an Int32Array";
+  bool is_ta = false;
+  napi_is_typedarray(c.env, c.argv[i], &is_ta);
+  napi_typedarray_type type = napi_int8_array;
+  size_t length = 0;
+  void* data = nullptr;
+  if (is_ta) napi_get_typedarray_info(c.env, c.argv[i], &type, &length, &data, nullptr, nullptr);
+  if (!is_ta || type != want) {
+    char m[64];  // no '%' in it: it is passed on as a format
+    snprintf(m, sizeof m, nullable ? "must be %s or null" : "must be %s", tname);
+    return fail(c, false, name, m);
+  }
+  if ((double)length < need)
+    return fail(c, true, name, "has %.0f elements but the shapes need %.0f", (double)length, need);
+  *out = data;
+  return true;
+}
+
+bool f32(Call& c, int i, const char* name, double need, float** out, bool nullable = false) {
+  void* p;
+  if (!array(c, i, name, napi_float32_array, need, &p, nullable)) return false;
+  *out = static_cast<float*>(p);
+  return true;
+}
+
+bool i32(Call& c, int i, const char* name, double need, int32_t** out) {
+  void* p;
+  if (!array(c, i, name, napi_int32_array, need, &p)) return false;
+  *out = static_cast<int32_t*>(p);
+  return true;
+}
+
+napi_value undefined(napi_env env) {
+  napi_value u;
+  napi_get_undefined(env, &u);
+  return u;
+}
+
+napi_value Matmul(napi_env env, napi_callback_info info) {
+  Call c;
+  if (!start(env, info, c, "matmul")) return nullptr;
+  long m, n, k;
+  bool ta, tb, acc;
+  double alpha = 1;
+  float *a, *b, *out;
+  if (!dim(c, 3, "m", &m) || !dim(c, 4, "n", &n) || !dim(c, 5, "k", &k)) return nullptr;
+  if (!flag(c, 6, "transA", &ta) || !flag(c, 7, "transB", &tb) || !flag(c, 8, "accumulate", &acc))
+    return nullptr;
+  if (!is_nullish(c, 9) && !num(c, 9, "alpha", &alpha)) return nullptr;
+  if (!f32(c, 0, "a", (double)m * k, &a) || !f32(c, 1, "b", (double)k * n, &b) ||
+      !f32(c, 2, "c", (double)m * n, &out))
+    return nullptr;
+  c.t->matmul(a, b, out, m, n, k, ta, tb, acc, (float)alpha);
+  return undefined(env);
+}
+
+napi_value RmsnormForward(napi_env env, napi_callback_info info) {
+  Call c;
+  if (!start(env, info, c, "rmsnormForward")) return nullptr;
+  long rows, d;
+  double eps;
+  float *x, *w, *y, *rstd;
+  if (!dim(c, 4, "rows", &rows) || !dim(c, 5, "dim", &d) || !num(c, 6, "eps", &eps)) return nullptr;
+  double rd = (double)rows * d;
+  if (!f32(c, 0, "x", rd, &x) || !f32(c, 1, "weight", d, &w) || !f32(c, 2, "y", rd, &y) ||
+      !f32(c, 3, "rstd", rows, &rstd))
+    return nullptr;
+  c.t->rmsnorm_forward(x, w, y, rstd, rows, d, (float)eps);
+  return undefined(env);
+}
+
+napi_value RmsnormBackward(napi_env env, napi_callback_info info) {
+  Call c;
+  if (!start(env, info, c, "rmsnormBackward")) return nullptr;
+  long rows, d;
+  float *dy, *x, *w, *rstd, *dx, *dw;
+  if (!dim(c, 6, "rows", &rows) || !dim(c, 7, "dim", &d)) return nullptr;
+  double rd = (double)rows * d;
+  if (!f32(c, 0, "dy", rd, &dy) || !f32(c, 1, "x", rd, &x) || !f32(c, 2, "weight", d, &w) ||
+      !f32(c, 3, "rstd", rows, &rstd) || !f32(c, 4, "dx", rd, &dx) ||
+      !f32(c, 5, "dWeight", d, &dw, true))
+    return nullptr;
+  c.t->rmsnorm_backward(dy, x, w, rstd, dx, dw, rows, d);
+  return undefined(env);
+}
+
+napi_value Rope(napi_env env, napi_callback_info info) {
+  Call c;
+  if (!start(env, info, c, "rope")) return nullptr;
+  long T, nh, hd;
+  bool inverse;
+  float *x, *cs, *sn;
+  int32_t* pos;
+  if (!dim(c, 4, "T", &T) || !dim(c, 5, "nHeads", &nh) || !dim(c, 6, "headDim", &hd) ||
+      !flag(c, 7, "inverse", &inverse))
+    return nullptr;
+  if (hd % 2) return fail(c, true, "headDim", "must be even, got %.0f", hd), nullptr;
+  long half = hd / 2;
+  if (!f32(c, 0, "x", (double)T * nh * hd, &x) || !f32(c, 1, "cos", half, &cs) ||
+      !f32(c, 2, "sin", half, &sn) || !i32(c, 3, "positions", T, &pos))
+    return nullptr;
+  if (half > 0) {
+    size_t clen, slen;
+    napi_typedarray_type ty;
+    napi_get_typedarray_info(env, c.argv[1], &ty, &clen, nullptr, nullptr, nullptr);
+    napi_get_typedarray_info(env, c.argv[2], &ty, &slen, nullptr, nullptr, nullptr);
+    long rowsAvail = (long)((clen < slen ? clen : slen) / half);
+    for (long t = 0; t < T; t++)
+      if (pos[t] < 0 || pos[t] >= rowsAvail)
+        return fail(c, true, "positions", "holds %.0f, outside the cos/sin table of %.0f rows",
+                    pos[t], rowsAvail),
+               nullptr;
+  }
+  c.t->rope(x, cs, sn, pos, T, nh, hd, inverse);
+  return undefined(env);
+}
+
+napi_value SwigluForward(napi_env env, napi_callback_info info) {
+  Call c;
+  if (!start(env, info, c, "swigluForward")) return nullptr;
+  long n;
+  float *g, *u, *o;
+  if (!dim(c, 3, "n", &n)) return nullptr;
+  if (!f32(c, 0, "gate", n, &g) || !f32(c, 1, "up", n, &u) || !f32(c, 2, "out", n, &o)) return nullptr;
+  c.t->swiglu_forward(g, u, o, n);
+  return undefined(env);
+}
+
+napi_value SwigluBackward(napi_env env, napi_callback_info info) {
+  Call c;
+  if (!start(env, info, c, "swigluBackward")) return nullptr;
+  long n;
+  float *d, *g, *u, *dg, *du;
+  if (!dim(c, 5, "n", &n)) return nullptr;
+  if (!f32(c, 0, "dOut", n, &d) || !f32(c, 1, "gate", n, &g) || !f32(c, 2, "up", n, &u) ||
+      !f32(c, 3, "dGate", n, &dg) || !f32(c, 4, "dUp", n, &du))
+    return nullptr;
+  c.t->swiglu_backward(d, g, u, dg, du, n);
+  return undefined(env);
+}
+
+bool heads(Call& c, long nh, long nkv) {
+  if (nkv == 0 || nh % nkv != 0)
+    return fail(c, true, "nKv", "must divide nHeads (%.0f), got %.0f", nh, nkv);
+  return true;
+}
+
+napi_value AttentionForward(napi_env env, napi_callback_info info) {
+  Call c;
+  if (!start(env, info, c, "attentionForward")) return nullptr;
+  long T, S, nh, nkv, hd, stride;
+  double scale;
+  float *q, *k, *v, *out, *lse;
+  if (!dim(c, 5, "T", &T) || !dim(c, 6, "S", &S) || !dim(c, 7, "nHeads", &nh) ||
+      !dim(c, 8, "nKv", &nkv) || !dim(c, 9, "headDim", &hd) || !num(c, 10, "scale", &scale) ||
+      !dim(c, 11, "kvStride", &stride) || !heads(c, nh, nkv))
+    return nullptr;
+  if (T > S) return fail(c, true, "T", "(%.0f) must not exceed S (%.0f)", T, S), nullptr;
+  if (stride < nkv * hd)
+    return fail(c, true, "kvStride", "(%.0f) must be at least nKv*headDim (%.0f)", stride, nkv * hd),
+           nullptr;
+  double qn = (double)T * nh * hd, kvn = S == 0 ? 0 : (double)(S - 1) * stride + nkv * hd;
+  if (!f32(c, 0, "q", qn, &q) || !f32(c, 1, "k", kvn, &k) || !f32(c, 2, "v", kvn, &v) ||
+      !f32(c, 3, "out", qn, &out) || !f32(c, 4, "lse", (double)nh * T, &lse, true))
+    return nullptr;
+  c.t->attention_forward(q, k, v, out, lse, T, S, nh, nkv, hd, (float)scale, stride);
+  return undefined(env);
+}
+
+napi_value AttentionBackward(napi_env env, napi_callback_info info) {
+  Call c;
+  if (!start(env, info, c, "attentionBackward")) return nullptr;
+  long T, nh, nkv, hd;
+  double scale;
+  float *dout, *q, *k, *v, *out, *lse, *dq, *dk, *dv;
+  if (!dim(c, 9, "T", &T) || !dim(c, 10, "nHeads", &nh) || !dim(c, 11, "nKv", &nkv) ||
+      !dim(c, 12, "headDim", &hd) || !num(c, 13, "scale", &scale) || !heads(c, nh, nkv))
+    return nullptr;
+  double qn = (double)T * nh * hd, kvn = (double)T * nkv * hd;
+  if (!f32(c, 0, "dOut", qn, &dout) || !f32(c, 1, "q", qn, &q) || !f32(c, 2, "k", kvn, &k) ||
+      !f32(c, 3, "v", kvn, &v) || !f32(c, 4, "out", qn, &out) ||
+      !f32(c, 5, "lse", (double)nh * T, &lse) || !f32(c, 6, "dq", qn, &dq) ||
+      !f32(c, 7, "dk", kvn, &dk) || !f32(c, 8, "dv", kvn, &dv))
+    return nullptr;
+  c.t->attention_backward(dout, q, k, v, out, lse, dq, dk, dv, T, nh, nkv, hd, (float)scale);
+  return undefined(env);
+}
+
+napi_value CrossEntropy(napi_env env, napi_callback_info info) {
+  Call c;
+  if (!start(env, info, c, "crossEntropy")) return nullptr;
+  long rows, vocab;
+  double scale;
+  float *logits, *dl;
+  int32_t* targets;
+  if (!dim(c, 2, "rows", &rows) || !dim(c, 3, "vocab", &vocab) || !num(c, 5, "gradScale", &scale))
+    return nullptr;
+  double n = (double)rows * vocab;
+  if (!f32(c, 0, "logits", n, &logits) || !i32(c, 1, "targets", rows, &targets) ||
+      !f32(c, 4, "dLogits", n, &dl, true))
+    return nullptr;
+  for (long r = 0; r < rows; r++)
+    if (targets[r] >= vocab)
+      return fail(c, true, "targets", "holds %.0f, not below vocab (%.0f)", targets[r], vocab),
+             nullptr;
+  double loss = c.t->cross_entropy(logits, targets, rows, vocab, dl, (float)scale);
+  napi_value r;
+  napi_create_double(env, loss, &r);
+  return r;
+}
+
+napi_value Adamw(napi_env env, napi_callback_info info) {
+  Call c;
+  if (!start(env, info, c, "adamw")) return nullptr;
+  long n, step;
+  double lr, b1, b2, eps, wd;
+  float *p, *g, *m, *v;
+  if (!dim(c, 4, "n", &n) || !num(c, 5, "lr", &lr) || !num(c, 6, "beta1", &b1) ||
+      !num(c, 7, "beta2", &b2) || !num(c, 8, "eps", &eps) || !num(c, 9, "weightDecay", &wd) ||
+      !dim(c, 10, "step", &step))
+    return nullptr;
+  if (step < 1) return fail(c, true, "step", "must be at least 1, got %.0f", step), nullptr;
+  if (!f32(c, 0, "param", n, &p) || !f32(c, 1, "grad", n, &g) || !f32(c, 2, "m", n, &m) ||
+      !f32(c, 3, "v", n, &v))
+    return nullptr;
+  double bc1 = 1 - pow(b1, (double)step), bc2 = 1 - pow(b2, (double)step);
+  c.t->adamw(p, g, m, v, n, (float)lr, (float)b1, (float)b2, (float)eps, (float)wd, (float)bc1,
+             (float)bc2);
+  return undefined(env);
+}
+
+void set(napi_env env, napi_value obj, const char* name, napi_value v) {
+  napi_set_named_property(env, obj, name, v);
+}
+
+napi_value str(napi_env env, const char* s) {
+  napi_value v;
+  napi_create_string_utf8(env, s, NAPI_AUTO_LENGTH, &v);
+  return v;
+}
+
+// create(isa: string) -> kernel functions bound to that ISA's table.
+napi_value Create(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value arg;
+  napi_get_cb_info(env, info, &argc, &arg, nullptr, nullptr);
+  char name[32] = "";
+  size_t len = 0;
+  napi_valuetype t = napi_undefined;
+  if (argc >= 1) napi_typeof(env, arg, &t);
+  if (t != napi_string) {
+    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "create: argument 'isa' must be a string");
+    return nullptr;
+  }
+  napi_get_value_string_utf8(env, arg, name, sizeof name, &len);
+  const IsaEntry* entry = nullptr;
+  for (const IsaEntry& e : kIsas)
+    if (strcmp(e.name, name) == 0) entry = &e;
+  if (!entry || !entry->supported()) {
+    char msg[128];
+    snprintf(msg, sizeof msg, "create: ISA '%s' is %s", name,
+             entry ? "not supported by this CPU" : "not compiled into this addon");
+    napi_throw_range_error(env, "ERR_OUT_OF_RANGE", msg);
+    return nullptr;
+  }
+  const SvcKernelTable* table = entry->table();
+  struct Fn {
+    const char* name;
+    napi_callback cb;
+  } fns[] = {
+      {"matmul", Matmul},
+      {"rmsnormForward", RmsnormForward},
+      {"rmsnormBackward", RmsnormBackward},
+      {"rope", Rope},
+      {"swigluForward", SwigluForward},
+      {"swigluBackward", SwigluBackward},
+      {"attentionForward", AttentionForward},
+      {"attentionBackward", AttentionBackward},
+      {"crossEntropy", CrossEntropy},
+      {"adamw", Adamw},
+  };
+  napi_value obj;
+  napi_create_object(env, &obj);
+  for (const Fn& f : fns) {
+    napi_value fn;
+    napi_create_function(env, f.name, NAPI_AUTO_LENGTH, f.cb, const_cast<SvcKernelTable*>(table), &fn);
+    set(env, obj, f.name, fn);
+  }
+  set(env, obj, "isa", str(env, table->isa));
+  return obj;
+}
+
+napi_value Init(napi_env env, napi_value exports) {
+  napi_value list, fn, threads;
+  napi_create_array(env, &list);
+  uint32_t i = 0;
+  for (const IsaEntry& e : kIsas)
+    if (e.supported()) napi_set_element(env, list, i++, str(env, e.name));
+  set(env, exports, "supportedIsas", list);  // best first
+  napi_create_int32(env, svc_num_threads(), &threads);
+  set(env, exports, "threads", threads);
+  napi_create_function(env, "create", NAPI_AUTO_LENGTH, Create, nullptr, &fn);
+  set(env, exports, "create", fn);
+  return exports;
+}
+
+}  // namespace
+
+NAPI_MODULE_INIT() { return Init(env, exports); }

@@ -1,0 +1,10 @@
+// The body of one ISA translation unit: included inside a namespace after
+// SVC_VEC_BYTES and SVC_ISA_NAME are defined.
+#include "simd.h"
+#include "gemm.h"
+#include "ops.h"
+
+static const SvcKernelTable kTable = {
+    SVC_ISA_NAME,   matmul,          rmsnorm_forward,   rmsnorm_backward,   rope,  swiglu_forward,
+    swiglu_backward, attention_forward, attention_backward, cross_entropy, adamw,
+};

@@ -1,0 +1,29 @@
+// The function table each ISA translation unit fills. Shapes are element
+// counts; the addon has validated every length before calling in.
+#pragma once
+#include <stdint.h>
+
+struct SvcKernelTable {
+  const char* isa;
+  void (*matmul)(const float* a, const float* b, float* c, long m, long n, long k, bool transA,
+                 bool transB, bool accumulate, float alpha);
+  void (*rmsnorm_forward)(const float* x, const float* w, float* y, float* rstd, long rows, long dim,
+                          float eps);
+  void (*rmsnorm_backward)(const float* dy, const float* x, const float* w, const float* rstd,
+                           float* dx, float* dw, long rows, long dim);
+  void (*rope)(float* x, const float* cos, const float* sin, const int32_t* pos, long T, long nHeads,
+               long headDim, bool inverse);
+  void (*swiglu_forward)(const float* gate, const float* up, float* out, long n);
+  void (*swiglu_backward)(const float* dOut, const float* gate, const float* up, float* dGate,
+                          float* dUp, long n);
+  void (*attention_forward)(const float* q, const float* k, const float* v, float* out, float* lse,
+                            long T, long S, long nHeads, long nKv, long headDim, float scale,
+                            long kvStride);
+  void (*attention_backward)(const float* dOut, const float* q, const float* k, const float* v,
+                             const float* out, const float* lse, float* dq, float* dk, float* dv,
+                             long T, long nHeads, long nKv, long headDim, float scale);
+  double (*cross_entropy)(const float* logits, const int32_t* targets, long rows, long vocab,
+                          float* dLogits, float gradScale);
+  void (*adamw)(float* p, const float* g, float* m, float* v, long n, float lr, float beta1,
+                float beta2, float eps, float weightDecay, float bc1, float bc2);
+};

@@ -1,0 +1,15 @@
+// What the ISA-specific kernel code needs from its host: a parallel-for over a
+// persistent thread pool and per-thread scratch memory. The native addon
+// implements these with real threads (thread_pool.cc); the wasm build with a
+// serial loop and a bump arena (wasm_main.cc).
+#pragma once
+#include <stddef.h>
+
+typedef void (*svc_task_fn)(const void* ctx, long task);
+
+/** Runs fn(ctx, i) for i in [0, n) on the pool (caller included); returns when all are done. */
+void svc_parallel_for(long n, svc_task_fn fn, const void* ctx);
+/** Threads that svc_parallel_for may use, the calling thread included. */
+int svc_num_threads();
+/** 64-byte aligned scratch of at least n floats, private to the calling thread; slot < 4. */
+float* svc_scratch(int slot, size_t n);

@@ -1,0 +1,91 @@
+// Width-generic SIMD vocabulary built on GCC/Clang vector extensions. Each ISA
+// translation unit defines SVC_VEC_BYTES (64 = AVX-512, 32 = AVX2, 16 = SSE2 /
+// NEON / wasm simd128) and includes this header inside its own namespace, so
+// the same kernel source compiles to zmm, ymm or xmm code without intrinsics.
+// No libc: the wasm build links nothing but this code.
+#ifndef SVC_VEC_BYTES
+#error "SVC_VEC_BYTES must be defined by the including translation unit"
+#endif
+
+constexpr int W = SVC_VEC_BYTES / 4;  // floats per vector
+typedef float vf __attribute__((vector_size(SVC_VEC_BYTES)));
+typedef int vi __attribute__((vector_size(SVC_VEC_BYTES)));
+// Unaligned, aliasing-safe views for loads and stores through plain float*.
+typedef float vf_u __attribute__((vector_size(SVC_VEC_BYTES), aligned(4), may_alias));
+typedef int vi_u __attribute__((vector_size(SVC_VEC_BYTES), aligned(4), may_alias));
+
+static inline vf vload(const float* p) { return *reinterpret_cast<const vf_u*>(p); }
+static inline void vstore(float* p, vf v) { *reinterpret_cast<vf_u*>(p) = v; }
+// Broadcast as a shuffle of lane 0: compilers turn it into one vbroadcastss
+// (or an embedded {1toN} operand), where a lane-by-lane fill is not recognised.
+#if SVC_VEC_BYTES == 64
+#define SVC_LANES0 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
+#elif SVC_VEC_BYTES == 32
+#define SVC_LANES0 0, 0, 0, 0, 0, 0, 0, 0
+#else
+#define SVC_LANES0 0, 0, 0, 0
+#endif
+static inline vf vset1(float x) {
+  vf r = {x};
+  return __builtin_shufflevector(r, r, SVC_LANES0);
+}
+static inline vf vmax(vf a, vf b) { return a > b ? a : b; }
+static inline vf vmin(vf a, vf b) { return a < b ? a : b; }
+
+static inline float hsum(vf v) {
+  float s = 0.f;
+  for (int i = 0; i < W; i++) s += v[i];
+  return s;
+}
+static inline float hmax(vf v) {
+  float m = v[0];
+  for (int i = 1; i < W; i++) m = v[i] > m ? v[i] : m;
+  return m;
+}
+
+// exp(x) for float lanes: x = n*ln2 + r, |r| <= ln2/2, 2^n built in the exponent
+// bits, e^r by a degree-6 polynomial (max rel. error ~2e-7 on the clamped range).
+static inline vf vexp(vf x) {
+  x = vmin(vmax(x, vset1(-87.3f)), vset1(88.7f));
+  const vf magic = vset1(12582912.0f);  // 1.5 * 2^23: adding it rounds to integer
+  vf n = (x * 1.44269504088896341f + magic) - magic;
+  vf r = x - n * 0.693359375f;
+  r = r - n * -2.12194440e-4f;
+  vf p = vset1(1.0f / 720.0f);
+  p = p * r + 1.0f / 120.0f;
+  p = p * r + 1.0f / 24.0f;
+  p = p * r + 1.0f / 6.0f;
+  p = p * r + 0.5f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  vi bits = (__builtin_convertvector(n, vi) + 127) << 23;
+  vf scale;
+  __builtin_memcpy(&scale, &bits, sizeof scale);
+  return p * scale;
+}
+
+static inline float sexp(float x) { return vexp(vset1(x))[0]; }
+
+// Natural log in double for the few scalar uses (log-sum-exp): x = m * 2^e with
+// m in [sqrt(.5), sqrt(2)), ln m = 2 atanh((m-1)/(m+1)) by its odd series.
+static inline double slog(double x) {
+  if (!(x > 0)) return x == 0 ? -__builtin_inf() : __builtin_nan("");
+  if (x == __builtin_inf()) return x;
+  unsigned long long bits;
+  __builtin_memcpy(&bits, &x, 8);
+  int e = (int)((bits >> 52) & 0x7ff) - 1023;
+  bits = (bits & 0x000fffffffffffffULL) | 0x3ff0000000000000ULL;  // m in [1,2)
+  double m;
+  __builtin_memcpy(&m, &bits, 8);
+  if (e == -1023) return slog(x * 4503599627370496.0) - 52 * 0.69314718055994530942;  // subnormal
+  if (m > 1.41421356237309505) {
+    m *= 0.5;
+    e += 1;
+  }
+  double s = (m - 1) / (m + 1), s2 = s * s, term = s, sum = 0;
+  for (int i = 1; i < 40; i += 2) {
+    sum += term / i;
+    term *= s2;
+  }
+  return 2 * sum + e * 0.69314718055994530942;
+}

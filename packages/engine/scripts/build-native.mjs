@@ -1,0 +1,50 @@
+// Builds the engine's native kernels addon (packages/engine/native) with
+// node-gyp, offline: Node's headers come from the system (/usr/include/node)
+// when present, so nothing is downloaded. Exits non-zero when the addon does not
+// build; the root build only warns then, and the engine uses its portable kernels.
+//
+//   node packages/engine/scripts/build-native.mjs [--rebuild]
+import { spawnSync } from "node:child_process";
+import { existsSync } from "node:fs";
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const engineDir = join(dirname(fileURLToPath(import.meta.url)), "..");
+const nativeDir = join(engineDir, "native");
+
+/** node-gyp: this package's devDependency if installed, else the copy bundled with npm. */
+function findNodeGyp() {
+  try {
+    return createRequire(join(engineDir, "package.json")).resolve("node-gyp/bin/node-gyp.js");
+  } catch {}
+  const candidates = [
+    join(dirname(process.execPath), "../lib/node_modules/npm/node_modules/node-gyp/bin/node-gyp.js"),
+    "/usr/lib/node_modules/npm/node_modules/node-gyp/bin/node-gyp.js",
+    "/usr/share/nodejs/node-gyp/bin/node-gyp.js",
+  ];
+  const npmRoot = spawnSync("npm", ["root", "-g"], { encoding: "utf8" });
+  if (npmRoot.status === 0)
+    candidates.push(join(npmRoot.stdout.trim(), "npm/node_modules/node-gyp/bin/node-gyp.js"));
+  return candidates.find((p) => existsSync(p));
+}
+
+function nodeGyp(gyp, args) {
+  const extra = [];
+  if (existsSync("/usr/include/node/node_api.h")) extra.push("--nodedir=/usr");
+  const r = spawnSync(process.execPath, [gyp, ...args, ...extra], { cwd: nativeDir, stdio: "inherit" });
+  return r.status === 0;
+}
+
+const gyp = findNodeGyp();
+if (!gyp) {
+  console.warn("build-native: node-gyp not found (install it or npm); skipping the native kernels");
+  process.exit(1);
+}
+const fresh = process.argv.includes("--rebuild") || !existsSync(join(nativeDir, "build/Makefile"));
+const ok = fresh ? nodeGyp(gyp, ["rebuild", "-j", "2"]) : nodeGyp(gyp, ["build", "-j", "2"]);
+if (!ok) {
+  console.warn("build-native: the native kernels addon failed to build");
+  process.exit(1);
+}
+console.log("build-native: built packages/engine/native/build/Release/svc_kernels.node");

@@ -1,0 +1,98 @@
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import { compareWithReference, kernelCases } from "./conformance.js";
+import { loadNativeKernels, type NativeKernels } from "./native.js";
+
+let native: NativeKernels | undefined;
+let loadError = "";
+try {
+  native = loadNativeKernels({ isa: "baseline" });
+} catch (err) {
+  loadError = (err as Error).message;
+}
+// Without a C++ toolchain the addon is absent; the portable tests cover that machine.
+const skip = native ? false : `native addon not built: ${loadError}`;
+const isas = native ? native.supportedIsas : [];
+
+describe("native kernels match the reference", { skip }, () => {
+  for (const isa of isas) {
+    describe(isa, () => {
+      const kern = loadNativeKernels({ isa });
+      test("reports its ISA", () => {
+        assert.equal(kern.name, "native");
+        assert.equal(kern.isa, isa);
+        assert.ok(kern.threads >= 1);
+      });
+      for (const c of kernelCases()) {
+        test(c.name, () => {
+          const err = compareWithReference(kern, c);
+          assert.ok(err <= c.tolerance, `${isa} ${c.name}: error ${err} > ${c.tolerance}`);
+        });
+      }
+    });
+  }
+});
+
+describe("native kernels validate their arguments", { skip }, () => {
+  const k = () => native as NativeKernels;
+  const f = (n: number) => new Float32Array(n);
+
+  test("a short array is a RangeError naming it", () => {
+    assert.throws(() => k().matmul(f(6), f(5), f(9), 3, 3, 2, false, false, false), {
+      name: "RangeError",
+      message: /matmul: argument 'b' has 5 elements but the shapes need 6/,
+    });
+    assert.throws(() => k().swigluForward(f(4), f(4), f(3), 4), {
+      name: "RangeError",
+      message: /'out'/,
+    });
+  });
+
+  test("a wrong type is a TypeError naming it", () => {
+    assert.throws(
+      () => k().matmul(f(4), [1, 2, 3, 4] as unknown as Float32Array, f(4), 2, 2, 1, false, false, false),
+      {
+        name: "TypeError",
+        message: /argument 'b' must be a Float32Array/,
+      },
+    );
+    assert.throws(() => k().crossEntropy(f(8), new Float32Array(2) as unknown as Int32Array, 2, 4, null, 1), {
+      name: "TypeError",
+      message: /'targets' must be an Int32Array/,
+    });
+    assert.throws(() => k().matmul(f(4), f(4), f(4), 2, 2, 1, 0 as unknown as boolean, false, false), {
+      name: "TypeError",
+      message: /'transA' must be a boolean/,
+    });
+  });
+
+  test("bad shapes and indices are RangeErrors", () => {
+    assert.throws(
+      () => k().matmul(f(4), f(4), f(4), -1, 2, 1, false, false, false),
+      /'m' must be a non-negative integer/,
+    );
+    assert.throws(
+      () => k().crossEntropy(f(8), Int32Array.of(1, 4), 2, 4, null, 1),
+      /'targets' holds 4, not below vocab/,
+    );
+    assert.throws(
+      () => k().rope(f(8), f(8), f(8), Int32Array.of(2), 1, 1, 8, false),
+      /'positions' holds 2, outside the cos\/sin table of 2 rows/,
+    );
+    assert.throws(
+      () => k().attentionForward(f(8), f(8), f(8), f(8), null, 1, 1, 3, 2, 8, 1, 16),
+      /'nKv' must divide nHeads/,
+    );
+    assert.throws(
+      () => k().attentionForward(f(8), f(8), f(8), f(8), null, 2, 1, 1, 1, 4, 1, 4),
+      /'T' \(2\) must not exceed S/,
+    );
+  });
+
+  test("a view's byteOffset is honoured, and memory around it is untouched", () => {
+    const buf = new Float32Array(10).fill(7);
+    const c = buf.subarray(3, 7);
+    k().matmul(Float32Array.of(1, 2), Float32Array.of(3, 4), c, 2, 2, 1, false, false, false);
+    assert.deepEqual([...buf], [7, 7, 7, 3, 4, 6, 8, 7, 7, 7]);
+  });
+});

@@ -1,0 +1,66 @@
+// Loads the native kernels addon (packages/engine/native, built by
+// scripts/build-native.mjs) and binds it to one instruction set.
+import { createRequire } from "node:module";
+import { fileURLToPath } from "node:url";
+import type { Kernels } from "./types.js";
+
+type KernelMethods = Omit<Kernels, "name" | "isa">;
+
+interface NativeAddon {
+  /** The ISAs this CPU runs, best first ("avx512", "avx2", "baseline"). */
+  readonly supportedIsas: string[];
+  /** Threads in the addon's worker pool (calling thread included). */
+  readonly threads: number;
+  create(isa: string): KernelMethods & { readonly isa: string };
+}
+
+export interface NativeKernels extends Kernels {
+  readonly name: "native";
+  /** Threads the native pool uses (SVC_THREADS caps it). */
+  readonly threads: number;
+  /** Every ISA this CPU can run with this addon, best first. */
+  readonly supportedIsas: readonly string[];
+}
+
+export interface NativeKernelOptions {
+  /** "avx512", "avx2" or "baseline"; default SVC_KERNELS_ISA, else the best the CPU supports. */
+  isa?: string;
+  /** The .node file; default SVC_KERNELS_ADDON, else native/build/Release/svc_kernels.node. */
+  addonPath?: string;
+}
+
+export const NATIVE_ISAS = ["avx512", "avx2", "baseline"] as const;
+
+export const defaultAddonPath = fileURLToPath(
+  new URL("../../../native/build/Release/svc_kernels.node", import.meta.url),
+);
+
+const require = createRequire(import.meta.url);
+
+/** The native kernels; throws an Error saying why when the addon cannot be used. */
+export function loadNativeKernels(options: NativeKernelOptions = {}): NativeKernels {
+  const path = options.addonPath ?? process.env.SVC_KERNELS_ADDON ?? defaultAddonPath;
+  let addon: NativeAddon;
+  try {
+    addon = require(path) as NativeAddon;
+  } catch (err) {
+    throw new Error(
+      `native kernels unavailable: cannot load ${path} (${(err as Error).message.split("\n")[0]}); ` +
+        "build it with `node packages/engine/scripts/build-native.mjs` or use SVC_KERNELS=portable",
+    );
+  }
+  const isa = options.isa ?? (process.env.SVC_KERNELS_ISA || addon.supportedIsas[0]);
+  if (!addon.supportedIsas.includes(isa)) {
+    throw new Error(
+      `native kernels: ISA "${isa}" is not available on this machine (available: ${addon.supportedIsas.join(", ")})`,
+    );
+  }
+  const methods = addon.create(isa);
+  return {
+    ...methods,
+    name: "native",
+    isa: methods.isa,
+    threads: addon.threads,
+    supportedIsas: [...addon.supportedIsas],
+  };
+}
