@@ -22,15 +22,10 @@ export function cliEnv(
   apiUrl: string | null,
   extra: Record<string, string> = {},
 ): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    HOME: home,
-    SVC_EXTRA_MODELS: TEST_MODEL,
-    NO_COLOR: "1",
-    ...extra,
-  };
+  const env: NodeJS.ProcessEnv = { ...process.env };
   delete env.SVC_CLOUD_API_URL;
   delete env.SVC_PROJECT_DIR;
+  Object.assign(env, { HOME: home, SVC_EXTRA_MODELS: TEST_MODEL, NO_COLOR: "1" }, extra);
   if (apiUrl) env.SVC_CLOUD_API_URL = apiUrl;
   return env;
 }

@@ -1,0 +1,251 @@
+// The SDK in this process against a real `svc server`: trainer callbacks and
+// their order, a throwing callback, abortSignal versus cancel(), infer on the
+// final adapter, a checkpoint and the base model, and CloudApiClient errors.
+import assert from "node:assert/strict";
+import { after, before, test } from "node:test";
+import {
+  CloudApiClient,
+  CloudApiError,
+  createTrainer,
+  infer,
+  openScopedSession,
+  streamJobEvents,
+  TrainingCancelledError,
+} from "../../src/index.js";
+import { cliEnv, createTestModel, startTestServer, TEST_MODEL, type TestServer, tempDir } from "./harness.js";
+
+let server: TestServer;
+const model = TEST_MODEL as "svc/pico-llama";
+const rows = Array.from({ length: 16 }, (_, i) => ({
+  messages: [
+    { role: "user" as const, content: `ping ${i}` },
+    { role: "assistant" as const, content: `pong ${i}` },
+  ],
+}));
+const dataset = { type: "inline" as const, rows };
+
+before(async () => {
+  const home = await tempDir("sdk-home");
+  const modelDir = await createTestModel();
+  server = await startTestServer({
+    home,
+    args: ["--bundled-models", "none", "--model", `${TEST_MODEL}=${modelDir}`],
+  });
+  Object.assign(process.env, cliEnv(home, server.apiUrl, { SVC_PROJECT_DIR: await tempDir("sdk-project") }));
+});
+
+after(async () => {
+  await server?.stop();
+});
+
+let completedJobId: string;
+
+test("callbacks run in order, onCheckpoint's infer talks to that checkpoint, wait() settles with the artifacts", async () => {
+  const seen: string[] = [];
+  let checkpointAnswer: string | null = null;
+  const trainer = createTrainer({
+    name: "sdk-order",
+    model,
+    dataset,
+    evalDataset: { type: "inline", rows: rows.slice(0, 4) },
+    maxSteps: 4,
+    batchSize: 2,
+    evalSteps: 2,
+    saveSteps: 2,
+    seed: 7,
+    callbacks: {
+      onStarted: async ({ job }) => {
+        seen.push(`started:${job.status}`);
+      },
+      onLog: async ({ step, loss, evalLoss }) => {
+        // A slow callback: later events wait for it.
+        await new Promise((r) => setTimeout(r, 20));
+        seen.push(`log:${step}:${loss === null ? "-" : "loss"}${evalLoss === null ? "" : "+eval"}`);
+      },
+      onCheckpoint: async ({ step, infer: chat }) => {
+        if (checkpointAnswer === null) {
+          checkpointAnswer = (
+            await chat({ messages: [{ role: "user", content: "ping 1" }], maxTokens: 4, seed: 1 })
+          ).text;
+        }
+        seen.push(`checkpoint:${step}`);
+      },
+      onCompleted: async ({ job, artifacts }) => {
+        seen.push(`completed:${job.status}:${artifacts.map((a) => a.name).join(",")}`);
+      },
+    },
+  });
+  const { jobId } = await trainer.start();
+  assert.equal(trainer.jobId, jobId);
+  const result = await trainer.wait();
+  completedJobId = jobId;
+  assert.equal(result.job.status, "completed");
+  assert.equal(seen[0], "started:running");
+  assert.equal(seen.at(-1), "completed:completed:checkpoint-2,checkpoint-4,final");
+  assert.ok(seen.includes("checkpoint:2") && seen.includes("checkpoint:4"), seen.join(" "));
+  const steps = seen.filter((s) => s.startsWith("log:")).map((s) => Number(s.split(":")[1]));
+  assert.deepEqual(
+    steps,
+    [...steps].sort((a, b) => a - b),
+    "logs arrive in step order",
+  );
+  assert.ok(
+    seen.some((s) => s.includes("+eval")),
+    "eval losses reach onLog",
+  );
+  assert.equal(typeof checkpointAnswer, "string");
+  assert.deepEqual(result.artifacts.map((a) => a.name).sort(), ["checkpoint-2", "checkpoint-4", "final"]);
+});
+
+test("a callback that throws makes wait() reject with that error", async () => {
+  const boom = new Error("callback says no");
+  const trainer = createTrainer({
+    name: "sdk-throw",
+    model,
+    dataset,
+    maxSteps: 2,
+    batchSize: 2,
+    callbacks: {
+      onLog: () => {
+        throw boom;
+      },
+    },
+  });
+  await assert.rejects(trainer.wait(), (e) => e === boom);
+});
+
+test("abortSignal stops only the local wait(); cancel() stops the job", async () => {
+  const ac = new AbortController();
+  const trainer = createTrainer({
+    name: "sdk-long",
+    model,
+    dataset,
+    maxSteps: 400,
+    batchSize: 2,
+    abortSignal: ac.signal,
+    callbacks: { onLog: () => ac.abort(new Error("stop watching")) },
+  });
+  await assert.rejects(trainer.wait(), /stop watching/);
+  const { scoped } = await openScopedSession();
+  const job = await scoped.getJob(trainer.jobId!);
+  assert.ok(job.status === "running" || job.status === "queued", `the job goes on (${job.status})`);
+
+  // Follow the still-running job from the outside while cancel() stops it.
+  const follow = (async () => {
+    const types: string[] = [];
+    for await (const { event } of streamJobEvents({ client: scoped, jobId: job.id })) types.push(event.type);
+    return types;
+  })();
+  await trainer.cancel();
+  const types = await follow;
+  assert.equal(types.at(-1), "training.cancelled");
+  assert.equal((await scoped.getJob(job.id)).status, "cancelled");
+});
+
+test("wait() on a cancelled job rejects with TrainingCancelledError", async () => {
+  const trainer = createTrainer({
+    name: "sdk-cancel",
+    model,
+    dataset,
+    maxSteps: 400,
+    batchSize: 2,
+    callbacks: {
+      onStarted: async () => {
+        await trainer.cancel();
+      },
+    },
+  });
+  await assert.rejects(
+    trainer.wait(),
+    (e) => e instanceof TrainingCancelledError && e.job.status === "cancelled",
+  );
+});
+
+test("infer: final adapter, streaming deltas, base model, and a clear error for a bad target", async () => {
+  const final = await infer({
+    adapter: { kind: "final", jobId: completedJobId },
+    messages: [{ role: "user", content: "ping 3" }],
+    maxTokens: 6,
+    temperature: 0,
+  });
+  assert.equal(final.completion.object, "chat.completion");
+  assert.equal(final.text, final.completion.choices[0].message.content);
+  const deltas: string[] = [];
+  for await (const d of infer({
+    adapter: { kind: "final", jobId: completedJobId },
+    messages: [{ role: "user", content: "ping 3" }],
+    maxTokens: 6,
+    temperature: 0,
+    stream: true,
+  })) {
+    deltas.push(d);
+  }
+  assert.equal(deltas.join(""), final.text, "greedy streaming matches the non-streaming answer");
+  const base = await infer({
+    baseModel: TEST_MODEL,
+    messages: [{ role: "user", content: "hi" }],
+    maxTokens: 3,
+    seed: 3,
+  });
+  assert.equal(typeof base.text, "string");
+  assert.throws(
+    () => infer({ baseModel: TEST_MODEL, adapter: { kind: "final", jobId: completedJobId }, messages: [] }),
+    /messages: expected a non-empty array/,
+  );
+  assert.throws(() => infer({ messages: [{ role: "user", content: "x" }] }), /exactly one of adapter/);
+  await assert.rejects(
+    infer({
+      adapter: { kind: "checkpoint", jobId: completedJobId, step: 3 },
+      messages: [{ role: "user", content: "x" }],
+    }),
+    (e) =>
+      e instanceof CloudApiError &&
+      e.status >= 400 &&
+      e.status < 500 &&
+      /no checkpoint at step 3/.test(e.message),
+  );
+});
+
+test("CloudApiClient: errors carry the upstream status, code and message", async () => {
+  const { scoped, client } = await openScopedSession();
+  assert.ok((await client.listModels()).some((m) => m.name === TEST_MODEL));
+  await assert.rejects(scoped.uploadDataset('{"messages": []}\nnot json\n', { name: "bad.jsonl" }), (e) => {
+    return e instanceof CloudApiError && e.status === 400 && /line 1|line 2/.test(e.message);
+  });
+  await assert.rejects(
+    scoped.getJob("00000000-0000-0000-0000-000000000000"),
+    (e) => e instanceof CloudApiError && e.status === 404,
+  );
+  const target = { kind: "base_model" as const, baseModel: TEST_MODEL };
+  await assert.rejects(
+    scoped.createDeployment({ slug: "admin", target }),
+    (e) => e instanceof CloudApiError && e.status === 400,
+  );
+  const d = await scoped.createDeployment({ slug: "sdk-dep", target });
+  await assert.rejects(
+    scoped.createDeployment({ slug: "sdk-dep", target }),
+    (e) => e instanceof CloudApiError && e.status === 409,
+  );
+  const moved = await scoped.updateDeployment(d.id, {
+    target: { kind: "adapter", adapter: { kind: "final", jobId: completedJobId } },
+  });
+  assert.deepEqual(moved.target, { kind: "adapter", adapter: { kind: "final", jobId: completedJobId } });
+  const key = await scoped.issueDeploymentKey(d.id, { label: "sdk" });
+  assert.equal((await scoped.listDeploymentKeys(d.id))[0].lastUsedAt, null);
+  const revoked = await scoped.revokeDeploymentKey(d.id, key.id);
+  assert.equal(revoked.enabled, false);
+  await scoped.deleteDeployment(d.id);
+  await assert.rejects(scoped.getDeployment(d.id), (e) => e instanceof CloudApiError && e.status === 404);
+
+  const stranger = new CloudApiClient({ baseUrl: server.apiUrl, token: "not-a-token", scope: scoped.scope });
+  await assert.rejects(stranger.me(), (e) => e instanceof CloudApiError && e.status === 401);
+  const started = Date.now();
+  await assert.rejects(
+    async () => {
+      for await (const _ of streamJobEvents({ client: stranger, jobId: completedJobId })) {
+      }
+    },
+    (e) => e instanceof CloudApiError && e.status === 401,
+  );
+  assert.ok(Date.now() - started < 2000, "no retries on 401");
+});
