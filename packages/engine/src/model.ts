@@ -181,7 +181,7 @@ export class LlamaGraph {
 
   // ------------------------------------------------------------------ projections
 
-  /** y[N,out] = x[N,in]·Wᵀ + scale·(x·Aᵀ)·Bᵀ; x·Aᵀ is kept in xa for the backward pass. */
+  /** y[N,out] (+)= x[N,in]·Wᵀ + scale·(x·Aᵀ)·Bᵀ; x·Aᵀ is kept in xa for the backward pass. */
   private linearForward(
     x: Float32Array,
     w: Float32Array,
@@ -192,10 +192,11 @@ export class LlamaGraph {
     lora: LoraLayers | null,
     layer: number,
     target: LoraTarget,
+    accumulate = false,
   ): void {
     const k = this.kern;
     let t = tick();
-    k.matmul(x, w, y, N, out, inDim, false, true, false);
+    k.matmul(x, w, y, N, out, inDim, false, true, accumulate);
     tock(`fwd.matmul.${target}`, t);
     const pair = lora?.layers[layer][target];
     if (!lora || !pair) return;
@@ -312,12 +313,10 @@ export class LlamaGraph {
         if (len < T) a.att.fill(0, rowQ + len * Q, rowQ + T * Q);
       }
       tock("fwd.attention", t0);
-      this.linearForward(a.att, lw.o, a.xmid, N, C, Q, lora, l, "o_proj");
-      t0 = tick();
+      // the residual add rides on the matmul: xmid = resid, then xmid += att·Woᵀ
       const xmid = a.xmid;
-      const resid = a.resid;
-      for (let i = 0; i < N * C; i++) xmid[i] += resid[i];
-      tock("fwd.residual", t0);
+      xmid.set(a.resid.subarray(0, N * C));
+      this.linearForward(a.att, lw.o, xmid, N, C, Q, lora, l, "o_proj", true);
 
       // MLP block: ln2 = rmsnorm(xmid); down(silu(gate(ln2)) * up(ln2))
       t0 = tick();
@@ -328,10 +327,8 @@ export class LlamaGraph {
       t0 = tick();
       k.swigluForward(a.gate, a.up, this.act, N * F);
       tock("fwd.swiglu", t0);
-      this.linearForward(this.act, lw.down, next, N, C, F, lora, l, "down_proj");
-      t0 = tick();
-      for (let i = 0; i < N * C; i++) next[i] += xmid[i];
-      tock("fwd.residual", t0);
+      next.set(xmid.subarray(0, N * C));
+      this.linearForward(this.act, lw.down, next, N, C, F, lora, l, "down_proj", true);
     }
     t0 = tick();
     k.rmsnormForward(this.final, w.finalNorm, this.xf, this.rstdf, N, C, cfg.rmsNormEps);
