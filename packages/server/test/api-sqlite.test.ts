@@ -1,0 +1,4 @@
+import { describe } from "node:test";
+import { serverSuite } from "./suites/all.js";
+
+describe("svc server on SQLite", () => serverSuite("sqlite"));
