@@ -18,6 +18,7 @@ let provider: TestProvider;
 let server: TestServer;
 let home: string;
 let env: NodeJS.ProcessEnv;
+let byHandProject: string;
 
 before(async () => {
   provider = await startTestProvider();
@@ -124,9 +125,26 @@ test("with OAuth and no .svc/state.json, scoped calls fail with what to write, a
   await writeFile(join(project, ".svc", "state.json"), JSON.stringify(state));
   const who = await runSvc(["whoami"], { cwd: project, env });
   assert.equal(who.stdout, `oauth · ${creds.orgSlug} / by-hand\n`);
+  byHandProject = project;
   const list = await runSvc(["jobs", "list", "--json"], { cwd: project, env });
   assert.equal(list.code, 0, list.stderr);
   assert.deepEqual(JSON.parse(list.stdout), []);
+});
+
+test("an expired sign-in is refreshed with the refresh token on the next call", async () => {
+  const file = join(home, ".svc", "credentials.json");
+  const before = JSON.parse(await readFile(file, "utf8"));
+  await writeFile(
+    file,
+    JSON.stringify({ ...before, expiresAt: new Date(Date.now() - 60_000).toISOString() }),
+  );
+  const r = await runSvc(["deploy", "list", "--json"], { cwd: byHandProject, env });
+  assert.equal(r.code, 0, r.stderr);
+  const after = JSON.parse(await readFile(file, "utf8"));
+  assert.notEqual(after.accessToken, before.accessToken);
+  assert.ok(Date.parse(after.expiresAt) > Date.now(), "the new token is valid");
+  assert.equal((await stat(file)).mode & 0o777, 0o600);
+  assert.equal((await runSvc(["whoami"], { cwd: home, env })).stdout, `oauth · ${before.orgSlug}\n`);
 });
 
 test("svc logout forgets the credentials; whoami then exits 1", async () => {
