@@ -20,6 +20,12 @@ const W = 720;
 const H = 280;
 const PAD = { left: 56, right: 16, top: 16, bottom: 36 };
 
+/** Tick labels with as many decimals as the tick spacing needs. */
+function tickLabel(v: number, spacing: number): string {
+  const decimals = spacing > 0 ? Math.min(6, Math.max(0, -Math.floor(Math.log10(spacing)))) : 2;
+  return v.toFixed(decimals);
+}
+
 function fmt(v: number): string {
   return Math.abs(v) >= 100 ? v.toFixed(0) : Math.abs(v) >= 10 ? v.toFixed(2) : v.toFixed(4);
 }
@@ -144,7 +150,7 @@ export function LossChart({ series, fileName = "loss" }: { series: LossSeries; f
         onMouseMove={onMove}
         onMouseLeave={() => setHover(null)}
         fontFamily="system-ui, sans-serif"
-        fontSize="11"
+        fontSize="10.5"
       >
         {yTicks.map((t) => (
           <g key={`y${t}`}>
@@ -157,7 +163,7 @@ export function LossChart({ series, fileName = "loss" }: { series: LossSeries; f
               strokeOpacity="0.1"
             />
             <text x={PAD.left - 8} y={y(t) + 4} textAnchor="end" fill="currentColor" fillOpacity="0.65">
-              {fmt(t)}
+              {tickLabel(t, yTicks.length > 1 ? yTicks[1] - yTicks[0] : 0)}
             </text>
           </g>
         ))}

@@ -176,7 +176,7 @@ export function Overview() {
         {exitNote && <div className="error-text">{exitNote}</div>}
       </section>
       {jobId && <LiveRun key={jobId} jobId={jobId} />}
-      <RecentJobs refreshKey={jobId} />
+      <RecentJobs refreshKey={`${jobId}-${running}`} />
     </div>
   );
 }

@@ -1,0 +1,355 @@
+// Studio end to end in Chromium against a real `svc dev` and a real `svc server`
+// (tiny random model, so training takes seconds): Run training fills the chart
+// live, job detail and statistics, jobs search and chips, a Playground reply,
+// and the endpoint flow (create, 409, reserved slug, detail, Quick start that
+// works when run, key issue and revoke, settings).
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { writeFile } from "node:fs/promises";
+import { createRequire } from "node:module";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import { pathToFileURL } from "node:url";
+import type { Page } from "playwright-core";
+import { createTestModel, startTestServer, TEST_MODEL, type TestServer, tempDir } from "../cli/harness.js";
+import { chromiumMissing, launchStudioBrowser, maybeScreenshot, type StudioBrowser } from "./browser.js";
+import {
+  makeProject,
+  type StudioProcess,
+  startStudio,
+  studioFetch,
+  TRAINER_SOURCE,
+} from "./studio-process.js";
+
+const MAX_STEPS = 12;
+const source = (name: string) =>
+  TRAINER_SOURCE.replace('"svc/pico-llama"', `"${TEST_MODEL}" as "svc/pico-llama"`)
+    .replace('name: "support-bot"', `name: "${name}"`)
+    .replace("maxSteps: 12", `maxSteps: ${MAX_STEPS}`)
+    .replace("seed: 1,", 'seed: 1,\n  evalDataset: { type: "file", path: "data/train.jsonl" },');
+
+async function until<T>(
+  what: string,
+  probe: () => Promise<T | null | undefined | false>,
+  timeoutMs = 120_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await probe();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+const points = async (page: Page, testId: string) =>
+  Number(
+    (await page
+      .getByTestId(testId)
+      .getAttribute("data-points")
+      .catch(() => null)) ?? 0,
+  );
+
+describe("Studio in a browser against svc server", { skip: chromiumMissing, timeout: 600_000 }, () => {
+  let server: TestServer;
+  let studio: StudioProcess;
+  let browser: StudioBrowser;
+  let firstJobId = "";
+  before(async () => {
+    const home = await tempDir("studio-home");
+    const modelDir = await createTestModel();
+    server = await startTestServer({
+      home,
+      args: ["--bundled-models", "none", "--model", `${TEST_MODEL}=${modelDir}`],
+    });
+    const project = await makeProject({ source: source("support-bot") });
+    studio = await startStudio({
+      projectDir: project.projectDir,
+      home,
+      env: { SVC_CLOUD_API_URL: server.apiUrl, SVC_EXTRA_MODELS: TEST_MODEL },
+    });
+    browser = await launchStudioBrowser();
+  });
+  after(async () => {
+    await browser?.close();
+    await studio?.stop();
+    await server?.stop();
+  });
+
+  test("Overview: Run training streams svc start's output and fills the live chart", async () => {
+    const { page } = browser;
+    await page.goto(`http://localhost:${studio.port}/#/`);
+    const button = page.getByTestId("run-training");
+    await button.getByText("Run training: support-bot").waitFor();
+    await button.click();
+    assert.equal(await button.isDisabled(), true, "disabled while the run is in flight");
+    const log = page.getByTestId("run-log");
+    const submitted = await until("the job line", async () =>
+      (await log.textContent())?.match(/job ([0-9a-f-]{36}) submitted/),
+    );
+    firstJobId = submitted[1];
+    // The live chart grows while the run goes on, one vertex per numeric loss.
+    const seen = new Set<number>();
+    await until("a completed run", async () => {
+      seen.add(await points(page, "train-line"));
+      return (
+        (await page.locator(".card .badge").first().textContent()) === "completed" &&
+        (await button.isEnabled())
+      );
+    });
+    await until("every training point", async () => (await points(page, "train-line")) === MAX_STEPS);
+    assert.ok(seen.size >= 2, `chart filled over time (saw ${[...seen].join(", ")})`);
+    assert.ok((await points(page, "eval-line")) > 0, "eval points drawn");
+    await page.getByTestId("legend-eval").waitFor();
+    const text = (await log.textContent()) ?? "";
+    assert.match(text, new RegExp(`done: job ${firstJobId}`), "the log shows what svc start printed");
+    await maybeScreenshot(page, "overview-run");
+  });
+
+  test("Job detail: chart, Advanced statistics, event log and artifact count", async () => {
+    const { page } = browser;
+    await page.goto(`http://localhost:${studio.port}/#/jobs/${firstJobId}`);
+    await until("all points", async () => (await points(page, "train-line")) === MAX_STEPS);
+    await until("the artifact count", async () =>
+      /^\d+$/.test((await page.getByTestId("artifact-count").textContent()) ?? ""),
+    );
+    const artifacts = Number(await page.getByTestId("artifact-count").textContent());
+    const rows = page.locator(".event-row");
+    const completed = page.locator(".event-training-completed .event-message");
+    assert.equal(await completed.textContent(), `${artifacts} ${artifacts === 1 ? "artifact" : "artifacts"}`);
+    const logRows = await page.locator(".event-training-log .event-message").allTextContents();
+    assert.equal(logRows[0], logRows[0].match(/^step=1( loss=[0-9.e-]+)?( evalLoss=[0-9.e-]+)?$/)?.[0]);
+    assert.equal(await page.locator(".event-training-log .event-name").first().textContent(), "training.log");
+    assert.ok((await rows.count()) >= MAX_STEPS + 2);
+    // The mean on the Advanced card is the mean of the streamed losses.
+    const losses = logRows
+      .map((r) => r.match(/ loss=([0-9.e-]+)/)?.[1])
+      .filter(Boolean)
+      .map(Number);
+    await page.getByLabel("Advanced").check();
+    const meanText = (await page.getByTestId("stats-train-mean").textContent()) ?? "";
+    const mean = losses.reduce((a, b) => a + b, 0) / losses.length;
+    assert.equal(meanText.split(" ± ")[0], mean.toPrecision(5));
+    assert.match((await page.getByTestId("stats-eval").textContent()) ?? "", /mean ± 95% CI/);
+    // Hover reads the nearest step.
+    const box = (await page.getByTestId("loss-chart").boundingBox())!;
+    await page.mouse.move(box.x + box.width - 20, box.y + box.height / 2);
+    assert.match(
+      (await page.getByTestId("chart-readout").textContent()) ?? "",
+      new RegExp(`step ${MAX_STEPS}`),
+    );
+    await maybeScreenshot(page, "job-detail");
+  });
+
+  test("Job detail: a dropped stream shows the banner until the next frame", async () => {
+    const { page } = browser;
+    let dropped = false;
+    await page.route("**/api/jobs/*/events*", (route) => {
+      if (!dropped) {
+        dropped = true;
+        return route.abort("connectionreset");
+      }
+      return route.continue();
+    });
+    await page.goto(`http://localhost:${studio.port}/#/jobs`);
+    await page.goto(`http://localhost:${studio.port}/#/jobs/${firstJobId}`);
+    const banner = page.getByTestId("stream-banner");
+    await banner.waitFor();
+    assert.equal(await banner.textContent(), "Event stream interrupted.");
+    // The browser reconnects by itself; the first frame clears the banner.
+    await banner.waitFor({ state: "detached", timeout: 30_000 });
+    await until("replayed points", async () => (await points(page, "train-line")) === MAX_STEPS);
+    await page.unroute("**/api/jobs/*/events*");
+  });
+
+  test("Jobs: list, search on name or id, one status chip at a time", async () => {
+    // A second run with another trainer name, started through the API.
+    await writeFile(join(studio.projectDir, "src", "svc", "index.ts"), source("triage-bot"));
+    await studioFetch(studio, "/api/manifest");
+    const res = await studioFetch(studio, "/api/train", { method: "POST" });
+    const secondId = res.headers.get("X-Svc-Job-Id");
+    assert.match(secondId ?? "", /^[0-9a-f-]{36}$/, "job id header");
+    assert.match(await res.text(), new RegExp(`job ${secondId} submitted`));
+
+    const { page } = browser;
+    await page.goto(`http://localhost:${studio.port}/#/jobs`);
+    const rows = page.locator("[data-testid=jobs-table] tbody tr");
+    await until("two rows", async () => (await rows.count()) === 2);
+    const search = page.getByTestId("jobs-search");
+    await search.fill("TRIAGE");
+    assert.equal(await rows.count(), 1);
+    assert.equal(await rows.first().getAttribute("data-job-id"), secondId);
+    // Job ids are UUIDv7 (time first): search on the random tail.
+    await search.fill(firstJobId.slice(-12).toUpperCase());
+    assert.equal(await rows.count(), 1);
+    assert.equal(await rows.first().getAttribute("data-job-id"), firstJobId);
+    await search.fill("no-such-job");
+    assert.equal(await page.getByTestId("jobs-empty").textContent(), "No matches");
+    await search.fill("");
+    await page.getByRole("button", { name: "Failed" }).click();
+    assert.equal(await page.getByTestId("jobs-empty").textContent(), "No matches");
+    await page.getByRole("button", { name: "Completed" }).click();
+    assert.equal(await rows.count(), 2);
+    assert.equal(await page.getByRole("button", { name: "Completed" }).getAttribute("aria-pressed"), "true");
+    assert.equal(await page.getByRole("button", { name: "Failed" }).getAttribute("aria-pressed"), "false");
+    const link = rows.first().locator("a");
+    assert.match((await link.getAttribute("href")) ?? "", /^#\/jobs\/[0-9a-f-]{36}$/);
+    assert.equal(
+      await rows.first().locator("td.mono").textContent(),
+      await rows.first().getAttribute("data-job-id"),
+    );
+    await maybeScreenshot(page, "jobs");
+  });
+
+  test("Playground: a streamed reply from the job's final adapter and from the base model", async () => {
+    const { page } = browser;
+    await page.goto(`http://localhost:${studio.port}/#/playground`);
+    const model = page.getByTestId("pg-model");
+    await until("model options", async () => (await model.locator("option").count()) >= 3);
+    await model.selectOption(`job:${firstJobId}`);
+    await page
+      .getByTestId("pg-checkpoint")
+      .locator("option", { hasText: "Checkpoint step" })
+      .first()
+      .waitFor({ state: "attached" });
+    await page.getByTestId("pg-input").fill("What is 2 plus 2?");
+    await page.getByTestId("pg-send").click();
+    const reply = page.locator(".bubble-assistant").last();
+    await until(
+      "a reply",
+      async () =>
+        ((await reply.textContent()) ?? "").replace("●●●", "").length > 0 &&
+        (await page.getByTestId("pg-send").count()) === 1,
+    );
+    await model.selectOption(`base:${TEST_MODEL}`);
+    await page.getByTestId("pg-input").fill("hello");
+    await page.getByTestId("pg-send").click();
+    await until(
+      "a second reply",
+      async () =>
+        (await page.locator(".bubble-assistant").count()) === 2 &&
+        (await page.getByTestId("pg-send").count()) === 1,
+    );
+    assert.ok(((await page.locator(".bubble-assistant").last().textContent()) ?? "").length > 0);
+    await maybeScreenshot(page, "playground");
+  });
+
+  test("Endpoints: create, 409 and reserved-slug errors in red, detail, Quick start, keys, settings", async () => {
+    const { page } = browser;
+    await page.goto(`http://localhost:${studio.port}/#/endpoints`);
+    const create = async (slug: string) => {
+      if (!(await page.getByTestId("create-form").isVisible()))
+        await page.getByTestId("new-endpoint").click();
+      await page.getByTestId("create-slug").fill(slug);
+      await page.getByTestId("target-kind").selectOption("final");
+      await page.getByTestId("target-job").fill(firstJobId);
+      await page.getByTestId("create-submit").click();
+    };
+    await create("support-e2e");
+    await page.getByTestId("create-form").waitFor({ state: "detached" });
+    const row = page.locator('.endpoint-row[data-slug="support-e2e"]');
+    await row.waitFor();
+    const rowText = (await row.textContent()) ?? "";
+    assert.ok(rowText.includes(`support-e2e.${server.deploymentDomain}`), rowText);
+    assert.ok(rowText.includes(`Final adapter (job ${firstJobId.slice(0, 8)})`), rowText);
+    assert.ok(rowText.includes("fixed_api_key") && rowText.includes("enabled"), rowText);
+
+    await create("support-e2e");
+    const error = page.locator("[data-testid=create-form] .error-text");
+    await error.waitFor();
+    assert.match((await error.textContent()) ?? "", /support-e2e/);
+    const color = await error.evaluate(
+      (e) =>
+        (globalThis as unknown as { getComputedStyle(el: unknown): { color: string } }).getComputedStyle(e)
+          .color,
+    );
+    assert.equal(color, "rgb(220, 38, 38)", "the upstream message is red");
+    assert.equal(await page.getByTestId("create-form").isVisible(), true, "form stays open on 409");
+    await create("admin");
+    await until("the reserved-slug message", async () =>
+      /admin|reserved/i.test((await error.textContent()) ?? ""),
+    );
+    await maybeScreenshot(page, "endpoints");
+
+    await row.click();
+    const url = page.getByTestId("endpoint-url");
+    await url.waitFor();
+    assert.equal(
+      await url.textContent(),
+      `http://support-e2e.${server.deploymentDomain}/v1/chat/completions`,
+    );
+    const code = page.getByTestId("qs-code");
+    assert.match((await code.textContent()) ?? "", /-H "Authorization: Bearer YOUR_API_KEY"/);
+    await page.getByRole("tab", { name: "JavaScript client" }).click();
+    const jsSample = (await code.textContent()) ?? "";
+    assert.match(jsSample, /apiKey: "YOUR_API_KEY"/);
+    await page.getByTestId("qs-hide").click();
+    assert.equal(await code.count(), 0, "Hide hides the sample");
+    await page.getByTestId("qs-hide").click();
+
+    // Issue a key: asked for a label, plaintext shown once.
+    await page.getByTestId("issue-key").click();
+    await page.getByTestId("key-label").fill("ci key");
+    await page.getByTestId("key-issue-submit").click();
+    const plaintext = (await page.getByTestId("issued-plaintext").textContent()) ?? "";
+    assert.ok(plaintext.length > 20);
+    const keyRow = page.locator('[data-key-label="ci key"]');
+    await keyRow.waitFor();
+    assert.ok(plaintext.startsWith(((await keyRow.locator("td.mono").textContent()) ?? "").replace("…", "")));
+    await maybeScreenshot(page, "endpoint-detail");
+
+    // The JavaScript Quick start, run as written with the issued key, answers on stock Linux.
+    const answer = await runJsSample(jsSample.replace("YOUR_API_KEY", plaintext));
+    assert.equal(answer.status, 0, answer.output);
+    // And the cURL sample.
+    await page.getByRole("tab", { name: "cURL" }).click();
+    const curl = ((await code.textContent()) ?? "").replace("YOUR_API_KEY", plaintext);
+    const curlRun = spawnSync("sh", ["-c", `${curl} --silent --show-error --fail-with-body`], {
+      encoding: "utf8",
+    });
+    assert.equal(curlRun.status, 0, curlRun.stderr + curlRun.stdout);
+    assert.ok(JSON.parse(curlRun.stdout).choices[0].message, curlRun.stdout);
+
+    // Revoke: struck through, and the edge refuses the key.
+    await keyRow.getByRole("button", { name: "Revoke" }).click();
+    await keyRow.locator("s").first().waitFor();
+    const refused = spawnSync(
+      "sh",
+      ["-c", `${curl} --silent --output /dev/null --write-out '%{http_code}'`],
+      { encoding: "utf8" },
+    );
+    assert.equal(refused.stdout, "401");
+
+    // Settings: public mode drops the header; Disable makes the edge answer 404.
+    await page.getByTestId("auth-mode").selectOption("none");
+    await until("a public sample", async () => !((await code.textContent()) ?? "").includes("Authorization"));
+    const open = spawnSync(
+      "sh",
+      ["-c", `${(await code.textContent()) ?? ""} --silent --output /dev/null --write-out '%{http_code}'`],
+      { encoding: "utf8" },
+    );
+    assert.equal(open.stdout, "200");
+    await page.getByTestId("toggle-enabled").click();
+    await until(
+      "disabled",
+      async () => (await page.getByTestId("toggle-enabled").textContent()) === "Enable",
+    );
+    const disabled = spawnSync(
+      "sh",
+      ["-c", `${(await code.textContent()) ?? ""} --silent --output /dev/null --write-out '%{http_code}'`],
+      { encoding: "utf8" },
+    );
+    assert.equal(disabled.stdout, "404");
+    assert.deepEqual(browser.pageErrors, []);
+  });
+});
+
+/** Runs a JavaScript Quick start sample with Node, resolving "openai" to this repository's copy. */
+async function runJsSample(sample: string): Promise<{ status: number | null; output: string }> {
+  const openai = pathToFileURL(createRequire(import.meta.url).resolve("openai")).href;
+  const dir = await tempDir("quickstart");
+  const file = join(dir, "sample.mjs");
+  await writeFile(file, sample.replace('from "openai"', `from ${JSON.stringify(openai)}`));
+  const r = spawnSync(process.execPath, [file], { encoding: "utf8", timeout: 60_000 });
+  return { status: r.status, output: r.stdout + r.stderr };
+}
