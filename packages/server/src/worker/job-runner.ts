@@ -166,6 +166,7 @@ export class JobRunner {
       resumeFrom: row.resume_from ? this.dataDir.abs(row.resume_from) : null,
       dryRun: row.dry_run === 1,
     };
+    console.log(`svc: ${this.owner} runs job ${row.id}${row.resume_from ? ` from ${row.resume_from}` : ""}`);
     const thread = new Worker(new URL("./training-thread.js", import.meta.url), { workerData: input });
     const job: RunningJob = { thread, stopReason: null };
     this.running.set(row.id, job);

@@ -1,0 +1,174 @@
+// Faults: kill -9 of the server during a job, then a restart on the same data
+// (the job resumes from its last checkpoint, or fails with the reason when it
+// had none; nothing created disappears), and SIGTERM (the job checkpoints,
+// goes back to the queue and resumes). On SQLite and on PostgreSQL.
+import assert from "node:assert/strict";
+import { rmSync } from "node:fs";
+import { after, describe, it } from "node:test";
+import OpenAI from "openai";
+import {
+  type Backend,
+  call,
+  createJob,
+  createPgDatabase,
+  eventsUntilEnd,
+  newIdentity,
+  openEvents,
+  readSse,
+  type SseFrame,
+  startServerProcess,
+  TINY_MODEL,
+  tempDir,
+  uploadDataset,
+} from "./harness.js";
+
+const FAST_LEASE = ["--job-lease-ms", "600", "--job-poll-ms", "100"];
+
+for (const backend of ["sqlite", "postgres"] as Backend[]) {
+  describe(`faults (${backend})`, () => {
+    const cleanups: (() => Promise<void>)[] = [];
+    after(async () => {
+      for (const cleanup of cleanups.reverse()) await cleanup();
+    });
+
+    /** Two server lifetimes over the same data dir and database. */
+    async function storage() {
+      const dataDir = tempDir("faults");
+      const database = backend === "postgres" ? await createPgDatabase() : null;
+      cleanups.push(async () => {
+        await database?.drop();
+        rmSync(dataDir, { recursive: true, force: true });
+      });
+      const start = async () => {
+        const server = await startServerProcess({ dataDir, databaseUrl: database?.url, args: FAST_LEASE });
+        cleanups.push(async () => void (await server.stop()));
+        return server;
+      };
+      return { start };
+    }
+
+    const waitFor = async (apiUrl: string, token: string, jobId: string, stop: (f: SseFrame) => boolean) =>
+      (await readSse(await openEvents(apiUrl, token, jobId), { stopWhen: stop })).frames;
+
+    it("resumes a job from its last checkpoint after kill -9 and keeps deployments and keys", async () => {
+      const { start } = await storage();
+      const first = await start();
+      const id = await newIdentity(first.apiUrl);
+      const dataset = await uploadDataset(first.apiUrl, id);
+      const deployment = (
+        await call(first.apiUrl, "POST", `/v1/endpoints?${id.scope}`, {
+          token: id.token,
+          json: {
+            slug: `survivor-${backend}-${process.pid}`,
+            target: { kind: "base_model", baseModel: TINY_MODEL },
+          },
+        })
+      ).body.deployment;
+      const key = (
+        await call(first.apiUrl, "POST", `/v1/endpoints/${deployment.id}/keys`, {
+          token: id.token,
+          json: { label: "k" },
+        })
+      ).body.key;
+      const job = await createJob(first.apiUrl, id, dataset.id, { maxSteps: 60, saveSteps: 5 });
+      const before = await waitFor(first.apiUrl, id.token, job.id, (f) => f.event === "checkpoint.saved");
+      await first.kill9();
+
+      const second = await start();
+      const frames = await eventsUntilEnd(second.apiUrl, id.token, job.id, 120_000);
+      assert.equal(frames.at(-1)?.event, "end");
+      assert.equal(frames.at(-2)?.event, "training.completed", frames.map((f) => f.event).join(","));
+      assert.ok(frames.length > before.length);
+      const starts = frames.flatMap((f, i) => (f.event === "training.started" ? [i] : []));
+      assert.equal(starts.length, 2, "started once per run");
+      const beforeRestart = frames.slice(0, starts[1]);
+      const lastCheckpoint = beforeRestart
+        .filter((f) => f.event === "checkpoint.saved")
+        .map((f) => JSON.parse(f.data).step)
+        .at(-1);
+      const firstLogAfter = frames.slice(starts[1]).find((f) => f.event === "training.log");
+      assert.equal(
+        JSON.parse(firstLogAfter!.data).step,
+        lastCheckpoint + 1,
+        "resumed right after the checkpoint",
+      );
+      assert.equal(JSON.parse(frames.at(-2)!.data).metrics.steps, 60);
+
+      const got = await call(second.apiUrl, "GET", `/v1/endpoints/${deployment.id}`, { token: id.token });
+      assert.equal(got.status, 200);
+      const keys = await call(second.apiUrl, "GET", `/v1/endpoints/${deployment.id}/keys`, {
+        token: id.token,
+      });
+      assert.deepEqual(
+        keys.body.keys.map((k: { id: string }) => k.id),
+        [key.id],
+      );
+      const openai = new OpenAI({
+        apiKey: key.plaintext,
+        baseURL: `${second.edgeUrl}/d/${deployment.slug}/v1`,
+        maxRetries: 0,
+      });
+      const completion = await openai.chat.completions.create({
+        model: "x",
+        messages: [{ role: "user", content: "hi" }],
+        max_tokens: 2,
+      });
+      assert.equal(completion.object, "chat.completion");
+      const datasets = await call(second.apiUrl, "GET", `/v1/datasets?${id.scope}`, { token: id.token });
+      assert.equal(datasets.body.datasets.length, 1);
+    });
+
+    it("fails a job that had no checkpoint when its server was killed, with the reason", async () => {
+      const { start } = await storage();
+      const first = await start();
+      const id = await newIdentity(first.apiUrl);
+      const job = await createJob(first.apiUrl, id, (await uploadDataset(first.apiUrl, id)).id, {
+        maxSteps: 100000,
+        saveSteps: 100000,
+      });
+      await waitFor(first.apiUrl, id.token, job.id, (f) => f.event === "training.log");
+      await first.kill9();
+      const second = await start();
+      const frames = await eventsUntilEnd(second.apiUrl, id.token, job.id);
+      assert.equal(frames.at(-2)?.event, "training.failed");
+      assert.match(
+        JSON.parse(frames.at(-2)!.data).error,
+        /stopped unexpectedly before it saved a checkpoint/,
+      );
+      const got = await call(second.apiUrl, "GET", `/v1/jobs/${job.id}`, { token: id.token });
+      assert.equal(got.body.job.status, "failed");
+      assert.match(got.body.job.error, /nothing to resume from/);
+    });
+
+    it("on SIGTERM checkpoints the running job, exits 0, and resumes it on the next start", async () => {
+      const { start } = await storage();
+      const first = await start();
+      const id = await newIdentity(first.apiUrl);
+      const job = await createJob(first.apiUrl, id, (await uploadDataset(first.apiUrl, id)).id, {
+        maxSteps: 40,
+        saveSteps: 100000,
+      });
+      await waitFor(
+        first.apiUrl,
+        id.token,
+        job.id,
+        (f) => f.event === "training.log" && JSON.parse(f.data).step >= 3,
+      );
+      assert.equal(await first.stop(), 0);
+      assert.match(first.output(), /svc server: stopped/);
+
+      const second = await start();
+      const frames = await eventsUntilEnd(second.apiUrl, id.token, job.id, 120_000);
+      const events = frames.map((f) => f.event);
+      assert.equal(events.at(-2), "training.completed", events.join(","));
+      const starts = events.flatMap((e, i) => (e === "training.started" ? [i] : []));
+      assert.equal(starts.length, 2);
+      const checkpoint = frames.slice(0, starts[1]).find((f) => f.event === "checkpoint.saved");
+      assert.ok(checkpoint, "the interrupted run saved a checkpoint");
+      const step = JSON.parse(checkpoint.data).step;
+      assert.ok(step >= 3);
+      const firstLogAfter = frames.slice(starts[1]).find((f) => f.event === "training.log");
+      assert.equal(JSON.parse(firstLogAfter!.data).step, step + 1);
+    });
+  });
+}
