@@ -143,8 +143,10 @@ for (const name of shapes) {
   const model = { dir: "<random>", weights, config, tokenizer, adapter: null };
   sampleRss();
 
-  const ours = decodeAlone(weights, config, tokens);
   const generator = createGenerator(model, { maxBatch: 32, maxContext: 2048 });
+  decodeAlone(weights, config, 8); // warm-up: JIT and first-touch of the weights
+  await generatorAlone(generator, config, 8);
+  const ours = decodeAlone(weights, config, tokens);
   const oursGen = await generatorAlone(generator, config, tokens);
   const torch = withTorch ? torchDecode(shape, tokens) : null;
   const concurrentTokens = Math.max(16, Math.round(tokens / 2));

@@ -5,9 +5,12 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { isEngineError } from "./errors.js";
 import { createGenerator } from "./generate.js";
+import { loadModel } from "./load.js";
 import { loraLayersOf } from "./lora.js";
 import { LlamaGraph } from "./model.js";
+import { saveAdapter } from "./peft.js";
 import { argmax } from "./sampling.js";
+import { createRandomModel } from "./testing/random-model.js";
 import { randomLlamaWeights, randomLoraAdapter, smallTestConfig } from "./testing/random-weights.js";
 import { writeTestTokenizer } from "./testing/test-tokenizer.js";
 import { loadTokenizer } from "./tokenizer.js";
@@ -340,4 +343,45 @@ test("generate: completion is clamped to the context window ('length')", async (
   });
   assert.equal(result.finishReason, "length");
   assert.equal(result.completionTokens, 5);
+});
+
+test("generate: on a model folder loaded with a PEFT adapter folder, greedy matches model.logits", async () => {
+  const modelDir = join(dir, "model");
+  await createRandomModel(modelDir, {
+    hiddenSize: 48,
+    numHiddenLayers: 2,
+    std: 0.15,
+    embedStd: 0.3,
+    seed: 8,
+  });
+  const base = await loadModel(modelDir);
+  const adapterDir = join(dir, "adapter");
+  saveAdapter(
+    randomLoraAdapter(base.config, { r: 4, alpha: 16, targetModules: [...ALL_LORA_TARGETS] }, 9),
+    adapterDir,
+  );
+  const tuned = await loadModel(modelDir, { adapter: adapterDir });
+  const promptIds = base.tokenizer.encode(
+    base.tokenizer.applyChatTemplate(MESSAGES, { addGenerationPrompt: true }),
+  );
+  const outputs: number[][] = [];
+  for (const m of [base, tuned]) {
+    const { chunks } = await collect(createGenerator(m), {
+      messages: MESSAGES,
+      temperature: 0,
+      maxTokens: 10,
+    });
+    const ids = chunks.map((c) => c.tokenId);
+    assert.deepEqual(ids, referenceGreedy(m, promptIds, 10));
+    outputs.push(ids);
+  }
+  assert.notDeepEqual(outputs[0], outputs[1], "the adapter changes the continuation");
+  // One generator over the base model serves the adapter per request, at the same time as the base.
+  const shared = createGenerator(base);
+  const [viaBase, viaAdapter] = await Promise.all([
+    shared.complete({ messages: MESSAGES, temperature: 0, maxTokens: 10 }),
+    shared.complete({ messages: MESSAGES, temperature: 0, maxTokens: 10, adapter: tuned.adapter }),
+  ]);
+  assert.equal(viaBase.text, base.tokenizer.decode(outputs[0], { skipSpecialTokens: true }));
+  assert.equal(viaAdapter.text, base.tokenizer.decode(outputs[1], { skipSpecialTokens: true }));
 });
