@@ -85,9 +85,10 @@ static void pack_b_panel(const View& B, long p0, long kc, long j0, long nr, floa
   }
 }
 
-// C[mr, nr] (=|+=) alpha * Apanel · Bpanel over kc.
+// C[mr, nr] (=|+=) alpha * Apanel · Bpanel over kc; C(i, j) is c[i * rsc + j * csc].
 static inline void micro_kernel(long kc, const float* __restrict a, const float* __restrict b,
-                                float* c, long ldc, float alpha, bool load_c, long mr, long nr) {
+                                float* c, long rsc, long csc, float alpha, bool load_c, long mr,
+                                long nr) {
   vf acc[MR][NV];
 #pragma GCC unroll 16
   for (int i = 0; i < MR; i++)
@@ -106,12 +107,12 @@ static inline void micro_kernel(long kc, const float* __restrict a, const float*
     a += MR;
     b += NR;
   }
-  if (mr == MR && nr == NR) {
+  if (mr == MR && nr == NR && csc == 1) {
 #pragma GCC unroll 16
     for (int i = 0; i < MR; i++)
 #pragma GCC unroll 4
       for (int j = 0; j < NV; j++) {
-        float* cp = c + i * ldc + j * W;
+        float* cp = c + i * rsc + j * W;
         vf r = acc[i][j] * alpha;
         if (load_c) r += vload(cp);
         vstore(cp, r);
@@ -120,14 +121,14 @@ static inline void micro_kernel(long kc, const float* __restrict a, const float*
     for (long i = 0; i < mr; i++)
       for (long j = 0; j < nr; j++) {
         float r = acc[i][j / W][j % W] * alpha;
-        float* cp = c + i * ldc + j;
+        float* cp = c + i * rsc + j * csc;
         *cp = load_c ? *cp + r : r;
       }
   }
 }
 
-static void gemm_blocked(const View& A, const View& B, float* c, long m, long n, long k, float alpha,
-                         bool accumulate) {
+static void gemm_blocked(const View& A, const View& B, float* c, long rsc, long csc, long m, long n,
+                         long k, float alpha, bool accumulate) {
   int threads = svc_num_threads();
   if ((double)m * n * k < 2.0e5) threads = 1;
   // Row blocks: a multiple of the thread count, each at most MC_MAX tall.
@@ -159,74 +160,116 @@ static void gemm_blocked(const View& A, const View& B, float* c, long m, long n,
         for (long q = q0; q < q1; q++) {
           long jr = q * NR, nr = min_l(NR, nc - jr);
           for (long ir = 0; ir < mcb; ir += MR)
-            micro_kernel(kc, apack + ir * kc, bpack + q * NR * kc, c + (ic + ir) * n + jc + jr, n,
-                         alpha, load_c, min_l(MR, mcb - ir), nr);
+            micro_kernel(kc, apack + ir * kc, bpack + q * NR * kc,
+                         c + (ic + ir) * rsc + (jc + jr) * csc, rsc, csc, alpha, load_c,
+                         min_l(MR, mcb - ir), nr);
         }
       });
     }
   }
 }
 
-// Few rows with B stored [n, k] (a Linear layer's weight): each output is a dot
-// product along a contiguous weight row; four weight rows per step share the x loads.
-static void gemv_rows_bt(const float* x, const float* b, float* c, long m, long n, long k,
-                         float alpha, bool accumulate) {
-  long chunks = min_l(ceil_div(n, 4), svc_num_threads() * 8L);
-  if ((double)n * k < 1.0e5) chunks = 1;
-  par(chunks, [&](long t) {
-    long j0 = ceil_div(n * t / chunks, 1), j1 = n * (t + 1) / chunks;
-    long kv = k / W * W;
-    for (long j = j0; j < j1; j += 4) {
-      long nj = min_l(4, j1 - j);
-      for (long i = 0; i < m; i++) {
-        const float* xr = x + i * k;
-        vf acc[4] = {vf{}, vf{}, vf{}, vf{}};
-        for (long p = 0; p < kv; p += W) {
-          vf xv = vload(xr + p);
-          for (long jj = 0; jj < nj; jj++) acc[jj] += xv * vload(b + (j + jj) * k + p);
-        }
-        for (long jj = 0; jj < nj; jj++) {
-          float s = hsum(acc[jj]);
-          const float* br = b + (j + jj) * k;
-          for (long p = kv; p < k; p++) s += xr[p] * br[p];
-          float* cp = c + i * n + j + jj;
-          *cp = accumulate ? *cp + alpha * s : alpha * s;
-        }
-      }
+// Few rows with B stored [n, k] (a Linear layer's weight, the decode case):
+// each output is a dot product along a contiguous weight row. R weight rows are
+// streamed together against the M rows of x, so every weight is read once and
+// R*M independent accumulators hide the FMA latency.
+template <int M, int R>
+static void gemv_bt_block(const float* x, const float* b, float* c, long n, long k, long j,
+                          float alpha, bool accumulate) {
+  vf acc[M][R];
+#pragma GCC unroll 4
+  for (int i = 0; i < M; i++)
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++) acc[i][r] = vf{};
+  long kv = k / W * W;
+  for (long p = 0; p < kv; p += W) {
+    vf xv[M];
+#pragma GCC unroll 4
+    for (int i = 0; i < M; i++) xv[i] = vload(x + i * k + p);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++) {
+      // The next block's rows: each row is a short stream the hardware prefetcher
+      // ramps up on too late (prefetch never faults, so the last block may overrun).
+      __builtin_prefetch(b + (j + R + r) * k + p);
+      vf bv = vload(b + (j + r) * k + p);
+#pragma GCC unroll 4
+      for (int i = 0; i < M; i++) acc[i][r] += xv[i] * bv;
     }
-  });
+  }
+  for (int i = 0; i < M; i++)
+    for (int r = 0; r < R; r++) {
+      float s = hsum(acc[i][r]);
+      const float* br = b + (j + r) * k;
+      for (long p = kv; p < k; p++) s += x[i * k + p] * br[p];
+      float* cp = c + i * n + j + r;
+      *cp = accumulate ? *cp + alpha * s : alpha * s;
+    }
 }
 
-// Few rows with B stored [k, n]: stream B row by row, accumulating column chunks.
-static void gemv_rows_b(const float* x, const float* b, float* c, long m, long n, long k,
-                        float alpha, bool accumulate) {
+template <int M>
+static void gemv_bt(const float* x, const float* b, float* c, long n, long k, float alpha,
+                    bool accumulate) {
+  constexpr int R = M == 1 ? 8 : 4;
+  long groups = n / R;
+  long tasks = min_l(groups, svc_num_threads() * 8L);
+  if ((double)n * k < 1.0e5) tasks = 1;
+  par(tasks, [&](long t) {
+    for (long g = groups * t / tasks; g < groups * (t + 1) / tasks; g++)
+      gemv_bt_block<M, R>(x, b, c, n, k, g * R, alpha, accumulate);
+  });
+  for (long j = groups * R; j < n; j++) gemv_bt_block<M, 1>(x, b, c, n, k, j, alpha, accumulate);
+}
+
+static void gemv_rows_bt(const float* x, const float* b, float* c, long m, long n, long k,
+                         float alpha, bool accumulate) {
+  switch (m) {
+    case 1: return gemv_bt<1>(x, b, c, n, k, alpha, accumulate);
+    case 2: return gemv_bt<2>(x, b, c, n, k, alpha, accumulate);
+    case 3: return gemv_bt<3>(x, b, c, n, k, alpha, accumulate);
+    default: return gemv_bt<4>(x, b, c, n, k, alpha, accumulate);
+  }
+}
+
+// Few rows with B stored [k, n]: stream B row by row, each task owning a range
+// of CW-wide column chunks and accumulating all M rows of x at once.
+template <int M>
+static void gemv_b(const float* x, const float* b, float* c, long n, long k, float alpha,
+                   bool accumulate) {
   constexpr long CW = 4 * W;
   long nchunks = ceil_div(n, CW);
   long tasks = min_l(nchunks, svc_num_threads() * 4L);
   if ((double)n * k < 1.0e5) tasks = 1;
   par(tasks, [&](long t) {
-    long c0 = nchunks * t / tasks, c1 = nchunks * (t + 1) / tasks;
-    for (long ch = c0; ch < c1; ch++) {
+    for (long ch = nchunks * t / tasks; ch < nchunks * (t + 1) / tasks; ch++) {
       long j0 = ch * CW, nj = min_l(CW, n - j0);
-      for (long i = 0; i < m; i++) {
-        const float* xr = x + i * k;
-        if (nj == CW) {
-          vf acc[4] = {vf{}, vf{}, vf{}, vf{}};
-          for (long p = 0; p < k; p++) {
-            vf xv = vset1(xr[p]);
-            const float* br = b + p * n + j0;
-            for (int v = 0; v < 4; v++) acc[v] += xv * vload(br + v * W);
+      if (nj == CW) {
+        vf acc[M][4];
+#pragma GCC unroll 4
+        for (int i = 0; i < M; i++)
+#pragma GCC unroll 4
+          for (int v = 0; v < 4; v++) acc[i][v] = vf{};
+        for (long p = 0; p < k; p++) {
+          const float* br = b + p * n + j0;
+          vf bv[4] = {vload(br), vload(br + W), vload(br + 2 * W), vload(br + 3 * W)};
+#pragma GCC unroll 4
+          for (int i = 0; i < M; i++) {
+            vf xv = vset1(x[i * k + p]);
+#pragma GCC unroll 4
+            for (int v = 0; v < 4; v++) acc[i][v] += xv * bv[v];
           }
+        }
+        for (int i = 0; i < M; i++)
           for (int v = 0; v < 4; v++) {
             float* cp = c + i * n + j0 + v * W;
-            vf r = acc[v] * alpha;
+            vf r = acc[i][v] * alpha;
             if (accumulate) r += vload(cp);
             vstore(cp, r);
           }
-        } else {
+      } else {
+        for (int i = 0; i < M; i++) {
           float acc[CW] = {};
           for (long p = 0; p < k; p++)
-            for (long j = 0; j < nj; j++) acc[j] += xr[p] * b[p * n + j0 + j];
+            for (long j = 0; j < nj; j++) acc[j] += x[i * k + p] * b[p * n + j0 + j];
           for (long j = 0; j < nj; j++) {
             float* cp = c + i * n + j0 + j;
             *cp = accumulate ? *cp + alpha * acc[j] : alpha * acc[j];
@@ -235,6 +278,16 @@ static void gemv_rows_b(const float* x, const float* b, float* c, long m, long n
       }
     }
   });
+}
+
+static void gemv_rows_b(const float* x, const float* b, float* c, long m, long n, long k,
+                        float alpha, bool accumulate) {
+  switch (m) {
+    case 1: return gemv_b<1>(x, b, c, n, k, alpha, accumulate);
+    case 2: return gemv_b<2>(x, b, c, n, k, alpha, accumulate);
+    case 3: return gemv_b<3>(x, b, c, n, k, alpha, accumulate);
+    default: return gemv_b<4>(x, b, c, n, k, alpha, accumulate);
+  }
 }
 
 static void matmul(const float* a, const float* b, float* c, long m, long n, long k, bool transA,
@@ -259,5 +312,11 @@ static void matmul(const float* a, const float* b, float* c, long m, long n, lon
   }
   View A = transA ? View{a, 1, m} : View{a, k, 1};
   View B = transB ? View{b, 1, k} : View{b, n, 1};
-  gemm_blocked(A, B, c, m, n, k, alpha, accumulate);
+  // Narrow C (LoRA's rank-16 outputs): fewer padded lanes computing Cᵀ = op(B)ᵀ·op(A)ᵀ,
+  // so n runs along the MR-tall side of the register tile.
+  if (n < NR && m >= NR && ceil_div(n, MR) * MR < NR) {
+    gemm_blocked(View{B.p, B.cs, B.rs}, View{A.p, A.cs, A.rs}, c, 1, n, n, m, k, alpha, accumulate);
+    return;
+  }
+  gemm_blocked(A, B, c, n, 1, m, n, k, alpha, accumulate);
 }

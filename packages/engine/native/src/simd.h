@@ -32,15 +32,31 @@ static inline vf vset1(float x) {
 static inline vf vmax(vf a, vf b) { return a > b ? a : b; }
 static inline vf vmin(vf a, vf b) { return a < b ? a : b; }
 
+// Horizontal reductions as a shuffle tree (log2(W) steps), not a serial lane loop.
+#if SVC_VEC_BYTES == 64
+#define SVC_TREE(op)                                                                            \
+  v = op(v, __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7)); \
+  v = op(v, __builtin_shufflevector(v, v, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11)); \
+  v = op(v, __builtin_shufflevector(v, v, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13)); \
+  v = op(v, __builtin_shufflevector(v, v, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14));
+#elif SVC_VEC_BYTES == 32
+#define SVC_TREE(op)                                                      \
+  v = op(v, __builtin_shufflevector(v, v, 4, 5, 6, 7, 0, 1, 2, 3));       \
+  v = op(v, __builtin_shufflevector(v, v, 2, 3, 0, 1, 6, 7, 4, 5));       \
+  v = op(v, __builtin_shufflevector(v, v, 1, 0, 3, 2, 5, 4, 7, 6));
+#else
+#define SVC_TREE(op)                                         \
+  v = op(v, __builtin_shufflevector(v, v, 2, 3, 0, 1));      \
+  v = op(v, __builtin_shufflevector(v, v, 1, 0, 3, 2));
+#endif
+static inline vf vadd(vf a, vf b) { return a + b; }
 static inline float hsum(vf v) {
-  float s = 0.f;
-  for (int i = 0; i < W; i++) s += v[i];
-  return s;
+  SVC_TREE(vadd)
+  return v[0];
 }
 static inline float hmax(vf v) {
-  float m = v[0];
-  for (int i = 1; i < W; i++) m = v[i] > m ? v[i] : m;
-  return m;
+  SVC_TREE(vmax)
+  return v[0];
 }
 
 // exp(x) for float lanes: x = n*ln2 + r, |r| <= ln2/2, 2^n built in the exponent
