@@ -22,11 +22,13 @@ import {
 } from "./studio-process.js";
 
 const MAX_STEPS = 12;
-const source = (name: string) =>
+const source = (name: string, extra = "") =>
   TRAINER_SOURCE.replace('"svc/pico-llama"', `"${TEST_MODEL}" as "svc/pico-llama"`)
     .replace('name: "support-bot"', `name: "${name}"`)
     .replace("maxSteps: 12", `maxSteps: ${MAX_STEPS}`)
-    .replace("seed: 1,", 'seed: 1,\n  evalDataset: { type: "file", path: "data/train.jsonl" },');
+    .replace("seed: 1,", `seed: 1,\n  evalDataset: { type: "file", path: "data/train.jsonl" },${extra}`);
+/** Truncating every example to 2 tokens leaves nothing to train on: the run fails with training.failed. */
+const FAILING = "\n  lora: { r: 4, alpha: 8, maxLength: 2 },";
 
 async function until<T>(
   what: string,
@@ -162,9 +164,9 @@ describe("Studio in a browser against svc server", { skip: chromiumMissing, time
     await page.unroute("**/api/jobs/*/events*");
   });
 
-  test("Jobs: list, search on name or id, one status chip at a time", async () => {
-    // A second run with another trainer name, started through the API.
-    await writeFile(join(studio.projectDir, "src", "svc", "index.ts"), source("triage-bot"));
+  test("Jobs: list, search on name or id, one status chip at a time; a failed run's red banner", async () => {
+    // A second run with another trainer name, started through the API, that fails.
+    await writeFile(join(studio.projectDir, "src", "svc", "index.ts"), source("triage-bot", FAILING));
     await studioFetch(studio, "/api/manifest");
     const res = await studioFetch(studio, "/api/train", { method: "POST" });
     const secondId = res.headers.get("X-Svc-Job-Id");
@@ -186,10 +188,22 @@ describe("Studio in a browser against svc server", { skip: chromiumMissing, time
     await search.fill("no-such-job");
     assert.equal(await page.getByTestId("jobs-empty").textContent(), "No matches");
     await search.fill("");
-    await page.getByRole("button", { name: "Failed" }).click();
+    await page.getByRole("button", { name: "Running" }).click();
     assert.equal(await page.getByTestId("jobs-empty").textContent(), "No matches");
+    await page.getByRole("button", { name: "Failed" }).click();
+    await until(
+      "the failed row",
+      async () =>
+        (await rows
+          .first()
+          .getAttribute("data-job-id")
+          .catch(() => null)) === secondId,
+    );
+    assert.equal(await rows.count(), 1);
+    assert.equal(await rows.first().locator(".badge").getAttribute("class"), "badge status-failed");
     await page.getByRole("button", { name: "Completed" }).click();
-    assert.equal(await rows.count(), 2);
+    assert.equal(await rows.count(), 1);
+    assert.equal(await rows.first().getAttribute("data-job-id"), firstJobId);
     assert.equal(await page.getByRole("button", { name: "Completed" }).getAttribute("aria-pressed"), "true");
     assert.equal(await page.getByRole("button", { name: "Failed" }).getAttribute("aria-pressed"), "false");
     const link = rows.first().locator("a");
@@ -198,14 +212,28 @@ describe("Studio in a browser against svc server", { skip: chromiumMissing, time
       await rows.first().locator("td.mono").textContent(),
       await rows.first().getAttribute("data-job-id"),
     );
+    await page.getByRole("button", { name: "All" }).click();
     await maybeScreenshot(page, "jobs");
+
+    // The failed job's detail: the error in the log and, in red, above the chart.
+    await page.goto(`http://localhost:${studio.port}/#/jobs/${secondId}`);
+    const banner = page.getByTestId("failure-banner");
+    await banner.waitFor();
+    const error = (await banner.textContent()) ?? "";
+    assert.match(error, /maxLength 2/);
+    assert.equal(await page.locator(".event-training-failed .event-message").textContent(), error);
+    assert.equal(
+      await page.getByTestId("chart-placeholder").textContent(),
+      "Waiting for training.log events…",
+    );
+    await maybeScreenshot(page, "job-failed");
   });
 
   test("Playground: a streamed reply from the job's final adapter and from the base model", async () => {
     const { page } = browser;
     await page.goto(`http://localhost:${studio.port}/#/playground`);
     const model = page.getByTestId("pg-model");
-    await until("model options", async () => (await model.locator("option").count()) >= 3);
+    await until("model options", async () => (await model.locator("option").count()) >= 2);
     await model.selectOption(`job:${firstJobId}`);
     await page
       .getByTestId("pg-checkpoint")
