@@ -41,6 +41,7 @@ interface LayerActivations {
   gate: Float32Array; // [N,F] pre-activation
   up: Float32Array; // [N,F]
   xa: Partial<Record<LoraTarget, Float32Array>>; // [N,r] x·Aᵀ per adapted projection
+  aStack: Partial<Record<LoraTarget, Float32Array>>; // [g*r,in] stacked A factors, keyed by the group's first
 }
 
 // Per-op timings, enabled with SVC_ENGINE_PROFILE=1 (printed by the benchmark).
@@ -58,6 +59,12 @@ function tock(label: string, start: number): void {
 }
 
 const LOGIT_CHUNK_FLOATS = 1 << 23; // 32 MB of logits per LM-head chunk
+
+// Projections grouped by the input they read (their LoRA x·Aᵀ is one matmul per group).
+const QKV: readonly LoraTarget[] = ["q_proj", "k_proj", "v_proj"];
+const O: readonly LoraTarget[] = ["o_proj"];
+const GATE_UP: readonly LoraTarget[] = ["gate_proj", "up_proj"];
+const DOWN: readonly LoraTarget[] = ["down_proj"];
 
 export class LlamaGraph {
   readonly config: LlamaConfig;
@@ -87,6 +94,9 @@ export class LlamaGraph {
   private dk!: Float32Array; // [N,K]
   private dv!: Float32Array; // [N,K]
   private dxa!: Float32Array; // [N,r]
+  private xaGroup!: Float32Array; // [N,3r] x·Aᵀ of a projection group
+  private dxaGroup!: Float32Array; // [N,3r]
+  private dAGroup!: Float32Array; // [3r,C] stacked A gradients of a group
   private headRows!: Float32Array; // [chunk,C] gathered rows for the LM head
   private headTargets!: Int32Array; // [chunk]
   private logitChunk!: Float32Array; // [chunk,V]
@@ -137,6 +147,7 @@ export class LlamaGraph {
           gate: new Float32Array(N * F),
           up: new Float32Array(N * F),
           xa: {},
+          aStack: {},
         });
       }
       this.xaRank = 0;
@@ -166,6 +177,9 @@ export class LlamaGraph {
       this.xaRank = r;
       for (const a of this.acts) a.xa = {};
       this.dxa = new Float32Array(this.rows * r);
+      this.xaGroup = new Float32Array(this.rows * 3 * r);
+      this.dxaGroup = new Float32Array(this.rows * 3 * r);
+      this.dAGroup = new Float32Array(3 * r * this.config.hiddenSize);
     }
   }
 
@@ -181,68 +195,172 @@ export class LlamaGraph {
 
   // ------------------------------------------------------------------ projections
 
-  /** y[N,out] (+)= x[N,in]·Wᵀ + scale·(x·Aᵀ)·Bᵀ; x·Aᵀ is kept in xa for the backward pass. */
-  private linearForward(
+  /** y[N,out] (+)= x[N,in]·Wᵀ: a frozen base projection. */
+  private baseForward(
     x: Float32Array,
     w: Float32Array,
     y: Float32Array,
     N: number,
     out: number,
     inDim: number,
-    lora: LoraLayers | null,
-    layer: number,
     target: LoraTarget,
     accumulate = false,
   ): void {
-    const k = this.kern;
-    let t = tick();
-    k.matmul(x, w, y, N, out, inDim, false, true, accumulate);
+    const t = tick();
+    this.kern.matmul(x, w, y, N, out, inDim, false, true, accumulate);
     tock(`fwd.matmul.${target}`, t);
-    const pair = lora?.layers[layer][target];
-    if (!lora || !pair) return;
-    t = tick();
-    const xa = this.xaBuffer(layer, target);
-    k.matmul(x, pair.a, xa, N, lora.r, inDim, false, true, false);
-    k.matmul(xa, pair.b, y, N, out, lora.r, false, true, true, lora.scale);
+  }
+
+  /** dx[N,in] (+)= dy[N,out]·W: the input gradient of a frozen projection (W gets none). */
+  private baseBackward(
+    dy: Float32Array,
+    w: Float32Array,
+    dx: Float32Array,
+    N: number,
+    out: number,
+    inDim: number,
+    target: LoraTarget,
+    accumulate: boolean,
+  ): void {
+    const t = tick();
+    this.kern.matmul(dy, w, dx, N, inDim, out, false, false, accumulate);
+    tock(`bwd.matmul.${target}`, t);
+  }
+
+  /** The adapted projections of a group (those the adapter targets), with their A·B factors. */
+  private present(lora: LoraLayers | null, layer: number, targets: readonly LoraTarget[]): number[] {
+    const out: number[] = [];
+    if (!lora) return out;
+    for (let i = 0; i < targets.length; i++) if (lora.layers[layer][targets[i]]) out.push(i);
+    return out;
+  }
+
+  /**
+   * The A factors of g projections that read the same input, stacked [g*r, in],
+   * so x·Aᵀ for the whole group is one matmul (kept per layer for the backward pass).
+   */
+  private stackedA(
+    lora: LoraLayers,
+    layer: number,
+    targets: readonly LoraTarget[],
+    idx: number[],
+    inDim: number,
+  ) {
+    if (idx.length === 1) return (lora.layers[layer][targets[idx[0]]] as LoraPair).a;
+    const key = targets[idx[0]];
+    const size = idx.length * lora.r * inDim;
+    const acts = this.acts[layer];
+    let stack = acts.aStack[key];
+    if (!stack || stack.length !== size) {
+      stack = new Float32Array(size);
+      acts.aStack[key] = stack;
+    }
+    for (const [j, i] of idx.entries())
+      stack.set((lora.layers[layer][targets[i]] as LoraPair).a, j * lora.r * inDim);
+    return stack;
+  }
+
+  /**
+   * LoRA of projections that all read x[N,in]: ys[i] += scale·(x·A_iᵀ)·B_iᵀ.
+   * x·Aᵀ of the group is one matmul [N, g*r]; each projection's [N,r] slice
+   * is kept in its xa buffer for the backward pass.
+   */
+  private loraForward(
+    x: Float32Array,
+    N: number,
+    inDim: number,
+    lora: LoraLayers | null,
+    layer: number,
+    targets: readonly LoraTarget[],
+    ys: Float32Array[],
+    outs: number[],
+  ): void {
+    const idx = this.present(lora, layer, targets);
+    if (!lora || idx.length === 0) return;
+    const t = tick();
+    const k = this.kern;
+    const r = lora.r;
+    const g = idx.length;
+    const gr = g * r;
+    const a = this.stackedA(lora, layer, targets, idx, inDim);
+    const xaGroup = g === 1 ? this.xaBuffer(layer, targets[idx[0]]) : this.xaGroup;
+    k.matmul(x, a, xaGroup, N, gr, inDim, false, true, false); // [N, g*r]
+    for (let j = 0; j < g; j++) {
+      const target = targets[idx[j]];
+      const xa = this.xaBuffer(layer, target);
+      if (g > 1) {
+        for (let n = 0; n < N; n++) {
+          const src = n * gr + j * r;
+          for (let c = 0; c < r; c++) xa[n * r + c] = xaGroup[src + c];
+        }
+      }
+      const pair = lora.layers[layer][target] as LoraPair;
+      k.matmul(xa, pair.b, ys[idx[j]], N, outs[idx[j]], r, false, true, true, lora.scale);
+    }
     tock("fwd.lora", t);
   }
 
   /**
-   * Given dy[N,out]: accumulates the LoRA gradients dB += scale·dyᵀ·xa and
-   * dA += (scale·dy·B)ᵀ·x, and (when dx is given) writes or accumulates
-   * dx[N,in] = dy·W + (scale·dy·B)·A. W itself gets no gradient.
+   * Backward of loraForward given dys[i] = d(ys[i]): accumulates dB_i +=
+   * scale·dy_iᵀ·xa_i and dA_i += dxa_iᵀ·x with dxa_i = scale·dy_i·B_i, and
+   * when dx is given, dx += dxa·A_stacked (one matmul for the group).
    */
-  private linearBackward(
-    dy: Float32Array,
+  private loraBackward(
     x: Float32Array,
-    w: Float32Array,
-    dx: Float32Array | null,
-    accumulate: boolean,
     N: number,
-    out: number,
     inDim: number,
     lora: LoraLayers | null,
     grads: LoraLayers | null,
     layer: number,
-    target: LoraTarget,
+    targets: readonly LoraTarget[],
+    dys: Float32Array[],
+    outs: number[],
+    dx: Float32Array | null,
   ): void {
-    const k = this.kern;
-    const pair = lora?.layers[layer][target];
-    const gradPair = grads?.layers[layer][target] as LoraPair | undefined;
-    if (lora && pair && gradPair) {
-      const t = tick();
-      const r = lora.r;
-      const xa = this.xaBuffer(layer, target);
-      k.matmul(dy, xa, gradPair.b, out, r, N, true, false, true, lora.scale); // dB[out,r]
-      k.matmul(dy, pair.b, this.dxa, N, r, out, false, false, false, lora.scale); // dxa[N,r]
-      k.matmul(this.dxa, x, gradPair.a, r, inDim, N, true, false, true); // dA[r,in]
-      tock("bwd.lora", t);
-    }
-    if (!dx) return;
+    const idx = this.present(lora, layer, targets);
+    if (!lora || !grads || idx.length === 0) return;
     const t = tick();
-    k.matmul(dy, w, dx, N, inDim, out, false, false, accumulate);
-    tock(`bwd.matmul.${target}`, t);
-    if (lora && pair && gradPair) k.matmul(this.dxa, pair.a, dx, N, inDim, lora.r, false, false, true);
+    const k = this.kern;
+    const r = lora.r;
+    const g = idx.length;
+    const gr = g * r;
+    const dxaGroup = g === 1 ? this.dxa : this.dxaGroup;
+    for (let j = 0; j < g; j++) {
+      const target = targets[idx[j]];
+      const pair = lora.layers[layer][target] as LoraPair;
+      const gradPair = grads.layers[layer][target] as LoraPair;
+      const dy = dys[idx[j]];
+      const out = outs[idx[j]];
+      k.matmul(dy, this.xaBuffer(layer, target), gradPair.b, out, r, N, true, false, true, lora.scale); // dB[out,r]
+      k.matmul(dy, pair.b, this.dxa, N, r, out, false, false, false, lora.scale); // dxa[N,r]
+      if (g > 1) {
+        const dxa = this.dxa;
+        for (let n = 0; n < N; n++) {
+          const dst = n * gr + j * r;
+          for (let c = 0; c < r; c++) dxaGroup[dst + c] = dxa[n * r + c];
+        }
+      }
+    }
+    if (g === 1) {
+      const gradA = (grads.layers[layer][targets[idx[0]]] as LoraPair).a;
+      k.matmul(dxaGroup, x, gradA, r, inDim, N, true, false, true); // dA[r,in]
+    } else {
+      const dA = this.dAGroup;
+      k.matmul(dxaGroup, x, dA, gr, inDim, N, true, false, false); // [g*r, in]
+      for (let j = 0; j < g; j++) {
+        const gradA = (grads.layers[layer][targets[idx[j]]] as LoraPair).a;
+        const off = j * r * inDim;
+        for (let i = 0; i < r * inDim; i++) gradA[i] += dA[off + i];
+      }
+    }
+    if (dx) {
+      const a =
+        g === 1
+          ? (lora.layers[layer][targets[idx[0]]] as LoraPair).a
+          : this.acts[layer].aStack[targets[idx[0]]];
+      k.matmul(dxaGroup, a as Float32Array, dx, N, inDim, gr, false, false, true);
+    }
+    tock("bwd.lora", t);
   }
 
   // ------------------------------------------------------------------ forward
@@ -283,9 +401,10 @@ export class LlamaGraph {
       t0 = tick();
       k.rmsnormForward(a.resid, lw.inputNorm, ln, a.rstd1, N, C, cfg.rmsNormEps);
       tock("fwd.rmsnorm", t0);
-      this.linearForward(ln, lw.q, a.q, N, Q, C, lora, l, "q_proj");
-      this.linearForward(ln, lw.k, a.k, N, K, C, lora, l, "k_proj");
-      this.linearForward(ln, lw.v, a.v, N, K, C, lora, l, "v_proj");
+      this.baseForward(ln, lw.q, a.q, N, Q, C, "q_proj");
+      this.baseForward(ln, lw.k, a.k, N, K, C, "k_proj");
+      this.baseForward(ln, lw.v, a.v, N, K, C, "v_proj");
+      this.loraForward(ln, N, C, lora, l, QKV, [a.q, a.k, a.v], [Q, K, K]);
       t0 = tick();
       k.rope(a.q, this.ropeCos, this.ropeSin, this.positions, N, Hq, D, false);
       k.rope(a.k, this.ropeCos, this.ropeSin, this.positions, N, Hkv, D, false);
@@ -316,19 +435,22 @@ export class LlamaGraph {
       // the residual add rides on the matmul: xmid = resid, then xmid += att·Woᵀ
       const xmid = a.xmid;
       xmid.set(a.resid.subarray(0, N * C));
-      this.linearForward(a.att, lw.o, xmid, N, C, Q, lora, l, "o_proj", true);
+      this.baseForward(a.att, lw.o, xmid, N, C, Q, "o_proj", true);
+      this.loraForward(a.att, N, Q, lora, l, O, [xmid], [C]);
 
       // MLP block: ln2 = rmsnorm(xmid); down(silu(gate(ln2)) * up(ln2))
       t0 = tick();
       k.rmsnormForward(xmid, lw.postNorm, ln, a.rstd2, N, C, cfg.rmsNormEps);
       tock("fwd.rmsnorm", t0);
-      this.linearForward(ln, lw.gate, a.gate, N, F, C, lora, l, "gate_proj");
-      this.linearForward(ln, lw.up, a.up, N, F, C, lora, l, "up_proj");
+      this.baseForward(ln, lw.gate, a.gate, N, F, C, "gate_proj");
+      this.baseForward(ln, lw.up, a.up, N, F, C, "up_proj");
+      this.loraForward(ln, N, C, lora, l, GATE_UP, [a.gate, a.up], [F, F]);
       t0 = tick();
       k.swigluForward(a.gate, a.up, this.act, N * F);
       tock("fwd.swiglu", t0);
       next.set(xmid.subarray(0, N * C));
-      this.linearForward(this.act, lw.down, next, N, C, F, lora, l, "down_proj", true);
+      this.baseForward(this.act, lw.down, next, N, C, F, "down_proj", true);
+      this.loraForward(this.act, N, F, lora, l, DOWN, [next], [C]);
     }
     t0 = tick();
     k.rmsnormForward(this.final, w.finalNorm, this.xf, this.rstdf, N, C, cfg.rmsNormEps);
@@ -433,22 +555,25 @@ export class LlamaGraph {
       t0 = tick();
       k.swigluForward(a.gate, a.up, this.act, N * F); // recompute the down projection's input
       tock("bwd.recompute", t0);
-      this.linearBackward(dres, this.act, lw.down, this.dact, false, N, C, F, lora, grads, l, "down_proj");
+      this.baseBackward(dres, lw.down, this.dact, N, C, F, "down_proj", false);
+      this.loraBackward(this.act, N, F, lora, grads, l, DOWN, [dres], [C], this.dact);
       t0 = tick();
       k.swigluBackward(this.dact, a.gate, a.up, this.dgate, this.dup, N * F);
       tock("bwd.swiglu", t0);
       t0 = tick();
       k.rmsnormForward(a.xmid, lw.postNorm, ln, dtmp, N, C, cfg.rmsNormEps); // recompute ln2 (dtmp: throwaway rstd)
       tock("bwd.recompute", t0);
-      this.linearBackward(this.dgate, ln, lw.gate, dln, false, N, F, C, lora, grads, l, "gate_proj");
-      this.linearBackward(this.dup, ln, lw.up, dln, true, N, F, C, lora, grads, l, "up_proj");
+      this.baseBackward(this.dgate, lw.gate, dln, N, F, C, "gate_proj", false);
+      this.baseBackward(this.dup, lw.up, dln, N, F, C, "up_proj", true);
+      this.loraBackward(ln, N, C, lora, grads, l, GATE_UP, [this.dgate, this.dup], [F, F], dln);
       t0 = tick();
       k.rmsnormBackward(dln, a.xmid, lw.postNorm, a.rstd2, dtmp, null, N, C);
       for (let i = 0; i < N * C; i++) dxmid[i] = dres[i] + dtmp[i];
       tock("bwd.rmsnorm", t0);
 
       // attention block. dxmid = d(residual after attention).
-      this.linearBackward(dxmid, a.att, lw.o, this.datt, false, N, C, Q, lora, grads, l, "o_proj");
+      this.baseBackward(dxmid, lw.o, this.datt, N, C, Q, "o_proj", false);
+      this.loraBackward(a.att, N, Q, lora, grads, l, O, [dxmid], [C], this.datt);
       t0 = tick();
       for (let b = 0; b < B; b++) {
         const len = lengths[b];
@@ -484,10 +609,13 @@ export class LlamaGraph {
       t0 = tick();
       k.rmsnormForward(a.resid, lw.inputNorm, ln, dtmp, N, C, cfg.rmsNormEps); // recompute ln1
       tock("bwd.recompute", t0);
-      const dIn = needInputGrad ? dln : null;
-      this.linearBackward(this.dq, ln, lw.q, dIn, false, N, Q, C, lora, grads, l, "q_proj");
-      this.linearBackward(this.dk, ln, lw.k, dIn, true, N, K, C, lora, grads, l, "k_proj");
-      this.linearBackward(this.dv, ln, lw.v, dIn, true, N, K, C, lora, grads, l, "v_proj");
+      if (needInputGrad) {
+        this.baseBackward(this.dq, lw.q, dln, N, Q, C, "q_proj", false);
+        this.baseBackward(this.dk, lw.k, dln, N, K, C, "k_proj", true);
+        this.baseBackward(this.dv, lw.v, dln, N, K, C, "v_proj", true);
+      }
+      const dqkv = [this.dq, this.dk, this.dv];
+      this.loraBackward(ln, N, C, lora, grads, l, QKV, dqkv, [Q, K, K], needInputGrad ? dln : null);
       if (!needInputGrad) break;
       t0 = tick();
       k.rmsnormBackward(dln, a.resid, lw.inputNorm, a.rstd1, dtmp, null, N, C);
