@@ -1,11 +1,14 @@
-// Builds the engine's native kernels addon (packages/engine/native) with
-// node-gyp, offline: Node's headers come from the system (/usr/include/node)
-// when present, so nothing is downloaded. Exits non-zero when the addon does not
-// build; the root build only warns then, and the engine uses its portable kernels.
+// Builds the engine's kernels from packages/engine/native, offline:
+// - the native addon with node-gyp (Node's headers from /usr/include/node when
+//   present, so nothing is downloaded);
+// - the WebAssembly SIMD module of the portable kernels with clang + wasm-ld,
+//   when they exist (without them the portable kernels run as plain JS).
+// Exits non-zero when the addon does not build; the root build only warns then,
+// and the engine uses its portable kernels.
 //
 //   node packages/engine/scripts/build-native.mjs [--rebuild]
 import { spawnSync } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, mkdirSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -36,6 +39,43 @@ function nodeGyp(gyp, args) {
   return r.status === 0;
 }
 
+function buildWasm() {
+  const clang = ["clang++", "clang++-16", "clang++-15", "clang++-14"].find(
+    (c) => spawnSync(c, ["--version"], { stdio: "ignore" }).status === 0,
+  );
+  if (!clang) {
+    console.warn("build-native: clang++ not found; the portable kernels will run as plain JS");
+    return;
+  }
+  const outDir = join(nativeDir, "build/wasm");
+  mkdirSync(outDir, { recursive: true });
+  // No libc: the module imports nothing; memory grows from __heap_base.
+  const flags = [
+    "--target=wasm32",
+    "-std=c++17",
+    "-O3",
+    "-msimd128",
+    "-mbulk-memory",
+    "-fno-exceptions",
+    "-fno-rtti",
+    "-ffreestanding",
+    "-nostdlib",
+    "-fno-math-errno",
+    "-Wl,--no-entry",
+    "-Wl,--strip-all",
+  ];
+  const out = join(outDir, "svc_kernels.wasm");
+  const r = spawnSync(clang, [...flags, "-o", out, join(nativeDir, "src/wasm_main.cc")], {
+    stdio: "inherit",
+  });
+  if (r.status === 0) console.log("build-native: built packages/engine/native/build/wasm/svc_kernels.wasm");
+  else
+    console.warn(
+      "build-native: the WebAssembly kernels did not build (is wasm-ld installed?); the portable kernels will run as plain JS",
+    );
+}
+
+buildWasm();
 const gyp = findNodeGyp();
 if (!gyp) {
   console.warn("build-native: node-gyp not found (install it or npm); skipping the native kernels");

@@ -1,0 +1,117 @@
+// The portable kernels' WebAssembly build: the same kernel sources as the
+// addon at 128-bit width (wasm simd128), single-threaded, no libc. The JS side
+// (src/kernels/portable-wasm.ts) copies arguments into linear memory obtained
+// from svc_io, calls a kernel, and copies the outputs back.
+#include "kernel_table.h"
+#include "runtime.h"
+
+extern unsigned char __heap_base;
+
+namespace {
+
+unsigned long heap_top = 0;
+
+// Bump allocation from the end of linear memory, growing it as needed. Blocks
+// are never freed: scratch and I/O regions only grow (by doubling), so what is
+// left behind stays within twice the largest request.
+void* grab(unsigned long bytes) {
+  if (heap_top == 0) heap_top = (unsigned long)&__heap_base;
+  heap_top = (heap_top + 63) & ~63ul;
+  unsigned long end = heap_top + bytes;
+  unsigned long have = __builtin_wasm_memory_size(0) * 65536ul;
+  if (end > have) {
+    unsigned long pages = (end - have + 65535) / 65536;
+    if (__builtin_wasm_memory_grow(0, pages) == (unsigned long)-1) __builtin_trap();
+  }
+  void* p = (void*)heap_top;
+  heap_top = end;
+  return p;
+}
+
+struct Block {
+  void* p = nullptr;
+  unsigned long cap = 0;
+  void* reserve(unsigned long bytes) {
+    if (bytes > cap) {
+      cap = bytes > cap * 2 ? bytes : cap * 2;
+      p = grab(cap);
+    }
+    return p;
+  }
+};
+
+Block scratch_blocks[4];
+Block io_block;
+
+}  // namespace
+
+void svc_parallel_for(long n, svc_task_fn fn, const void* ctx) {
+  for (long i = 0; i < n; i++) fn(ctx, i);
+}
+int svc_num_threads() { return 1; }
+float* svc_scratch(int slot, size_t n) {
+  return static_cast<float*>(scratch_blocks[slot].reserve((unsigned long)n * 4 + 64));
+}
+
+namespace svc_wasm {
+#define SVC_VEC_BYTES 16
+#define SVC_ISA_NAME "wasm-simd"
+#include "isa_unit.h"
+}  // namespace svc_wasm
+
+#define EXPORT(name) extern "C" __attribute__((export_name(#name)))
+using svc_wasm::kTable;
+
+/** A 64-byte aligned region of at least `bytes` for one call's arguments (reused). */
+EXPORT(svc_io) void* svc_io(unsigned long bytes) { return io_block.reserve(bytes); }
+
+EXPORT(matmul)
+void matmul(const float* a, const float* b, float* c, long m, long n, long k, int ta, int tb,
+            int acc, float alpha) {
+  kTable.matmul(a, b, c, m, n, k, ta, tb, acc, alpha);
+}
+EXPORT(rmsnorm_forward)
+void rmsnorm_forward(const float* x, const float* w, float* y, float* rstd, long rows, long dim,
+                     float eps) {
+  kTable.rmsnorm_forward(x, w, y, rstd, rows, dim, eps);
+}
+EXPORT(rmsnorm_backward)
+void rmsnorm_backward(const float* dy, const float* x, const float* w, const float* rstd, float* dx,
+                      float* dw, long rows, long dim) {
+  kTable.rmsnorm_backward(dy, x, w, rstd, dx, dw, rows, dim);
+}
+EXPORT(rope)
+void rope(float* x, const float* cos, const float* sin, const int* pos, long T, long nHeads,
+          long headDim, int inverse) {
+  kTable.rope(x, cos, sin, pos, T, nHeads, headDim, inverse);
+}
+EXPORT(swiglu_forward)
+void swiglu_forward(const float* gate, const float* up, float* out, long n) {
+  kTable.swiglu_forward(gate, up, out, n);
+}
+EXPORT(swiglu_backward)
+void swiglu_backward(const float* dOut, const float* gate, const float* up, float* dGate, float* dUp,
+                     long n) {
+  kTable.swiglu_backward(dOut, gate, up, dGate, dUp, n);
+}
+EXPORT(attention_forward)
+void attention_forward(const float* q, const float* k, const float* v, float* out, float* lse, long T,
+                       long S, long nHeads, long nKv, long headDim, float scale, long kvStride) {
+  kTable.attention_forward(q, k, v, out, lse, T, S, nHeads, nKv, headDim, scale, kvStride);
+}
+EXPORT(attention_backward)
+void attention_backward(const float* dOut, const float* q, const float* k, const float* v,
+                        const float* out, const float* lse, float* dq, float* dk, float* dv, long T,
+                        long nHeads, long nKv, long headDim, float scale) {
+  kTable.attention_backward(dOut, q, k, v, out, lse, dq, dk, dv, T, nHeads, nKv, headDim, scale);
+}
+EXPORT(cross_entropy)
+double cross_entropy(const float* logits, const int* targets, long rows, long vocab, float* dLogits,
+                     float gradScale) {
+  return kTable.cross_entropy(logits, targets, rows, vocab, dLogits, gradScale);
+}
+EXPORT(adamw)
+void adamw(float* p, const float* g, float* m, float* v, long n, float lr, float beta1, float beta2,
+           float eps, float weightDecay, float bc1, float bc2) {
+  kTable.adamw(p, g, m, v, n, lr, beta1, beta2, eps, weightDecay, bc1, bc2);
+}

@@ -1,0 +1,317 @@
+// The kernels in plain JavaScript: what runs when neither the native addon nor
+// the WebAssembly build is available. Same algorithms as the native code, with
+// float64 accumulators and scratch arrays reused across calls; arguments are
+// checked by the caller (validate.ts).
+import type { Kernels } from "./types.js";
+
+let scratchA: Float32Array = new Float32Array(0);
+let scratchB: Float32Array = new Float32Array(0);
+let scratchF64 = new Float64Array(0);
+
+function growF32(buf: Float32Array, n: number): Float32Array {
+  return buf.length >= n ? buf : new Float32Array(Math.max(n, buf.length * 2));
+}
+
+/** dst[c * rows + r] = src[r * cols + c]: a [rows, cols] matrix stored as [cols, rows]. */
+function transpose(src: Float32Array, rows: number, cols: number, dst: Float32Array): void {
+  const B = 32;
+  for (let r0 = 0; r0 < rows; r0 += B)
+    for (let c0 = 0; c0 < cols; c0 += B) {
+      const r1 = Math.min(rows, r0 + B);
+      const c1 = Math.min(cols, c0 + B);
+      for (let r = r0; r < r1; r++) for (let c = c0; c < c1; c++) dst[c * rows + r] = src[r * cols + c];
+    }
+}
+
+const KC = 256;
+
+/**
+ * C[m,n] += alpha * A[m,k] · Bt[n,k]ᵀ, both operands row-major along k. A 2x4
+ * register block of dot products over a KC slice keeps six rows in L1.
+ */
+function gemmDot(
+  A: Float32Array,
+  Bt: Float32Array,
+  c: Float32Array,
+  m: number,
+  n: number,
+  k: number,
+  alpha: number,
+): void {
+  for (let p0 = 0; p0 < k; p0 += KC) {
+    const p1 = Math.min(k, p0 + KC);
+    let i = 0;
+    for (; i + 2 <= m; i += 2) {
+      const a0 = i * k;
+      const a1 = a0 + k;
+      let j = 0;
+      for (; j + 4 <= n; j += 4) {
+        const b0 = j * k;
+        const b1 = b0 + k;
+        const b2 = b1 + k;
+        const b3 = b2 + k;
+        let s00 = 0,
+          s01 = 0,
+          s02 = 0,
+          s03 = 0,
+          s10 = 0,
+          s11 = 0,
+          s12 = 0,
+          s13 = 0;
+        for (let p = p0; p < p1; p++) {
+          const x0 = A[a0 + p];
+          const x1 = A[a1 + p];
+          const y0 = Bt[b0 + p];
+          const y1 = Bt[b1 + p];
+          const y2 = Bt[b2 + p];
+          const y3 = Bt[b3 + p];
+          s00 += x0 * y0;
+          s01 += x0 * y1;
+          s02 += x0 * y2;
+          s03 += x0 * y3;
+          s10 += x1 * y0;
+          s11 += x1 * y1;
+          s12 += x1 * y2;
+          s13 += x1 * y3;
+        }
+        const c0 = i * n + j;
+        const c1 = c0 + n;
+        c[c0] += alpha * s00;
+        c[c0 + 1] += alpha * s01;
+        c[c0 + 2] += alpha * s02;
+        c[c0 + 3] += alpha * s03;
+        c[c1] += alpha * s10;
+        c[c1 + 1] += alpha * s11;
+        c[c1 + 2] += alpha * s12;
+        c[c1 + 3] += alpha * s13;
+      }
+      for (; j < n; j++) {
+        const b0 = j * k;
+        let s0 = 0;
+        let s1 = 0;
+        for (let p = p0; p < p1; p++) {
+          s0 += A[a0 + p] * Bt[b0 + p];
+          s1 += A[a1 + p] * Bt[b0 + p];
+        }
+        c[i * n + j] += alpha * s0;
+        c[(i + 1) * n + j] += alpha * s1;
+      }
+    }
+    for (; i < m; i++) {
+      const a0 = i * k;
+      for (let j = 0; j < n; j++) {
+        const b0 = j * k;
+        let s = 0;
+        for (let p = p0; p < p1; p++) s += A[a0 + p] * Bt[b0 + p];
+        c[i * n + j] += alpha * s;
+      }
+    }
+  }
+}
+
+function sigmoid(g: number): number {
+  return 1 / (1 + Math.exp(-g));
+}
+
+export const jsKernels: Kernels = {
+  name: "portable",
+  isa: "js",
+
+  matmul(a, b, c, m, n, k, transA, transB, accumulate, alpha = 1) {
+    if (!accumulate) c.fill(0, 0, m * n);
+    if (m === 0 || n === 0 || k === 0) return;
+    let A: Float32Array = a;
+    if (transA) {
+      scratchA = growF32(scratchA, m * k);
+      transpose(a, k, m, scratchA);
+      A = scratchA;
+    }
+    let Bt: Float32Array = b;
+    if (!transB) {
+      scratchB = growF32(scratchB, n * k);
+      transpose(b, k, n, scratchB);
+      Bt = scratchB;
+    }
+    gemmDot(A, Bt, c, m, n, k, alpha);
+  },
+
+  rmsnormForward(x, weight, y, rstd, rows, dim, eps) {
+    for (let r = 0; r < rows; r++) {
+      const o = r * dim;
+      let ss = 0;
+      for (let i = 0; i < dim; i++) ss += x[o + i] * x[o + i];
+      const rs = 1 / Math.sqrt(ss / dim + eps);
+      rstd[r] = rs;
+      for (let i = 0; i < dim; i++) y[o + i] = x[o + i] * rs * weight[i];
+    }
+  },
+
+  rmsnormBackward(dy, x, weight, rstd, dx, dWeight, rows, dim) {
+    scratchF64 = scratchF64.length >= dim ? scratchF64 : new Float64Array(dim);
+    const dw = scratchF64;
+    dw.fill(0, 0, dim);
+    for (let r = 0; r < rows; r++) {
+      const o = r * dim;
+      const rs = rstd[r];
+      let dot = 0;
+      for (let i = 0; i < dim; i++) dot += weight[i] * dy[o + i] * x[o + i];
+      const coef = (rs * rs * rs * dot) / dim;
+      for (let i = 0; i < dim; i++) {
+        dx[o + i] = rs * weight[i] * dy[o + i] - coef * x[o + i];
+        dw[i] += dy[o + i] * x[o + i] * rs;
+      }
+    }
+    if (dWeight) for (let i = 0; i < dim; i++) dWeight[i] += dw[i];
+  },
+
+  rope(x, cos, sin, positions, T, nHeads, headDim, inverse) {
+    const half = headDim / 2;
+    const sign = inverse ? -1 : 1;
+    for (let t = 0; t < T; t++) {
+      const row = positions[t] * half;
+      for (let h = 0; h < nHeads; h++) {
+        const base = (t * nHeads + h) * headDim;
+        for (let i = 0; i < half; i++) {
+          const c = cos[row + i];
+          const s = sign * sin[row + i];
+          const x1 = x[base + i];
+          const x2 = x[base + i + half];
+          x[base + i] = x1 * c - x2 * s;
+          x[base + i + half] = x2 * c + x1 * s;
+        }
+      }
+    }
+  },
+
+  swigluForward(gate, up, out, n) {
+    for (let i = 0; i < n; i++) {
+      const g = gate[i];
+      out[i] = g * sigmoid(g) * up[i];
+    }
+  },
+
+  swigluBackward(dOut, gate, up, dGate, dUp, n) {
+    for (let i = 0; i < n; i++) {
+      const g = gate[i];
+      const sig = sigmoid(g);
+      const d = dOut[i];
+      dGate[i] = d * up[i] * sig * (1 + g * (1 - sig));
+      dUp[i] = d * g * sig;
+    }
+  },
+
+  attentionForward(q, k, v, out, lse, T, S, nHeads, nKv, D, scale, kvStride) {
+    const group = nHeads / nKv;
+    scratchF64 = scratchF64.length >= S + D ? scratchF64 : new Float64Array(S + D);
+    const p = scratchF64;
+    for (let h = 0; h < nHeads; h++) {
+      const kh = Math.floor(h / group) * D;
+      for (let t = 0; t < T; t++) {
+        const n = S - T + t + 1;
+        const qo = (t * nHeads + h) * D;
+        let max = Number.NEGATIVE_INFINITY;
+        for (let s = 0; s < n; s++) {
+          const ko = s * kvStride + kh;
+          let dot = 0;
+          for (let d = 0; d < D; d++) dot += q[qo + d] * k[ko + d];
+          p[s] = dot * scale;
+          if (p[s] > max) max = p[s];
+        }
+        let sum = 0;
+        for (let s = 0; s < n; s++) {
+          p[s] = Math.exp(p[s] - max);
+          sum += p[s];
+        }
+        const acc = S;
+        p.fill(0, acc, acc + D);
+        for (let s = 0; s < n; s++) {
+          const w = p[s];
+          const vo = s * kvStride + kh;
+          for (let d = 0; d < D; d++) p[acc + d] += w * v[vo + d];
+        }
+        for (let d = 0; d < D; d++) out[qo + d] = p[acc + d] / sum;
+        if (lse) lse[h * T + t] = max + Math.log(sum);
+      }
+    }
+  },
+
+  attentionBackward(dOut, q, k, v, out, lse, dq, dk, dv, T, nHeads, nKv, D, scale) {
+    const group = nHeads / nKv;
+    const stride = nKv * D;
+    dk.fill(0, 0, T * stride);
+    dv.fill(0, 0, T * stride);
+    scratchF64 = scratchF64.length >= 2 * T + D ? scratchF64 : new Float64Array(2 * T + D);
+    const P = scratchF64;
+    const dqAcc = 2 * T;
+    for (let h = 0; h < nHeads; h++) {
+      const kh = Math.floor(h / group) * D;
+      for (let t = 0; t < T; t++) {
+        const qo = (t * nHeads + h) * D;
+        let Dt = 0;
+        for (let d = 0; d < D; d++) Dt += dOut[qo + d] * out[qo + d];
+        const l = lse[h * T + t];
+        for (let s = 0; s <= t; s++) {
+          const ko = s * stride + kh;
+          let dot = 0;
+          let dp = 0;
+          for (let d = 0; d < D; d++) {
+            dot += q[qo + d] * k[ko + d];
+            dp += dOut[qo + d] * v[ko + d];
+          }
+          const pr = Math.exp(dot * scale - l);
+          P[s] = pr;
+          P[T + s] = pr * (dp - Dt) * scale;
+        }
+        P.fill(0, dqAcc, dqAcc + D);
+        for (let s = 0; s <= t; s++) {
+          const ko = s * stride + kh;
+          const pr = P[s];
+          const ds = P[T + s];
+          for (let d = 0; d < D; d++) {
+            P[dqAcc + d] += ds * k[ko + d];
+            dk[ko + d] += ds * q[qo + d];
+            dv[ko + d] += pr * dOut[qo + d];
+          }
+        }
+        for (let d = 0; d < D; d++) dq[qo + d] = P[dqAcc + d];
+      }
+    }
+  },
+
+  crossEntropy(logits, targets, rows, vocab, dLogits, gradScale) {
+    let total = 0;
+    for (let r = 0; r < rows; r++) {
+      const o = r * vocab;
+      const target = targets[r];
+      if (target < 0) {
+        if (dLogits) dLogits.fill(0, o, o + vocab);
+        continue;
+      }
+      let max = Number.NEGATIVE_INFINITY;
+      for (let i = 0; i < vocab; i++) if (logits[o + i] > max) max = logits[o + i];
+      let sum = 0;
+      for (let i = 0; i < vocab; i++) sum += Math.exp(logits[o + i] - max);
+      const logZ = max + Math.log(sum);
+      total += logZ - logits[o + target];
+      if (dLogits) {
+        for (let i = 0; i < vocab; i++) dLogits[o + i] = gradScale * Math.exp(logits[o + i] - logZ);
+        dLogits[o + target] -= gradScale;
+      }
+    }
+    return total;
+  },
+
+  adamw(param, grad, m, v, n, lr, beta1, beta2, eps, weightDecay, step) {
+    const bc1 = 1 - beta1 ** step;
+    const bc2 = 1 - beta2 ** step;
+    const decay = 1 - lr * weightDecay;
+    for (let i = 0; i < n; i++) {
+      const g = grad[i];
+      const mi = beta1 * m[i] + (1 - beta1) * g;
+      const vi = beta2 * v[i] + (1 - beta2) * g * g;
+      m[i] = mi;
+      v[i] = vi;
+      param[i] = param[i] * decay - (lr * (mi / bc1)) / (Math.sqrt(vi / bc2) + eps);
+    }
+  },
+};

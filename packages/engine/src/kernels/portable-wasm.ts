@@ -1,0 +1,288 @@
+// The portable kernels compiled to WebAssembly SIMD (native/src/wasm_main.cc,
+// built by scripts/build-native.mjs when clang and wasm-ld exist). Each call
+// copies its inputs into the module's linear memory, runs there, and copies the
+// outputs back; arguments are checked by the caller (validate.ts).
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import type { Kernels } from "./types.js";
+
+export const defaultWasmPath = fileURLToPath(
+  new URL("../../../native/build/wasm/svc_kernels.wasm", import.meta.url),
+);
+
+// The slice of the WebAssembly JS API used here (this project's TypeScript libs
+// carry no DOM or WebAssembly declarations).
+interface WasmApi {
+  Module: new (bytes: Uint8Array) => object;
+  Instance: new (module: object, imports: object) => { exports: unknown };
+}
+const WebAssemblyApi = (globalThis as unknown as { WebAssembly: WasmApi }).WebAssembly;
+
+interface WasmExports {
+  memory: { buffer: ArrayBuffer };
+  svc_io(bytes: number): number;
+  matmul(
+    a: number,
+    b: number,
+    c: number,
+    m: number,
+    n: number,
+    k: number,
+    ta: number,
+    tb: number,
+    acc: number,
+    alpha: number,
+  ): void;
+  rmsnorm_forward(
+    x: number,
+    w: number,
+    y: number,
+    rstd: number,
+    rows: number,
+    dim: number,
+    eps: number,
+  ): void;
+  rmsnorm_backward(
+    dy: number,
+    x: number,
+    w: number,
+    rstd: number,
+    dx: number,
+    dw: number,
+    rows: number,
+    dim: number,
+  ): void;
+  rope(
+    x: number,
+    cos: number,
+    sin: number,
+    pos: number,
+    T: number,
+    nHeads: number,
+    headDim: number,
+    inverse: number,
+  ): void;
+  swiglu_forward(gate: number, up: number, out: number, n: number): void;
+  swiglu_backward(dOut: number, gate: number, up: number, dGate: number, dUp: number, n: number): void;
+  attention_forward(
+    q: number,
+    k: number,
+    v: number,
+    out: number,
+    lse: number,
+    T: number,
+    S: number,
+    nHeads: number,
+    nKv: number,
+    headDim: number,
+    scale: number,
+    kvStride: number,
+  ): void;
+  attention_backward(
+    dOut: number,
+    q: number,
+    k: number,
+    v: number,
+    out: number,
+    lse: number,
+    dq: number,
+    dk: number,
+    dv: number,
+    T: number,
+    nHeads: number,
+    nKv: number,
+    headDim: number,
+    scale: number,
+  ): void;
+  cross_entropy(
+    logits: number,
+    targets: number,
+    rows: number,
+    vocab: number,
+    dLogits: number,
+    gradScale: number,
+  ): number;
+  adamw(
+    p: number,
+    g: number,
+    m: number,
+    v: number,
+    n: number,
+    lr: number,
+    beta1: number,
+    beta2: number,
+    eps: number,
+    wd: number,
+    bc1: number,
+    bc2: number,
+  ): void;
+}
+
+type Buf = Float32Array | Int32Array;
+
+/** One argument: the array (or null), how many elements the kernel uses, whether to copy it in. */
+type Slot = [Buf | null, number, boolean];
+
+/** The WebAssembly kernels; throws when the module is missing or this runtime lacks SIMD. */
+export function loadWasmKernels(path = defaultWasmPath): Kernels {
+  const bytes = readFileSync(path);
+  const instance = new WebAssemblyApi.Instance(new WebAssemblyApi.Module(bytes), {});
+  const w = instance.exports as unknown as WasmExports;
+
+  // Lays the slots out in one region of linear memory and copies the inputs in.
+  function stage(slots: Slot[]): number[] {
+    const offsets: number[] = [];
+    let total = 0;
+    for (const [arr, len] of slots) {
+      offsets.push(total);
+      if (arr) total += (len * 4 + 63) & ~63;
+    }
+    const base = w.svc_io(total);
+    const heapF = new Float32Array(w.memory.buffer);
+    const heapI = new Int32Array(w.memory.buffer);
+    return slots.map(([arr, len, copyIn], i) => {
+      if (!arr) return 0;
+      const ptr = base + offsets[i];
+      if (copyIn) (arr instanceof Int32Array ? heapI : heapF).set(arr.subarray(0, len), ptr / 4);
+      return ptr;
+    });
+  }
+
+  // Copies len floats at ptr back out (after the call: memory may have grown).
+  function unstage(dst: Float32Array | null, ptr: number, len: number): void {
+    if (dst) dst.set(new Float32Array(w.memory.buffer, ptr, len));
+  }
+
+  return {
+    name: "portable",
+    isa: "wasm-simd",
+    matmul(a, b, c, m, n, k, transA, transB, accumulate, alpha = 1) {
+      const [pa, pb, pc] = stage([
+        [a, m * k, true],
+        [b, k * n, true],
+        [c, m * n, accumulate],
+      ]);
+      w.matmul(pa, pb, pc, m, n, k, +transA, +transB, +accumulate, alpha);
+      unstage(c, pc, m * n);
+    },
+    rmsnormForward(x, weight, y, rstd, rows, dim, eps) {
+      const [px, pw, py, pr] = stage([
+        [x, rows * dim, true],
+        [weight, dim, true],
+        [y, rows * dim, false],
+        [rstd, rows, false],
+      ]);
+      w.rmsnorm_forward(px, pw, py, pr, rows, dim, eps);
+      unstage(y, py, rows * dim);
+      unstage(rstd, pr, rows);
+    },
+    rmsnormBackward(dy, x, weight, rstd, dx, dWeight, rows, dim) {
+      const n = rows * dim;
+      const [pdy, px, pw, pr, pdx, pdw] = stage([
+        [dy, n, true],
+        [x, n, true],
+        [weight, dim, true],
+        [rstd, rows, true],
+        [dx, n, false],
+        [dWeight, dim, true],
+      ]);
+      w.rmsnorm_backward(pdy, px, pw, pr, pdx, pdw, rows, dim);
+      unstage(dx, pdx, n);
+      unstage(dWeight, pdw, dim);
+    },
+    rope(x, cos, sin, positions, T, nHeads, headDim, inverse) {
+      const half = headDim / 2;
+      let rows = 0;
+      for (let t = 0; t < T; t++) rows = Math.max(rows, positions[t] + 1);
+      const n = T * nHeads * headDim;
+      const [px, pc, ps, pp] = stage([
+        [x, n, true],
+        [cos, rows * half, true],
+        [sin, rows * half, true],
+        [positions, T, true],
+      ]);
+      w.rope(px, pc, ps, pp, T, nHeads, headDim, +inverse);
+      unstage(x, px, n);
+    },
+    swigluForward(gate, up, out, n) {
+      const [pg, pu, po] = stage([
+        [gate, n, true],
+        [up, n, true],
+        [out, n, false],
+      ]);
+      w.swiglu_forward(pg, pu, po, n);
+      unstage(out, po, n);
+    },
+    swigluBackward(dOut, gate, up, dGate, dUp, n) {
+      const [pd, pg, pu, pdg, pdu] = stage([
+        [dOut, n, true],
+        [gate, n, true],
+        [up, n, true],
+        [dGate, n, false],
+        [dUp, n, false],
+      ]);
+      w.swiglu_backward(pd, pg, pu, pdg, pdu, n);
+      unstage(dGate, pdg, n);
+      unstage(dUp, pdu, n);
+    },
+    attentionForward(q, k, v, out, lse, T, S, nHeads, nKv, headDim, scale, kvStride) {
+      const qn = T * nHeads * headDim;
+      const kvn = S === 0 ? 0 : (S - 1) * kvStride + nKv * headDim;
+      const [pq, pk, pv, po, pl] = stage([
+        [q, qn, true],
+        [k, kvn, true],
+        [v, kvn, true],
+        [out, qn, false],
+        [lse, nHeads * T, false],
+      ]);
+      w.attention_forward(pq, pk, pv, po, pl, T, S, nHeads, nKv, headDim, scale, kvStride);
+      unstage(out, po, qn);
+      unstage(lse, pl, nHeads * T);
+    },
+    attentionBackward(dOut, q, k, v, out, lse, dq, dk, dv, T, nHeads, nKv, headDim, scale) {
+      const qn = T * nHeads * headDim;
+      const kvn = T * nKv * headDim;
+      const [pdo, pq, pk, pv, po, pl, pdq, pdk, pdv] = stage([
+        [dOut, qn, true],
+        [q, qn, true],
+        [k, kvn, true],
+        [v, kvn, true],
+        [out, qn, true],
+        [lse, nHeads * T, true],
+        [dq, qn, false],
+        [dk, kvn, false],
+        [dv, kvn, false],
+      ]);
+      w.attention_backward(pdo, pq, pk, pv, po, pl, pdq, pdk, pdv, T, nHeads, nKv, headDim, scale);
+      unstage(dq, pdq, qn);
+      unstage(dk, pdk, kvn);
+      unstage(dv, pdv, kvn);
+    },
+    crossEntropy(logits, targets, rows, vocab, dLogits, gradScale) {
+      const n = rows * vocab;
+      // In place (dLogits aliasing logits) works on the one staged copy.
+      const inPlace =
+        dLogits !== null && dLogits.buffer === logits.buffer && dLogits.byteOffset === logits.byteOffset;
+      const [pl, pt, pd] = stage([
+        [logits, n, true],
+        [targets, rows, true],
+        [inPlace ? null : dLogits, n, false],
+      ]);
+      const loss = w.cross_entropy(pl, pt, rows, vocab, inPlace ? pl : pd, gradScale);
+      unstage(dLogits, inPlace ? pl : pd, dLogits ? n : 0);
+      return loss;
+    },
+    adamw(param, grad, m, v, n, lr, beta1, beta2, eps, weightDecay, step) {
+      const [pp, pg, pm, pv] = stage([
+        [param, n, true],
+        [grad, n, true],
+        [m, n, true],
+        [v, n, true],
+      ]);
+      w.adamw(pp, pg, pm, pv, n, lr, beta1, beta2, eps, weightDecay, 1 - beta1 ** step, 1 - beta2 ** step);
+      unstage(param, pp, n);
+      unstage(m, pm, n);
+      unstage(v, pv, n);
+    },
+  };
+}

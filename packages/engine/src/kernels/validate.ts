@@ -1,0 +1,196 @@
+// Argument checks for the portable kernels, with the native addon's messages:
+// a wrong type is a TypeError, a short array or a bad shape a RangeError, each
+// naming the argument. Cheap (lengths and a pass over the integer arrays).
+import type { Kernels } from "./types.js";
+
+function fail(fn: string, arg: string, detail: string, range: boolean): never {
+  const msg = `${fn}: argument '${arg}' ${detail}`;
+  throw range ? new RangeError(msg) : new TypeError(msg);
+}
+
+function dim(fn: string, arg: string, v: unknown): number {
+  if (typeof v !== "number") fail(fn, arg, "must be a number", false);
+  if (!(v >= 0 && Number.isSafeInteger(v))) fail(fn, arg, `must be a non-negative integer, got ${v}`, true);
+  return v;
+}
+
+function num(fn: string, arg: string, v: unknown): number {
+  if (typeof v !== "number") fail(fn, arg, "must be a number", false);
+  return v;
+}
+
+function flag(fn: string, arg: string, v: unknown): void {
+  if (typeof v !== "boolean") fail(fn, arg, "must be a boolean", false);
+}
+
+function f32(fn: string, arg: string, v: unknown, need: number, nullable = false): void {
+  if (nullable && (v === null || v === undefined)) return;
+  if (!(v instanceof Float32Array))
+    fail(fn, arg, nullable ? "must be a Float32Array or null" : "must be a Float32Array", false);
+  if (v.length < need) fail(fn, arg, `has ${v.length} elements but the shapes need ${need}`, true);
+}
+
+function i32(fn: string, arg: string, v: unknown, need: number): asserts v is Int32Array {
+  if (!(v instanceof Int32Array)) fail(fn, arg, "must be an Int32Array", false);
+  if (v.length < need) fail(fn, arg, `has ${v.length} elements but the shapes need ${need}`, true);
+}
+
+function heads(fn: string, nHeads: number, nKv: number): void {
+  if (nKv === 0 || nHeads % nKv !== 0) fail(fn, "nKv", `must divide nHeads (${nHeads}), got ${nKv}`, true);
+}
+
+/** Wraps kernels so that every call checks its arguments first. */
+export function withValidation(impl: Kernels): Kernels {
+  return {
+    name: impl.name,
+    isa: impl.isa,
+    matmul(a, b, c, m, n, k, transA, transB, accumulate, alpha) {
+      const fn = "matmul";
+      dim(fn, "m", m);
+      dim(fn, "n", n);
+      dim(fn, "k", k);
+      flag(fn, "transA", transA);
+      flag(fn, "transB", transB);
+      flag(fn, "accumulate", accumulate);
+      if (alpha !== undefined && alpha !== null) num(fn, "alpha", alpha);
+      f32(fn, "a", a, m * k);
+      f32(fn, "b", b, k * n);
+      f32(fn, "c", c, m * n);
+      impl.matmul(a, b, c, m, n, k, transA, transB, accumulate, alpha ?? 1);
+    },
+    rmsnormForward(x, weight, y, rstd, rows, d, eps) {
+      const fn = "rmsnormForward";
+      dim(fn, "rows", rows);
+      dim(fn, "dim", d);
+      num(fn, "eps", eps);
+      f32(fn, "x", x, rows * d);
+      f32(fn, "weight", weight, d);
+      f32(fn, "y", y, rows * d);
+      f32(fn, "rstd", rstd, rows);
+      impl.rmsnormForward(x, weight, y, rstd, rows, d, eps);
+    },
+    rmsnormBackward(dy, x, weight, rstd, dx, dWeight, rows, d) {
+      const fn = "rmsnormBackward";
+      dim(fn, "rows", rows);
+      dim(fn, "dim", d);
+      f32(fn, "dy", dy, rows * d);
+      f32(fn, "x", x, rows * d);
+      f32(fn, "weight", weight, d);
+      f32(fn, "rstd", rstd, rows);
+      f32(fn, "dx", dx, rows * d);
+      f32(fn, "dWeight", dWeight, d, true);
+      impl.rmsnormBackward(dy, x, weight, rstd, dx, dWeight ?? null, rows, d);
+    },
+    rope(x, cos, sin, positions, T, nHeads, headDim, inverse) {
+      const fn = "rope";
+      dim(fn, "T", T);
+      dim(fn, "nHeads", nHeads);
+      dim(fn, "headDim", headDim);
+      flag(fn, "inverse", inverse);
+      if (headDim % 2) fail(fn, "headDim", `must be even, got ${headDim}`, true);
+      const half = headDim / 2;
+      f32(fn, "x", x, T * nHeads * headDim);
+      f32(fn, "cos", cos, half);
+      f32(fn, "sin", sin, half);
+      i32(fn, "positions", positions, T);
+      if (half > 0) {
+        const rows = Math.floor(Math.min(cos.length, sin.length) / half);
+        for (let t = 0; t < T; t++) {
+          const p = positions[t];
+          if (p < 0 || p >= rows)
+            fail(fn, "positions", `holds ${p}, outside the cos/sin table of ${rows} rows`, true);
+        }
+      }
+      impl.rope(x, cos, sin, positions, T, nHeads, headDim, inverse);
+    },
+    swigluForward(gate, up, out, n) {
+      const fn = "swigluForward";
+      dim(fn, "n", n);
+      f32(fn, "gate", gate, n);
+      f32(fn, "up", up, n);
+      f32(fn, "out", out, n);
+      impl.swigluForward(gate, up, out, n);
+    },
+    swigluBackward(dOut, gate, up, dGate, dUp, n) {
+      const fn = "swigluBackward";
+      dim(fn, "n", n);
+      f32(fn, "dOut", dOut, n);
+      f32(fn, "gate", gate, n);
+      f32(fn, "up", up, n);
+      f32(fn, "dGate", dGate, n);
+      f32(fn, "dUp", dUp, n);
+      impl.swigluBackward(dOut, gate, up, dGate, dUp, n);
+    },
+    attentionForward(q, k, v, out, lse, T, S, nHeads, nKv, headDim, scale, kvStride) {
+      const fn = "attentionForward";
+      dim(fn, "T", T);
+      dim(fn, "S", S);
+      dim(fn, "nHeads", nHeads);
+      dim(fn, "nKv", nKv);
+      dim(fn, "headDim", headDim);
+      num(fn, "scale", scale);
+      dim(fn, "kvStride", kvStride);
+      heads(fn, nHeads, nKv);
+      if (T > S) fail(fn, "T", `(${T}) must not exceed S (${S})`, true);
+      if (kvStride < nKv * headDim)
+        fail(fn, "kvStride", `(${kvStride}) must be at least nKv*headDim (${nKv * headDim})`, true);
+      const qn = T * nHeads * headDim;
+      const kvn = S === 0 ? 0 : (S - 1) * kvStride + nKv * headDim;
+      f32(fn, "q", q, qn);
+      f32(fn, "k", k, kvn);
+      f32(fn, "v", v, kvn);
+      f32(fn, "out", out, qn);
+      f32(fn, "lse", lse, nHeads * T, true);
+      impl.attentionForward(q, k, v, out, lse ?? null, T, S, nHeads, nKv, headDim, scale, kvStride);
+    },
+    attentionBackward(dOut, q, k, v, out, lse, dq, dk, dv, T, nHeads, nKv, headDim, scale) {
+      const fn = "attentionBackward";
+      dim(fn, "T", T);
+      dim(fn, "nHeads", nHeads);
+      dim(fn, "nKv", nKv);
+      dim(fn, "headDim", headDim);
+      num(fn, "scale", scale);
+      heads(fn, nHeads, nKv);
+      const qn = T * nHeads * headDim;
+      const kvn = T * nKv * headDim;
+      f32(fn, "dOut", dOut, qn);
+      f32(fn, "q", q, qn);
+      f32(fn, "k", k, kvn);
+      f32(fn, "v", v, kvn);
+      f32(fn, "out", out, qn);
+      f32(fn, "lse", lse, nHeads * T);
+      f32(fn, "dq", dq, qn);
+      f32(fn, "dk", dk, kvn);
+      f32(fn, "dv", dv, kvn);
+      impl.attentionBackward(dOut, q, k, v, out, lse, dq, dk, dv, T, nHeads, nKv, headDim, scale);
+    },
+    crossEntropy(logits, targets, rows, vocab, dLogits, gradScale) {
+      const fn = "crossEntropy";
+      dim(fn, "rows", rows);
+      dim(fn, "vocab", vocab);
+      num(fn, "gradScale", gradScale);
+      f32(fn, "logits", logits, rows * vocab);
+      i32(fn, "targets", targets, rows);
+      f32(fn, "dLogits", dLogits, rows * vocab, true);
+      for (let r = 0; r < rows; r++)
+        if (targets[r] >= vocab) fail(fn, "targets", `holds ${targets[r]}, not below vocab (${vocab})`, true);
+      return impl.crossEntropy(logits, targets, rows, vocab, dLogits ?? null, gradScale);
+    },
+    adamw(param, grad, m, v, n, lr, beta1, beta2, eps, weightDecay, step) {
+      const fn = "adamw";
+      dim(fn, "n", n);
+      num(fn, "lr", lr);
+      num(fn, "beta1", beta1);
+      num(fn, "beta2", beta2);
+      num(fn, "eps", eps);
+      num(fn, "weightDecay", weightDecay);
+      dim(fn, "step", step);
+      if (step < 1) fail(fn, "step", `must be at least 1, got ${step}`, true);
+      f32(fn, "param", param, n);
+      f32(fn, "grad", grad, n);
+      f32(fn, "m", m, n);
+      f32(fn, "v", v, n);
+      impl.adamw(param, grad, m, v, n, lr, beta1, beta2, eps, weightDecay, step);
+    },
+  };
+}
