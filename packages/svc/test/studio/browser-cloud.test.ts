@@ -5,7 +5,7 @@
 // works when run, key issue and revoke, settings).
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { writeFile } from "node:fs/promises";
+import { readFile, writeFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -141,6 +141,45 @@ describe("Studio in a browser against svc server", { skip: chromiumMissing, time
       new RegExp(`step ${MAX_STEPS}`),
     );
     await maybeScreenshot(page, "job-detail");
+
+    // CSV and PNG export of the chart.
+    const [csv] = await Promise.all([
+      page.waitForEvent("download"),
+      page.getByRole("button", { name: "CSV" }).click(),
+    ]);
+    const csvText = await readFile((await csv.path())!, "utf8");
+    const csvLines = csvText.trim().split("\n");
+    assert.equal(csvLines[0], "step,loss,evalLoss");
+    assert.equal(csvLines.length, MAX_STEPS + 1);
+    assert.equal(Number(csvLines[1].split(",")[1]), losses[0]);
+    const [png] = await Promise.all([
+      page.waitForEvent("download"),
+      page.getByRole("button", { name: "PNG" }).click(),
+    ]);
+    const pngBytes = await readFile((await png.path())!);
+    assert.deepEqual([...pngBytes.subarray(0, 8)], [137, 80, 78, 71, 13, 10, 26, 10], "a PNG file");
+    assert.ok(pngBytes.length > 5000, `PNG of ${pngBytes.length} bytes`);
+
+    // Dark theme follows prefers-color-scheme.
+    const background = () =>
+      page.evaluate(
+        () =>
+          (
+            globalThis as unknown as {
+              getComputedStyle(e: unknown): { backgroundColor: string };
+              document: { documentElement: unknown };
+            }
+          ).getComputedStyle(
+            (globalThis as unknown as { document: { documentElement: unknown } }).document.documentElement,
+          ).backgroundColor,
+      );
+    const light = await background();
+    await page.emulateMedia({ colorScheme: "dark" });
+    const dark = await background();
+    assert.notEqual(dark, light);
+    assert.equal(dark, "rgb(13, 17, 23)");
+    await maybeScreenshot(page, "job-detail-dark");
+    await page.emulateMedia({ colorScheme: "light" });
   });
 
   test("Job detail: a dropped stream shows the banner until the next frame", async () => {
@@ -174,9 +213,22 @@ describe("Studio in a browser against svc server", { skip: chromiumMissing, time
     assert.match(await res.text(), new RegExp(`job ${secondId} submitted`));
 
     const { page } = browser;
+    const listCalls: number[] = [];
+    const onRequest = (r: { url(): string }) => {
+      if (new URL(r.url()).pathname === "/api/jobs") listCalls.push(Date.now());
+    };
+    page.on("request", onRequest);
     await page.goto(`http://localhost:${studio.port}/#/jobs`);
     const rows = page.locator("[data-testid=jobs-table] tbody tr");
     await until("two rows", async () => (await rows.count()) === 2);
+    // One GET at mount, then one every 5 s; Refresh fetches at once.
+    await until("two polls", async () => listCalls.length >= 3, 15_000);
+    const gap = listCalls[2] - listCalls[1];
+    assert.ok(gap > 4500 && gap < 6500, `poll interval ${gap} ms`);
+    const before = listCalls.length;
+    await page.getByTestId("jobs-refresh").click();
+    await until("the refresh request", async () => listCalls.length > before, 1000);
+    page.off("request", onRequest);
     const search = page.getByTestId("jobs-search");
     await search.fill("TRIAGE");
     assert.equal(await rows.count(), 1);
@@ -249,13 +301,37 @@ describe("Studio in a browser against svc server", { skip: chromiumMissing, time
         ((await reply.textContent()) ?? "").replace("●●●", "").length > 0 &&
         (await page.getByTestId("pg-send").count()) === 1,
     );
+    // A checkpoint adapter, picked in the checkpoint picker, with custom sampling settings.
+    const sent: unknown[] = [];
+    const onChat = (r: { url(): string; postDataJSON(): unknown }) => {
+      if (r.url().endsWith("/api/inference/chat")) sent.push(r.postDataJSON());
+    };
+    page.on("request", onChat);
+    await page.getByTestId("pg-checkpoint").selectOption("6");
+    await page.getByLabel("Max tokens").fill("5");
+    await page.getByTestId("pg-input").fill("And 3 plus 3?");
+    await page.getByTestId("pg-send").click();
+    await until(
+      "a checkpoint reply",
+      async () =>
+        (await page.locator(".bubble-assistant").count()) === 2 &&
+        (await page.getByTestId("pg-send").count()) === 1,
+    );
+    page.off("request", onChat);
+    const chat = sent[0] as { adapter: unknown; maxTokens: number; temperature: number; topP: number };
+    assert.deepEqual(chat.adapter, { kind: "checkpoint", jobId: firstJobId, step: 6 });
+    assert.equal(chat.maxTokens, 5);
+    assert.equal(typeof chat.temperature, "number");
+    assert.equal(typeof chat.topP, "number");
+    await page.getByRole("button", { name: "Clear chat" }).click();
+
     await model.selectOption(`base:${TEST_MODEL}`);
     await page.getByTestId("pg-input").fill("hello");
     await page.getByTestId("pg-send").click();
     await until(
       "a second reply",
       async () =>
-        (await page.locator(".bubble-assistant").count()) === 2 &&
+        (await page.locator(".bubble-assistant").count()) === 1 &&
         (await page.getByTestId("pg-send").count()) === 1,
     );
     assert.ok(((await page.locator(".bubble-assistant").last().textContent()) ?? "").length > 0);
@@ -326,6 +402,16 @@ describe("Studio in a browser against svc server", { skip: chromiumMissing, time
     assert.ok(plaintext.startsWith(((await keyRow.locator("td.mono").textContent()) ?? "").replace("…", "")));
     await maybeScreenshot(page, "endpoint-detail");
 
+    // Editing the target (cloud API PATCH with target).
+    await page.getByRole("button", { name: "Edit target" }).click();
+    await page.locator("[data-testid=settings] [data-testid=target-kind]").selectOption("checkpoint");
+    await page.locator("[data-testid=settings] [data-testid=target-step]").fill("6");
+    await page.getByRole("button", { name: "Save target" }).click();
+    await page
+      .getByText(`Checkpoint step 6 (job ${firstJobId.slice(0, 8)})`)
+      .first()
+      .waitFor();
+
     // The JavaScript Quick start, run as written with the issued key, answers on stock Linux.
     const answer = await runJsSample(jsSample.replace("YOUR_API_KEY", plaintext));
     assert.equal(answer.status, 0, answer.output);
@@ -369,6 +455,32 @@ describe("Studio in a browser against svc server", { skip: chromiumMissing, time
     );
     assert.equal(disabled.stdout, "404");
     assert.deepEqual(browser.pageErrors, []);
+  });
+
+  test("Cancel on a running job stops it", async () => {
+    await writeFile(
+      join(studio.projectDir, "src", "svc", "index.ts"),
+      source("long-run").replace(`maxSteps: ${MAX_STEPS}`, "maxSteps: 5000"),
+    );
+    await studioFetch(studio, "/api/manifest");
+    const watching = new AbortController();
+    const res = await studioFetch(studio, "/api/train", { method: "POST", signal: watching.signal });
+    const jobId = res.headers.get("X-Svc-Job-Id")!;
+    watching.abort(); // stop watching; the job keeps running
+    const { page } = browser;
+    await page.goto(`http://localhost:${studio.port}/#/jobs/${jobId}`);
+    await until("a few points", async () => (await points(page, "train-line")) >= 3);
+    await page.getByRole("button", { name: "Cancel" }).click();
+    await until(
+      "cancelled",
+      async () => (await page.locator("h1 .badge").textContent()) === "cancelled",
+      60_000,
+    );
+    assert.equal(await page.getByRole("button", { name: "Cancel" }).count(), 0);
+    const job = (await (await studioFetch(studio, `/api/jobs/${jobId}`)).json()) as {
+      job: { status: string };
+    };
+    assert.equal(job.job.status, "cancelled");
   });
 });
 

@@ -90,6 +90,23 @@ describe("GET /api/credentials", () => {
     assert.equal(body.projectSlug, "demo-project");
   });
 
+  test("the header hides the host of the default (local) cloud API", async () => {
+    const home = studio.home;
+    const other = await startStudio({
+      projectDir: studio.projectDir,
+      home,
+      env: { SVC_CLOUD_API_URL: "http://127.0.0.1:4100/" },
+    });
+    try {
+      const body = (await (await studioFetch(other, "/api/credentials")).json()) as {
+        apiHost: string | null;
+      };
+      assert.equal(body.apiHost, null);
+    } finally {
+      await other.stop();
+    }
+  });
+
   test("bad input is a 400 naming the field, before any upstream call", async () => {
     const cases: [string, string, unknown, RegExp][] = [
       ["/api/inference/chat", "POST", { messages: [] }, /^messages: /],
