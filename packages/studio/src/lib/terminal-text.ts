@@ -14,9 +14,9 @@ export function terminalText(raw: string): string {
   return lines.join("\n");
 }
 
-const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/i;
+const JOB_LINE = /\bjob ([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\b/i;
 
-/** The first job id printed in `svc start` output (fallback when the response header is absent). */
+/** The job id from `svc start`'s `job <uuid> submitted` line (fallback when the response header is absent). */
 export function jobIdFromOutput(raw: string): string | null {
-  return raw.match(UUID)?.[0] ?? null;
+  return raw.match(JOB_LINE)?.[1] ?? null;
 }

@@ -11,7 +11,8 @@ import type { StudioEnv } from "../env.js";
 export const JOB_ID_HEADER = "X-Svc-Job-Id";
 export const JOB_ID_WAIT_MS = 15_000;
 
-const JOB_ID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/i;
+/** `job <uuid>` as `svc start` prints it (other ids, e.g. a dataset's, may come first). */
+const JOB_ID = /\bjob ([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\b/i;
 
 export function runSvcStart(projectDir: string, signal: AbortSignal): Promise<Response> {
   const child = spawn(process.execPath, [svcBinPath(), "start"], {
@@ -62,7 +63,7 @@ export function runSvcStart(projectDir: string, signal: AbortSignal): Promise<Re
       push(new Uint8Array(chunk));
       if (!answered) {
         seen += chunk.toString("utf8");
-        const id = seen.match(JOB_ID)?.[0];
+        const id = seen.match(JOB_ID)?.[1];
         if (id) answer(id);
       }
     };
