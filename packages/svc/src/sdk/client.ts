@@ -120,6 +120,14 @@ export class CloudApiClient implements CloudApi {
     return (await this.json<{ dataset: Dataset }>("POST", "/v1/datasets", { scoped: true, body })).dataset;
   }
 
+  async listDatasets(): Promise<Dataset[]> {
+    return (await this.json<{ datasets: Dataset[] }>("GET", "/v1/datasets", { scoped: true })).datasets;
+  }
+
+  async getDataset(datasetId: string): Promise<Dataset> {
+    return (await this.json<{ dataset: Dataset }>("GET", `/v1/datasets/${seg(datasetId)}`)).dataset;
+  }
+
   // ------------------------------------------------------------ jobs
 
   async createJob(body: CreateJobRequest): Promise<Job> {
@@ -157,6 +165,11 @@ export class CloudApiClient implements CloudApi {
     return (
       await this.json<{ artifacts: Artifact[] }>("GET", `/v1/jobs/${seg(jobId)}/artifacts`, { scoped: true })
     ).artifacts;
+  }
+
+  async getArtifact(jobId: string, artifactName: string): Promise<Artifact> {
+    const path = `/v1/jobs/${seg(jobId)}/artifacts/${seg(artifactName)}`;
+    return (await this.json<{ artifact: Artifact }>("GET", path, { scoped: true })).artifact;
   }
 
   /** The bytes of one artifact file, e.g. ("<job>", "final", "adapter_config.json"). */

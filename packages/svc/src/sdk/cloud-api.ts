@@ -49,6 +49,8 @@ export interface CloudApi {
 
   uploadDataset(jsonl: string, options?: { name?: string }): Promise<Dataset>;
   createDatasetFromUrl(body: CreateDatasetFromUrlRequest): Promise<Dataset>;
+  listDatasets(): Promise<Dataset[]>;
+  getDataset(datasetId: string): Promise<Dataset>;
 
   createJob(body: CreateJobRequest): Promise<Job>;
   listJobs(): Promise<Job[]>;
@@ -57,6 +59,9 @@ export interface CloudApi {
   /** The raw SSE response of GET /v1/jobs/:id/events (for proxies and the SDK's event reader). */
   openJobEvents(jobId: string, options?: { lastEventId?: string; signal?: AbortSignal }): Promise<Response>;
   listArtifacts(jobId: string): Promise<Artifact[]>;
+  getArtifact(jobId: string, artifactName: string): Promise<Artifact>;
+  /** The bytes of one file of an artifact, e.g. (jobId, "final", "adapter_config.json"). */
+  downloadArtifactFile(jobId: string, artifactName: string, filePath: string): Promise<Uint8Array>;
 
   /** Non-streaming chat; see inferStream for stream: true. */
   infer(args: InferArgs): Promise<ChatCompletion>;

@@ -209,6 +209,18 @@ test("infer: final adapter, streaming deltas, base model, and a clear error for 
 test("CloudApiClient: errors carry the upstream status, code and message", async () => {
   const { scoped, client } = await openScopedSession();
   assert.ok((await client.listModels()).some((m) => m.name === TEST_MODEL));
+  const datasets = await scoped.listDatasets();
+  assert.ok(datasets.some((d) => d.name === "sdk-order-train" && d.rows === 16));
+  assert.equal((await scoped.getDataset(datasets[0].id)).id, datasets[0].id);
+  const final = await scoped.getArtifact(completedJobId, "final");
+  assert.equal(final.kind, "final");
+  assert.ok(final.files.some((f) => f.path === "adapter_config.json"));
+  const config = JSON.parse(
+    new TextDecoder().decode(
+      await scoped.downloadArtifactFile(completedJobId, "final", "adapter_config.json"),
+    ),
+  );
+  assert.equal(config.peft_type, "LORA");
   await assert.rejects(scoped.uploadDataset('{"messages": []}\nnot json\n', { name: "bad.jsonl" }), (e) => {
     return e instanceof CloudApiError && e.status === 400 && /line 1|line 2/.test(e.message);
   });
