@@ -2,6 +2,10 @@
 // their order, a throwing callback, abortSignal versus cancel(), infer on the
 // final adapter, a checkpoint and the base model, and CloudApiClient errors.
 import assert from "node:assert/strict";
+import { writeFile } from "node:fs/promises";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { join } from "node:path";
 import { after, before, test } from "node:test";
 import {
   CloudApiClient,
@@ -95,6 +99,43 @@ test("callbacks run in order, onCheckpoint's infer talks to that checkpoint, wai
   );
   assert.equal(typeof checkpointAnswer, "string");
   assert.deepEqual(result.artifacts.map((a) => a.name).sort(), ["checkpoint-2", "checkpoint-4", "final"]);
+});
+
+test("datasets by URL (with a bearer token) and from a file are uploaded at start()", async () => {
+  const jsonl = `${rows.map((r) => JSON.stringify(r)).join("\n")}\n`;
+  const seenAuth: (string | undefined)[] = [];
+  const files = createServer((req, res) => {
+    seenAuth.push(req.headers.authorization);
+    if (req.headers.authorization !== "Bearer data-token") return void res.writeHead(401).end();
+    res.writeHead(200, { "content-type": "application/x-ndjson" }).end(jsonl);
+  });
+  await new Promise<void>((r) => files.listen(0, "127.0.0.1", r));
+  try {
+    await writeFile(join(process.env.SVC_PROJECT_DIR!, "eval.jsonl"), jsonl);
+    const url = `http://127.0.0.1:${(files.address() as AddressInfo).port}/train.jsonl`;
+    const trainer = createTrainer({
+      name: "sdk-url",
+      model,
+      dataset: { type: "url", url, token: "data-token" },
+      evalDataset: { type: "file", path: "eval.jsonl" },
+      maxSteps: 1,
+      batchSize: 2,
+    });
+    const { job } = await trainer.wait();
+    assert.equal(job.status, "completed");
+    assert.deepEqual(seenAuth, ["Bearer data-token"]);
+    const { scoped } = await openScopedSession();
+    assert.equal((await scoped.getDataset(job.datasetId)).rows, 16);
+    assert.equal((await scoped.getDataset(job.evalDatasetId!)).name, "eval.jsonl");
+    const missing = createTrainer({
+      name: "sdk-missing",
+      model,
+      dataset: { type: "file", path: "nope.jsonl" },
+    });
+    await assert.rejects(missing.start(), /dataset file nope\.jsonl: not found/);
+  } finally {
+    files.close();
+  }
 });
 
 test("a callback that throws makes wait() reject with that error", async () => {
