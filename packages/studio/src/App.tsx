@@ -44,14 +44,19 @@ const TABS = [
   { href: "#/endpoints", label: "Endpoints", pages: ["endpoints", "endpoint"] },
 ];
 
-function Identity() {
+/** Re-read on page changes: the project part appears once a first run or deployment creates .svc/state.json. */
+function Identity({ page }: { page: Route["page"] }) {
   const [text, setText] = useState<string | null>(null);
   const [error, setError] = useState<string | null>(null);
+  // biome-ignore lint/correctness/useExhaustiveDependencies: page is the trigger, not an input
   useEffect(() => {
     getJson<StudioIdentity>("/api/credentials")
-      .then((id) => setText(formatIdentity(id)))
+      .then((id) => {
+        setText(formatIdentity(id));
+        setError(null);
+      })
       .catch((e) => setError(errorMessage(e)));
-  }, []);
+  }, [page]);
   if (error)
     return (
       <span className="identity identity-error" title={error}>
@@ -80,7 +85,7 @@ export function App() {
             </a>
           ))}
         </nav>
-        <Identity />
+        <Identity page={route.page} />
       </header>
       <main className="content">
         {route.page === "overview" && <Overview />}

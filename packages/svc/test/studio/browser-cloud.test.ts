@@ -2,7 +2,8 @@
 // (tiny random model, so training takes seconds): Run training fills the chart
 // live, job detail and statistics, jobs search and chips, a Playground reply,
 // and the endpoint flow (create, 409, reserved slug, detail, Quick start that
-// works when run, key issue and revoke, settings).
+// works when run, key issue and revoke, settings). One flow in one file: later
+// tests use the job the first one trains, so the server and training run once.
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { readFile, writeFile } from "node:fs/promises";
@@ -21,7 +22,8 @@ import {
   TRAINER_SOURCE,
 } from "./studio-process.js";
 
-const MAX_STEPS = 12;
+// Long enough (a few seconds on the tiny model) to watch the chart grow.
+const MAX_STEPS = 40;
 const source = (name: string, extra = "") =>
   TRAINER_SOURCE.replace('"svc/pico-llama"', `"${TEST_MODEL}" as "svc/pico-llama"`)
     .replace('name: "support-bot"', `name: "${name}"`)
@@ -100,7 +102,8 @@ describe("Studio in a browser against svc server", { skip: chromiumMissing, time
       );
     });
     await until("every training point", async () => (await points(page, "train-line")) === MAX_STEPS);
-    assert.ok(seen.size >= 2, `chart filled over time (saw ${[...seen].join(", ")})`);
+    const partial = [...seen].filter((n) => n > 0 && n < MAX_STEPS);
+    assert.ok(partial.length > 0, `chart filled while the run went on (saw ${[...seen].join(", ")})`);
     assert.ok((await points(page, "eval-line")) > 0, "eval points drawn");
     await page.getByTestId("legend-eval").waitFor();
     const text = (await log.textContent()) ?? "";
@@ -221,6 +224,13 @@ describe("Studio in a browser against svc server", { skip: chromiumMissing, time
     await page.goto(`http://localhost:${studio.port}/#/jobs`);
     const rows = page.locator("[data-testid=jobs-table] tbody tr");
     await until("two rows", async () => (await rows.count()) === 2);
+    // The first run wrote .svc/state.json: the header now names the project and the API host.
+    const identity = new RegExp(
+      `^anonymous · anon-[a-z0-9-]+ / demo-project · ${new URL(server.apiUrl).host}$`,
+    );
+    await until("the project in the header", async () =>
+      identity.test((await page.getByTestId("identity").textContent()) ?? ""),
+    );
     // One GET at mount, then one every 5 s; Refresh fetches at once.
     await until("two polls", async () => listCalls.length >= 3, 15_000);
     const gap = listCalls[2] - listCalls[1];
