@@ -136,7 +136,7 @@ static void gemm_blocked(const View& A, const View& B, float* c, long rsc, long 
   nblocks = ceil_div(nblocks, threads) * threads;
   long mc = ceil_div(ceil_div(m, nblocks), MR) * MR;
   nblocks = ceil_div(m, mc);
-  float* bpack = svc_scratch(1, (size_t)KC * NC);
+  float* bpack = svc_scratch(SVC_SLOT_GEMM_B, (size_t)KC * NC);
   for (long jc = 0; jc < n; jc += NC) {
     long nc = min_l(NC, n - jc);
     long npanels = ceil_div(nc, NR);
@@ -155,7 +155,7 @@ static void gemm_blocked(const View& A, const View& B, float* c, long rsc, long 
         long blk = t / nsplit, s = t % nsplit;
         long ic = blk * mc, mcb = min_l(mc, m - ic);
         long q0 = npanels * s / nsplit, q1 = npanels * (s + 1) / nsplit;
-        float* apack = svc_scratch(0, (size_t)MC_MAX * KC);
+        float* apack = svc_scratch(SVC_SLOT_GEMM_A, (size_t)MC_MAX * KC);
         pack_a(A, ic, mcb, pc, kc, apack);
         for (long q = q0; q < q1; q++) {
           long jr = q * NR, nr = min_l(NR, nc - jr);
@@ -172,10 +172,11 @@ static void gemm_blocked(const View& A, const View& B, float* c, long rsc, long 
 // Few rows with B stored [n, k] (a Linear layer's weight, the decode case):
 // each output is a dot product along a contiguous weight row. R weight rows are
 // streamed together against the M rows of x, so every weight is read once and
-// R*M independent accumulators hide the FMA latency.
+// R*M independent accumulators hide the FMA latency. Leading dimensions are
+// explicit so attention can run it over a KV cache.
 template <int M, int R>
-static void gemv_bt_block(const float* x, const float* b, float* c, long n, long k, long j,
-                          float alpha, bool accumulate) {
+static void gemv_bt_block(const float* x, long ldx, const float* b, long ldb, float* c, long ldc,
+                          long k, long j, float alpha, bool accumulate) {
   vf acc[M][R];
 #pragma GCC unroll 4
   for (int i = 0; i < M; i++)
@@ -185,13 +186,13 @@ static void gemv_bt_block(const float* x, const float* b, float* c, long n, long
   for (long p = 0; p < kv; p += W) {
     vf xv[M];
 #pragma GCC unroll 4
-    for (int i = 0; i < M; i++) xv[i] = vload(x + i * k + p);
+    for (int i = 0; i < M; i++) xv[i] = vload(x + i * ldx + p);
 #pragma GCC unroll 8
     for (int r = 0; r < R; r++) {
       // The next block's rows: each row is a short stream the hardware prefetcher
       // ramps up on too late (prefetch never faults, so the last block may overrun).
-      __builtin_prefetch(b + (j + R + r) * k + p);
-      vf bv = vload(b + (j + r) * k + p);
+      __builtin_prefetch(b + (j + R + r) * ldb + p);
+      vf bv = vload(b + (j + r) * ldb + p);
 #pragma GCC unroll 4
       for (int i = 0; i < M; i++) acc[i][r] += xv[i] * bv;
     }
@@ -199,42 +200,33 @@ static void gemv_bt_block(const float* x, const float* b, float* c, long n, long
   for (int i = 0; i < M; i++)
     for (int r = 0; r < R; r++) {
       float s = hsum(acc[i][r]);
-      const float* br = b + (j + r) * k;
-      for (long p = kv; p < k; p++) s += x[i * k + p] * br[p];
-      float* cp = c + i * n + j + r;
+      const float* br = b + (j + r) * ldb;
+      for (long p = kv; p < k; p++) s += x[i * ldx + p] * br[p];
+      float* cp = c + i * ldc + j + r;
       *cp = accumulate ? *cp + alpha * s : alpha * s;
     }
 }
 
 template <int M>
-static void gemv_bt(const float* x, const float* b, float* c, long n, long k, float alpha,
-                    bool accumulate) {
+static void gemv_bt(const float* x, long ldx, const float* b, long ldb, float* c, long ldc, long n,
+                    long k, float alpha, bool accumulate) {
   constexpr int R = M == 1 ? 8 : 4;
   long groups = n / R;
   long tasks = min_l(groups, svc_num_threads() * 8L);
   if ((double)n * k < 1.0e5) tasks = 1;
   par(tasks, [&](long t) {
     for (long g = groups * t / tasks; g < groups * (t + 1) / tasks; g++)
-      gemv_bt_block<M, R>(x, b, c, n, k, g * R, alpha, accumulate);
+      gemv_bt_block<M, R>(x, ldx, b, ldb, c, ldc, k, g * R, alpha, accumulate);
   });
-  for (long j = groups * R; j < n; j++) gemv_bt_block<M, 1>(x, b, c, n, k, j, alpha, accumulate);
-}
-
-static void gemv_rows_bt(const float* x, const float* b, float* c, long m, long n, long k,
-                         float alpha, bool accumulate) {
-  switch (m) {
-    case 1: return gemv_bt<1>(x, b, c, n, k, alpha, accumulate);
-    case 2: return gemv_bt<2>(x, b, c, n, k, alpha, accumulate);
-    case 3: return gemv_bt<3>(x, b, c, n, k, alpha, accumulate);
-    default: return gemv_bt<4>(x, b, c, n, k, alpha, accumulate);
-  }
+  for (long j = groups * R; j < n; j++)
+    gemv_bt_block<M, 1>(x, ldx, b, ldb, c, ldc, k, j, alpha, accumulate);
 }
 
 // Few rows with B stored [k, n]: stream B row by row, each task owning a range
 // of CW-wide column chunks and accumulating all M rows of x at once.
 template <int M>
-static void gemv_b(const float* x, const float* b, float* c, long n, long k, float alpha,
-                   bool accumulate) {
+static void gemv_b(const float* x, long ldx, const float* b, long ldb, float* c, long ldc, long n,
+                   long k, float alpha, bool accumulate) {
   constexpr long CW = 4 * W;
   long nchunks = ceil_div(n, CW);
   long tasks = min_l(nchunks, svc_num_threads() * 4L);
@@ -249,18 +241,18 @@ static void gemv_b(const float* x, const float* b, float* c, long n, long k, flo
 #pragma GCC unroll 4
           for (int v = 0; v < 4; v++) acc[i][v] = vf{};
         for (long p = 0; p < k; p++) {
-          const float* br = b + p * n + j0;
+          const float* br = b + p * ldb + j0;
           vf bv[4] = {vload(br), vload(br + W), vload(br + 2 * W), vload(br + 3 * W)};
 #pragma GCC unroll 4
           for (int i = 0; i < M; i++) {
-            vf xv = vset1(x[i * k + p]);
+            vf xv = vset1(x[i * ldx + p]);
 #pragma GCC unroll 4
             for (int v = 0; v < 4; v++) acc[i][v] += xv * bv[v];
           }
         }
         for (int i = 0; i < M; i++)
           for (int v = 0; v < 4; v++) {
-            float* cp = c + i * n + j0 + v * W;
+            float* cp = c + i * ldc + j0 + v * W;
             vf r = acc[i][v] * alpha;
             if (accumulate) r += vload(cp);
             vstore(cp, r);
@@ -269,9 +261,9 @@ static void gemv_b(const float* x, const float* b, float* c, long n, long k, flo
         for (int i = 0; i < M; i++) {
           float acc[CW] = {};
           for (long p = 0; p < k; p++)
-            for (long j = 0; j < nj; j++) acc[j] += x[i * k + p] * b[p * n + j0 + j];
+            for (long j = 0; j < nj; j++) acc[j] += x[i * ldx + p] * b[p * ldb + j0 + j];
           for (long j = 0; j < nj; j++) {
-            float* cp = c + i * n + j0 + j;
+            float* cp = c + i * ldc + j0 + j;
             *cp = accumulate ? *cp + alpha * acc[j] : alpha * acc[j];
           }
         }
@@ -280,13 +272,25 @@ static void gemv_b(const float* x, const float* b, float* c, long n, long k, flo
   });
 }
 
-static void gemv_rows_b(const float* x, const float* b, float* c, long m, long n, long k,
-                        float alpha, bool accumulate) {
-  switch (m) {
-    case 1: return gemv_b<1>(x, b, c, n, k, alpha, accumulate);
-    case 2: return gemv_b<2>(x, b, c, n, k, alpha, accumulate);
-    case 3: return gemv_b<3>(x, b, c, n, k, alpha, accumulate);
-    default: return gemv_b<4>(x, b, c, n, k, alpha, accumulate);
+// C[m, n] (=|+=) alpha * X[m, k] · op(B) for any m, four rows of X at a time:
+// op(B) = Bᵀ with B stored [n, k] when transB, else B stored [k, n].
+static void gemv_rows(const float* x, long ldx, const float* b, long ldb, bool transB, float* c,
+                      long ldc, long m, long n, long k, float alpha, bool accumulate) {
+  for (long i = 0; i < m; i += 4) {
+    const float* xi = x + i * ldx;
+    float* ci = c + i * ldc;
+    long mi = min_l(4, m - i);
+    if (transB) {
+      if (mi == 1) gemv_bt<1>(xi, ldx, b, ldb, ci, ldc, n, k, alpha, accumulate);
+      else if (mi == 2) gemv_bt<2>(xi, ldx, b, ldb, ci, ldc, n, k, alpha, accumulate);
+      else if (mi == 3) gemv_bt<3>(xi, ldx, b, ldb, ci, ldc, n, k, alpha, accumulate);
+      else gemv_bt<4>(xi, ldx, b, ldb, ci, ldc, n, k, alpha, accumulate);
+    } else {
+      if (mi == 1) gemv_b<1>(xi, ldx, b, ldb, ci, ldc, n, k, alpha, accumulate);
+      else if (mi == 2) gemv_b<2>(xi, ldx, b, ldb, ci, ldc, n, k, alpha, accumulate);
+      else if (mi == 3) gemv_b<3>(xi, ldx, b, ldb, ci, ldc, n, k, alpha, accumulate);
+      else gemv_b<4>(xi, ldx, b, ldb, ci, ldc, n, k, alpha, accumulate);
+    }
   }
 }
 
@@ -301,13 +305,12 @@ static void matmul(const float* a, const float* b, float* c, long m, long n, lon
   if (m <= GEMV_MAX_ROWS) {
     const float* x = a;
     if (transA) {  // gather the few rows of op(A) into contiguous scratch
-      float* xs = svc_scratch(2, (size_t)m * k);
+      float* xs = svc_scratch(SVC_SLOT_GEMV_X, (size_t)m * k);
       for (long i = 0; i < m; i++)
         for (long p = 0; p < k; p++) xs[i * k + p] = a[p * m + i];
       x = xs;
     }
-    if (transB) gemv_rows_bt(x, b, c, m, n, k, alpha, accumulate);
-    else gemv_rows_b(x, b, c, m, n, k, alpha, accumulate);
+    gemv_rows(x, k, b, transB ? k : n, transB, c, n, m, n, k, alpha, accumulate);
     return;
   }
   View A = transA ? View{a, 1, m} : View{a, k, 1};

@@ -56,7 +56,7 @@ static void rmsnorm_backward(const float* dy, const float* x, const float* w, co
   // in task order afterwards, so the result does not depend on scheduling.
   long tasks = min_l(ceil_div(rows, ceil_div(16384, dim + 1)), svc_num_threads() * 4L);
   if (tasks < 1) tasks = 1;
-  float* partial = dw ? svc_scratch(3, (size_t)tasks * dim) : nullptr;
+  float* partial = dw ? svc_scratch(SVC_SLOT_CALLER, (size_t)tasks * dim) : nullptr;
   par(tasks, [&](long t) {
     long r0 = rows * t / tasks, r1 = rows * (t + 1) / tasks;
     float* pw = partial ? partial + t * dim : nullptr;
@@ -151,150 +151,165 @@ static void swiglu_backward(const float* dOut, const float* gate, const float* u
   });
 }
 
-// kt[d * ld + s] = k[s * stride + d] for s < L, zero-padded to ld (a multiple of W).
-static void transpose_rows(const float* k, long stride, long L, long D, float* kt, long ld) {
-  for (long s = 0; s < L; s++)
-    for (long d = 0; d < D; d++) kt[d * ld + s] = k[s * stride + d];
-  for (long d = 0; d < D; d++)
-    for (long s = L; s < ld; s++) kt[d * ld + s] = 0.f;
-}
-
-// sc[s] = scale * sum_d qd[d] * kt[d][s] for s < n (vectors over s; kt padded to ld).
-static inline void scores_row(const float* qd, const float* kt, long ld, long D, long n, float scale,
-                              float* sc) {
+// Softmax of one row of scores in place over its first n entries (the visible
+// keys), zeroing the rest up to len; returns the sum of the exponentials (the
+// row is left unnormalised) and writes the row maximum to *mx.
+static inline float softmax_row(float* row, long n, long len, float* mx) {
+  vf mv = vset1(-__builtin_inff());
   long s = 0;
-  for (; s + 2 * W <= round_up(n, W); s += 2 * W) {
-    vf a0 = vf{}, a1 = vf{};
-    for (long d = 0; d < D; d++) {
-      vf qv = vset1(qd[d]);
-      a0 += qv * vload(kt + d * ld + s);
-      a1 += qv * vload(kt + d * ld + s + W);
-    }
-    vstore(sc + s, a0 * scale);
-    vstore(sc + s + W, a1 * scale);
+  for (; s + W <= n; s += W) mv = vmax(mv, vload(row + s));
+  float m = hmax(mv);
+  for (; s < n; s++) m = row[s] > m ? row[s] : m;
+  vf sv = vf{};
+  s = 0;
+  for (; s + W <= n; s += W) {
+    vf p = vexp(vload(row + s) - m);
+    vstore(row + s, p);
+    sv += p;
   }
-  for (; s < n; s += W) {
-    vf a0 = vf{};
-    for (long d = 0; d < D; d++) a0 += qd[d] * vload(kt + d * ld + s);
-    vstore(sc + s, a0 * scale);
+  float sum = hsum(sv);
+  for (; s < n; s++) {
+    row[s] = sexp(row[s] - m);
+    sum += row[s];
   }
+  for (; s < len; s++) row[s] = 0.f;
+  *mx = m;
+  return sum;
 }
 
+static inline void scale_row(float* row, long n, float f) {
+  long i = 0;
+  for (; i + W <= n; i += W) vstore(row + i, vload(row + i) * f);
+  for (; i < n; i++) row[i] *= f;
+}
+
+constexpr long ATT_TB = 64;  // queries per attention block
+
+// Prefill/training: per (head, block of queries) two GEMMs, S = Q·Kᵀ over the
+// visible keys and O = softmax(S)·V, with the row softmax in between.
+// Decode (T = 1): per KV head, the group's query rows against the cache as GEMVs.
 static void attention_forward(const float* q, const float* k, const float* v, float* out, float* lse,
                               long T, long S, long nHeads, long nKv, long D, float scale,
                               long kvStride) {
   if (T <= 0) return;
-  long group = nHeads / nKv;
-  long TB = T >= 64 ? 64 : T;
-  long nblocks = ceil_div(T, TB);
+  long group = nHeads / nKv, qs = nHeads * D;
+  if (D == 0) {
+    if (lse)
+      for (long h = 0; h < nHeads; h++)
+        for (long t = 0; t < T; t++) lse[h * T + t] = (float)slog((double)(S - T + t + 1));
+    return;
+  }
+  if (T == 1) {
+    par(nKv, [&](long kh) {
+      float* sc = svc_scratch(SVC_SLOT_TASK, (size_t)group * S);
+      float sums[4];
+      for (long h0 = 0; h0 < group; h0 += 4) {
+        long g = min_l(4, group - h0), h = kh * group + h0;
+        gemv_rows(q + h * D, D, k + kh * D, kvStride, true, sc, S, g, S, D, scale, false);
+        for (long i = 0; i < g; i++) {
+          float mx;
+          sums[i] = softmax_row(sc + i * S, S, S, &mx);
+          if (lse) lse[h + i] = (float)(mx + slog(sums[i]));
+        }
+        gemv_rows(sc, S, v + kh * D, kvStride, false, out + h * D, D, g, D, S, 1.0f, false);
+        for (long i = 0; i < g; i++) scale_row(out + (h + i) * D, D, 1.0f / sums[i]);
+      }
+    });
+    return;
+  }
+  long nblocks = ceil_div(T, ATT_TB);
   par(nHeads * nblocks, [&](long task) {
-    long h = task / nblocks, t0 = (task % nblocks) * TB, t1 = min_l(T, t0 + TB);
-    long kh = h / group;
+    long h = task / nblocks, blk = nblocks - 1 - task % nblocks;  // longest blocks first
+    long t0 = blk * ATT_TB, t1 = min_l(T, t0 + ATT_TB), tb = t1 - t0, kh = h / group;
     long L = S - T + t1;  // keys visible to the block's last query
-    long ld = round_up(L, 2 * W);
-    float* kt = svc_scratch(0, (size_t)D * ld);
-    float* sc = svc_scratch(1, (size_t)ld);
-    transpose_rows(k + kh * D, kvStride, L, D, kt, ld);
-    for (long t = t0; t < t1; t++) {
-      long n = S - T + t + 1;
-      const float* qr = q + (t * nHeads + h) * D;
-      float* orow = out + (t * nHeads + h) * D;
-      scores_row(qr, kt, ld, D, n, scale, sc);
-      float mx = sc[0];
-      for (long s = 1; s < n; s++) mx = sc[s] > mx ? sc[s] : mx;
-      vf sumv = vf{};
-      long s = 0;
-      for (; s + W <= n; s += W) {
-        vf p = vexp(vload(sc + s) - mx);
-        vstore(sc + s, p);
-        sumv += p;
-      }
-      float sum = hsum(sumv);
-      for (; s < n; s++) {
-        sc[s] = sexp(sc[s] - mx);
-        sum += sc[s];
-      }
-      for (long d = 0; d < D; d++) orow[d] = 0.f;
-      for (s = 0; s < n; s++) axpy(orow, v + s * kvStride + kh * D, sc[s], D);
-      float inv = 1.0f / sum;
-      for (long d = 0; d < D; d++) orow[d] *= inv;
-      if (lse) lse[h * T + t] = (float)(mx + slog(sum));
+    float* sc = svc_scratch(SVC_SLOT_TASK, (size_t)tb * L + tb);
+    float* sums = sc + tb * L;
+    const float* qb = q + (t0 * nHeads + h) * D;
+    float* ob = out + (t0 * nHeads + h) * D;
+    gemm_blocked(View{qb, qs, 1}, View{k + kh * D, 1, kvStride}, sc, L, 1, tb, L, D, scale, false);
+    for (long r = 0; r < tb; r++) {
+      float mx;
+      sums[r] = softmax_row(sc + r * L, S - T + t0 + r + 1, L, &mx);
+      if (lse) lse[h * T + t0 + r] = (float)(mx + slog(sums[r]));
     }
+    gemm_blocked(View{sc, L, 1}, View{v + kh * D, kvStride, 1}, ob, qs, 1, tb, D, L, 1.0f, false);
+    for (long r = 0; r < tb; r++) scale_row(ob + r * qs, D, 1.0f / sums[r]);
   });
 }
 
+// Per head, per block of queries (keys up to the block's end), recomputing the
+// probabilities from the saved log-sum-exp:
+//   P = exp(Q·Kᵀ·scale − lse), dP = dO·Vᵀ, dS = P∘(dP − rowsum(dO∘O))·scale,
+//   dQ = dS·K, dK += dSᵀ·Q, dV += Pᵀ·dO.
+// dK and dV go to per-head partials, summed over each GQA group at the end, so
+// tasks never write the same memory.
 static void attention_backward(const float* dOut, const float* q, const float* k, const float* v,
                                const float* out, const float* lse, float* dq, float* dk, float* dv,
                                long T, long nHeads, long nKv, long D, float scale) {
-  if (T <= 0) return;
-  long group = nHeads / nKv, stride = nKv * D;
-  long ld = round_up(T, 2 * W);
-  // Per query head: dK and dV partials, transposed [D][ld], summed over the group after.
-  float* part = svc_scratch(2, (size_t)nHeads * 2 * D * ld);
+  if (T <= 0 || D == 0) return;
+  long group = nHeads / nKv, kvs = nKv * D, qs = nHeads * D;
+  long nblocks = ceil_div(T, ATT_TB);
+  float* part = svc_scratch(SVC_SLOT_CALLER, (size_t)nHeads * 2 * T * D);
   par(nHeads, [&](long h) {
     long kh = h / group;
-    float* kt = svc_scratch(0, (size_t)2 * D * ld);
-    float* vt = kt + D * ld;
-    float* p = svc_scratch(1, (size_t)2 * ld);
-    float* ds = p + ld;
-    float* dkt = part + h * 2 * D * ld;
-    float* dvt = dkt + D * ld;
-    for (long i = 0; i < 2 * D * ld; i++) dkt[i] = 0.f;
-    transpose_rows(k + kh * D, stride, T, D, kt, ld);
-    transpose_rows(v + kh * D, stride, T, D, vt, ld);
-    for (long t = 0; t < T; t++) {
-      long n = t + 1, nv = round_up(n, W);
-      long qo = (t * nHeads + h) * D;
-      const float* qr = q + qo;
-      const float* dor = dOut + qo;
-      float Dt = dot(dor, out + qo, D);
-      float l = lse[h * T + t];
-      scores_row(qr, kt, ld, D, n, scale, p);
-      scores_row(dor, vt, ld, D, n, 1.0f, ds);  // ds <- dp = dOut_t . v_s
-      for (long s = 0; s < nv; s += W) {
-        vf pv = vexp(vload(p + s) - l);
-        vstore(p + s, pv);
-        vstore(ds + s, pv * (vload(ds + s) - Dt) * scale);
-      }
-      for (long s = n; s < nv; s++) p[s] = ds[s] = 0.f;  // lanes past the causal edge
-      float* dqr = dq + qo;
-      for (long d = 0; d < D; d++) dqr[d] = 0.f;
-      for (long s = 0; s < n; s++) axpy(dqr, k + s * stride + kh * D, ds[s], D);
-      for (long d = 0; d < D; d++) {
-        float* dvd = dvt + d * ld;
-        float* dkd = dkt + d * ld;
-        vf dov = vset1(dor[d]), qv = vset1(qr[d]);
-        for (long s = 0; s < nv; s += W) {
-          vstore(dvd + s, vload(dvd + s) + vload(p + s) * dov);
-          vstore(dkd + s, vload(dkd + s) + vload(ds + s) * qv);
+    float* dkh = part + h * 2 * T * D;
+    float* dvh = dkh + T * D;
+    for (long i = 0; i < 2 * T * D; i++) dkh[i] = 0.f;
+    for (long blk = 0; blk < nblocks; blk++) {
+      long t0 = blk * ATT_TB, t1 = min_l(T, t0 + ATT_TB), tb = t1 - t0, L = t1;
+      float* P = svc_scratch(SVC_SLOT_TASK, (size_t)2 * tb * L + tb);
+      float* dS = P + tb * L;
+      float* Dt = dS + tb * L;
+      long off = (t0 * nHeads + h) * D;
+      View Qb{q + off, qs, 1}, dOb{dOut + off, qs, 1};
+      gemm_blocked(Qb, View{k + kh * D, 1, kvs}, P, L, 1, tb, L, D, scale, false);
+      gemm_blocked(dOb, View{v + kh * D, 1, kvs}, dS, L, 1, tb, L, D, 1.0f, false);
+      for (long r = 0; r < tb; r++) {
+        long t = t0 + r, n = t + 1;
+        Dt[r] = dot(dOut + off + r * qs, out + off + r * qs, D);
+        float l = lse[h * T + t];
+        float* pr = P + r * L;
+        float* dr = dS + r * L;
+        long s = 0;
+        for (; s + W <= n; s += W) {
+          vf p = vexp(vload(pr + s) - l);
+          vstore(pr + s, p);
+          vstore(dr + s, p * (vload(dr + s) - Dt[r]) * scale);
         }
+        for (; s < n; s++) {
+          pr[s] = sexp(pr[s] - l);
+          dr[s] = pr[s] * (dr[s] - Dt[r]) * scale;
+        }
+        for (; s < L; s++) pr[s] = dr[s] = 0.f;
       }
+      gemm_blocked(View{dS, L, 1}, View{k + kh * D, kvs, 1}, dq + off, qs, 1, tb, D, L, 1.0f, false);
+      gemm_blocked(View{dS, 1, L}, Qb, dkh, D, 1, L, D, tb, 1.0f, true);
+      gemm_blocked(View{P, 1, L}, dOb, dvh, D, 1, L, D, tb, 1.0f, true);
     }
   });
   par(nKv, [&](long kh) {
-    for (long s = 0; s < T; s++)
-      for (long d = 0; d < D; d++) {
-        float sk = 0.f, sv = 0.f;
-        for (long h = kh * group; h < (kh + 1) * group; h++) {
-          sk += part[h * 2 * D * ld + d * ld + s];
-          sv += part[h * 2 * D * ld + D * ld + d * ld + s];
-        }
-        dk[s * stride + kh * D + d] = sk;
-        dv[s * stride + kh * D + d] = sv;
+    for (long s = 0; s < T; s++) {
+      float* dkr = dk + s * kvs + kh * D;
+      float* dvr = dv + s * kvs + kh * D;
+      for (long d = 0; d < D; d++) dkr[d] = dvr[d] = 0.f;
+      for (long h = kh * group; h < (kh + 1) * group; h++) {
+        axpy(dkr, part + h * 2 * T * D + s * D, 1.0f, D);
+        axpy(dvr, part + h * 2 * T * D + T * D + s * D, 1.0f, D);
       }
+    }
   });
 }
 
 static double cross_entropy(const float* logits, const int32_t* targets, long rows, long vocab,
                             float* dLogits, float gradScale) {
-  float* loss = svc_scratch(3, (size_t)rows);
+  double* loss = reinterpret_cast<double*>(svc_scratch(SVC_SLOT_CALLER, (size_t)rows * 2));
   par_range(rows, ceil_div(65536, vocab + 1), [&](long r0, long r1) {
     for (long r = r0; r < r1; r++) {
       const float* lr = logits + r * vocab;
       float* dr = dLogits ? dLogits + r * vocab : nullptr;
       long target = targets[r];
       if (target < 0) {
-        loss[r] = 0.f;
+        loss[r] = 0;
         if (dr)
           for (long i = 0; i < vocab; i++) dr[i] = 0.f;
         continue;
@@ -304,20 +319,28 @@ static double cross_entropy(const float* logits, const int32_t* targets, long ro
       for (; i + W <= vocab; i += W) mv = vmax(mv, vload(lr + i));
       float mx = hmax(mv);
       for (; i < vocab; i++) mx = lr[i] > mx ? lr[i] : mx;
+      float tl = lr[target];  // read first: dr may be lr itself
       vf sv = vf{};
       i = 0;
-      for (; i + W <= vocab; i += W) sv += vexp(vload(lr + i) - mx);
-      double sum = hsum(sv);
-      for (; i < vocab; i++) sum += sexp(lr[i] - mx);
-      double logz = mx + slog(sum);
-      float tl = lr[target];
-      loss[r] = (float)(logz - tl);
-      if (dr) {
-        float lz = (float)logz;
-        i = 0;
-        for (; i + W <= vocab; i += W) vstore(dr + i, gradScale * vexp(vload(lr + i) - lz));
-        for (; i < vocab; i++) dr[i] = gradScale * sexp(lr[i] - lz);
+      if (dr) {  // one exp per logit: store exp(l - max), then scale by gradScale / sum
+        for (; i + W <= vocab; i += W) {
+          vf e = vexp(vload(lr + i) - mx);
+          vstore(dr + i, e);
+          sv += e;
+        }
+        double sum = hsum(sv);
+        for (; i < vocab; i++) {
+          dr[i] = sexp(lr[i] - mx);
+          sum += dr[i];
+        }
+        scale_row(dr, vocab, (float)(gradScale / sum));
         dr[target] -= gradScale;
+        loss[r] = mx + slog(sum) - tl;
+      } else {
+        for (; i + W <= vocab; i += W) sv += vexp(vload(lr + i) - mx);
+        double sum = hsum(sv);
+        for (; i < vocab; i++) sum += sexp(lr[i] - mx);
+        loss[r] = mx + slog(sum) - tl;
       }
     }
   });

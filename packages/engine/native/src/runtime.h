@@ -11,5 +11,15 @@ typedef void (*svc_task_fn)(const void* ctx, long task);
 void svc_parallel_for(long n, svc_task_fn fn, const void* ctx);
 /** Threads that svc_parallel_for may use, the calling thread included. */
 int svc_num_threads();
-/** 64-byte aligned scratch of at least n floats, private to the calling thread; slot < 4. */
+/** 64-byte aligned scratch of at least n floats, private to the calling thread. */
 float* svc_scratch(int slot, size_t n);
+
+// Scratch slots, so that kernels nested in one another never share a buffer.
+enum {
+  SVC_SLOT_GEMM_A = 0,  // packed A blocks (every thread)
+  SVC_SLOT_GEMM_B = 1,  // packed B panels (the thread that called gemm)
+  SVC_SLOT_GEMV_X = 2,  // gathered rows of a transposed A (decode GEMV)
+  SVC_SLOT_TASK = 3,    // a task's own temporaries (attention scores, ...)
+  SVC_SLOT_CALLER = 4,  // buffers the calling thread shares with its tasks
+  SVC_SCRATCH_SLOTS = 5
+};

@@ -37,16 +37,22 @@ int default_threads() {
   return cores > 64 ? 64 : cores;
 }
 
+// Tasks are claimed through one atomic ticket, (job generation << 32) | next
+// task index, with a compare-and-swap; a claim only succeeds while its job is
+// current, so a worker that wakes late (the machine is busy) finds the job gone
+// instead of holding up the caller: the caller waits for finished tasks, never
+// for workers to check in, and does every task nobody else claimed.
+thread_local bool inside_job = false;  // this thread is running a pool task
+
 struct Pool {
   int threads;
   std::mutex run_mu;
-  std::atomic<unsigned long> generation{0};
-  std::atomic<long> next{0};
-  std::atomic<int> pending{0};
+  std::atomic<unsigned long long> ticket{0};
+  std::atomic<long> done{0};
+  std::atomic<long> n{0};
+  std::atomic<svc_task_fn> fn{nullptr};
+  std::atomic<const void*> ctx{nullptr};
   std::atomic<int> sleepers{0};
-  long n = 0;
-  svc_task_fn fn = nullptr;
-  const void* ctx = nullptr;
   std::mutex sleep_mu;
   std::condition_variable sleep_cv;
 
@@ -54,48 +60,70 @@ struct Pool {
     for (int i = 1; i < threads; i++) std::thread([this] { worker(); }).detach();
   }
 
-  void run_tasks() {
-    for (long i; (i = next.fetch_add(1, std::memory_order_relaxed)) < n;) fn(ctx, i);
+  static unsigned gen_of(unsigned long long t) { return (unsigned)(t >> 32); }
+
+  // Claims and runs tasks of job `gen` until none are left or the job is over.
+  void run_tasks(unsigned gen) {
+    inside_job = true;
+    run_claims(gen);
+    inside_job = false;
+  }
+
+  void run_claims(unsigned gen) {
+    unsigned long long t = ticket.load(std::memory_order_acquire);
+    while (gen_of(t) == gen) {
+      long i = (long)(t & 0xffffffffu);
+      if (i >= n.load(std::memory_order_relaxed)) return;
+      if (!ticket.compare_exchange_weak(t, t + 1, std::memory_order_acq_rel)) continue;
+      // Task i is ours and unfinished, so job `gen` stays current: fn/ctx are stable.
+      fn.load(std::memory_order_relaxed)(ctx.load(std::memory_order_relaxed), i);
+      done.fetch_add(1, std::memory_order_release);
+      t = ticket.load(std::memory_order_acquire);
+    }
   }
 
   void worker() {
-    unsigned long seen = 0;
+    unsigned seen = 0;
     for (;;) {
-      for (int spin = 0; generation.load(std::memory_order_acquire) == seen; spin++) {
+      for (int spin = 0; gen_of(ticket.load(std::memory_order_acquire)) == seen; spin++) {
         if (spin < 20000) {
           cpu_relax();
           continue;
         }
         std::unique_lock<std::mutex> lock(sleep_mu);
         sleepers.fetch_add(1);
-        sleep_cv.wait(lock, [&] { return generation.load() != seen; });
+        sleep_cv.wait(lock, [&] { return gen_of(ticket.load()) != seen; });
         sleepers.fetch_sub(1);
         break;
       }
-      seen = generation.load(std::memory_order_acquire);
-      run_tasks();
-      pending.fetch_sub(1, std::memory_order_acq_rel);
+      seen = gen_of(ticket.load(std::memory_order_acquire));
+      run_tasks(seen);
     }
   }
 
   void parallel_for(long count, svc_task_fn f, const void* c) {
-    std::unique_lock<std::mutex> lock(run_mu, std::try_to_lock);
-    if (!lock.owns_lock() || threads == 1) {
+    // A kernel nested inside a task (attention's GEMMs) runs serially on its thread.
+    if (inside_job || threads == 1 || count > 0x7fffffffL) {
       for (long i = 0; i < count; i++) f(c, i);
       return;
     }
-    n = count;
-    fn = f;
-    ctx = c;
-    next.store(0, std::memory_order_relaxed);
-    pending.store(threads - 1, std::memory_order_relaxed);
-    generation.fetch_add(1);  // seq_cst: pairs with the sleepers check below
+    std::unique_lock<std::mutex> lock(run_mu, std::try_to_lock);
+    if (!lock.owns_lock()) {
+      for (long i = 0; i < count; i++) f(c, i);
+      return;
+    }
+    unsigned gen = gen_of(ticket.load(std::memory_order_relaxed)) + 1;
+    fn.store(f, std::memory_order_relaxed);
+    ctx.store(c, std::memory_order_relaxed);
+    n.store(count, std::memory_order_relaxed);
+    done.store(0, std::memory_order_relaxed);
+    ticket.store((unsigned long long)gen << 32);  // seq_cst: publishes the job, pairs with sleepers
     if (sleepers.load() > 0) {
       std::lock_guard<std::mutex> g(sleep_mu);
       sleep_cv.notify_all();
     }
-    run_tasks();
-    for (int spin = 0; pending.load(std::memory_order_acquire) > 0; spin++) {
+    run_tasks(gen);
+    for (int spin = 0; done.load(std::memory_order_acquire) < count; spin++) {
       if (spin < 100000) cpu_relax();
       else std::this_thread::yield();
     }
@@ -108,8 +136,8 @@ Pool* pool() {
 }
 
 struct Scratch {
-  void* p[4] = {};
-  size_t cap[4] = {};
+  void* p[SVC_SCRATCH_SLOTS] = {};
+  size_t cap[SVC_SCRATCH_SLOTS] = {};
   ~Scratch() {
     for (void* q : p) free(q);
   }

@@ -40,7 +40,7 @@ struct Block {
   }
 };
 
-Block scratch_blocks[4];
+Block scratch_blocks[SVC_SCRATCH_SLOTS];
 Block io_block;
 
 }  // namespace
