@@ -2,7 +2,7 @@
 // tabs, and the hash routes (#/, #/jobs, #/jobs/:id, #/playground,
 // #/endpoints, #/endpoints/:id).
 import { useEffect, useState } from "react";
-import { errorMessage, getJson } from "./api.js";
+import { errorMessage, getJson, IDENTITY_CHANGED_EVENT, STALE_TOKEN_EVENT } from "./api.js";
 import { formatIdentity, type StudioIdentity } from "./lib/identity.js";
 import { EndpointDetail } from "./pages/EndpointDetail.js";
 import { Endpoints } from "./pages/Endpoints.js";
@@ -48,7 +48,13 @@ const TABS = [
 function Identity({ page }: { page: Route["page"] }) {
   const [text, setText] = useState<string | null>(null);
   const [error, setError] = useState<string | null>(null);
-  // biome-ignore lint/correctness/useExhaustiveDependencies: page is the trigger, not an input
+  const [changes, setChanges] = useState(0);
+  useEffect(() => {
+    const on = () => setChanges((n) => n + 1);
+    window.addEventListener(IDENTITY_CHANGED_EVENT, on);
+    return () => window.removeEventListener(IDENTITY_CHANGED_EVENT, on);
+  }, []);
+  // biome-ignore lint/correctness/useExhaustiveDependencies: page and changes are triggers, not inputs
   useEffect(() => {
     getJson<StudioIdentity>("/api/credentials")
       .then((id) => {
@@ -56,7 +62,7 @@ function Identity({ page }: { page: Route["page"] }) {
         setError(null);
       })
       .catch((e) => setError(errorMessage(e)));
-  }, [page]);
+  }, [page, changes]);
   if (error)
     return (
       <span className="identity identity-error" title={error}>
@@ -67,6 +73,24 @@ function Identity({ page }: { page: Route["page"] }) {
     <span className="identity" data-testid="identity">
       {text ?? "…"}
     </span>
+  );
+}
+
+function StaleTokenBanner() {
+  const [stale, setStale] = useState(false);
+  useEffect(() => {
+    const on = () => setStale(true);
+    window.addEventListener(STALE_TOKEN_EVENT, on);
+    return () => window.removeEventListener(STALE_TOKEN_EVENT, on);
+  }, []);
+  if (!stale) return null;
+  return (
+    <div className="stale-banner" role="alert" data-testid="stale-banner">
+      svc dev was restarted since this page loaded, so its token is no longer valid.
+      <button type="button" className="btn btn-small" onClick={() => window.location.reload()}>
+        Reload
+      </button>
+    </div>
   );
 }
 
@@ -87,6 +111,7 @@ export function App() {
         </nav>
         <Identity page={route.page} />
       </header>
+      <StaleTokenBanner />
       <main className="content">
         {route.page === "overview" && <Overview />}
         {route.page === "jobs" && <Jobs />}

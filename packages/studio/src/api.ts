@@ -16,12 +16,20 @@ export class StudioApiError extends Error {
   }
 }
 
+/** Fired when the server no longer knows this page's token: `svc dev` was restarted since the page loaded. */
+export const STALE_TOKEN_EVENT = "svc-studio-stale-token";
+/** Fired when the header identity may have changed (a run or a first deployment wrote .svc/state.json). */
+export const IDENTITY_CHANGED_EVENT = "svc-studio-identity-changed";
+
 async function errorFrom(res: Response): Promise<StudioApiError> {
   let body: Partial<ErrorBody> | null = null;
   try {
     body = (await res.json()) as Partial<ErrorBody>;
   } catch {
     // not JSON: fall through to the status line
+  }
+  if (res.status === 403 && body?.error?.code === "invalid_studio_token") {
+    window.dispatchEvent(new Event(STALE_TOKEN_EVENT));
   }
   const message = body?.error?.message ?? `${res.status} ${res.statusText}`;
   return new StudioApiError(res.status, body?.error?.code ?? "http_error", message);

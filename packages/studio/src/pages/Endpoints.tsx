@@ -2,7 +2,7 @@
 // mode, enabled badge) and the inline create form.
 import type { AuthMode, Deployment } from "@svc/server/wire";
 import { useCallback, useEffect, useState } from "react";
-import { errorMessage, getJson, sendJson } from "../api.js";
+import { errorMessage, getJson, IDENTITY_CHANGED_EVENT, sendJson } from "../api.js";
 import { ErrorText } from "../components/common.js";
 import { TargetFields } from "../components/TargetFields.js";
 import { type TargetForm, targetFromForm, targetSummary } from "../lib/targets.js";
@@ -29,6 +29,7 @@ function CreateForm({ onCreated, onCancel }: { onCreated: () => void; onCancel: 
     setError(null);
     try {
       await sendJson("POST", "/api/deployments", { slug: slug.trim(), target: t.target, authMode });
+      window.dispatchEvent(new Event(IDENTITY_CHANGED_EVENT));
       onCreated();
     } catch (e) {
       setError(errorMessage(e));

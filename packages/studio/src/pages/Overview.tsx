@@ -3,7 +3,7 @@
 // loss chart of that run appears next to it.
 import type { Job } from "@svc/server/wire";
 import { useEffect, useRef, useState } from "react";
-import { errorMessage, getJson, studioFetch } from "../api.js";
+import { errorMessage, getJson, IDENTITY_CHANGED_EVENT, studioFetch } from "../api.js";
 import { StatusBadge, shortId } from "../components/common.js";
 import { LossChart } from "../components/LossChart.js";
 import { useJobEvents } from "../components/useJobEvents.js";
@@ -132,6 +132,7 @@ export function Overview() {
       setExitNote(errorMessage(e));
     } finally {
       setRunning(false);
+      window.dispatchEvent(new Event(IDENTITY_CHANGED_EVENT));
     }
   };
 

@@ -3,6 +3,7 @@
 import assert from "node:assert/strict";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { createServer } from "node:net";
 import { after, before, describe, test } from "node:test";
 import { chromiumMissing, launchStudioBrowser, maybeScreenshot, type StudioBrowser } from "./browser.js";
 import { DEAD_CLOUD_API, makeProject, type StudioProcess, startStudio } from "./studio-process.js";
@@ -70,6 +71,40 @@ describe("Studio in a browser, without a cloud API", { skip: chromiumMissing }, 
     assert.deepEqual(browser.pageErrors, []);
   });
 
+  test("a stale tab from an earlier launch on the same port gets 403 and a reload prompt", async () => {
+    const { page } = browser;
+    const port = await freePort();
+    const env = { SVC_CLOUD_API_URL: DEAD_CLOUD_API };
+    const first = await startStudio({
+      projectDir: studio.projectDir,
+      home: studio.home,
+      args: ["--port", String(port)],
+      env,
+    });
+    await page.goto(`http://localhost:${port}/#/jobs`);
+    await page.getByTestId("jobs-empty").waitFor();
+    await first.stop();
+    const second = await startStudio({
+      projectDir: studio.projectDir,
+      home: studio.home,
+      args: ["--port", String(port)],
+      env,
+    });
+    try {
+      const [response] = await Promise.all([
+        page.waitForResponse((r) => r.url().endsWith("/api/jobs")),
+        page.getByTestId("jobs-refresh").click(),
+      ]);
+      assert.equal(response.status(), 403);
+      await page.getByTestId("stale-banner").waitFor();
+      await page.getByTestId("stale-banner").getByRole("button", { name: "Reload" }).click();
+      await page.getByTestId("jobs-empty").waitFor();
+      assert.equal(await page.getByTestId("stale-banner").count(), 0, "a reload picks up the new token");
+    } finally {
+      await second.stop();
+    }
+  });
+
   test("a stale tab (token from an earlier launch) gets 403 from the API", async () => {
     const { page } = browser;
     await page.goto(`http://localhost:${studio.port}/#/`);
@@ -82,3 +117,14 @@ describe("Studio in a browser, without a cloud API", { skip: chromiumMissing }, 
     assert.equal(status, 403);
   });
 });
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
+}
