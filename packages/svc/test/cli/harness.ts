@@ -46,20 +46,22 @@ export function runSvc(
 export function runProcess(
   command: string,
   args: string[],
-  options: { cwd: string; env: NodeJS.ProcessEnv; timeoutMs?: number },
+  options: { cwd: string; env: NodeJS.ProcessEnv; timeoutMs?: number; input?: string },
 ): Promise<RunResult> {
   return new Promise((resolve, reject) => {
+    const stdin = options.input === undefined ? "ignore" : "pipe";
     const child = spawn(command, args, {
       cwd: options.cwd,
       env: options.env,
-      stdio: ["ignore", "pipe", "pipe"],
+      stdio: [stdin, "pipe", "pipe"],
     });
+    if (options.input !== undefined) child.stdin!.end(options.input);
     let stdout = "";
     let stderr = "";
-    child.stdout.on("data", (d) => {
+    child.stdout!.on("data", (d) => {
       stdout += d;
     });
-    child.stderr.on("data", (d) => {
+    child.stderr!.on("data", (d) => {
       stderr += d;
     });
     const timer = setTimeout(() => {

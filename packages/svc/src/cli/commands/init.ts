@@ -77,14 +77,23 @@ async function isEmptyDir(dir: string): Promise<boolean> {
   }
 }
 
-async function ask(question: string, fallback: string): Promise<string> {
-  const rl = createInterface({ input: process.stdin, output: process.stdout });
-  try {
-    const answer = (await rl.question(`${question} (${fallback}) `)).trim();
-    return answer || fallback;
-  } finally {
-    rl.close();
-  }
+/**
+ * Questions on a terminal. Lines are read through one buffered iterator, so
+ * answers typed ahead are kept; end of input takes the defaults.
+ */
+function prompter() {
+  const rl = createInterface({ input: process.stdin, terminal: false });
+  const lines = rl[Symbol.asyncIterator]();
+  return {
+    async ask(question: string, fallback: string): Promise<string> {
+      process.stdout.write(`${question} (${fallback}) `);
+      const next = await lines.next();
+      const answer = next.done ? "" : String(next.value).trim();
+      if (next.done) process.stdout.write("\n");
+      return answer || fallback;
+    },
+    close: () => rl.close(),
+  };
 }
 
 export async function initProject(target: string, template: string): Promise<string[]> {
@@ -136,11 +145,19 @@ export const initCommand: Command = {
     }
     const interactive = Boolean(process.stdin.isTTY && process.stdout.isTTY);
     let template = stringOption(values, "template");
-    if (!template && interactive) {
-      process.stdout.write(
-        `Templates:\n${templates.map((t) => `  ${t.name.padEnd(16)} ${t.description}`).join("\n")}\n`,
-      );
-      template = await ask("Template?", DEFAULT_TEMPLATE);
+    let dir = positionals[0];
+    if (interactive && (!template || !dir)) {
+      const p = prompter();
+      try {
+        if (!template) {
+          const list = templates.map((t) => `  ${t.name.padEnd(16)} ${t.description}`).join("\n");
+          process.stdout.write(`Templates:\n${list}\n`);
+          template = await p.ask("Template?", DEFAULT_TEMPLATE);
+        }
+        if (!dir) dir = await p.ask("Directory?", `./${template}`);
+      } finally {
+        p.close();
+      }
     }
     template ??= DEFAULT_TEMPLATE;
     if (!templates.some((t) => t.name === template)) {
@@ -148,8 +165,6 @@ export const initCommand: Command = {
         `--template: unknown template "${template}"; one of ${templates.map((t) => t.name).join(", ")}`,
       );
     }
-    let dir = positionals[0];
-    if (!dir && interactive) dir = await ask("Directory?", `./${template}`);
     dir ??= template;
     if (!values.force && !(await isEmptyDir(resolve(dir)))) {
       throw new Error(`${resolve(dir)} is not empty; pick another directory or pass --force`);
@@ -163,8 +178,8 @@ export const initCommand: Command = {
         "Next:",
         ...(rel === "." ? [] : [`  cd ${rel}`]),
         "  npm install      # links the svc SDK from this installation; nothing from the registry",
-        "  svc start        # fine-tune on data/train.jsonl and follow the progress",
-        "  svc dev          # Studio on http://localhost:4000: jobs, loss chart, playground, endpoints",
+        "  npx svc start    # fine-tune on data/train.jsonl and follow the progress",
+        "  npx svc dev      # Studio on http://localhost:4000: jobs, loss chart, playground, endpoints",
         "",
       ].join("\n"),
     );
