@@ -75,16 +75,16 @@ function buildWasm() {
     );
 }
 
-buildWasm();
+// node-gyp first: its rebuild empties native/build, where the wasm module goes too.
 const gyp = findNodeGyp();
+let ok = false;
 if (!gyp) {
-  console.warn("build-native: node-gyp not found (install it or npm); skipping the native kernels");
-  process.exit(1);
+  console.warn("build-native: node-gyp not found (install it or npm); skipping the native kernels addon");
+} else {
+  const fresh = process.argv.includes("--rebuild") || !existsSync(join(nativeDir, "build/Makefile"));
+  ok = fresh ? nodeGyp(gyp, ["rebuild", "-j", "2"]) : nodeGyp(gyp, ["build", "-j", "2"]);
+  if (ok) console.log("build-native: built packages/engine/native/build/Release/svc_kernels.node");
+  else console.warn("build-native: the native kernels addon failed to build");
 }
-const fresh = process.argv.includes("--rebuild") || !existsSync(join(nativeDir, "build/Makefile"));
-const ok = fresh ? nodeGyp(gyp, ["rebuild", "-j", "2"]) : nodeGyp(gyp, ["build", "-j", "2"]);
-if (!ok) {
-  console.warn("build-native: the native kernels addon failed to build");
-  process.exit(1);
-}
-console.log("build-native: built packages/engine/native/build/Release/svc_kernels.node");
+buildWasm();
+process.exit(ok ? 0 : 1);
