@@ -2,8 +2,8 @@
 // the header identity, and the empty Jobs and Endpoints pages.
 import assert from "node:assert/strict";
 import { mkdir, writeFile } from "node:fs/promises";
-import { join } from "node:path";
 import { createServer } from "node:net";
+import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { chromiumMissing, launchStudioBrowser, maybeScreenshot, type StudioBrowser } from "./browser.js";
 import { DEAD_CLOUD_API, makeProject, type StudioProcess, startStudio } from "./studio-process.js";
