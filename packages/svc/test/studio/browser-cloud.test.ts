@@ -393,13 +393,23 @@ describe("Studio in a browser against svc server", { skip: chromiumMissing, time
       `http://support-e2e.${server.deploymentDomain}/v1/chat/completions`,
     );
     const code = page.getByTestId("qs-code");
+    await page.getByTestId("api-keys").locator(".muted, table").first().waitFor();
+    // The Quick start is built in the page: switching languages or hiding it calls nothing.
+    const quickstartCalls: string[] = [];
+    const onQuickstartRequest = (r: { url(): string }) => quickstartCalls.push(r.url());
+    page.on("request", onQuickstartRequest);
     assert.match((await code.textContent()) ?? "", /-H "Authorization: Bearer YOUR_API_KEY"/);
+    await page.getByRole("tab", { name: "Python client" }).click();
+    assert.match((await code.textContent()) ?? "", /api_key="YOUR_API_KEY"/);
     await page.getByRole("tab", { name: "JavaScript client" }).click();
     const jsSample = (await code.textContent()) ?? "";
     assert.match(jsSample, /apiKey: "YOUR_API_KEY"/);
+    assert.match(jsSample, /baseURL: "http:\/\/127\.0\.0\.1:\d+\/d\/support-e2e\/v1"/);
     await page.getByTestId("qs-hide").click();
     assert.equal(await code.count(), 0, "Hide hides the sample");
     await page.getByTestId("qs-hide").click();
+    page.off("request", onQuickstartRequest);
+    assert.deepEqual(quickstartCalls, []);
 
     // Issue a key: asked for a label, plaintext shown once.
     await page.getByTestId("issue-key").click();
