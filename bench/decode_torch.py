@@ -5,8 +5,8 @@ The model is written the way Hugging Face's LlamaForCausalLM computes it
 attention, SwiGLU MLP, tied LM head) with a cache that grows by torch.cat per
 step, as DynamicCache does. Random weights: speed does not depend on values.
 
-Usage: /usr/bin/python3 bench/decode_torch.py '<json: shape, prompt, tokens>'
-Prints one JSON line: {"prefill_s", "decode_tokens", "decode_s", "tokens_per_s"}.
+Usage: /usr/bin/python3 bench/decode_torch.py '<json: shape, prompt, tokens, reps>'
+Prints one JSON line: {"tokens_per_s": [decode tokens/s of each repetition]}.
 """
 
 import json
@@ -134,30 +134,20 @@ def main():
         for p in model.parameters():
             p.uniform_(-0.05, 0.05)
     prompt = torch.randint(0, c["vocab"], (1, args["prompt"]))
+    runs = []
     with torch.inference_mode():
-        caches = [[None, None] for _ in range(c["layers"])]
-        start = time.perf_counter()
-        logits = model(prompt, 0, caches)
-        prefill_s = time.perf_counter() - start
-        past = args["prompt"]
-        token = logits[:, -1].argmax(-1, keepdim=True)
-        start = time.perf_counter()
-        for _ in range(args["tokens"]):
-            logits = model(token, past, caches)
-            past += 1
+        for _ in range(args.get("reps", 1)):
+            caches = [[None, None] for _ in range(c["layers"])]
+            logits = model(prompt, 0, caches)
+            past = args["prompt"]
             token = logits[:, -1].argmax(-1, keepdim=True)
-        decode_s = time.perf_counter() - start
-    print(
-        json.dumps(
-            {
-                "prefill_s": prefill_s,
-                "decode_tokens": args["tokens"],
-                "decode_s": decode_s,
-                "tokens_per_s": args["tokens"] / decode_s,
-            }
-        )
-    )
-
+            start = time.perf_counter()
+            for _ in range(args["tokens"]):
+                logits = model(token, past, caches)
+                past += 1
+                token = logits[:, -1].argmax(-1, keepdim=True)
+            runs.append(args["tokens"] / (time.perf_counter() - start))
+    print(json.dumps({"tokens_per_s": runs}))
 
 if __name__ == "__main__":
     main()
