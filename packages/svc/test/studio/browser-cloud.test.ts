@@ -477,7 +477,7 @@ describe("Studio in a browser against svc server", { skip: chromiumMissing, time
     assert.deepEqual(browser.pageErrors, []);
   });
 
-  test("Cancel on a running job stops it", async () => {
+  test("Cancel on a running job stops it; the event log keeps the newest 500 rows", async () => {
     await writeFile(
       join(studio.projectDir, "src", "svc", "index.ts"),
       source("long-run").replace(`maxSteps: ${MAX_STEPS}`, "maxSteps: 5000"),
@@ -489,7 +489,8 @@ describe("Studio in a browser against svc server", { skip: chromiumMissing, time
     watching.abort(); // stop watching; the job keeps running
     const { page } = browser;
     await page.goto(`http://localhost:${studio.port}/#/jobs/${jobId}`);
-    await until("a few points", async () => (await points(page, "train-line")) >= 3);
+    // Past 500 events the log keeps only the newest 500 rows (the chart keeps every point).
+    await until("over 520 points", async () => (await points(page, "train-line")) >= 520);
     await page.getByRole("button", { name: "Cancel" }).click();
     await until(
       "cancelled",
@@ -501,6 +502,9 @@ describe("Studio in a browser against svc server", { skip: chromiumMissing, time
       job: { status: string };
     };
     assert.equal(job.job.status, "cancelled");
+    assert.equal(await page.locator(".event-row").count(), 500);
+    assert.notEqual(await page.locator(".event-row .event-name").first().textContent(), "training.started");
+    assert.equal(await page.locator(".event-row .event-name").last().textContent(), "training.cancelled");
   });
 });
 
