@@ -63,11 +63,6 @@ function llamaConfig(s) {
   };
 }
 
-let peakRss = 0;
-const sampleRss = () => {
-  peakRss = Math.max(peakRss, process.memoryUsage().rss);
-};
-
 function randomPrompt(vocab, seed) {
   const rng = new Rng(seed);
   return Array.from({ length: PROMPT }, () => rng.int(vocab));
@@ -87,7 +82,6 @@ function decodeAlone(weights, config, tokens) {
     logits = decoder.step([{ cache, tokenIds: next, lora: null, wantLogits: true }]);
     next[0] = argmax(logits, config.vocabSize);
   }
-  sampleRss();
   return tokens / ((performance.now() - start) / 1000);
 }
 
@@ -103,7 +97,6 @@ async function generatorAlone(generator, config, tokens) {
   for await (const _chunk of stream) {
     if (count++ === 0) first = performance.now();
   }
-  sampleRss();
   return (count - 1) / ((performance.now() - first) / 1000);
 }
 
@@ -119,7 +112,6 @@ async function generatorConcurrent(generator, config, n, tokens) {
       }),
     ),
   );
-  sampleRss();
   const total = results.reduce((sum, r) => sum + r.completionTokens, 0);
   return total / ((performance.now() - start) / 1000);
 }
@@ -128,7 +120,8 @@ function torchDecode(shape, tokens) {
   const args = JSON.stringify({ shape, prompt: PROMPT, tokens, reps });
   const r = spawnSync("/usr/bin/python3", [join(here, "decode_torch.py"), args], { encoding: "utf8" });
   if (r.status !== 0) throw new Error(`decode_torch.py failed:\n${r.stderr}`);
-  return Math.max(...JSON.parse(r.stdout.trim().split("\n").pop()).tokens_per_s);
+  const out = JSON.parse(r.stdout.trim().split("\n").pop());
+  return { tokensPerSecond: Math.max(...out.tokens_per_s), peakMiB: out.peak_rss_mib };
 }
 
 async function best(measure) {
@@ -153,7 +146,6 @@ for (const name of shapes) {
   const config = llamaConfig(shape);
   const weights = randomLlamaWeights(config, 1);
   const model = { dir: "<random>", weights, config, tokenizer, adapter: null };
-  sampleRss();
 
   const generator = createGenerator(model, { maxBatch: 32, maxContext: 2048 });
   decodeAlone(weights, config, 8); // warm-up: JIT and first-touch of the weights
@@ -172,13 +164,15 @@ for (const name of shapes) {
   console.log(`    ours (decoder step)   ${fmt(ours)} tokens/s`);
   console.log(`    ours (Generator)      ${fmt(oursGen)} tokens/s`);
   if (torch) {
-    console.log(`    PyTorch               ${fmt(torch.tokens_per_s)} tokens/s`);
+    const t = torch.tokensPerSecond;
+    console.log(`    PyTorch               ${fmt(t)} tokens/s (peak RSS ${torch.peakMiB.toFixed(0)} MiB)`);
     console.log(
-      `    ratio ours/PyTorch    ${(ours / torch.tokens_per_s).toFixed(2)}x (Generator: ${(oursGen / torch.tokens_per_s).toFixed(2)}x)`,
+      `    ratio ours/PyTorch    ${(ours / t).toFixed(2)}x (Generator: ${(oursGen / t).toFixed(2)}x)`,
     );
   }
   console.log(`  Generator aggregate, ${concurrentTokens} tokens per request:`);
   console.log(`    8 concurrent          ${fmt(agg8)} tokens/s`);
   console.log(`    32 concurrent         ${fmt(agg32)} tokens/s`);
 }
-console.log(`\npeak RSS (node): ${(peakRss / 2 ** 20).toFixed(0)} MiB; load average ${load()}`);
+const peakMiB = process.resourceUsage().maxRSS / 1024;
+console.log(`\npeak RSS of this process (all shapes): ${peakMiB.toFixed(0)} MiB; load average ${load()}`);

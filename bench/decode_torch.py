@@ -6,11 +6,12 @@ attention, SwiGLU MLP, tied LM head) with a cache that grows by torch.cat per
 step, as DynamicCache does. Random weights: speed does not depend on values.
 
 Usage: /usr/bin/python3 bench/decode_torch.py '<json: shape, prompt, tokens, reps>'
-Prints one JSON line: {"tokens_per_s": [decode tokens/s of each repetition]}.
+Prints one JSON line: {"tokens_per_s": [decode tokens/s of each repetition], "peak_rss_mib"}.
 """
 
 import json
 import math
+import resource
 import sys
 import time
 
@@ -147,7 +148,8 @@ def main():
                 past += 1
                 token = logits[:, -1].argmax(-1, keepdim=True)
             runs.append(args["tokens"] / (time.perf_counter() - start))
-    print(json.dumps({"tokens_per_s": runs}))
+    peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps({"tokens_per_s": runs, "peak_rss_mib": peak_mib}))
 
 if __name__ == "__main__":
     main()
