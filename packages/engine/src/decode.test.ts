@@ -149,3 +149,17 @@ test("decode: a step past the cache or the context is refused and changes nothin
   );
   assert.equal(cache.length, 3);
 });
+
+test("decode: positions past the first RoPE table size still match the full forward", () => {
+  const f = fixture();
+  const V = f.config.vocabSize;
+  const ids = randomIds(270, V, 9);
+  const expected = fullLogits(f, ids, null);
+  const decoder = new BatchDecoder(f.weights, f.config, 1024);
+  const cache = createKvCache(f.config, ids.length);
+  decoder.step([{ cache, tokenIds: ids.slice(0, 250), lora: null, wantLogits: false }]);
+  for (let t = 250; t < ids.length; t++) {
+    const logits = decoder.step([{ cache, tokenIds: [ids[t]], lora: null, wantLogits: true }]);
+    assertClose(logits, expected.subarray(t * V, (t + 1) * V), 1e-4, `decode logits at ${t}`);
+  }
+});

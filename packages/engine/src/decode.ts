@@ -69,8 +69,9 @@ export class BatchDecoder {
   readonly maxContext: number;
   private readonly weights: LlamaWeights;
   private readonly kernels: Kernels;
-  private readonly cos: Float32Array; // [maxContext, headDim/2]
-  private readonly sin: Float32Array;
+  private cos: Float32Array = new Float32Array(0); // [ropeLength, headDim/2], grown on demand up to maxContext
+  private sin: Float32Array = new Float32Array(0);
+  private ropeLength = 0;
   private scratch: Scratch | null = null;
   private loraMidWidth = 0; // the largest adapter rank seen
   private headRows = 0;
@@ -87,9 +88,6 @@ export class BatchDecoder {
     this.config = config;
     this.maxContext = maxContext;
     this.kernels = getKernels();
-    const rope = ropeTables(config, maxContext);
-    this.cos = rope.cos;
-    this.sin = rope.sin;
   }
 
   /**
@@ -126,6 +124,7 @@ export class BatchDecoder {
       rowStart[e] = R;
       R += T;
       if (entry.wantLogits) nWanted++;
+      this.ensureRope(entry.cache.length + T);
     }
     const s = this.ensureScratch(R);
 
@@ -274,6 +273,16 @@ export class BatchDecoder {
     }
     this.loraMidWidth = maxR;
     this.scratch.loraMid = new Float32Array(this.scratch.rows * maxR);
+  }
+
+  /** RoPE tables covering positions < length (doubling, so long contexts cost only what they use). */
+  private ensureRope(length: number): void {
+    if (length <= this.ropeLength) return;
+    const grown = Math.min(this.maxContext, Math.max(length, 2 * this.ropeLength, 256));
+    const tables = ropeTables(this.config, grown);
+    this.cos = tables.cos;
+    this.sin = tables.sin;
+    this.ropeLength = grown;
   }
 
   private ensureScratch(rows: number): Scratch {
