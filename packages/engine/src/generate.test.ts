@@ -385,3 +385,18 @@ test("generate: on a model folder loaded with a PEFT adapter folder, greedy matc
   assert.equal(viaBase.text, base.tokenizer.decode(outputs[0], { skipSpecialTokens: true }));
   assert.equal(viaAdapter.text, base.tokenizer.decode(outputs[1], { skipSpecialTokens: true }));
 });
+
+test("generate: the event loop runs between steps (timers fire during a generation)", async () => {
+  const generator = createGenerator(model);
+  let ticks = 0;
+  let steps = 0;
+  const timer = setInterval(() => ticks++, 1);
+  const started = Date.now();
+  for await (const _chunk of generator.generate({ messages: MESSAGES, temperature: 0, maxTokens: 80 }))
+    steps++;
+  clearInterval(timer);
+  const elapsed = Date.now() - started;
+  assert.equal(steps, 80);
+  // A loop that never yielded would let no timer fire at all until the end.
+  assert.ok(ticks >= Math.min(10, elapsed / 4), `${ticks} timer ticks in ${elapsed} ms`);
+});
