@@ -70,7 +70,7 @@ function Identity({ page }: { page: Route["page"] }) {
       </span>
     );
   return (
-    <span className="identity" data-testid="identity">
+    <span className="identity" data-testid="identity" title={text ?? undefined}>
       {text ?? "…"}
     </span>
   );

@@ -34,25 +34,32 @@ const CSP =
 
 export function staticRoutes(token: string, appDir = studioAppDir()): Hono {
   const app = new Hono();
-  let indexHtml: string | null = null;
 
+  // Read per request (it is small): a rebuilt web app is served without restarting svc dev.
   app.get("/", async (c) => {
-    if (indexHtml === null) {
-      try {
-        indexHtml = injectToken(await readFile(join(appDir, "index.html"), "utf8"), token);
-      } catch {
-        return c.text(
-          `Studio's web app is not built (${join(appDir, "index.html")} is missing): run npm run build`,
-          503,
-        );
-      }
+    let html: string;
+    try {
+      html = await readFile(join(appDir, "index.html"), "utf8");
+    } catch {
+      return c.text(
+        `Studio's web app is not built (${join(appDir, "index.html")} is missing): run npm run build`,
+        503,
+      );
     }
-    return c.html(indexHtml, 200, { "Cache-Control": "no-store", "Content-Security-Policy": CSP });
+    return c.html(injectToken(html, token), 200, {
+      "Cache-Control": "no-store",
+      "Content-Security-Policy": CSP,
+    });
   });
 
   app.get("/assets/*", async (c) => {
     const root = resolve(appDir);
-    const file = resolve(root, `.${decodeURIComponent(c.req.path)}`);
+    let file: string;
+    try {
+      file = resolve(root, `.${decodeURIComponent(c.req.path)}`);
+    } catch {
+      return c.notFound(); // malformed percent-encoding
+    }
     if (!file.startsWith(root + sep)) return c.notFound();
     const info = await stat(file).catch(() => null);
     if (!info?.isFile()) return c.notFound();

@@ -69,6 +69,24 @@ describe("svc dev security", () => {
     }
   });
 
+  test("assets are served from the web app build only (no path traversal)", async () => {
+    const html = (await rawRequest(studio.port, { path: "/" })).body;
+    const script = html.match(/src="(\/assets\/[^"]+\.js)"/)?.[1];
+    assert.ok(script, "index.html names its script");
+    const asset = await rawRequest(studio.port, { path: script });
+    assert.equal(asset.status, 200);
+    assert.match(String(asset.headers["content-type"]), /javascript/);
+    for (const path of [
+      "/assets/..%2f..%2f..%2fpackage.json",
+      "/assets/%2e%2e/%2e%2e/index.html",
+      "/assets/%E0%A4%A",
+    ]) {
+      const r = await rawRequest(studio.port, { path });
+      assert.equal(r.status, 404, path);
+      assert.ok(!r.body.includes('"name"'), path);
+    }
+  });
+
   test("every /api route needs X-Svc-Studio-Token: missing or wrong is 403", async () => {
     const routes: [string, string][] = [
       ["GET", "/api/manifest"],
