@@ -12,7 +12,7 @@ import { BatchDecoder, createKvCache, type DecodeEntry, type KvCache } from "./d
 import { EngineError } from "./errors.js";
 import { loraLayersFor } from "./lora-layers.js";
 import type { Rng } from "./rng.js";
-import { samplingRng, TokenSampler } from "./sampling.js";
+import { type SamplingParams, samplingRng, TokenSampler } from "./sampling.js";
 import { IncrementalDetokenizer, StopStringFilter } from "./stop-strings.js";
 import type {
   FinishReason,
@@ -54,7 +54,8 @@ class Sequence {
   private wake: (() => void) | null = null;
 
   constructor(
-    readonly request: GenerationRequest,
+    readonly sampling: SamplingParams,
+    readonly signal: AbortSignal | undefined,
     promptIds: Int32Array,
     maxTokens: number,
     readonly lora: LoraLayers | null,
@@ -238,7 +239,8 @@ class BatchGenerator implements Generator {
     const adapter = request.adapter === undefined ? this.model.adapter : request.adapter;
     const lora = adapter ? loraLayersFor(adapter, config) : null;
     return new Sequence(
-      request,
+      { temperature, topP },
+      request.signal,
       Int32Array.from(promptIds),
       Math.min(maxTokens, this.maxContext - promptIds.length),
       lora,
@@ -284,7 +286,7 @@ class BatchGenerator implements Generator {
       for (const sequence of list) {
         if (sequence.detached) {
           sequence.finish("cancelled");
-        } else if (sequence.request.signal?.aborted) {
+        } else if (sequence.signal?.aborted) {
           sequence.finish("cancelled");
         } else {
           list[kept++] = sequence;
@@ -336,8 +338,7 @@ class BatchGenerator implements Generator {
     const vocab = this.model.config.vocabSize;
     sampled.forEach((sequence, j) => {
       const row = logits.subarray(j * vocab, (j + 1) * vocab);
-      const { temperature = 1, topP = 1 } = sequence.request;
-      const tokenId = this.sampler.sample(row, { temperature, topP }, sequence.rng);
+      const tokenId = this.sampler.sample(row, sequence.sampling, sequence.rng);
       this.accept(sequence, tokenId);
     });
 
