@@ -107,6 +107,15 @@ describe("GET /api/credentials", () => {
     }
   });
 
+  test("POST /api/train streams svc start's error as printed when no job starts (no job id header)", async () => {
+    const started = Date.now();
+    const r = await studioFetch(studio, "/api/train", { method: "POST" });
+    assert.equal(r.status, 200);
+    assert.equal(r.headers.get("X-Svc-Job-Id"), null);
+    assert.match(await r.text(), /^svc start: cannot reach the cloud API at http:\/\/127\.0\.0\.1:9/);
+    assert.ok(Date.now() - started < 10_000, "answers when svc start exits, without waiting for a job id");
+  });
+
   test("bad input is a 400 naming the field, before any upstream call", async () => {
     const cases: [string, string, unknown, RegExp][] = [
       ["/api/inference/chat", "POST", { messages: [] }, /^messages: /],
