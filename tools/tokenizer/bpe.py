@@ -144,3 +144,18 @@ def tokenizer_json(vocab: dict[str, int], merges: list[tuple[str, str]]) -> dict
             "vocab": vocab, "merges": [list(m) for m in merges],
         },
     }
+
+
+def encode_with_specials(bpe: ByteLevelBPE, specials: dict[str, int], text: str) -> list[int]:
+    """Encodes text whose special tokens (e.g. <|im_end|>) are kept whole, as Hugging Face
+    splits added tokens out before the pre-tokenizer runs."""
+    ids, rest = [], text
+    while rest:
+        found = [(rest.find(s), s) for s in specials if s in rest]
+        if not found:
+            ids += bpe.encode(rest)
+            break
+        at, special = min(found)
+        ids += bpe.encode(rest[:at]) + [specials[special]]
+        rest = rest[at + len(special) :]
+    return ids

@@ -4,7 +4,7 @@ bpe.py gives them, for check_js.mjs to compare against @huggingface/tokenizers."
 import json
 from pathlib import Path
 
-from bpe import ByteLevelBPE
+from bpe import ByteLevelBPE, encode_with_specials
 
 HERE = Path(__file__).resolve().parent
 
@@ -25,16 +25,7 @@ def main() -> None:
         texts += [json.loads(line)["text"][:20000] for line in f]
     cases = []
     for text in texts:
-        # special tokens are matched whole before BPE, as Hugging Face's added tokens are
-        ids, rest = [], text
-        while rest:
-            at = min(((rest.find(s), s) for s in specials if s in rest), default=(-1, None))
-            if at[1] is None:
-                ids += bpe.encode(rest)
-                break
-            ids += bpe.encode(rest[: at[0]]) + [specials[at[1]]]
-            rest = rest[at[0] + len(at[1]) :]
-        cases.append({"text": text, "ids": ids})
+        cases.append({"text": text, "ids": encode_with_specials(bpe, specials, text)})
     (HERE / "out" / "cases.json").write_text(json.dumps(cases))
     print(f"{len(cases)} cases", flush=True)
 

