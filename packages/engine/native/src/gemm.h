@@ -19,7 +19,7 @@ constexpr int NR = NV * W;
 constexpr long KC = 256;
 constexpr long MC_MAX = MR * 16;
 constexpr long NC = NR * 96;
-constexpr long GEMV_MAX_ROWS = 4;
+constexpr long GEMV_MAX_ROWS = 16;
 
 template <class F>
 static void par(long n, const F& f) {
@@ -149,8 +149,11 @@ static void gemm_blocked(const View& A, const View& B, float* c, long rsc, long 
         for (long q = q0; q < q1; q++)
           pack_b_panel(B, pc, kc, jc + q * NR, min_l(NR, nc - q * NR), bpack + q * NR * kc);
       });
-      // Few row blocks: also split the column panels so every thread has work.
-      long nsplit = nblocks >= threads ? 1 : min_l(npanels, ceil_div(threads, nblocks));
+      // At least three tasks per thread (splitting column panels when rows run
+      // short), so a thread the OS preempts holds up little: tasks are claimed
+      // dynamically. Each split re-packs its A block, under 1% of its FMAs.
+      long nsplit = threads == 1 ? 1 : min_l(ceil_div(npanels, 3), ceil_div(3 * threads, nblocks));
+      if (nsplit < 1) nsplit = 1;
       par(nblocks * nsplit, [&](long t) {
         long blk = t / nsplit, s = t % nsplit;
         long ic = blk * mc, mcb = min_l(mc, m - ic);
@@ -176,7 +179,7 @@ static void gemm_blocked(const View& A, const View& B, float* c, long rsc, long 
 // explicit so attention can run it over a KV cache.
 template <int M, int R>
 static void gemv_bt_block(const float* x, long ldx, const float* b, long ldb, float* c, long ldc,
-                          long k, long j, float alpha, bool accumulate) {
+                          long csc, long k, long j, float alpha, bool accumulate) {
   vf acc[M][R];
 #pragma GCC unroll 4
   for (int i = 0; i < M; i++)
@@ -202,31 +205,31 @@ static void gemv_bt_block(const float* x, long ldx, const float* b, long ldb, fl
       float s = hsum(acc[i][r]);
       const float* br = b + (j + r) * ldb;
       for (long p = kv; p < k; p++) s += x[i * ldx + p] * br[p];
-      float* cp = c + i * ldc + j + r;
+      float* cp = c + i * ldc + (j + r) * csc;
       *cp = accumulate ? *cp + alpha * s : alpha * s;
     }
 }
 
 template <int M>
-static void gemv_bt(const float* x, long ldx, const float* b, long ldb, float* c, long ldc, long n,
-                    long k, float alpha, bool accumulate) {
+static void gemv_bt(const float* x, long ldx, const float* b, long ldb, float* c, long ldc, long csc,
+                    long n, long k, float alpha, bool accumulate) {
   constexpr int R = M == 1 ? 8 : 4;
   long groups = n / R;
   long tasks = min_l(groups, svc_num_threads() * 8L);
   if ((double)n * k < 1.0e5) tasks = 1;
   par(tasks, [&](long t) {
     for (long g = groups * t / tasks; g < groups * (t + 1) / tasks; g++)
-      gemv_bt_block<M, R>(x, ldx, b, ldb, c, ldc, k, g * R, alpha, accumulate);
+      gemv_bt_block<M, R>(x, ldx, b, ldb, c, ldc, csc, k, g * R, alpha, accumulate);
   });
   for (long j = groups * R; j < n; j++)
-    gemv_bt_block<M, 1>(x, ldx, b, ldb, c, ldc, k, j, alpha, accumulate);
+    gemv_bt_block<M, 1>(x, ldx, b, ldb, c, ldc, csc, k, j, alpha, accumulate);
 }
 
 // Few rows with B stored [k, n]: stream B row by row, each task owning a range
 // of CW-wide column chunks and accumulating all M rows of x at once.
 template <int M>
-static void gemv_b(const float* x, long ldx, const float* b, long ldb, float* c, long ldc, long n,
-                   long k, float alpha, bool accumulate) {
+static void gemv_b(const float* x, long ldx, const float* b, long ldb, float* c, long ldc, long csc,
+                   long n, long k, float alpha, bool accumulate) {
   constexpr long CW = 4 * W;
   long nchunks = ceil_div(n, CW);
   long tasks = min_l(nchunks, svc_num_threads() * 4L);
@@ -252,10 +255,17 @@ static void gemv_b(const float* x, long ldx, const float* b, long ldb, float* c,
         }
         for (int i = 0; i < M; i++)
           for (int v = 0; v < 4; v++) {
-            float* cp = c + i * ldc + j0 + v * W;
             vf r = acc[i][v] * alpha;
-            if (accumulate) r += vload(cp);
-            vstore(cp, r);
+            if (csc == 1) {
+              float* cp = c + i * ldc + j0 + v * W;
+              if (accumulate) r += vload(cp);
+              vstore(cp, r);
+            } else {
+              for (int l = 0; l < W; l++) {
+                float* cp = c + i * ldc + (j0 + v * W + l) * csc;
+                *cp = accumulate ? *cp + r[l] : r[l];
+              }
+            }
           }
       } else {
         for (int i = 0; i < M; i++) {
@@ -263,7 +273,7 @@ static void gemv_b(const float* x, long ldx, const float* b, long ldb, float* c,
           for (long p = 0; p < k; p++)
             for (long j = 0; j < nj; j++) acc[j] += x[i * ldx + p] * b[p * ldb + j0 + j];
           for (long j = 0; j < nj; j++) {
-            float* cp = c + i * ldc + j0 + j;
+            float* cp = c + i * ldc + (j0 + j) * csc;
             *cp = accumulate ? *cp + alpha * acc[j] : alpha * acc[j];
           }
         }
@@ -273,23 +283,24 @@ static void gemv_b(const float* x, long ldx, const float* b, long ldb, float* c,
 }
 
 // C[m, n] (=|+=) alpha * X[m, k] · op(B) for any m, four rows of X at a time:
-// op(B) = Bᵀ with B stored [n, k] when transB, else B stored [k, n].
+// op(B) = Bᵀ with B stored [n, k] when transB, else B stored [k, n]. C(i, j) is
+// c[i * ldc + j * csc].
 static void gemv_rows(const float* x, long ldx, const float* b, long ldb, bool transB, float* c,
-                      long ldc, long m, long n, long k, float alpha, bool accumulate) {
+                      long ldc, long csc, long m, long n, long k, float alpha, bool accumulate) {
   for (long i = 0; i < m; i += 4) {
     const float* xi = x + i * ldx;
     float* ci = c + i * ldc;
     long mi = min_l(4, m - i);
     if (transB) {
-      if (mi == 1) gemv_bt<1>(xi, ldx, b, ldb, ci, ldc, n, k, alpha, accumulate);
-      else if (mi == 2) gemv_bt<2>(xi, ldx, b, ldb, ci, ldc, n, k, alpha, accumulate);
-      else if (mi == 3) gemv_bt<3>(xi, ldx, b, ldb, ci, ldc, n, k, alpha, accumulate);
-      else gemv_bt<4>(xi, ldx, b, ldb, ci, ldc, n, k, alpha, accumulate);
+      if (mi == 1) gemv_bt<1>(xi, ldx, b, ldb, ci, ldc, csc, n, k, alpha, accumulate);
+      else if (mi == 2) gemv_bt<2>(xi, ldx, b, ldb, ci, ldc, csc, n, k, alpha, accumulate);
+      else if (mi == 3) gemv_bt<3>(xi, ldx, b, ldb, ci, ldc, csc, n, k, alpha, accumulate);
+      else gemv_bt<4>(xi, ldx, b, ldb, ci, ldc, csc, n, k, alpha, accumulate);
     } else {
-      if (mi == 1) gemv_b<1>(xi, ldx, b, ldb, ci, ldc, n, k, alpha, accumulate);
-      else if (mi == 2) gemv_b<2>(xi, ldx, b, ldb, ci, ldc, n, k, alpha, accumulate);
-      else if (mi == 3) gemv_b<3>(xi, ldx, b, ldb, ci, ldc, n, k, alpha, accumulate);
-      else gemv_b<4>(xi, ldx, b, ldb, ci, ldc, n, k, alpha, accumulate);
+      if (mi == 1) gemv_b<1>(xi, ldx, b, ldb, ci, ldc, csc, n, k, alpha, accumulate);
+      else if (mi == 2) gemv_b<2>(xi, ldx, b, ldb, ci, ldc, csc, n, k, alpha, accumulate);
+      else if (mi == 3) gemv_b<3>(xi, ldx, b, ldb, ci, ldc, csc, n, k, alpha, accumulate);
+      else gemv_b<4>(xi, ldx, b, ldb, ci, ldc, csc, n, k, alpha, accumulate);
     }
   }
 }
@@ -302,6 +313,7 @@ static void matmul(const float* a, const float* b, float* c, long m, long n, lon
       for (long i = 0; i < m * n; i++) c[i] = 0.f;
     return;
   }
+  // Few rows (decode, LoRA's dA): stream op(B) once per four rows of op(A).
   if (m <= GEMV_MAX_ROWS) {
     const float* x = a;
     if (transA) {  // gather the few rows of op(A) into contiguous scratch
@@ -310,16 +322,23 @@ static void matmul(const float* a, const float* b, float* c, long m, long n, lon
         for (long p = 0; p < k; p++) xs[i * k + p] = a[p * m + i];
       x = xs;
     }
-    gemv_rows(x, k, b, transB ? k : n, transB, c, n, m, n, k, alpha, accumulate);
+    gemv_rows(x, k, b, transB ? k : n, transB, c, n, 1, m, n, k, alpha, accumulate);
+    return;
+  }
+  // Few columns (LoRA's rank-r products): the same, transposed, Cᵀ = op(B)ᵀ·op(A)ᵀ;
+  // up to 48 columns (grouped q/k/v adapters) while op(A), read n/4 times, stays in cache.
+  if (n <= GEMV_MAX_ROWS || (n <= 3 * GEMV_MAX_ROWS && (double)m * k <= 2.0e6)) {
+    const float* x = b;
+    if (!transB) {
+      float* xs = svc_scratch(SVC_SLOT_GEMV_X, (size_t)n * k);
+      for (long p = 0; p < k; p++)
+        for (long j = 0; j < n; j++) xs[j * k + p] = b[p * n + j];
+      x = xs;
+    }
+    gemv_rows(x, k, a, transA ? m : k, !transA, c, 1, n, n, m, k, alpha, accumulate);
     return;
   }
   View A = transA ? View{a, 1, m} : View{a, k, 1};
   View B = transB ? View{b, 1, k} : View{b, n, 1};
-  // Narrow C (LoRA's rank-16 outputs): fewer padded lanes computing Cᵀ = op(B)ᵀ·op(A)ᵀ,
-  // so n runs along the MR-tall side of the register tile.
-  if (n < NR && m >= NR && ceil_div(n, MR) * MR < NR) {
-    gemm_blocked(View{B.p, B.cs, B.rs}, View{A.p, A.cs, A.rs}, c, 1, n, n, m, k, alpha, accumulate);
-    return;
-  }
   gemm_blocked(A, B, c, n, 1, m, n, k, alpha, accumulate);
 }

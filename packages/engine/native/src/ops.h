@@ -205,13 +205,13 @@ static void attention_forward(const float* q, const float* k, const float* v, fl
       float sums[4];
       for (long h0 = 0; h0 < group; h0 += 4) {
         long g = min_l(4, group - h0), h = kh * group + h0;
-        gemv_rows(q + h * D, D, k + kh * D, kvStride, true, sc, S, g, S, D, scale, false);
+        gemv_rows(q + h * D, D, k + kh * D, kvStride, true, sc, S, 1, g, S, D, scale, false);
         for (long i = 0; i < g; i++) {
           float mx;
           sums[i] = softmax_row(sc + i * S, S, S, &mx);
           if (lse) lse[h + i] = (float)(mx + slog(sums[i]));
         }
-        gemv_rows(sc, S, v + kh * D, kvStride, false, out + h * D, D, g, D, S, 1.0f, false);
+        gemv_rows(sc, S, v + kh * D, kvStride, false, out + h * D, D, 1, g, D, S, 1.0f, false);
         for (long i = 0; i < g; i++) scale_row(out + (h + i) * D, D, 1.0f / sums[i]);
       }
     });

@@ -124,7 +124,7 @@ struct Pool {
     }
     run_tasks(gen);
     for (int spin = 0; done.load(std::memory_order_acquire) < count; spin++) {
-      if (spin < 100000) cpu_relax();
+      if (spin < 20000) cpu_relax();
       else std::this_thread::yield();
     }
   }

@@ -58,6 +58,10 @@ function matmulCases(): KernelCase[] {
     [200, 16, 70],
     [97, 130, 16],
     [13, 3100, 40],
+    [40, 3100, 40],
+    [60, 40, 33],
+    [20, 45, 100],
+    [300, 47, 50],
   ];
   const out: KernelCase[] = [];
   let seed = 1;
