@@ -130,7 +130,7 @@ export class LlamaModel implements Model {
         );
       }
     }
-    this.shared.graph ??= new LlamaGraph(this.config, this.weights);
+    this.shared.graph ??= new LlamaGraph(this.config, this.weights, { inferenceOnly: true });
     return this.shared.graph.logits(tokenIds, this.lora);
   }
 

@@ -90,6 +90,11 @@ test("logits of a prefix do not depend on later tokens (causal)", () => {
   const full = graph.logits([1, 5, 7, 3, 9], null);
   const prefix = graph.logits([1, 5, 7], null);
   for (let i = 0; i < prefix.length; i++) assert.ok(Math.abs(full[i] - prefix[i]) < 1e-5);
+  // the inference-only graph (one layer's activations reused by all) computes the same
+  const lora = randomLora(2);
+  const shared = new LlamaGraph(config, graph.weights, { inferenceOnly: true });
+  assert.deepEqual(shared.logits([1, 5, 7, 3, 9], lora), graph.logits([1, 5, 7, 3, 9], lora));
+  assert.throws(() => shared.forward(makeBatch(examples, 0), lora, 1));
 });
 
 test("skipping unlabelled rows gives the same loss and gradients", () => {

@@ -26,6 +26,8 @@ export interface Batch {
 export interface GraphOptions {
   /** Compute LM-head logits only for rows with a target (default true). */
   skipUnlabeledRows?: boolean;
+  /** Forward only (logits, eval): one layer's activations are reused by every layer. */
+  inferenceOnly?: boolean;
 }
 
 interface LayerActivations {
@@ -71,6 +73,7 @@ export class LlamaGraph {
   readonly weights: LlamaWeights;
   private readonly kern: Kernels;
   private readonly skipUnlabeledRows: boolean;
+  private readonly inferenceOnly: boolean;
 
   // Activations and scratch, sized for `rows` rows and grown on demand.
   private rows = 0;
@@ -110,6 +113,7 @@ export class LlamaGraph {
     this.weights = weights;
     this.kern = getKernels();
     this.skipUnlabeledRows = options.skipUnlabeledRows ?? true;
+    this.inferenceOnly = options.inferenceOnly ?? false;
   }
 
   // ------------------------------------------------------------------ buffers
@@ -133,7 +137,7 @@ export class LlamaGraph {
     if (N > this.rows) {
       this.rows = N;
       this.acts = [];
-      for (let l = 0; l < this.config.numHiddenLayers; l++) {
+      for (let l = 0; l < (this.inferenceOnly ? 1 : this.config.numHiddenLayers); l++) {
         this.acts.push({
           resid: new Float32Array(N * C),
           rstd1: new Float32Array(N),
@@ -183,8 +187,13 @@ export class LlamaGraph {
     }
   }
 
+  /** Layer l's activations (the one shared set when inference-only). */
+  private layerActs(l: number): LayerActivations {
+    return this.acts[this.inferenceOnly ? 0 : l];
+  }
+
   private xaBuffer(layer: number, target: LoraTarget): Float32Array {
-    const acts = this.acts[layer];
+    const acts = this.layerActs(layer);
     let buf = acts.xa[target];
     if (!buf) {
       buf = new Float32Array(this.rows * this.xaRank);
@@ -249,7 +258,7 @@ export class LlamaGraph {
     if (idx.length === 1) return (lora.layers[layer][targets[idx[0]]] as LoraPair).a;
     const key = targets[idx[0]];
     const size = idx.length * lora.r * inDim;
-    const acts = this.acts[layer];
+    const acts = this.layerActs(layer);
     let stack = acts.aStack[key];
     if (!stack || stack.length !== size) {
       stack = new Float32Array(size);
@@ -357,7 +366,7 @@ export class LlamaGraph {
       const a =
         g === 1
           ? (lora.layers[layer][targets[idx[0]]] as LoraPair).a
-          : this.acts[layer].aStack[targets[idx[0]]];
+          : this.layerActs(layer).aStack[targets[idx[0]]];
       k.matmul(dxaGroup, a as Float32Array, dx, N, inDim, gr, false, false, true);
     }
     tock("bwd.lora", t);
@@ -393,9 +402,9 @@ export class LlamaGraph {
     const scale = 1 / Math.sqrt(D);
     const ln = this.ln;
     for (let l = 0; l < cfg.numHiddenLayers; l++) {
-      const a = this.acts[l];
+      const a = this.layerActs(l);
       const lw = w.layers[l];
-      const next = l + 1 < cfg.numHiddenLayers ? this.acts[l + 1].resid : this.final;
+      const next = l + 1 < cfg.numHiddenLayers ? this.layerActs(l + 1).resid : this.final;
 
       // attention block: ln1 = rmsnorm(resid); q,k,v projections; RoPE; causal attention; o_proj
       t0 = tick();
@@ -467,6 +476,8 @@ export class LlamaGraph {
     lora: LoraLayers | null,
     gradScale: number | null = null,
   ): { lossSum: number; count: number } {
+    if (gradScale !== null && this.inferenceOnly)
+      throw new Error("an inference-only graph has no backward pass");
     this.forwardLayers(batch, lora);
     this.batch = batch;
     const { B, T, targets } = batch;
@@ -523,7 +534,7 @@ export class LlamaGraph {
   /** Backward pass after forward(batch, lora, gradScale): accumulates LoRA gradients into grads. */
   backward(lora: LoraLayers, grads: LoraLayers): void {
     const batch = this.batch;
-    if (!batch) throw new Error("backward() needs a forward() with gradScale first");
+    if (!batch || this.inferenceOnly) throw new Error("backward() needs a forward() with gradScale first");
     const { B, T, lengths } = batch;
     const N = B * T;
     const cfg = this.config;

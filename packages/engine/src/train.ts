@@ -3,7 +3,7 @@
 // checkpoint, cancel and resume. The data order is a pure function of
 // (seed, epoch) and the learning rate of the step number, so a checkpoint that
 // holds the adapter, the optimizer moments and the step resumes exactly.
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { makeBatch } from "./batching.js";
 import { EngineError } from "./errors.js";
