@@ -285,8 +285,8 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
     let evalLoss: number | null = null;
     const evalNow = settings.evalSteps !== undefined && step % settings.evalSteps === 0;
     if (evalExamples.length > 0 && (evalNow || step === totalSteps)) {
-      evalLoss = await evaluate(graph, lora, evalExamples, B, pad);
-      lastEval = evalLoss;
+      evalLoss = await evaluate(graph, lora, evalExamples, B, pad, signal);
+      if (evalLoss !== null) lastEval = evalLoss;
     }
     const progress: TrainProgress = {
       step,
@@ -321,17 +321,19 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
   };
 }
 
-/** Mean token loss over a set, in micro-batches of B (no gradients). */
+/** Mean token loss over a set, in micro-batches of B (no gradients); null when aborted part-way. */
 export async function evaluate(
   graph: LlamaGraph,
   lora: LoraLayers | null,
   examples: TokenizedExample[],
   B: number,
   pad: number,
-): Promise<number> {
+  signal?: AbortSignal,
+): Promise<number | null> {
   let lossSum = 0;
   let count = 0;
   for (let i = 0; i < examples.length; i += B) {
+    if (signal?.aborted) return null;
     const result = graph.forward(makeBatch(examples.slice(i, i + B), pad), lora);
     lossSum += result.lossSum;
     count += result.count;
