@@ -1,0 +1,239 @@
+// Task accuracy of each `svc init` template: the base model versus the LoRA
+// adapter fine-tuned on the template's train set with the template's own
+// settings, both decoded greedily on the template's held-out examples.
+//
+//   npm run build
+//   nice -n 10 node bench/template-accuracy.mjs [--model models/pico-llama] [--template ticket-triage]
+//        [--limit N] [--steps N] [--out results.json]
+//
+// The training settings come from templates/<name>/src/svc/index.ts through the
+// SDK and server mapping `svc start` uses (template-accuracy/template-config.mjs).
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { cpus, loadavg, tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { parseArgs } from "node:util";
+import { createGenerator, loadAdapter, loadModel, readDataset, train } from "@svc/engine";
+import { scorePii, scoreTriage } from "./template-accuracy/scoring.mjs";
+import { readTemplateConfig } from "./template-accuracy/template-config.mjs";
+
+const TEMPLATES_DIR = "templates";
+/** How a template's completions are scored; every template needs an entry. */
+const SCORERS = {
+  "ticket-triage": (examples, completions) =>
+    scoreTriage(examples.map((e, i) => ({ prediction: completions[i], reference: e.reference }))),
+  "pii-redaction": (examples, completions) =>
+    scorePii(
+      examples.map((e, i) => ({ input: e.input, prediction: completions[i], reference: e.reference })),
+    ),
+};
+const SAMPLES_KEPT = 3;
+
+function usage(message) {
+  console.error(`template-accuracy: ${message}`);
+  console.error(
+    "usage: node bench/template-accuracy.mjs [--model DIR] [--template NAME]... [--limit N] [--steps N] [--out FILE]",
+  );
+  process.exit(2);
+}
+
+function positiveInt(name, value) {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1)
+    usage(`--${name}: expected a positive integer, got ${JSON.stringify(value)}`);
+  return n;
+}
+
+const { values: args } = parseArgs({
+  options: {
+    model: { type: "string", default: "models/pico-llama" },
+    template: { type: "string", multiple: true },
+    limit: { type: "string" },
+    steps: { type: "string" },
+    out: { type: "string" },
+  },
+});
+const limit = positiveInt("limit", args.limit);
+const stepsOverride = positiveInt("steps", args.steps);
+const modelDir = resolve(args.model);
+if (!existsSync(join(modelDir, "config.json"))) usage(`--model: no config.json in ${modelDir}`);
+
+const available = readdirSync(TEMPLATES_DIR, { withFileTypes: true })
+  .filter((d) => d.isDirectory() && existsSync(join(TEMPLATES_DIR, d.name, "src", "svc", "index.ts")))
+  .map((d) => d.name)
+  .sort();
+const templates = args.template ?? available;
+for (const t of templates) {
+  if (!available.includes(t))
+    usage(`--template: unknown template ${JSON.stringify(t)} (have ${available.join(", ")})`);
+  if (!SCORERS[t]) usage(`--template: no task metric for ${t}; add one to SCORERS`);
+}
+
+/** A held-out chat row as prompt messages, the user's text and the reference assistant turn. */
+function heldOutExample(row, index, file) {
+  const messages = row.messages;
+  const last = messages?.at(-1);
+  if (!messages || last.role !== "assistant")
+    throw new Error(`${file}: row ${index + 1}: expected chat messages ending with the assistant's answer`);
+  const prompt = messages.slice(0, -1);
+  const user = prompt.findLast((m) => m.role === "user");
+  return { messages: prompt, input: user?.content ?? "", reference: last.content };
+}
+
+/** Greedy completions of every example, run concurrently on the generator's batch. */
+async function decodeAll(generator, examples, adapter, maxTokens) {
+  const started = performance.now();
+  const results = await Promise.all(
+    examples.map((e) => generator.complete({ messages: e.messages, adapter, temperature: 0, maxTokens })),
+  );
+  const seconds = (performance.now() - started) / 1000;
+  const tokens = results.reduce((sum, r) => sum + r.completionTokens, 0);
+  return {
+    completions: results.map((r) => r.text),
+    seconds,
+    completionTokens: tokens,
+    truncated: results.filter((r) => r.finishReason === "length").length,
+  };
+}
+
+const median = (xs) => {
+  if (xs.length === 0) return 0;
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
+
+async function runTemplate(model, generator, name) {
+  const config = await readTemplateConfig(join(TEMPLATES_DIR, name));
+  if (!config.evalPath) throw new Error(`${name}: the template has no evalDataset to hold out`);
+  const trainSet = await readDataset(config.trainPath);
+  const evalRows = await readDataset(config.evalPath);
+  const examples = evalRows.slice(0, limit).map((row, i) => heldOutExample(row, i, config.evalPath));
+  const hyperparameters = {
+    ...config.hyperparameters,
+    ...(stepsOverride ? { maxSteps: stepsOverride } : {}),
+  };
+  // Room for the longest reference plus slack, so a wrong but long answer is still seen whole.
+  const maxTokens = Math.max(...examples.map((e) => model.tokenizer.encode(e.reference).length)) + 16;
+
+  console.log(`\n== ${name}: ${trainSet.length} train rows, ${examples.length} held-out examples`);
+  console.log(`   hyperparameters: ${JSON.stringify(hyperparameters)}`);
+
+  const base = await decodeAll(generator, examples, null, maxTokens);
+  console.log(`   base model decoded in ${base.seconds.toFixed(1)} s`);
+
+  const outputDir = mkdtempSync(join(tmpdir(), `svc-bench-${name}-`));
+  const tokensPerSecond = [];
+  let evalLoss = null;
+  try {
+    const started = performance.now();
+    const result = await train({
+      model,
+      trainSet,
+      evalSet: evalRows,
+      hyperparameters,
+      outputDir,
+      onProgress: (p) => {
+        if (p.loss !== null) tokensPerSecond.push(p.tokensPerSecond);
+        if (p.evalLoss !== null) evalLoss = p.evalLoss;
+        if (p.step === 1 || p.step % 10 === 0 || p.step === p.totalSteps) {
+          const ev = p.evalLoss === null ? "" : ` eval ${p.evalLoss.toFixed(4)}`;
+          console.log(
+            `   step ${p.step}/${p.totalSteps} loss ${p.loss?.toFixed(4)}${ev} ${p.tokensPerSecond.toFixed(0)} tok/s`,
+          );
+        }
+      },
+    });
+    const trainSeconds = (performance.now() - started) / 1000;
+    const adapter = loadAdapter(result.adapterDir);
+    const tuned = await decodeAll(generator, examples, adapter, maxTokens);
+    console.log(`   adapter decoded in ${tuned.seconds.toFixed(1)} s`);
+
+    const score = SCORERS[name];
+    return {
+      template: name,
+      examples: examples.length,
+      trainRows: trainSet.length,
+      hyperparameters,
+      fineTune: {
+        steps: result.steps,
+        wallSeconds: trainSeconds,
+        medianTokensPerSecond: median(tokensPerSecond),
+        finalLoss: result.finalLoss,
+        evalLoss,
+      },
+      base: { ...score(examples, base.completions), decode: decodeStats(base) },
+      adapter: { ...score(examples, tuned.completions), decode: decodeStats(tuned) },
+      samples: examples.slice(0, SAMPLES_KEPT).map((e, i) => ({
+        input: e.input,
+        reference: e.reference,
+        base: base.completions[i],
+        adapter: tuned.completions[i],
+      })),
+    };
+  } finally {
+    rmSync(outputDir, { recursive: true, force: true });
+  }
+}
+
+function decodeStats(d) {
+  return { seconds: d.seconds, completionTokens: d.completionTokens, hitMaxTokens: d.truncated };
+}
+
+const pct = (x) => (x === null || x === undefined ? "n/a" : `${(100 * x).toFixed(1)}%`);
+
+function printTable(results) {
+  const rows = results.map((r) => [
+    r.template,
+    String(r.examples),
+    pct(r.base.accuracy),
+    pct(r.adapter.accuracy),
+    `${r.fineTune.wallSeconds.toFixed(1)} s`,
+    String(r.fineTune.steps),
+    r.fineTune.medianTokensPerSecond.toFixed(0),
+  ]);
+  const head = ["template", "examples", "base acc", "adapter acc", "fine-tune", "steps", "train tok/s"];
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+  const line = (cells) => cells.map((c, i) => c.padEnd(widths[i])).join("  ");
+  console.log(`\n${line(head)}`);
+  for (const r of rows) console.log(line(r));
+  for (const r of results) {
+    console.log(`\n${r.template}:`);
+    for (const which of ["base", "adapter"]) {
+      const s = r[which];
+      const detail =
+        r.template === "ticket-triage"
+          ? `valid JSON ${pct(s.validJson)}, category ${pct(s.category)}, priority ${pct(s.priority)}, both ${pct(s.bothCorrect)}`
+          : `exact ${pct(s.exactMatch)}, leaked values ${pct(s.leakRate)}, ${Object.entries(s.entities ?? {})
+              .map(([p, e]) => `${p} P ${pct(e.precision)} R ${pct(e.recall)}`)
+              .join(", ")}`;
+      console.log(`  ${which.padEnd(7)} ${detail}`);
+    }
+  }
+}
+
+const model = await loadModel(modelDir);
+const generator = createGenerator(model, { maxBatch: 16 });
+console.log(
+  `model ${modelDir} (hidden ${model.config.hiddenSize}, ${model.config.numHiddenLayers} layers, vocab ${model.config.vocabSize}); ` +
+    `${cpus().length} CPUs, load average ${loadavg()[0].toFixed(2)}`,
+);
+const started = new Date().toISOString();
+const results = [];
+for (const name of templates) results.push(await runTemplate(model, generator, name));
+printTable(results);
+
+if (args.out) {
+  const report = {
+    model: modelDir,
+    started,
+    cpus: cpus().length,
+    cpuModel: cpus()[0]?.model ?? null,
+    loadAverageAtEnd: loadavg()[0],
+    limit: limit ?? null,
+    stepsOverride: stepsOverride ?? null,
+    results,
+  };
+  writeFileSync(args.out, `${JSON.stringify(report, null, 2)}\n`);
+  console.log(`\nwrote ${args.out}`);
+}
