@@ -116,7 +116,9 @@ async function runTemplate(model, generator, name) {
   // Room for the longest reference plus slack, so a wrong but long answer is still seen whole.
   const maxTokens = Math.max(...examples.map((e) => model.tokenizer.encode(e.reference).length)) + 16;
 
-  console.log(`\n== ${name}: ${trainSet.length} train rows, ${examples.length} held-out examples`);
+  console.log(
+    `\n== ${name} (trains ${config.model}): ${trainSet.length} train rows, ${examples.length} held-out examples`,
+  );
   console.log(`   hyperparameters: ${JSON.stringify(hyperparameters)}`);
 
   const base = await decodeAll(generator, examples, null, maxTokens);
@@ -124,6 +126,7 @@ async function runTemplate(model, generator, name) {
 
   const outputDir = mkdtempSync(join(tmpdir(), `svc-bench-${name}-`));
   const tokensPerSecond = [];
+  const lossHistory = [];
   let evalLoss = null;
   try {
     const started = performance.now();
@@ -136,6 +139,7 @@ async function runTemplate(model, generator, name) {
       onProgress: (p) => {
         if (p.loss !== null) tokensPerSecond.push(p.tokensPerSecond);
         if (p.evalLoss !== null) evalLoss = p.evalLoss;
+        lossHistory.push({ step: p.step, loss: p.loss, evalLoss: p.evalLoss });
         if (p.step === 1 || p.step % 10 === 0 || p.step === p.totalSteps) {
           const ev = p.evalLoss === null ? "" : ` eval ${p.evalLoss.toFixed(4)}`;
           console.log(
@@ -152,6 +156,7 @@ async function runTemplate(model, generator, name) {
     const score = SCORERS[name];
     return {
       template: name,
+      templateModel: config.model,
       examples: examples.length,
       trainRows: trainSet.length,
       hyperparameters,
@@ -161,6 +166,7 @@ async function runTemplate(model, generator, name) {
         medianTokensPerSecond: median(tokensPerSecond),
         finalLoss: result.finalLoss,
         evalLoss,
+        lossHistory,
       },
       base: { ...score(examples, base.completions), decode: decodeStats(base) },
       adapter: { ...score(examples, tuned.completions), decode: decodeStats(tuned) },
