@@ -17,14 +17,41 @@ import { scorePii, scoreTriage } from "./template-accuracy/scoring.mjs";
 import { readTemplateConfig } from "./template-accuracy/template-config.mjs";
 
 const TEMPLATES_DIR = "templates";
-/** How a template's completions are scored; every template needs an entry. */
-const SCORERS = {
-  "ticket-triage": (examples, completions) =>
-    scoreTriage(examples.map((e, i) => ({ prediction: completions[i], reference: e.reference }))),
-  "pii-redaction": (examples, completions) =>
-    scorePii(
-      examples.map((e, i) => ({ input: e.input, prediction: completions[i], reference: e.reference })),
-    ),
+const pct = (x) => (x === null || x === undefined ? "n/a" : `${(100 * x).toFixed(1)}%`);
+
+/**
+ * Per template: how its completions are scored, and a trivial answer that
+ * takes no model, the bar to clear (every template needs an entry).
+ */
+const TASKS = {
+  "ticket-triage": {
+    score: (examples, completions) =>
+      scoreTriage(examples.map((e, i) => ({ prediction: completions[i], reference: e.reference }))),
+    // The commonest answer of the train set, given to every ticket.
+    trivial: (examples, trainRows) => {
+      const counts = new Map();
+      for (const row of trainRows) {
+        const answer = row.messages.at(-1).content;
+        counts.set(answer, (counts.get(answer) ?? 0) + 1);
+      }
+      const commonest = [...counts].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1))[0][0];
+      return { name: `always ${commonest}`, completions: examples.map(() => commonest) };
+    },
+    describe: (s) =>
+      `valid JSON ${pct(s.validJson)}, category ${pct(s.category)}, priority ${pct(s.priority)}, both ${pct(s.bothCorrect)}`,
+  },
+  "pii-redaction": {
+    score: (examples, completions) =>
+      scorePii(
+        examples.map((e, i) => ({ input: e.input, prediction: completions[i], reference: e.reference })),
+      ),
+    // Copying the text unchanged: nothing redacted.
+    trivial: (examples) => ({ name: "copy the input", completions: examples.map((e) => e.input) }),
+    describe: (s) =>
+      `exact ${pct(s.exactMatch)}, leaked values ${pct(s.leakRate)}, ${Object.entries(s.entities)
+        .map(([p, e]) => `${p} P ${pct(e.precision)} R ${pct(e.recall)}`)
+        .join(", ")}`,
+  },
 };
 const SAMPLES_KEPT = 3;
 
@@ -66,7 +93,7 @@ const templates = args.template ?? available;
 for (const t of templates) {
   if (!available.includes(t))
     usage(`--template: unknown template ${JSON.stringify(t)} (have ${available.join(", ")})`);
-  if (!SCORERS[t]) usage(`--template: no task metric for ${t}; add one to SCORERS`);
+  if (!TASKS[t]) usage(`--template: no task metric for ${t}; add one to TASKS`);
 }
 
 /** A held-out chat row as prompt messages, the user's text and the reference assistant turn. */
@@ -153,7 +180,8 @@ async function runTemplate(model, generator, name) {
     const tuned = await decodeAll(generator, examples, adapter, maxTokens);
     console.log(`   adapter decoded in ${tuned.seconds.toFixed(1)} s`);
 
-    const score = SCORERS[name];
+    const { score, trivial } = TASKS[name];
+    const reference = trivial(examples, trainSet);
     return {
       template: name,
       templateModel: config.model,
@@ -168,6 +196,7 @@ async function runTemplate(model, generator, name) {
         evalLoss,
         lossHistory,
       },
+      trivial: { name: reference.name, ...score(examples, reference.completions) },
       base: { ...score(examples, base.completions), decode: decodeStats(base) },
       adapter: { ...score(examples, tuned.completions), decode: decodeStats(tuned) },
       samples: examples.slice(0, SAMPLES_KEPT).map((e, i) => ({
@@ -186,8 +215,6 @@ function decodeStats(d) {
   return { seconds: d.seconds, completionTokens: d.completionTokens, hitMaxTokens: d.truncated };
 }
 
-const pct = (x) => (x === null || x === undefined ? "n/a" : `${(100 * x).toFixed(1)}%`);
-
 function printTable(results) {
   const rows = results.map((r) => [
     r.template,
@@ -205,16 +232,10 @@ function printTable(results) {
   for (const r of rows) console.log(line(r));
   for (const r of results) {
     console.log(`\n${r.template}:`);
-    for (const which of ["base", "adapter"]) {
-      const s = r[which];
-      const detail =
-        r.template === "ticket-triage"
-          ? `valid JSON ${pct(s.validJson)}, category ${pct(s.category)}, priority ${pct(s.priority)}, both ${pct(s.bothCorrect)}`
-          : `exact ${pct(s.exactMatch)}, leaked values ${pct(s.leakRate)}, ${Object.entries(s.entities ?? {})
-              .map(([p, e]) => `${p} P ${pct(e.precision)} R ${pct(e.recall)}`)
-              .join(", ")}`;
-      console.log(`  ${which.padEnd(7)} ${detail}`);
-    }
+    const { describe } = TASKS[r.template];
+    console.log(`  base     ${describe(r.base)}`);
+    console.log(`  adapter  ${describe(r.adapter)}`);
+    console.log(`  (no model, ${r.trivial.name}: ${describe(r.trivial)})`);
   }
 }
 
