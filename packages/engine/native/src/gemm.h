@@ -12,8 +12,10 @@
 constexpr int MR = 12, NV = 2;  // 24 zmm accumulators + 2 B vectors + broadcast
 #elif SVC_VEC_BYTES == 32
 constexpr int MR = 6, NV = 2;  // 12 ymm accumulators (16 registers)
+#elif defined(__wasm__)
+constexpr int MR = 4, NV = 2;  // 8 accumulators: V8 maps v128 onto 16 xmm, and mul+add needs temporaries
 #else
-constexpr int MR = 6, NV = 2;  // 12 xmm accumulators (16 registers)
+constexpr int MR = 6, NV = 2;  // 12 xmm accumulators (SSE2: 16 registers, no FMA)
 #endif
 constexpr int NR = NV * W;
 constexpr long KC = 256;
