@@ -18,7 +18,7 @@ constexpr int MR = 4, NV = 2;  // 8 accumulators: V8 maps v128 onto 16 xmm, and 
 constexpr int MR = 6, NV = 2;  // 12 xmm accumulators (SSE2: 16 registers, no FMA)
 #endif
 constexpr int NR = NV * W;
-constexpr long KC = 256;
+constexpr long KC = 384;  // the most k per pass; passes are balanced (576 -> 2 x 288)
 constexpr long MC_MAX = MR * 16;
 constexpr long NC = NR * 96;
 constexpr long GEMV_MAX_ROWS = 16;
@@ -142,8 +142,9 @@ static void gemm_blocked(const View& A, const View& B, float* c, long rsc, long 
   for (long jc = 0; jc < n; jc += NC) {
     long nc = min_l(NC, n - jc);
     long npanels = ceil_div(nc, NR);
-    for (long pc = 0; pc < k; pc += KC) {
-      long kc = min_l(KC, k - pc);
+    long kstep = ceil_div(k, ceil_div(k, KC));
+    for (long pc = 0; pc < k; pc += kstep) {
+      long kc = min_l(kstep, k - pc);
       bool load_c = accumulate || pc > 0;
       long pack_tasks = threads == 1 ? 1 : min_l(npanels, threads * 2);
       par(pack_tasks, [&](long t) {
