@@ -7,6 +7,9 @@
 // reported for both engines, which damps the noise of a shared machine; the
 // load average is printed so a reader can judge the conditions.
 //
+// PyTorch runs with as many threads as our kernels use (2 here; SVC_THREADS=1
+// compares single-threaded, which suffers less when other work shares the cores).
+//
 //   npm run build && nice -n 10 node bench/decode.mjs [--shapes tiny,small] [--tokens N] [--reps N] [--no-torch]
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -117,7 +120,7 @@ async function generatorConcurrent(generator, config, n, tokens) {
 }
 
 function torchDecode(shape, tokens) {
-  const args = JSON.stringify({ shape, prompt: PROMPT, tokens, reps });
+  const args = JSON.stringify({ shape, prompt: PROMPT, tokens, reps, threads: kernels.threads ?? 2 });
   const r = spawnSync("/usr/bin/python3", [join(here, "decode_torch.py"), args], { encoding: "utf8" });
   if (r.status !== 0) throw new Error(`decode_torch.py failed:\n${r.stderr}`);
   const out = JSON.parse(r.stdout.trim().split("\n").pop());
@@ -133,7 +136,9 @@ async function best(measure) {
 const fmt = (x) => (x >= 100 ? x.toFixed(0) : x.toFixed(1));
 const kernels = getKernels();
 const load = () => loadavg()[0].toFixed(1);
-console.log(`kernels: ${kernels.name} (${kernels.isa}); node ${process.version}; load average ${load()}`);
+console.log(
+  `kernels: ${kernels.name} (${kernels.isa}), ${kernels.threads ?? 1} threads; node ${process.version}; load average ${load()}`,
+);
 const tokDir = mkdtempSync(join(tmpdir(), "svc-bench-decode-"));
 await writeTestTokenizer(tokDir);
 const tokenizer = await loadTokenizer(tokDir);

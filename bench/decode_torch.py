@@ -5,7 +5,7 @@ The model is written the way Hugging Face's LlamaForCausalLM computes it
 attention, SwiGLU MLP, tied LM head) with a cache that grows by torch.cat per
 step, as DynamicCache does. Random weights: speed does not depend on values.
 
-Usage: /usr/bin/python3 bench/decode_torch.py '<json: shape, prompt, tokens, reps>'
+Usage: /usr/bin/python3 bench/decode_torch.py '<json: shape, prompt, tokens, reps, threads>'
 Prints one JSON line: {"tokens_per_s": [decode tokens/s of each repetition], "peak_rss_mib"}.
 """
 
@@ -127,7 +127,7 @@ class Llama(nn.Module):
 
 def main():
     args = json.loads(sys.argv[1])
-    torch.set_num_threads(2)
+    torch.set_num_threads(args.get("threads", 2))
     torch.manual_seed(0)
     c = args["shape"]
     model = Llama(c).eval()
