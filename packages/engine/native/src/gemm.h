@@ -42,17 +42,44 @@ struct View {
   long rs, cs;
 };
 
+typedef float v4 __attribute__((vector_size(16)));
+typedef float v4_u __attribute__((vector_size(16), aligned(4), may_alias));
+
+// out[p * P + i] = src[i * ld + p] for i < rows, p < kc, zero rows up to P:
+// a transposing copy done as 4x4 in-register transposes (packing row-major A,
+// or Bᵀ for x·Wᵀ), where a scalar loop spends a cycle per element.
+static void pack_transposed(const float* src, long ld, long rows, long kc, float* out, long P) {
+  long i = 0;
+  for (; i + 4 <= rows; i += 4) {
+    const float* r = src + i * ld;
+    long p = 0;
+    for (; p + 4 <= kc; p += 4) {
+      v4 a = *reinterpret_cast<const v4_u*>(r + p), b = *reinterpret_cast<const v4_u*>(r + ld + p);
+      v4 c = *reinterpret_cast<const v4_u*>(r + 2 * ld + p);
+      v4 d = *reinterpret_cast<const v4_u*>(r + 3 * ld + p);
+      v4 t0 = __builtin_shufflevector(a, b, 0, 4, 1, 5), t1 = __builtin_shufflevector(a, b, 2, 6, 3, 7);
+      v4 t2 = __builtin_shufflevector(c, d, 0, 4, 1, 5), t3 = __builtin_shufflevector(c, d, 2, 6, 3, 7);
+      float* o = out + p * P + i;
+      *reinterpret_cast<v4_u*>(o) = __builtin_shufflevector(t0, t2, 0, 1, 4, 5);
+      *reinterpret_cast<v4_u*>(o + P) = __builtin_shufflevector(t0, t2, 2, 3, 6, 7);
+      *reinterpret_cast<v4_u*>(o + 2 * P) = __builtin_shufflevector(t1, t3, 0, 1, 4, 5);
+      *reinterpret_cast<v4_u*>(o + 3 * P) = __builtin_shufflevector(t1, t3, 2, 3, 6, 7);
+    }
+    for (; p < kc; p++)
+      for (long q = 0; q < 4; q++) out[p * P + i + q] = r[q * ld + p];
+  }
+  for (; i < rows; i++)
+    for (long p = 0; p < kc; p++) out[p * P + i] = src[i * ld + p];
+  for (; i < P; i++)
+    for (long p = 0; p < kc; p++) out[p * P + i] = 0.f;
+}
+
 // A[i0.., p0..] (mc x kc) -> MR-tall panels, each stored k-major: out[p * MR + i].
 static void pack_a(const View& A, long i0, long mc, long p0, long kc, float* out) {
   for (long ir = 0; ir < mc; ir += MR, out += MR * kc) {
     long mr = min_l(MR, mc - ir);
     if (A.cs == 1) {  // rows of A are contiguous along k
-      for (long i = 0; i < mr; i++) {
-        const float* row = A.p + (i0 + ir + i) * A.rs + p0;
-        for (long p = 0; p < kc; p++) out[p * MR + i] = row[p];
-      }
-      for (long i = mr; i < MR; i++)
-        for (long p = 0; p < kc; p++) out[p * MR + i] = 0.f;
+      pack_transposed(A.p + (i0 + ir) * A.rs + p0, A.rs, mr, kc, out, MR);
     } else {  // columns contiguous (transA): a k-slice of MR rows is contiguous
       for (long p = 0; p < kc; p++) {
         const float* src = A.p + (p0 + p) * A.cs + (i0 + ir) * A.rs;
@@ -77,13 +104,11 @@ static void pack_b_panel(const View& B, long p0, long kc, long j0, long nr, floa
         for (long j = nr; j < NR; j++) dst[j] = 0.f;
       }
     }
-  } else {  // transB: each column of op(B) is a contiguous row of the stored matrix
-    for (long j = 0; j < nr; j++) {
-      const float* col = B.p + (j0 + j) * B.cs + p0 * B.rs;
-      for (long p = 0; p < kc; p++) out[p * NR + j] = col[p * B.rs];
-    }
-    for (long j = nr; j < NR; j++)
-      for (long p = 0; p < kc; p++) out[p * NR + j] = 0.f;
+  } else if (B.rs == 1) {  // transB: each column of op(B) is a contiguous row of the stored matrix
+    pack_transposed(B.p + j0 * B.cs + p0, B.cs, nr, kc, out, NR);
+  } else {
+    for (long p = 0; p < kc; p++)
+      for (long j = 0; j < NR; j++) out[p * NR + j] = j < nr ? B.p[(p0 + p) * B.rs + (j0 + j) * B.cs] : 0.f;
   }
 }
 
