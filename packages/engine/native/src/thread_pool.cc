@@ -3,8 +3,10 @@
 // spin briefly after each job so back-to-back kernel calls pay no wake-up, then
 // sleep on a condition variable. One job runs at a time; a call that finds the
 // pool busy (another JS thread) runs its tasks serially instead of waiting.
-#include <sched.h>
 #include <stdlib.h>
+#if defined(__linux__)
+#include <sched.h>
+#endif
 #include <string.h>
 
 #include <atomic>
@@ -26,8 +28,10 @@ namespace {
 
 int default_threads() {
   int cores = (int)std::thread::hardware_concurrency();
-  cpu_set_t set;
+#if defined(__linux__)
+  cpu_set_t set;  // the CPUs this process may run on (containers, taskset)
   if (sched_getaffinity(0, sizeof set, &set) == 0) cores = CPU_COUNT(&set);
+#endif
   if (cores < 1) cores = 1;
   const char* env = getenv("SVC_THREADS");
   if (env && *env) {
