@@ -349,12 +349,26 @@ static double cross_entropy(const float* logits, const int32_t* targets, long ro
   return total;
 }
 
-static void adamw(float* __restrict p, const float* __restrict g, float* __restrict m,
-                  float* __restrict v, long n, float lr, float beta1, float beta2, float eps,
-                  float weightDecay, float bc1, float bc2) {
+static inline vf vsqrt(vf x) {
+  vf r;
+  for (int l = 0; l < W; l++) r[l] = __builtin_sqrtf(x[l]);  // one vsqrtps / f32x4.sqrt
+  return r;
+}
+
+static void adamw(float* p, const float* g, float* m, float* v, long n, float lr, float beta1,
+                  float beta2, float eps, float weightDecay, float bc1, float bc2) {
   par_range(n, 65536, [&](long i0, long i1) {
     float decay = 1.0f - lr * weightDecay, step = lr / bc1, rbc2 = 1.0f / bc2;
-    for (long i = i0; i < i1; i++) {
+    long i = i0;
+    for (; i + W <= i1; i += W) {
+      vf gi = vload(g + i);
+      vf mi = beta1 * vload(m + i) + (1.0f - beta1) * gi;
+      vf vi = beta2 * vload(v + i) + (1.0f - beta2) * gi * gi;
+      vstore(m + i, mi);
+      vstore(v + i, vi);
+      vstore(p + i, vload(p + i) * decay - step * mi / (vsqrt(vi * rbc2) + eps));
+    }
+    for (; i < i1; i++) {
       float gi = g[i];
       float mi = beta1 * m[i] + (1.0f - beta1) * gi;
       float vi = beta2 * v[i] + (1.0f - beta2) * gi * gi;
