@@ -9,9 +9,11 @@ import { type OidcConfig, OidcVerifier } from "./auth/oidc.js";
 import type { ServerContext } from "./context.js";
 import { DataDir, DEFAULT_DATA_DIR } from "./data-dir.js";
 import { openDatabase } from "./db/connect.js";
+import { DeploymentDirectory } from "./edge/deployment-directory.js";
 import { createEdgeApp } from "./edge/edge-app.js";
 import { KeyUsageRecorder } from "./edge/key-usage-recorder.js";
 import { JobEventHub } from "./events/job-event-hub.js";
+import { PgNotifications } from "./events/pg-notifications.js";
 import { InferenceService } from "./inference/inference-service.js";
 import { ModelRegistry } from "./models/model-registry.js";
 import { Store } from "./store/store.js";
@@ -99,6 +101,9 @@ export async function startServer(options: ServerOptions = {}): Promise<ServerHa
   const opened = await openDatabase({ databaseUrl: options.databaseUrl, sqlitePath: dataDir.sqlitePath });
   const store = new Store(opened);
   const events = new JobEventHub(store.jobs);
+  const directory = new DeploymentDirectory(store.deployments);
+  store.deployments.onChanged = () => directory.invalidate();
+  let notifications: PgNotifications | null = null;
   const leaseMs = options.jobLeaseMs ?? DEFAULTS.jobLeaseMs;
   const runner = new JobRunner(store, dataDir, models, {
     concurrency: options.workers ?? 1,
@@ -111,11 +116,16 @@ export async function startServer(options: ServerOptions = {}): Promise<ServerHa
   const edgeServer = createServer();
   const cleanup = async () => {
     await Promise.all([shut(apiServer), shut(edgeServer)]);
-    await events.close();
+    await notifications?.close();
     await store.close();
   };
   try {
-    if (opened.url) await events.listenPostgres(opened.url);
+    if (opened.url) {
+      notifications = await PgNotifications.listen(opened.url, {
+        svc_job_events: (jobId) => events.signal(jobId),
+        svc_deployments: () => directory.invalidate(),
+      });
+    }
     const apiPort = await listen(apiServer, host, options.port ?? DEFAULTS.port);
     const edgePort = await listen(edgeServer, host, options.edgePort ?? DEFAULTS.edgePort);
     const ctx: ServerContext = {
@@ -133,7 +143,7 @@ export async function startServer(options: ServerOptions = {}): Promise<ServerHa
     };
     const usage = new KeyUsageRecorder(store.deployments);
     const apiApp = createApiApp(ctx);
-    const edgeApp = createEdgeApp(ctx, usage);
+    const edgeApp = createEdgeApp(ctx, directory, usage);
     apiServer.on("request", getRequestListener(apiApp.fetch));
     edgeServer.on("request", getRequestListener(edgeApp.fetch));
     await sweeper.start();
@@ -153,7 +163,7 @@ export async function startServer(options: ServerOptions = {}): Promise<ServerHa
           await runner.stop();
           await usage.close();
           await listeners;
-          await events.close();
+          await notifications?.close();
           await store.close();
         })();
         return closing;

@@ -1,9 +1,9 @@
 // The edge: serves deployments in the OpenAI chat-completions format.
 // A request names its deployment by Host (<slug>.<deployment domain>), by the
 // X-Svc-Deployment header, or by the path prefix /d/<slug>/ (what the OpenAI
-// clients use on machines where *.localhost does not resolve). Every request
-// reads the deployment and key from the database, so disabling, auth-mode
-// changes and revocation apply to the next request.
+// clients use on machines where *.localhost does not resolve). Deployments and
+// keys are read through a DeploymentDirectory that every change clears, so
+// disabling, auth-mode changes and revocation apply to the next request.
 import { type Context, Hono } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { ServerContext } from "../context.js";
@@ -14,6 +14,7 @@ import { type ChatParams, respondWithChat } from "../inference/chat-completions.
 import type { ResolvedTarget } from "../inference/inference-service.js";
 import { messagesCheck, stopCheck } from "../routes/inference.js";
 import { targetOf } from "../store/deployment-store.js";
+import type { DeploymentDirectory } from "./deployment-directory.js";
 import type { KeyUsageRecorder } from "./key-usage-recorder.js";
 
 function openAiError(
@@ -74,7 +75,11 @@ export function slugFromHost(host: string | undefined, deploymentDomain: string)
   return slug.includes(".") || slug === "" ? null : slug;
 }
 
-export function createEdgeApp(ctx: ServerContext, usage: KeyUsageRecorder): Hono {
+export function createEdgeApp(
+  ctx: ServerContext,
+  directory: DeploymentDirectory,
+  usage: KeyUsageRecorder,
+): Hono {
   const app = new Hono();
   app.onError((error, c) => {
     if (error instanceof ApiError) return openAiError(c, error.status, error.message, error.code);
@@ -97,13 +102,13 @@ export function createEdgeApp(ctx: ServerContext, usage: KeyUsageRecorder): Hono
         "deployment_not_found",
       );
     }
-    const deployment = await ctx.store.deployments.bySlug(slug);
+    const deployment = await directory.deployment(slug);
     if (deployment?.enabled !== 1)
       return openAiError(c, 404, `deployment ${slug} not found`, "deployment_not_found");
     if (deployment.auth_mode === "fixed_api_key") {
       const match = /^Bearer\s+(\S+)\s*$/i.exec(c.req.header("authorization") ?? "");
-      const key = match ? await ctx.store.deployments.enabledKey(deployment.id, match[1]) : undefined;
-      if (!key) {
+      const keyId = match ? await directory.keyId(deployment.id, match[1]) : null;
+      if (!keyId) {
         return openAiError(
           c,
           401,
@@ -111,7 +116,7 @@ export function createEdgeApp(ctx: ServerContext, usage: KeyUsageRecorder): Hono
           "invalid_api_key",
         );
       }
-      usage.record(key.id);
+      usage.record(keyId);
     }
     const body = chatRequest(await readJson(c));
     const target = targetOf(deployment);

@@ -2,7 +2,6 @@
 // signal the job id (in-process, and through PostgreSQL LISTEN/NOTIFY for
 // other processes); the hub then reads the new rows once per job and hands
 // them to every subscriber of that job, so 200 watchers cost one query.
-import pg from "pg";
 import type { JobStore, StoredJobEvent } from "../store/job-store.js";
 
 type Listener = (events: StoredJobEvent[]) => void;
@@ -22,22 +21,9 @@ interface JobFeed {
 
 export class JobEventHub {
   private readonly feeds = new Map<string, JobFeed>();
-  private pgClient: pg.Client | null = null;
 
   constructor(private readonly jobs: JobStore) {
     jobs.onEventsAppended = (jobId) => this.signal(jobId);
-  }
-
-  /** Listens for NOTIFY from other processes sharing the PostgreSQL database. */
-  async listenPostgres(url: string): Promise<void> {
-    const client = new pg.Client({ connectionString: url });
-    client.on("notification", (message) => {
-      if (message.payload) this.signal(message.payload);
-    });
-    client.on("error", (error) => console.error("svc server: LISTEN connection failed:", error.message));
-    await client.connect();
-    await client.query("LISTEN svc_job_events");
-    this.pgClient = client;
   }
 
   /**
@@ -93,11 +79,6 @@ export class JobEventHub {
       this.feeds.set(jobId, feed);
     }
     return feed;
-  }
-
-  async close(): Promise<void> {
-    await this.pgClient?.end().catch(() => {});
-    this.pgClient = null;
   }
 }
 

@@ -1,6 +1,7 @@
 // Deployments (slug unique across the server: it is a host name) and their
 // API keys (stored as SHA-256 hashes; the plaintext leaves only once).
-import type { Kysely } from "kysely";
+import { type Kysely, sql } from "kysely";
+import type { DatabaseKind } from "../db/connect.js";
 import type { Database, DeploymentKeysTable, DeploymentsTable } from "../db/schema.js";
 import { nowIso, randomBase62, sha256Hex, uuidv7 } from "../ids.js";
 import type { DeploymentKey, DeploymentTarget, IssuedDeploymentKey } from "../wire.js";
@@ -23,7 +24,19 @@ export const toDeploymentKey = (r: DeploymentKeysTable): DeploymentKey => ({
 export const targetOf = (r: DeploymentRow): DeploymentTarget => JSON.parse(r.target) as DeploymentTarget;
 
 export class DeploymentStore {
-  constructor(private readonly db: Kysely<Database>) {}
+  /** Called after every committed change to a deployment or key (the edge clears its cache). */
+  onChanged: () => void = () => {};
+
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly kind: DatabaseKind,
+  ) {}
+
+  /** Tells this process and, on PostgreSQL, every other one that deployments changed. */
+  private async changed(): Promise<void> {
+    this.onChanged();
+    if (this.kind === "postgres") await sql`select pg_notify('svc_deployments', '')`.execute(this.db);
+  }
 
   /** Returns null when the slug is taken. */
   async create(row: DeploymentRow): Promise<DeploymentRow | null> {
@@ -33,6 +46,7 @@ export class DeploymentStore {
       if (isUniqueViolation(error)) return null;
       throw error;
     }
+    await this.changed();
     return row;
   }
 
@@ -59,6 +73,7 @@ export class DeploymentStore {
       .set({ ...patch, updated_at: nowIso() })
       .where("id", "=", id)
       .execute();
+    await this.changed();
     return this.get(id);
   }
 
@@ -68,6 +83,7 @@ export class DeploymentStore {
       await trx.deleteFrom("deployment_keys").where("deployment_id", "=", id).execute();
       await trx.deleteFrom("deployments").where("id", "=", id).execute();
     });
+    await this.changed();
   }
 
   async issueKey(deploymentId: string, label: string): Promise<IssuedDeploymentKey> {
@@ -83,6 +99,7 @@ export class DeploymentStore {
       last_used_at: null,
     };
     await this.db.insertInto("deployment_keys").values(row).execute();
+    await this.changed();
     return { ...toDeploymentKey(row), plaintext };
   }
 
@@ -103,6 +120,7 @@ export class DeploymentStore {
       .where("id", "=", keyId)
       .where("deployment_id", "=", deploymentId)
       .execute();
+    await this.changed();
     const row = await this.db
       .selectFrom("deployment_keys")
       .selectAll()

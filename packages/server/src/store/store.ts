@@ -25,7 +25,7 @@ export class Store {
     this.projects = new ProjectStore(this.db);
     this.datasets = new DatasetStore(this.db);
     this.jobs = new JobStore(this.db, this.kind);
-    this.deployments = new DeploymentStore(this.db);
+    this.deployments = new DeploymentStore(this.db, this.kind);
   }
 
   close(): Promise<void> {

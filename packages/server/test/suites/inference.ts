@@ -53,7 +53,13 @@ export function inferenceTests(server: () => ServerProcess) {
     const response = await fetch(`${server().apiUrl}/v1/inference/chat`, {
       method: "POST",
       headers: { authorization: `Bearer ${id.token}`, "content-type": "application/json" },
-      body: JSON.stringify({ messages, adapter: { kind: "final", jobId }, maxTokens: 4, stream: true }),
+      body: JSON.stringify({
+        messages,
+        adapter: { kind: "final", jobId },
+        maxTokens: 4,
+        stream: true,
+        temperature: 0,
+      }),
     });
     assert.equal(response.status, 200);
     assert.match(response.headers.get("content-type") ?? "", /text\/event-stream/);
@@ -62,8 +68,9 @@ export function inferenceTests(server: () => ServerProcess) {
     const chunks = read.frames.slice(0, -1).map((f) => JSON.parse(f.data));
     assert.ok(chunks.every((c) => c.object === "chat.completion.chunk"));
     const last = chunks.at(-1);
-    assert.equal(last.choices[0].finish_reason, "length");
-    assert.equal(last.usage.completion_tokens, 4);
+    assert.ok(["stop", "length"].includes(last.choices[0].finish_reason));
+    assert.ok(last.usage.completion_tokens >= 1 && last.usage.completion_tokens <= 4);
+    assert.ok(chunks.slice(0, -1).every((c) => c.choices[0].finish_reason === null));
   });
 
   it("chats with a checkpoint, and names the field when the checkpoint or job does not exist", async () => {
