@@ -8,7 +8,7 @@
 //
 //   node packages/engine/scripts/build-native.mjs [--rebuild]
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync } from "node:fs";
+import { existsSync, mkdirSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -81,7 +81,11 @@ let ok = false;
 if (!gyp) {
   console.warn("build-native: node-gyp not found (install it or npm); skipping the native kernels addon");
 } else {
-  const fresh = process.argv.includes("--rebuild") || !existsSync(join(nativeDir, "build/Makefile"));
+  const makefile = join(nativeDir, "build/Makefile");
+  const fresh =
+    process.argv.includes("--rebuild") ||
+    !existsSync(makefile) ||
+    statSync(join(nativeDir, "binding.gyp")).mtimeMs > statSync(makefile).mtimeMs;
   ok = fresh ? nodeGyp(gyp, ["rebuild", "-j", "2"]) : nodeGyp(gyp, ["build", "-j", "2"]);
   if (ok) console.log("build-native: built packages/engine/native/build/Release/svc_kernels.node");
   else console.warn("build-native: the native kernels addon failed to build");
