@@ -17,6 +17,7 @@ import {
   TINY_MODEL,
   tempDir,
   tinyModel,
+  until,
   uploadDataset,
   waitForExit,
 } from "./harness.js";
@@ -100,4 +101,53 @@ it("runs jobs on `svc worker` processes and streams their events through the API
 
 it("refuses `svc worker` without a PostgreSQL URL (exit 2, one clear line)", async () => {
   await assert.rejects(spawnReady("worker", ["--data-dir", tempDir("w")]), /svc worker needs --database-url/);
+});
+
+it("applies a deployment change made through one API process to the next request at another one's edge", async () => {
+  const database = await createPgDatabase();
+  const dataDir = tempDir("two-api");
+  cleanups.push(async () => {
+    await database.drop();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+  const [a, b] = await Promise.all([
+    startServerProcess({ dataDir, databaseUrl: database.url }),
+    startServerProcess({ dataDir, databaseUrl: database.url, args: ["--workers", "0"] }),
+  ]);
+  cleanups.push(
+    async () => void (await a.stop()),
+    async () => void (await b.stop()),
+  );
+  const id = await newIdentity(a.apiUrl);
+  const created = await call(a.apiUrl, "POST", `/v1/endpoints?${id.scope}`, {
+    token: id.token,
+    json: { slug: `shared-${process.pid}`, target: { kind: "base_model", baseModel: TINY_MODEL } },
+  });
+  const deployment = created.body.deployment;
+  const key = (
+    await call(a.apiUrl, "POST", `/v1/endpoints/${deployment.id}/keys`, {
+      token: id.token,
+      json: { label: "k" },
+    })
+  ).body.key;
+  const ask = () =>
+    fetch(`${b.edgeUrl}/d/${deployment.slug}/v1/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key.plaintext}`, "content-type": "application/json" },
+      body: JSON.stringify({ messages: [{ role: "user", content: "hi" }], max_tokens: 1 }),
+    }).then((r) => r.status);
+  assert.equal(await ask(), 200);
+  await call(a.apiUrl, "PATCH", `/v1/endpoints/${deployment.id}`, {
+    token: id.token,
+    json: { enabled: false },
+  });
+  // NOTIFY reaches the other process within milliseconds, far inside the cache lifetime (2 s).
+  await until("the other edge to see the change", async () => (await ask()) === 404, 500);
+  await call(a.apiUrl, "PATCH", `/v1/endpoints/${deployment.id}`, {
+    token: id.token,
+    json: { enabled: true },
+  });
+  await until("re-enabled", async () => (await ask()) === 200, 500);
+  await call(a.apiUrl, "DELETE", `/v1/endpoints/${deployment.id}/keys/${key.id}`, { token: id.token });
+  await until("revocation at the other edge", async () => (await ask()) === 401, 500);
 });
