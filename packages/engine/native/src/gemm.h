@@ -353,9 +353,9 @@ static void matmul(const float* a, const float* b, float* c, long m, long n, lon
     gemv_rows(x, k, b, transB ? k : n, transB, c, n, 1, m, n, k, alpha, accumulate);
     return;
   }
-  // Few columns (LoRA's rank-r products): the same, transposed, Cᵀ = op(B)ᵀ·op(A)ᵀ;
-  // up to 48 columns (grouped q/k/v adapters) while op(A), read n/4 times, stays in cache.
-  if (n <= GEMV_MAX_ROWS || (n <= 3 * GEMV_MAX_ROWS && (double)m * k <= 2.0e6)) {
+  // Few columns (LoRA's rank-r products): the same, transposed, Cᵀ = op(B)ᵀ·op(A)ᵀ.
+  // From 32 columns on, the blocked path wins (no padded lanes left to save).
+  if (n <= GEMV_MAX_ROWS) {
     const float* x = b;
     if (!transB) {
       float* xs = svc_scratch(SVC_SLOT_GEMV_X, (size_t)n * k);
