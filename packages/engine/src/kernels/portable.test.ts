@@ -15,7 +15,11 @@ for (const isa of ["wasm-simd", "js"]) {
   // The wasm module needs clang at build time; without it only the JS path exists.
   const skip = isa === "wasm-simd" && wasmError ? `wasm module not built: ${wasmError}` : false;
   describe(`portable ${isa} kernels match the reference`, { skip }, () => {
-    const kern = () => loadPortableKernels({ isa });
+    let instance: Kernels | undefined;
+    const kern = () => {
+      instance ??= loadPortableKernels({ isa });
+      return instance;
+    };
     test("reports its ISA", () => {
       assert.equal(kern().name, "portable");
       assert.equal(kern().isa, isa);
