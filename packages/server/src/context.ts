@@ -1,4 +1,5 @@
 // What every route module needs, built once by startServer.
+import type { HttpBindings } from "@hono/node-server";
 import type { OidcVerifier } from "./auth/oidc.js";
 import type { DataDir } from "./data-dir.js";
 import type { JobEventHub } from "./events/job-event-hub.js";
@@ -24,4 +25,5 @@ export interface ServerContext {
   cancelRunning: (jobId: string) => void;
 }
 
-export type ApiEnv = { Variables: { user: UserRow } };
+/** Routes run on @hono/node-server: `c.env.outgoing` is the Node response (the event stream writes to it directly). */
+export type ApiEnv = { Bindings: HttpBindings; Variables: { user: UserRow } };

@@ -1,0 +1,74 @@
+// Shared by the server benchmarks: start `svc server` as a child process on
+// ephemeral ports over a temporary data dir with a tiny random model, and
+// small JSON helpers. Needs a build (npm run build).
+import { spawn } from "node:child_process";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+export const MAIN_JS = join(root, "packages/server/dist/src/main.js");
+
+export async function tinyModel(options = {}) {
+  const { createRandomModel } = await import(join(root, "packages/engine/dist/src/index.js"));
+  const dir = join(mkdtempSync(join(tmpdir(), "svc-bench-model-")), "tiny");
+  await createRandomModel(dir, { seed: 1, ...options });
+  return dir;
+}
+
+export async function startServer(modelDir, extraArgs = []) {
+  const dataDir = mkdtempSync(join(tmpdir(), "svc-bench-data-"));
+  const args = [
+    MAIN_JS,
+    "server",
+    "--port",
+    "0",
+    "--edge-port",
+    "0",
+    "--data-dir",
+    dataDir,
+    "--bundled-models",
+    "none",
+  ];
+  args.push("--model", `bench/tiny=${modelDir}`, ...extraArgs);
+  const proc = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "inherit"] });
+  let out = "";
+  const ready = await new Promise((resolve, reject) => {
+    proc.stdout.on("data", (chunk) => {
+      out += chunk;
+      const match = /svc-server-ready (\{.*\})/.exec(out);
+      if (match) resolve(JSON.parse(match[1]));
+    });
+    proc.once("exit", (code) => reject(new Error(`server exited with ${code}\n${out}`)));
+  });
+  return {
+    ...ready,
+    kill: () => proc.kill("SIGTERM"),
+    stop: () =>
+      new Promise((resolve) => {
+        proc.once("exit", resolve);
+        proc.kill("SIGTERM");
+      }),
+  };
+}
+
+export async function api(base, method, path, { token, json, body, headers = {} } = {}) {
+  const h = { ...headers };
+  if (token) h.authorization = `Bearer ${token}`;
+  if (json !== undefined) h["content-type"] = "application/json";
+  const response = await fetch(`${base}${path}`, {
+    method,
+    headers: h,
+    body: json !== undefined ? JSON.stringify(json) : body,
+  });
+  const text = await response.text();
+  if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${text}`);
+  return text ? JSON.parse(text) : null;
+}
+
+export async function identity(base) {
+  const { token, org } = await api(base, "POST", "/v1/auth/anonymous");
+  await api(base, "POST", "/v1/projects", { token, json: { orgSlug: org.slug, slug: "bench" } });
+  return { token, scope: `orgSlug=${org.slug}&projectSlug=bench` };
+}
