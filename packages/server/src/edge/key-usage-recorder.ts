@@ -3,7 +3,8 @@
 import type { DeploymentStore } from "../store/deployment-store.js";
 
 export class KeyUsageRecorder {
-  private pending = new Map<string, string>();
+  /** key id → time of last use (ms since the epoch). */
+  private pending = new Map<string, number>();
   private readonly timer: NodeJS.Timeout;
 
   constructor(
@@ -15,7 +16,7 @@ export class KeyUsageRecorder {
   }
 
   record(keyId: string): void {
-    this.pending.set(keyId, new Date().toISOString());
+    this.pending.set(keyId, Date.now());
   }
 
   async flush(): Promise<void> {
@@ -23,7 +24,9 @@ export class KeyUsageRecorder {
     const batch = this.pending;
     this.pending = new Map();
     try {
-      await this.deployments.touchKeys(batch);
+      await this.deployments.touchKeys(
+        new Map([...batch].map(([id, ms]) => [id, new Date(ms).toISOString()])),
+      );
     } catch (error) {
       console.error("svc server: recording key use failed:", (error as Error).message);
     }

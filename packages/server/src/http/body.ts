@@ -12,22 +12,20 @@ const tooLarge = (limit: number) =>
 export async function readBodyBytes(c: Context, limit: number): Promise<Buffer> {
   const declared = Number(c.req.header("content-length") ?? Number.NaN);
   if (Number.isFinite(declared) && declared > limit) throw tooLarge(limit);
-  const stream = c.req.raw.body;
-  if (!stream) return Buffer.alloc(0);
+  // On Node, read the IncomingMessage itself: asking Hono for the web Request
+  // body would build a Request and a ReadableStream for every call.
+  const incoming = (c.env as { incoming?: AsyncIterable<Buffer> } | undefined)?.incoming;
+  const source: AsyncIterable<Uint8Array> | null =
+    incoming ?? (c.req.raw.body as AsyncIterable<Uint8Array> | null);
+  if (!source) return Buffer.alloc(0);
   const chunks: Buffer[] = [];
   let total = 0;
-  const reader = stream.getReader();
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    total += value.byteLength;
-    if (total > limit) {
-      await reader.cancel().catch(() => {});
-      throw tooLarge(limit);
-    }
-    chunks.push(Buffer.from(value));
+  for await (const chunk of source) {
+    total += chunk.byteLength;
+    if (total > limit) throw tooLarge(limit);
+    chunks.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
   }
-  return Buffer.concat(chunks);
+  return chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
 }
 
 export async function readJson(c: Context, limit = JSON_BODY_LIMIT): Promise<unknown> {

@@ -1,10 +1,11 @@
 // Chat generation in the OpenAI chat.completion format, shared by the cloud
 // API's /v1/inference/chat and the edge's /v1/chat/completions.
 
+import { randomUUID } from "node:crypto";
+import type { ServerResponse } from "node:http";
+import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
 import type { GenerationRequest, GenerationResult } from "@svc/engine";
 import type { Context } from "hono";
-import { streamSSE } from "hono/streaming";
-import { randomBase62 } from "../ids.js";
 import type { ChatCompletion, ChatCompletionChunk, ChatMessage } from "../wire.js";
 import type { InferenceService, ResolvedTarget } from "./inference-service.js";
 
@@ -27,10 +28,17 @@ const usageOf = (r: GenerationResult) => ({
   total_tokens: r.promptTokens + r.completionTokens,
 });
 
+/** The Node response behind a Hono context (the servers run on @hono/node-server). */
+function nodeResponse(c: Context): ServerResponse {
+  const outgoing = (c.env as { outgoing?: ServerResponse } | undefined)?.outgoing;
+  if (!outgoing) throw new Error("chat responses need @hono/node-server (c.env.outgoing)");
+  return outgoing;
+}
+
 /**
  * Runs the chat on the target and answers with a chat.completion, or with
  * SSE chat.completion.chunk lines ending in `data: [DONE]` when streaming.
- * `onError` turns a failure before the first byte into the caller's error shape.
+ * A client that hangs up aborts its generation.
  */
 export async function respondWithChat(
   c: Context,
@@ -38,9 +46,15 @@ export async function respondWithChat(
   target: ResolvedTarget,
   params: ChatParams,
 ): Promise<Response> {
-  const id = `chatcmpl-${randomBase62(24)}`;
+  const id = `chatcmpl-${randomUUID().replaceAll("-", "")}`;
   const created = Math.floor(Date.now() / 1000);
   const prepared = await inference.prepare(target);
+  const res = nodeResponse(c);
+  const controller = new AbortController();
+  const onClose = () => {
+    if (!res.writableFinished) controller.abort();
+  };
+  res.once("close", onClose);
   const request: GenerationRequest = {
     messages: params.messages,
     adapter: prepared.adapter,
@@ -49,11 +63,10 @@ export async function respondWithChat(
     maxTokens: params.maxTokens,
     stop: params.stop,
     seed: params.seed,
+    signal: controller.signal,
   };
   if (!params.stream) {
-    const controller = new AbortController();
-    c.req.raw.signal?.addEventListener("abort", () => controller.abort());
-    const result = await prepared.generator.complete({ ...request, signal: controller.signal });
+    const result = await prepared.generator.complete(request);
     const body: ChatCompletion = {
       id,
       object: "chat.completion",
@@ -70,47 +83,53 @@ export async function respondWithChat(
     };
     return c.json(body);
   }
-  return streamSSE(c, async (stream) => {
-    const controller = new AbortController();
-    stream.onAbort(() => controller.abort());
-    const chunk = (
-      delta: ChatCompletionChunk["choices"][0]["delta"],
-      finish: "stop" | "length" | null,
-      usage?: GenerationResult,
-    ) => {
-      const body: ChatCompletionChunk = {
-        id,
-        object: "chat.completion.chunk",
-        created,
-        model: target.label,
-        choices: [{ index: 0, delta, finish_reason: finish }],
-        usage: usage ? usageOf(usage) : null,
-      };
-      return stream.writeSSE({ data: JSON.stringify(body) });
-    };
-    try {
-      await chunk({ role: "assistant", content: "" }, null);
-      const generation = prepared.generator.generate({ ...request, signal: controller.signal });
-      for (;;) {
-        const next = await generation.next();
-        if (next.done) {
-          await chunk({}, finishReason(next.value.finishReason), next.value);
-          break;
-        }
-        if (next.value.text !== "") await chunk({ content: next.value.text }, null);
-      }
-    } catch (error) {
-      await stream.writeSSE({
-        data: JSON.stringify({
-          error: {
-            message: (error as Error).message,
-            type: "server_error",
-            param: null,
-            code: "generation_failed",
-          },
-        }),
-      });
-    }
-    await stream.writeSSE({ data: "[DONE]" });
+  // Streamed straight to the Node response (no web-stream layers per chunk).
+  res.writeHead(200, {
+    "content-type": "text/event-stream",
+    "cache-control": "no-cache",
+    connection: "keep-alive",
   });
+  const send = async (data: string) => {
+    if (res.writableEnded || res.destroyed) return;
+    if (!res.write(`data: ${data}\n\n`))
+      await new Promise<void>((resolve) => {
+        res.once("drain", resolve);
+        res.once("close", resolve);
+      });
+  };
+  const chunk = (
+    delta: ChatCompletionChunk["choices"][0]["delta"],
+    finish: "stop" | "length" | null,
+    usage?: GenerationResult,
+  ) => {
+    const body: ChatCompletionChunk = {
+      id,
+      object: "chat.completion.chunk",
+      created,
+      model: target.label,
+      choices: [{ index: 0, delta, finish_reason: finish }],
+      usage: usage ? usageOf(usage) : null,
+    };
+    return send(JSON.stringify(body));
+  };
+  try {
+    await chunk({ role: "assistant", content: "" }, null);
+    const generation = prepared.generator.generate(request);
+    for (;;) {
+      const next = await generation.next();
+      if (next.done) {
+        await chunk({}, finishReason(next.value.finishReason), next.value);
+        break;
+      }
+      if (next.value.text !== "") await chunk({ content: next.value.text }, null);
+    }
+  } catch (error) {
+    const message = (error as Error).message;
+    await send(
+      JSON.stringify({ error: { message, type: "server_error", param: null, code: "generation_failed" } }),
+    );
+  }
+  await send("[DONE]");
+  res.end();
+  return RESPONSE_ALREADY_SENT;
 }
