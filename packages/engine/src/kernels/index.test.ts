@@ -7,14 +7,21 @@ import { loadNativeKernels } from "./native.js";
 const indexUrl = new URL("./index.js", import.meta.url).href;
 
 /** Runs getKernels() in a child process with the given environment; returns its choice or error. */
-function choose(env: Record<string, string>): { name?: string; isa?: string; ok?: boolean; error?: string } {
+function choose(env: Record<string, string>): {
+  name?: string;
+  isa?: string;
+  ok?: boolean;
+  threads?: number;
+  error?: string;
+} {
   const script = `
     const { getKernels } = await import(${JSON.stringify(indexUrl)});
     try {
       const k = getKernels();
       const c = new Float32Array(4);
       k.matmul(Float32Array.of(1, 2, 3, 4), Float32Array.of(5, 6, 7, 8), c, 2, 2, 2, false, false, false);
-      console.log(JSON.stringify({ name: k.name, isa: k.isa, ok: c.join() === "19,22,43,50" }));
+      const extra = "threads" in k ? { threads: k.threads } : {};
+      console.log(JSON.stringify({ name: k.name, isa: k.isa, ok: c.join() === "19,22,43,50", ...extra }));
     } catch (err) {
       console.log(JSON.stringify({ error: err.message }));
     }`;
@@ -22,6 +29,7 @@ function choose(env: Record<string, string>): { name?: string; isa?: string; ok?
   delete clean.SVC_KERNELS;
   delete clean.SVC_KERNELS_ISA;
   delete clean.SVC_KERNELS_ADDON;
+  delete clean.SVC_THREADS;
   const r = spawnSync(process.execPath, ["--input-type=module", "-e", script], {
     env: { ...clean, ...env },
     encoding: "utf8",
@@ -37,7 +45,16 @@ try {
 const noNative = nativeIsas.length === 0 ? "native addon not built" : false;
 
 test("by default the native kernels are chosen when the addon loads", { skip: noNative }, () => {
-  assert.deepEqual(choose({}), { name: "native", isa: nativeIsas[0], ok: true });
+  const got = choose({});
+  assert.deepEqual(
+    { ...got, threads: undefined },
+    { name: "native", isa: nativeIsas[0], ok: true, threads: undefined },
+  );
+  assert.ok((got.threads ?? 0) >= 1);
+});
+
+test("SVC_THREADS caps the native worker pool", { skip: noNative }, () => {
+  assert.equal(choose({ SVC_THREADS: "1" }).threads, 1);
 });
 
 test("SVC_KERNELS=portable forces the portable kernels", () => {
@@ -72,11 +89,8 @@ test("an unknown SVC_KERNELS value is an error", () => {
 
 test("SVC_KERNELS_ISA selects each ISA this CPU supports", { skip: noNative }, () => {
   for (const isa of nativeIsas) {
-    assert.deepEqual(choose({ SVC_KERNELS: "native", SVC_KERNELS_ISA: isa }), {
-      name: "native",
-      isa,
-      ok: true,
-    });
+    const got = choose({ SVC_KERNELS: "native", SVC_KERNELS_ISA: isa });
+    assert.deepEqual([got.name, got.isa, got.ok], ["native", isa, true]);
   }
   assert.match(
     choose({ SVC_KERNELS: "native", SVC_KERNELS_ISA: "sse9" }).error ?? "",
