@@ -70,7 +70,7 @@ for (const backend of ["sqlite", "postgres"] as Backend[]) {
           json: { label: "k" },
         })
       ).body.key;
-      const job = await createJob(first.apiUrl, id, dataset.id, { maxSteps: 60, saveSteps: 5 });
+      const job = await createJob(first.apiUrl, id, dataset.id, { maxSteps: 300, saveSteps: 5 });
       const before = await waitFor(first.apiUrl, id.token, job.id, (f) => f.event === "checkpoint.saved");
       await first.kill9();
 
@@ -92,7 +92,7 @@ for (const backend of ["sqlite", "postgres"] as Backend[]) {
         lastCheckpoint + 1,
         "resumed right after the checkpoint",
       );
-      assert.equal(JSON.parse(frames.at(-2)!.data).metrics.steps, 60);
+      assert.equal(JSON.parse(frames.at(-2)!.data).metrics.steps, 300);
 
       const got = await call(second.apiUrl, "GET", `/v1/endpoints/${deployment.id}`, { token: id.token });
       assert.equal(got.status, 200);
@@ -145,7 +145,7 @@ for (const backend of ["sqlite", "postgres"] as Backend[]) {
       const first = await start();
       const id = await newIdentity(first.apiUrl);
       const job = await createJob(first.apiUrl, id, (await uploadDataset(first.apiUrl, id)).id, {
-        maxSteps: 40,
+        maxSteps: 400,
         saveSteps: 100000,
       });
       await waitFor(
