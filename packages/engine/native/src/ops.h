@@ -2,8 +2,6 @@
 // Rows (or heads, or element chunks) go to the pool; inner loops run over vf
 // vectors with a scalar tail, so any size is legal.
 
-static inline long round_up(long a, long b) { return ceil_div(a, b) * b; }
-
 // Splits [0, n) into chunks of at least `grain` items, at most 4 per thread.
 template <class F>
 static void par_range(long n, long grain, const F& f) {
