@@ -1,7 +1,8 @@
 // Live delivery of stored job events. Producers append to the database and
 // signal the job id (in-process, and through PostgreSQL LISTEN/NOTIFY for
 // other processes); the hub then reads the new rows once per job and hands
-// them to every subscriber of that job, so 200 watchers cost one query.
+// them to every subscriber of that job, so 200 watchers cost one query;
+// signals within a short window are read together.
 import type { JobStore, StoredJobEvent } from "../store/job-store.js";
 
 type Listener = (events: StoredJobEvent[]) => void;
@@ -22,7 +23,14 @@ interface JobFeed {
 export class JobEventHub {
   private readonly feeds = new Map<string, JobFeed>();
 
-  constructor(private readonly jobs: JobStore) {
+  /**
+   * `coalesceMs`: how long a signal waits before reading, so a burst of events
+   * (a fast training loop) reaches each subscriber as one read and one write.
+   */
+  constructor(
+    private readonly jobs: JobStore,
+    private readonly coalesceMs = 50,
+  ) {
     jobs.onEventsAppended = (jobId) => this.signal(jobId);
   }
 
@@ -53,6 +61,7 @@ export class JobEventHub {
       return;
     }
     feed.fetching = (async () => {
+      if (this.coalesceMs > 0) await new Promise((resolve) => setTimeout(resolve, this.coalesceMs));
       do {
         feed.again = false;
         try {
