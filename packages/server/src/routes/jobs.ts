@@ -1,5 +1,6 @@
 // Jobs: POST /v1/jobs, GET /v1/jobs (newest first), GET /v1/jobs/:id,
 // POST /v1/jobs/:id/cancel.
+import { ALL_LORA_TARGETS } from "@svc/engine";
 import { Hono } from "hono";
 import type { ApiEnv, ServerContext } from "../context.js";
 import { badRequest, conflict } from "../http/api-error.js";
@@ -27,7 +28,7 @@ const hyperparametersCheck = object({
   lora: object({
     r: number({ integer: true, positive: true, max: 1024 }),
     alpha: number({ positive: true }),
-    targetModules: optional(array(oneOf(LORA_TARGETS), { min: 1 })),
+    targetModules: optional(array(oneOf(ALL_LORA_TARGETS), { min: 1 })),
     maxLength: optional(posInt()),
   }),
   maxSteps: optional(posInt()),

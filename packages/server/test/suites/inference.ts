@@ -49,6 +49,26 @@ export function inferenceTests(server: () => ServerProcess) {
     assert.equal(a.body.choices[0].message.content, b.body.choices[0].message.content);
   });
 
+  it("honours stop strings and topP", async () => {
+    const greedy = await chat({ messages, baseModel: TINY_MODEL, maxTokens: 6, temperature: 0 });
+    const text: string = greedy.body.choices[0].message.content;
+    assert.ok(text.length >= 2, JSON.stringify(text));
+    const stop = text.slice(1, 2);
+    const stopped = await chat({ messages, baseModel: TINY_MODEL, maxTokens: 6, temperature: 0, stop });
+    assert.equal(stopped.body.choices[0].finish_reason, "stop");
+    assert.equal(stopped.body.choices[0].message.content, text.slice(0, text.indexOf(stop)));
+    // A nucleus this small keeps only the most likely token: sampling turns greedy.
+    const nucleus = await chat({
+      messages,
+      baseModel: TINY_MODEL,
+      maxTokens: 6,
+      temperature: 1,
+      topP: 1e-6,
+      seed: 3,
+    });
+    assert.equal(nucleus.body.choices[0].message.content, text);
+  });
+
   it("streams chat.completion.chunk lines ending in [DONE], with usage on the last chunk", async () => {
     const response = await fetch(`${server().apiUrl}/v1/inference/chat`, {
       method: "POST",

@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import { it } from "node:test";
 import {
   call,
+  chatJsonl,
   createJob,
   eventsUntilEnd,
   newIdentity,
@@ -209,5 +210,22 @@ export function jobTests(server: () => ServerProcess) {
     assert.equal(started.trainExamples + started.evalExamples, 16);
     assert.equal(started.evalExamples, 4);
     assert.deepEqual(JSON.parse(frames[1].data).artifacts, []);
+
+    const evalSet = await uploadDataset(api, id, chatJsonl(5), "eval.jsonl");
+    const withEvalSet = await createJob(api, id, dataset.id, {}, { dryRun: true, evalDatasetId: evalSet.id });
+    const started2 = JSON.parse((await eventsUntilEnd(api, id.token, withEvalSet.id))[0].data);
+    assert.deepEqual([started2.trainExamples, started2.evalExamples], [16, 5]);
+    const both = await call(api, "POST", `/v1/jobs?${id.scope}`, {
+      token: id.token,
+      json: {
+        name: "x",
+        baseModel: TINY_MODEL,
+        datasetId: dataset.id,
+        evalDatasetId: evalSet.id,
+        evalFraction: 0.1,
+      },
+    });
+    assert.equal(both.status, 400);
+    assert.match(both.body.error.message, /"evalFraction" cannot be combined with "evalDatasetId"/);
   });
 }
