@@ -121,10 +121,14 @@ export async function startServer(options: ServerOptions = {}): Promise<ServerHa
   };
   try {
     if (opened.url) {
-      notifications = await PgNotifications.listen(opened.url, {
-        svc_job_events: (jobId) => events.signal(jobId),
-        svc_deployments: () => directory.invalidate(),
-      });
+      notifications = await PgNotifications.listen(
+        opened.url,
+        { svc_job_events: (jobId) => events.signal(jobId), svc_deployments: () => directory.invalidate() },
+        () => {
+          directory.invalidate();
+          events.signalAll();
+        },
+      );
     }
     const apiPort = await listen(apiServer, host, options.port ?? DEFAULTS.port);
     const edgePort = await listen(edgeServer, host, options.edgePort ?? DEFAULTS.edgePort);

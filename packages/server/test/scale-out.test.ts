@@ -4,6 +4,7 @@
 import assert from "node:assert/strict";
 import { rmSync } from "node:fs";
 import { after, it } from "node:test";
+import pg from "pg";
 import {
   call,
   createJob,
@@ -148,6 +149,28 @@ it("applies a deployment change made through one API process to the next request
     json: { enabled: true },
   });
   await until("re-enabled", async () => (await ask()) === 200, 500);
+
+  // Cut every LISTEN connection: the processes reconnect and keep hearing changes.
+  const admin = new pg.Client({ connectionString: database.url });
+  await admin.connect();
+  const cut = await admin.query(
+    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN%'",
+  );
+  await admin.end();
+  assert.equal(cut.rowCount, 2);
+  await until(
+    "both processes to LISTEN again",
+    async () => {
+      const check = new pg.Client({ connectionString: database.url });
+      await check.connect();
+      const r = await check.query(
+        "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN%'",
+      );
+      await check.end();
+      return r.rows[0].n === 2;
+    },
+    10_000,
+  );
   await call(a.apiUrl, "DELETE", `/v1/endpoints/${deployment.id}/keys/${key.id}`, { token: id.token });
   await until("revocation at the other edge", async () => (await ask()) === 401, 500);
 });

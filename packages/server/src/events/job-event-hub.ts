@@ -81,6 +81,11 @@ export class JobEventHub {
     })();
   }
 
+  /** Re-reads every watched job (after live signals may have been missed). */
+  signalAll(): void {
+    for (const jobId of this.feeds.keys()) this.signal(jobId);
+  }
+
   private feedOf(jobId: string): JobFeed {
     let feed = this.feeds.get(jobId);
     if (!feed) {
