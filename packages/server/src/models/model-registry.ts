@@ -34,6 +34,14 @@ function llamaParameters(config: Record<string, unknown>): number {
   return vocab * hidden + layers * perLayer + hidden + head;
 }
 
+/** The first sentence of a model card line, at most 200 characters. */
+function firstSentence(line: string): string {
+  const plain = line.replace(/[*_`]/g, "");
+  const end = plain.search(/[.!?](\s|$)/);
+  const sentence = end >= 0 ? plain.slice(0, end + 1) : plain;
+  return sentence.length > 200 ? `${sentence.slice(0, 197)}...` : sentence;
+}
+
 function describeModel(name: string, dir: string): RegisteredModel {
   const configPath = join(dir, "config.json");
   const config = JSON.parse(readFileSync(configPath, "utf8")) as Record<string, unknown>;
@@ -44,7 +52,7 @@ function describeModel(name: string, dir: string): RegisteredModel {
       .split("\n")
       .map((l) => l.trim())
       .find((l) => l !== "" && !l.startsWith("#") && !l.startsWith("---"));
-    if (line) description = line;
+    if (line) description = firstSentence(line);
   }
   return {
     dir,
