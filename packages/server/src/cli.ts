@@ -66,6 +66,7 @@ export function parseServerArgs(argv: string[]): ServerOptions | "help" {
       workers: { type: "string" },
       "sse-keepalive-ms": { type: "string" },
       "max-dataset-bytes": { type: "string" },
+      "edge-cache-ms": { type: "string" },
     },
   });
   if (values.help) return "help";
@@ -88,6 +89,7 @@ export function parseServerArgs(argv: string[]): ServerOptions | "help" {
     jobPollMs: int("job-poll-ms", values["job-poll-ms"], DEFAULTS.jobPollMs, 10),
     sseKeepAliveMs: int("sse-keepalive-ms", values["sse-keepalive-ms"], DEFAULTS.sseKeepAliveMs, 10),
     maxDatasetBytes: int("max-dataset-bytes", values["max-dataset-bytes"], DEFAULTS.maxDatasetBytes, 1),
+    edgeCacheMs: int("edge-cache-ms", values["edge-cache-ms"], DEFAULTS.edgeCacheMs),
   };
 }
 

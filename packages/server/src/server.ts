@@ -38,6 +38,8 @@ export interface ServerOptions {
   jobPollMs?: number;
   sseKeepAliveMs?: number;
   maxDatasetBytes?: number;
+  /** How long the edge may reuse a deployment or key lookup (every change clears it at once). */
+  edgeCacheMs?: number;
 }
 
 export interface ServerHandle {
@@ -92,6 +94,7 @@ export const DEFAULTS = {
   jobPollMs: 1000,
   sseKeepAliveMs: 15_000,
   maxDatasetBytes: 64 * 1024 * 1024,
+  edgeCacheMs: 2000,
 };
 
 export async function startServer(options: ServerOptions = {}): Promise<ServerHandle> {
@@ -101,7 +104,7 @@ export async function startServer(options: ServerOptions = {}): Promise<ServerHa
   const opened = await openDatabase({ databaseUrl: options.databaseUrl, sqlitePath: dataDir.sqlitePath });
   const store = new Store(opened);
   const events = new JobEventHub(store.jobs);
-  const directory = new DeploymentDirectory(store.deployments);
+  const directory = new DeploymentDirectory(store.deployments, options.edgeCacheMs ?? DEFAULTS.edgeCacheMs);
   store.deployments.onChanged = () => directory.invalidate();
   let notifications: PgNotifications | null = null;
   const leaseMs = options.jobLeaseMs ?? DEFAULTS.jobLeaseMs;

@@ -112,8 +112,13 @@ it("applies a deployment change made through one API process to the next request
     rmSync(dataDir, { recursive: true, force: true });
   });
   const [a, b] = await Promise.all([
-    startServerProcess({ dataDir, databaseUrl: database.url }),
-    startServerProcess({ dataDir, databaseUrl: database.url, args: ["--workers", "0"] }),
+    // A cache that would outlive the test: only the change notification can refresh it.
+    startServerProcess({ dataDir, databaseUrl: database.url, args: ["--edge-cache-ms", "600000"] }),
+    startServerProcess({
+      dataDir,
+      databaseUrl: database.url,
+      args: ["--workers", "0", "--edge-cache-ms", "600000"],
+    }),
   ]);
   cleanups.push(
     async () => void (await a.stop()),
@@ -142,13 +147,13 @@ it("applies a deployment change made through one API process to the next request
     token: id.token,
     json: { enabled: false },
   });
-  // NOTIFY reaches the other process within milliseconds, far inside the cache lifetime (2 s).
-  await until("the other edge to see the change", async () => (await ask()) === 404, 500);
+  // Only NOTIFY from the other process can clear this edge's cache.
+  await until("the other edge to see the change", async () => (await ask()) === 404, 5000);
   await call(a.apiUrl, "PATCH", `/v1/endpoints/${deployment.id}`, {
     token: id.token,
     json: { enabled: true },
   });
-  await until("re-enabled", async () => (await ask()) === 200, 500);
+  await until("re-enabled", async () => (await ask()) === 200, 5000);
 
   // Cut every LISTEN connection: the processes reconnect and keep hearing changes.
   const admin = new pg.Client({ connectionString: database.url });
@@ -172,5 +177,5 @@ it("applies a deployment change made through one API process to the next request
     10_000,
   );
   await call(a.apiUrl, "DELETE", `/v1/endpoints/${deployment.id}/keys/${key.id}`, { token: id.token });
-  await until("revocation at the other edge", async () => (await ask()) === 401, 500);
+  await until("revocation at the other edge", async () => (await ask()) === 401, 5000);
 });
