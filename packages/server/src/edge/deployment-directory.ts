@@ -16,6 +16,8 @@ const MAX_ENTRIES = 10_000;
 export class DeploymentDirectory {
   private readonly bySlug = new Map<string, Entry<DeploymentRow | undefined>>();
   private readonly keys = new Map<string, Entry<string | null>>();
+  /** Bumped by every invalidation: a read that straddles one must not be cached. */
+  private generation = 0;
 
   constructor(
     private readonly deployments: DeploymentStore,
@@ -25,8 +27,9 @@ export class DeploymentDirectory {
   async deployment(slug: string): Promise<DeploymentRow | undefined> {
     const hit = this.bySlug.get(slug);
     if (hit && hit.until > Date.now()) return hit.value;
+    const generation = this.generation;
     const value = await this.deployments.bySlug(slug);
-    this.remember(this.bySlug, slug, value);
+    if (generation === this.generation) this.remember(this.bySlug, slug, value);
     return value;
   }
 
@@ -35,12 +38,14 @@ export class DeploymentDirectory {
     const cacheKey = `${deploymentId}:${sha256Hex(plaintext)}`;
     const hit = this.keys.get(cacheKey);
     if (hit && hit.until > Date.now()) return hit.value;
+    const generation = this.generation;
     const value = (await this.deployments.enabledKey(deploymentId, plaintext))?.id ?? null;
-    this.remember(this.keys, cacheKey, value);
+    if (generation === this.generation) this.remember(this.keys, cacheKey, value);
     return value;
   }
 
   invalidate(): void {
+    this.generation++;
     this.bySlug.clear();
     this.keys.clear();
   }
