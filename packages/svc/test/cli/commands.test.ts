@@ -132,7 +132,8 @@ test("a failing job makes svc start exit 1 with the job's error", async () => {
 });
 
 test("jobs list/show/follow/cancel over the same client", async () => {
-  const dir = await projectWith(trainerSource("maxSteps: 500"));
+  // Far more steps than the test can wait for, so the cancel always lands on a live job.
+  const dir = await projectWith(trainerSource("maxSteps: 1000000"));
   const none = await runSvc(["jobs"], { cwd: dir, env });
   assert.equal(none.code, 0);
   assert.match(none.stdout, /^No jobs yet \(no project yet/);
