@@ -22,7 +22,10 @@ import {
   uploadDataset,
 } from "./harness.js";
 
+// kill -9 tests need a lease that expires quickly; a graceful stop needs none, and a
+// short lease there lets a heartbeat delayed by a loaded machine restart the job.
 const FAST_LEASE = ["--job-lease-ms", "600", "--job-poll-ms", "100"];
+const FAST_POLL = ["--job-poll-ms", "100"];
 
 for (const backend of ["sqlite", "postgres"] as Backend[]) {
   describe(`faults (${backend})`, () => {
@@ -32,7 +35,7 @@ for (const backend of ["sqlite", "postgres"] as Backend[]) {
     });
 
     /** Two server lifetimes over the same data dir and database. */
-    async function storage() {
+    async function storage(args = FAST_LEASE) {
       const dataDir = tempDir("faults");
       const database = backend === "postgres" ? await createPgDatabase() : null;
       cleanups.push(async () => {
@@ -40,7 +43,7 @@ for (const backend of ["sqlite", "postgres"] as Backend[]) {
         rmSync(dataDir, { recursive: true, force: true });
       });
       const start = async () => {
-        const server = await startServerProcess({ dataDir, databaseUrl: database?.url, args: FAST_LEASE });
+        const server = await startServerProcess({ dataDir, databaseUrl: database?.url, args });
         cleanups.push(async () => void (await server.stop()));
         return server;
       };
@@ -141,7 +144,7 @@ for (const backend of ["sqlite", "postgres"] as Backend[]) {
     });
 
     it("on SIGTERM checkpoints the running job, exits 0, and resumes it on the next start", async () => {
-      const { start } = await storage();
+      const { start } = await storage(FAST_POLL);
       const first = await start();
       const id = await newIdentity(first.apiUrl);
       const job = await createJob(first.apiUrl, id, (await uploadDataset(first.apiUrl, id)).id, {

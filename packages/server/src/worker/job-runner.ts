@@ -98,6 +98,12 @@ export class JobRunner {
           console.error("svc worker: claiming a job failed:", (error as Error).message);
         }
       }
+      if (claimed && this.stopped) {
+        // A claim that was in flight when stop() began: hand the job straight back
+        // so the next server or worker starts it, instead of training it here.
+        await this.requeue(claimed, claimed.resume_from);
+        break;
+      }
       if (claimed) {
         const done = this.run(claimed).catch((error) =>
           console.error(`svc worker: job ${claimed.id} crashed:`, error),
