@@ -53,7 +53,6 @@ const TASKS = {
         .join(", ")}`,
   },
 };
-const SAMPLES_KEPT = 3;
 
 function usage(message) {
   console.error(`template-accuracy: ${message}`);
@@ -199,7 +198,7 @@ async function runTemplate(model, generator, name) {
       trivial: { name: reference.name, ...score(examples, reference.completions) },
       base: { ...score(examples, base.completions), decode: decodeStats(base) },
       adapter: { ...score(examples, tuned.completions), decode: decodeStats(tuned) },
-      samples: examples.slice(0, SAMPLES_KEPT).map((e, i) => ({
+      outputs: examples.map((e, i) => ({
         input: e.input,
         reference: e.reference,
         base: base.completions[i],
@@ -219,13 +218,14 @@ function printTable(results) {
   const rows = results.map((r) => [
     r.template,
     String(r.examples),
+    pct(r.trivial.accuracy),
     pct(r.base.accuracy),
     pct(r.adapter.accuracy),
     `${r.fineTune.wallSeconds.toFixed(1)} s`,
     String(r.fineTune.steps),
     r.fineTune.medianTokensPerSecond.toFixed(0),
   ]);
-  const head = ["template", "examples", "base acc", "adapter acc", "fine-tune", "steps", "train tok/s"];
+  const head = ["template", "examples", "no-model acc", "base acc", "adapter acc", "fine-tune", "steps", "train tok/s"];
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
   const line = (cells) => cells.map((c, i) => c.padEnd(widths[i])).join("  ");
   console.log(`\n${line(head)}`);
