@@ -225,7 +225,16 @@ function printTable(results) {
     String(r.fineTune.steps),
     r.fineTune.medianTokensPerSecond.toFixed(0),
   ]);
-  const head = ["template", "examples", "no-model acc", "base acc", "adapter acc", "fine-tune", "steps", "train tok/s"];
+  const head = [
+    "template",
+    "examples",
+    "no-model acc",
+    "base acc",
+    "adapter acc",
+    "fine-tune",
+    "steps",
+    "train tok/s",
+  ];
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
   const line = (cells) => cells.map((c, i) => c.padEnd(widths[i])).join("  ");
   console.log(`\n${line(head)}`);
