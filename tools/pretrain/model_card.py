@@ -34,7 +34,12 @@ def mb(n: int) -> str:
 def main() -> None:
     manifest = json.loads((REPO / "tools/corpus/manifest.json").read_text())
     config = json.loads((MODEL_DIR / "config.json").read_text())
-    log = [json.loads(line) for line in (OUT / "pretrain/log.jsonl").read_text().splitlines()]
+    phases = []
+    for run in ("pretrain", "pretrain2", "pretrain3"):
+        if (OUT / run / "final.pt").exists():
+            log = [json.loads(line) for line in (OUT / run / "log.jsonl").read_text().splitlines()]
+            args = torch.load(OUT / run / "final.pt").get("args", {})
+            phases.append((run, log, args))
     sft = json.loads((OUT / "final.summary.json").read_text())
     final_eval = json.loads((OUT / "eval.json").read_text())
     base_eval = json.loads((OUT / "eval_pretrain.json").read_text())
@@ -44,8 +49,6 @@ def main() -> None:
             name, seconds = line.split("\t")
             timings[name] = int(seconds)
     size = (MODEL_DIR / "model.safetensors").stat().st_size
-    last = log[-1]
-    val_points = [r for r in log if "val_loss" in r]
 
     L = []
     L.append("# svc/pico-llama\n")
@@ -82,27 +85,38 @@ def main() -> None:
              "held-out State of the Union addresses and held-out Moby-Dick chapters.\n")
     L.append("Left out: " + "; ".join(f"{x['name']} ({x['reason']})" for x in manifest["left_out"]) + ".\n")
 
-    tokens_seen = last["tokens"]
+    tokens_seen = sum(log[-1]["tokens"] for _, log, _ in phases)
+    compute_s = sum(log[-1]["elapsed_s"] for _, log, _ in phases)
+    wall_s = sum(timings.get(run, 0) for run, _, _ in phases)
     L.append("## Training\n")
     L.append(f"Hardware: {cpu_name()}, 2 CPU cores shared with other jobs (run at `nice -n 15`), "
              f"PyTorch {torch.__version__} on {platform.system()} with 2 threads, float32. No GPU.\n")
-    L.append(f"**Pretraining** (`tools/pretrain/train.py`): {last['step']} steps of 4 windows x 512 tokens = "
-             f"**{tokens_seen:,} tokens seen** (about {tokens_seen / t['train']['tokens']:.0%} of the training split), "
-             "AdamW (beta 0.9/0.95, weight decay 0.1 on matrices), learning rate 3e-3 with 20 warm-up steps and cosine "
-             f"decay to 3e-4, gradient clipping 1.0, seed 1337. Compute time of the steps: {last['elapsed_s'] / 60:.1f} min"
-             + (f"; wall clock of the stage: {timings['pretrain'] / 60:.1f} min" if "pretrain" in timings else "") + ".\n")
-    L.append("| step | tokens | train loss | val loss |\n|---:|---:|---:|---:|")
-    shown = {1} | {r["step"] for r in val_points} | {r["step"] for r in log if r["step"] % 60 == 0}
-    for r in log:
-        if r["step"] in shown:
-            L.append(f"| {r['step']} | {r['tokens']:,} | {r['loss']:.3f} | {r.get('val_loss', '')} |")
+    L.append(f"**Pretraining** (`tools/pretrain/train.py`), in phases, **{tokens_seen:,} tokens seen** in all "
+             f"(about {tokens_seen / t['train']['tokens']:.0%} of the training split's tokens; windows are drawn at random). "
+             f"Compute time of the steps: {compute_s / 60:.1f} min"
+             + (f"; wall clock of the stages: {wall_s / 60:.1f} min" if wall_s else "") + ". "
+             "AdamW (beta 0.9/0.95, weight decay 0.1 on matrices), warm-up then cosine decay, gradient clipping 1.0.\n")
+    for run, log, args in phases:
+        a = args or {}
+        L.append(f"- `{run}`: {log[-1]['step']} steps of {a.get('batch', 4)} windows x {a.get('ctx', 512)} tokens "
+                 f"({log[-1]['tokens']:,} tokens), learning rate {a.get('lr', 3e-3):g} → {a.get('min_lr', 3e-4):g}, "
+                 f"warm-up {a.get('warmup', 20)} steps, seed {a.get('seed', 1337)}"
+                 + (f", starting from `{a['init']}`" if a.get("init") else ", from random initialization") + ".")
+    L.append("")
+    L.append("| phase | step | tokens | train loss (mean of the last 10 steps) | val loss |\n|---|---:|---:|---:|---:|")
+    for run, log, _ in phases:
+        for r in log:
+            if r["step"] == 1 or "val_loss" in r:
+                recent = [x["loss"] for x in log if r["step"] - 10 < x["step"] <= r["step"]]
+                L.append(f"| {run} | {r['step']} | {r['tokens']:,} | {sum(recent) / len(recent):.3f} | {r.get('val_loss', '')} |")
     L.append("")
     L.append(f"**Instruction tuning** (`tools/pretrain/sft.py`): {sft['chats']:,} ChatML chats built from the same sources "
              "(WordNet definitions, parts of speech as JSON, example sentences; Factbook capitals, locations, languages, "
              "capital as JSON; who gave a State of the Union address; what a Python module or SQL command does; "
              "repeating a sentence and replacing its numbers with [NUMBER], with system messages) packed into "
              f"{sft['train_rows']} rows of 512 tokens; {sft['steps']} steps of 3 chat rows + 1 pretraining row "
-             f"({sft['rows_seen']} chat rows, {sft['tokens']:,} tokens), loss on assistant tokens, learning rate 1e-3 cosine. "
+             f"({sft['rows_seen']} chat rows, {sft['tokens']:,} tokens), loss on assistant tokens plus the pretraining row's "
+             f"loss x {sft.get('lm_weight', 1 / 3):.2g}, learning rate {sft.get('lr', 1e-3):g} cosine. "
              f"Held-out chats' assistant-token loss: {sft['val_assistant_loss_before']:.3f} before, "
              f"{sft['val_assistant_loss_after']:.3f} after. Compute time {sft['elapsed_s'] / 60:.1f} min.\n")
 

@@ -53,6 +53,8 @@ def main() -> None:
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--seed", type=int, default=2024)
+    p.add_argument("--lm-weight", type=float, default=None,
+                   help="weight of the pretraining row's loss (default 1/batch: one row among the chat rows)")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--base", default=str(OUT / "pretrain" / "final.pt"))
     p.add_argument("--save", default=str(OUT / "final.pt"))
@@ -90,7 +92,8 @@ def main() -> None:
         chat_loss = masked_loss(model, train_rows[pick], train_masks[pick])
         logits = model(lm_rows[:, :-1])
         lm_loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), lm_rows[:, 1:].reshape(-1))
-        loss = chat_loss + lm_loss / args.batch
+        lm_weight = 1.0 / args.batch if args.lm_weight is None else args.lm_weight
+        loss = chat_loss + lm_weight * lm_loss
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -107,7 +110,8 @@ def main() -> None:
     rows_seen = min(len(train_rows), args.steps * args.batch)
     summary = {"steps": args.steps, "tokens": tokens, "elapsed_s": round(elapsed, 1), "train_rows": len(train_rows),
                "rows_seen": rows_seen, "chats": sum(1 for _ in open(OUT / "sft_train.jsonl")),
-               "val_assistant_loss_before": round(val_before, 4), "val_assistant_loss_after": round(val_after, 4)}
+               "val_assistant_loss_before": round(val_before, 4), "val_assistant_loss_after": round(val_after, 4),
+               "lr": args.lr, "lm_weight": 1.0 / args.batch if args.lm_weight is None else args.lm_weight}
     print(json.dumps(summary), flush=True)
     torch.save({"model": model.state_dict(), "config": cfg.to_dict(), "sft": summary}, args.save)
     Path(args.save).with_suffix(".summary.json").write_text(json.dumps(summary, indent=2) + "\n")

@@ -5,6 +5,9 @@ offset in that source's stream, from a generator seeded by (seed, step), so a re
 draws exactly the batches an uninterrupted one would. A checkpoint is written every
 --ckpt-every steps; rerunning the same command resumes from it.
 
+A second phase (--init RUN --run NAME) starts from an earlier run's final weights with a
+fresh optimizer and its own warm-up and cosine schedule.
+
 Usage: nice -n 15 /usr/bin/python3 tools/pretrain/train.py --steps 600
 """
 
@@ -92,6 +95,7 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=1337)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--run", default="pretrain")
+    p.add_argument("--init", default=None, help="start from this run's final weights (a fresh optimizer and schedule)")
     args = p.parse_args()
 
     torch.set_num_threads(args.threads)
@@ -107,6 +111,8 @@ def main() -> None:
 
     torch.manual_seed(args.seed)
     model = LlamaForCausalLM(MODEL)
+    if args.init:
+        model.load_state_dict(torch.load(OUT / args.init / "final.pt")["model"])
     decay = [p_ for n, p_ in model.named_parameters() if p_.dim() >= 2]
     no_decay = [p_ for n, p_ in model.named_parameters() if p_.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": args.weight_decay},
@@ -151,7 +157,7 @@ def main() -> None:
                         "elapsed": elapsed, "config": MODEL.to_dict(), "args": vars(args)}, tmp)
             os.replace(tmp, ckpt_path)
     torch.save({"model": model.state_dict(), "config": MODEL.to_dict(), "step": step, "elapsed": elapsed,
-                "tokens": step * args.batch * args.ctx}, run_dir / "final.pt")
+                "tokens": step * args.batch * args.ctx, "args": vars(args)}, run_dir / "final.pt")
 
 
 if __name__ == "__main__":
