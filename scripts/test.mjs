@@ -41,5 +41,8 @@ if (files.length === 0) {
 }
 files.sort();
 const concurrency = process.env.SVC_TEST_CONCURRENCY ?? "2";
-const r = spawnSync("node", ["--test", `--test-concurrency=${concurrency}`, ...files], { stdio: "inherit", cwd: root });
+const r = spawnSync("node", ["--test", `--test-concurrency=${concurrency}`, ...files], {
+  stdio: "inherit",
+  cwd: root,
+});
 process.exit(r.status ?? 1);
