@@ -1,11 +1,11 @@
 // ~/.svc/credentials.json: the anonymous token minted on first need, or the OAuth
 // tokens `svc login` obtained. Written with mode 0600 through a temporary file and
 // a rename, so a crash never leaves half a file.
-import { randomBytes } from "node:crypto";
-import { chmod, mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
-import { dirname, join } from "node:path";
+import { rm } from "node:fs/promises";
+import { join } from "node:path";
 import { CloudApiClient } from "./client.js";
 import { svcHomeDir } from "./config.js";
+import { readTextIfExists, writeJsonFileAtomically } from "./json-file.js";
 import { refreshOAuthCredentials } from "./oidc.js";
 
 export interface AnonymousCredentials {
@@ -43,13 +43,8 @@ export function credentialsPath(): string {
 
 export async function readCredentials(): Promise<Credentials | null> {
   const path = credentialsPath();
-  let text: string;
-  try {
-    text = await readFile(path, "utf8");
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOENT") return null;
-    throw err;
-  }
+  const text = await readTextIfExists(path);
+  if (text === null) return null;
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -78,12 +73,7 @@ function credentialsProblem(v: unknown): string | null {
 }
 
 export async function writeCredentials(credentials: Credentials): Promise<void> {
-  const path = credentialsPath();
-  await mkdir(dirname(path), { recursive: true, mode: 0o700 });
-  const tmp = `${path}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
-  await writeFile(tmp, `${JSON.stringify(credentials, null, 2)}\n`, { mode: 0o600 });
-  await chmod(tmp, 0o600);
-  await rename(tmp, path);
+  await writeJsonFileAtomically(credentialsPath(), credentials, { dir: 0o700, file: 0o600 });
 }
 
 export async function deleteCredentials(): Promise<boolean> {

@@ -3,10 +3,10 @@
 // call that needs a scope; with OAuth credentials its absence is an error that
 // says what to write.
 import { randomBytes } from "node:crypto";
-import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
 import { basename, join, resolve } from "node:path";
 import { type CloudApiClient, CloudApiError } from "./client.js";
 import type { Credentials } from "./credentials.js";
+import { readTextIfExists, writeJsonFileAtomically } from "./json-file.js";
 
 export interface ProjectState {
   orgSlug: string;
@@ -40,13 +40,8 @@ export function projectStatePath(projectDir: string): string {
 
 export async function readProjectState(projectDir: string): Promise<ProjectState | null> {
   const path = projectStatePath(projectDir);
-  let text: string;
-  try {
-    text = await readFile(path, "utf8");
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOENT") return null;
-    throw err;
-  }
+  const text = await readTextIfExists(path);
+  if (text === null) return null;
   let value: Record<string, unknown>;
   try {
     value = JSON.parse(text);
@@ -66,11 +61,7 @@ export async function readProjectState(projectDir: string): Promise<ProjectState
 }
 
 export async function writeProjectState(projectDir: string, state: ProjectState): Promise<void> {
-  const path = projectStatePath(projectDir);
-  await mkdir(join(resolve(projectDir), ".svc"), { recursive: true });
-  const tmp = `${path}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
-  await writeFile(tmp, `${JSON.stringify(state, null, 2)}\n`);
-  await rename(tmp, path);
+  await writeJsonFileAtomically(projectStatePath(projectDir), state);
 }
 
 /** A project slug from the directory name: lower-case letters, digits and dashes, 2-50 characters. */
