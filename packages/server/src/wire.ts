@@ -85,7 +85,11 @@ export interface CreateDatasetFromUrlRequest {
 
 export type JobStatus = "queued" | "running" | "completed" | "failed" | "cancelled";
 
-export type LrSchedulerType = "linear" | "cosine" | "constant";
+export const LR_SCHEDULER_TYPES = ["linear", "cosine", "constant"] as const;
+export type LrSchedulerType = (typeof LR_SCHEDULER_TYPES)[number];
+
+/** hyperparameters.lora of a job whose request leaves the LoRA settings out. */
+export const DEFAULT_LORA = { r: 8, alpha: 16 } as const;
 
 export interface JobHyperparameters {
   lora: { r: number; alpha: number; targetModules?: string[]; maxLength?: number };

@@ -8,19 +8,8 @@ import { readJson } from "../http/body.js";
 import { array, boolean, number, object, oneOf, optional, parseBody, string } from "../http/validate.js";
 import { nowIso, UUID_PATTERN, uuidv7 } from "../ids.js";
 import { toJob } from "../store/job-store.js";
-import type { JobHyperparameters } from "../wire.js";
+import { DEFAULT_LORA, type JobHyperparameters, LR_SCHEDULER_TYPES } from "../wire.js";
 import { jobOr404, projectFromQuery } from "./access.js";
-
-export const LORA_TARGETS = [
-  "q_proj",
-  "k_proj",
-  "v_proj",
-  "o_proj",
-  "gate_proj",
-  "up_proj",
-  "down_proj",
-] as const;
-export const DEFAULT_LORA = { r: 8, alpha: 16 };
 
 const posInt = () => number({ integer: true, positive: true });
 
@@ -36,7 +25,7 @@ const hyperparametersCheck = object({
   learningRate: optional(number({ positive: true })),
   batchSize: optional(posInt()),
   gradientAccumulationSteps: optional(posInt()),
-  lrSchedulerType: optional(oneOf(["linear", "cosine", "constant"])),
+  lrSchedulerType: optional(oneOf(LR_SCHEDULER_TYPES)),
   warmupSteps: optional(number({ integer: true, min: 0 })),
   weightDecay: optional(number({ min: 0 })),
   evalSteps: optional(posInt()),

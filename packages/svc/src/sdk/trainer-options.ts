@@ -1,6 +1,13 @@
 // createTrainer's options: their types, and the checks that make a bad value
 // fail at construction with the field's name.
-import type { Artifact, ChatMessage, Job, JobHyperparameters, LrSchedulerType } from "@svc/server/wire";
+import {
+  type Artifact,
+  type ChatMessage,
+  DEFAULT_LORA,
+  type Job,
+  type JobHyperparameters,
+  LR_SCHEDULER_TYPES,
+} from "@svc/server/wire";
 import type { BoundInfer } from "./infer.js";
 import { assertSupportedModel, type SupportedModel } from "./models.js";
 
@@ -29,29 +36,20 @@ export interface TrainerCallbacks {
   onFailed?(info: { job: Job; error: string }): void | Promise<void>;
 }
 
-export interface TrainerOptions {
+/** The job hyperparameters a trainer takes as they are (maxSteps, learningRate, seed, ...). */
+type TrainerHyperparameters = Omit<JobHyperparameters, "lora" | "gradientAccumulationSteps">;
+
+export interface TrainerOptions extends TrainerHyperparameters {
   name: string;
   model: SupportedModel;
   dataset: DatasetSource;
   evalDataset?: DatasetSource;
-  lora?: { r: number; alpha: number; maxLength?: number };
-  maxSteps?: number;
-  numTrainEpochs?: number;
-  learningRate?: number;
-  batchSize?: number;
-  lrSchedulerType?: LrSchedulerType;
-  warmupSteps?: number;
-  weightDecay?: number;
-  evalSteps?: number;
-  saveSteps?: number;
-  seed?: number;
+  lora?: Omit<JobHyperparameters["lora"], "targetModules">;
   dryRun?: boolean;
   callbacks?: TrainerCallbacks;
   /** Stops only the local wait(); the job keeps running (use cancel() to stop it). */
   abortSignal?: AbortSignal;
 }
-
-export const DEFAULT_LORA = { r: 8, alpha: 16 } as const;
 
 function fail(field: string, expected: string, value: unknown): never {
   throw new TypeError(
@@ -115,7 +113,7 @@ export function validateTrainerOptions(o: TrainerOptions): void {
   positiveNumber("numTrainEpochs", o.numTrainEpochs);
   positiveNumber("learningRate", o.learningRate);
   positiveInt("batchSize", o.batchSize);
-  if (o.lrSchedulerType !== undefined && !["linear", "cosine", "constant"].includes(o.lrSchedulerType)) {
+  if (o.lrSchedulerType !== undefined && !LR_SCHEDULER_TYPES.includes(o.lrSchedulerType)) {
     fail("lrSchedulerType", '"linear", "cosine" or "constant"', o.lrSchedulerType);
   }
   positiveInt("warmupSteps", o.warmupSteps, true);
@@ -139,7 +137,7 @@ export function validateTrainerOptions(o: TrainerOptions): void {
 
 export function hyperparametersOf(o: TrainerOptions): JobHyperparameters {
   const h: JobHyperparameters = { lora: { ...DEFAULT_LORA, ...o.lora } };
-  const keys = [
+  const keys: readonly (keyof TrainerHyperparameters)[] = [
     "maxSteps",
     "numTrainEpochs",
     "learningRate",
@@ -150,7 +148,7 @@ export function hyperparametersOf(o: TrainerOptions): JobHyperparameters {
     "evalSteps",
     "saveSteps",
     "seed",
-  ] as const;
+  ];
   for (const k of keys) if (o[k] !== undefined) (h as unknown as Record<string, unknown>)[k] = o[k];
   return h;
 }
