@@ -1,9 +1,18 @@
 // Projects within an org; a slug is unique per org.
 import type { Kysely } from "kysely";
-import type { Database } from "../db/schema.js";
+import type { Database, ProjectsTable } from "../db/schema.js";
 import { nowIso, uuidv7 } from "../ids.js";
 import type { Org, Project } from "../wire.js";
 import { isUniqueViolation } from "./unique.js";
+
+const toProject = (r: ProjectsTable, org: Org): Project => ({
+  id: r.id,
+  orgId: r.org_id,
+  orgSlug: org.slug,
+  slug: r.slug,
+  name: r.name,
+  createdAt: r.created_at,
+});
 
 export class ProjectStore {
   constructor(private readonly db: Kysely<Database>) {}
@@ -37,14 +46,7 @@ export class ProjectStore {
       .where("org_id", "=", org.id)
       .orderBy("created_at")
       .execute();
-    return rows.map((r) => ({
-      id: r.id,
-      orgId: r.org_id,
-      orgSlug: org.slug,
-      slug: r.slug,
-      name: r.name,
-      createdAt: r.created_at,
-    }));
+    return rows.map((r) => toProject(r, org));
   }
 
   async bySlug(org: Org, slug: string): Promise<Project | undefined> {
@@ -54,16 +56,7 @@ export class ProjectStore {
       .where("org_id", "=", org.id)
       .where("slug", "=", slug)
       .executeTakeFirst();
-    return (
-      r && {
-        id: r.id,
-        orgId: r.org_id,
-        orgSlug: org.slug,
-        slug: r.slug,
-        name: r.name,
-        createdAt: r.created_at,
-      }
-    );
+    return r && toProject(r, org);
   }
 
   /** The org that owns a project (for access checks on objects reached by id). */
