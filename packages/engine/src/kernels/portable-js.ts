@@ -2,6 +2,7 @@
 // the WebAssembly build is available. Same algorithms as the native code, with
 // float64 accumulators and scratch arrays reused across calls; arguments are
 // checked by the caller (validate.ts).
+import { referenceKernels } from "./reference.js";
 import type { Kernels } from "./types.js";
 
 let scratchA: Float32Array = new Float32Array(0);
@@ -173,16 +174,8 @@ export const jsKernels: Kernels = {
     gemmDot(A, Bt, c, m, n, k, alpha);
   },
 
-  rmsnormForward(x, weight, y, rstd, rows, dim, eps) {
-    for (let r = 0; r < rows; r++) {
-      const o = r * dim;
-      let ss = 0;
-      for (let i = 0; i < dim; i++) ss += x[o + i] * x[o + i];
-      const rs = 1 / Math.sqrt(ss / dim + eps);
-      rstd[r] = rs;
-      for (let i = 0; i < dim; i++) y[o + i] = x[o + i] * rs * weight[i];
-    }
-  },
+  // One pass over the row already: the reference's loop is the whole kernel.
+  rmsnormForward: referenceKernels.rmsnormForward,
 
   rmsnormBackward(dy, x, weight, rstd, dx, dWeight, rows, dim) {
     scratchF64 = scratchF64.length >= dim ? scratchF64 : new Float64Array(dim);
@@ -202,24 +195,8 @@ export const jsKernels: Kernels = {
     if (dWeight) for (let i = 0; i < dim; i++) dWeight[i] += dw[i];
   },
 
-  rope(x, cos, sin, positions, T, nHeads, headDim, inverse) {
-    const half = headDim / 2;
-    const sign = inverse ? -1 : 1;
-    for (let t = 0; t < T; t++) {
-      const row = positions[t] * half;
-      for (let h = 0; h < nHeads; h++) {
-        const base = (t * nHeads + h) * headDim;
-        for (let i = 0; i < half; i++) {
-          const c = cos[row + i];
-          const s = sign * sin[row + i];
-          const x1 = x[base + i];
-          const x2 = x[base + i + half];
-          x[base + i] = x1 * c - x2 * s;
-          x[base + i + half] = x2 * c + x1 * s;
-        }
-      }
-    }
-  },
+  // An elementwise rotation: nothing for plain JS to do faster than the reference.
+  rope: referenceKernels.rope,
 
   swigluForward(gate, up, out, n) {
     for (let i = 0; i < n; i++) {

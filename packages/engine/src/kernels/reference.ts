@@ -1,5 +1,7 @@
 // Straightforward, obviously-correct kernels in plain JS (float64 accumulation).
-// They are the oracle the fast kernels are tested against, not a production path.
+// They are the oracle the fast kernels are tested against; the portable JS
+// kernels also run rmsnormForward and rope from here, where a faster loop has
+// nothing to gain.
 import type { Kernels } from "./types.js";
 
 export const referenceKernels: Kernels = {
