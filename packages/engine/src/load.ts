@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { readLlamaConfig } from "./config.js";
 import { EngineError } from "./errors.js";
 import { loraLayersOf } from "./lora.js";
-import { LlamaGraph } from "./model.js";
+import { LlamaGraph, sizesOf } from "./model.js";
 import { loadAdapter } from "./peft.js";
 import { readSafetensors, type Tensor } from "./safetensors.js";
 import { loadTokenizer } from "./tokenizer.js";
@@ -46,14 +46,7 @@ export function readLlamaWeights(dir: string, config: LlamaConfig): LlamaWeights
     for (const [name, t] of readSafetensors(file).tensors) tensors.set(name, { ...t, file });
   }
 
-  const {
-    hiddenSize: C,
-    intermediateSize: F,
-    numAttentionHeads: Hq,
-    numKeyValueHeads: Hkv,
-    headDim: D,
-  } = config;
-  const V = config.vocabSize;
+  const { C, F, V, Q, K } = sizesOf(config);
   const take = (name: string, shape: number[]): Float32Array => {
     const t = tensors.get(name);
     if (!t) throw new EngineError("shape_mismatch", `${files.join(", ")}: missing tensor ${name}`, files[0]);
@@ -80,10 +73,10 @@ export function readLlamaWeights(dir: string, config: LlamaConfig): LlamaWeights
     const p = `model.layers.${l}`;
     layers.push({
       inputNorm: take(`${p}.input_layernorm.weight`, [C]),
-      q: take(`${p}.self_attn.q_proj.weight`, [Hq * D, C]),
-      k: take(`${p}.self_attn.k_proj.weight`, [Hkv * D, C]),
-      v: take(`${p}.self_attn.v_proj.weight`, [Hkv * D, C]),
-      o: take(`${p}.self_attn.o_proj.weight`, [C, Hq * D]),
+      q: take(`${p}.self_attn.q_proj.weight`, [Q, C]),
+      k: take(`${p}.self_attn.k_proj.weight`, [K, C]),
+      v: take(`${p}.self_attn.v_proj.weight`, [K, C]),
+      o: take(`${p}.self_attn.o_proj.weight`, [C, Q]),
       postNorm: take(`${p}.post_attention_layernorm.weight`, [C]),
       gate: take(`${p}.mlp.gate_proj.weight`, [F, C]),
       up: take(`${p}.mlp.up_proj.weight`, [F, C]),

@@ -46,6 +46,19 @@ interface LayerActivations {
   aStack: Partial<Record<LoraTarget, Float32Array>>; // [g*r,in] stacked A factors, keyed by the group's first
 }
 
+/** The notation's sizes for a config: C, F, V, Hq, Hkv, D, and Q = Hq*D, K = Hkv*D. */
+export function sizesOf(config: LlamaConfig) {
+  const {
+    hiddenSize: C,
+    intermediateSize: F,
+    vocabSize: V,
+    numAttentionHeads: Hq,
+    numKeyValueHeads: Hkv,
+    headDim: D,
+  } = config;
+  return { C, F, V, Hq, Hkv, D, Q: Hq * D, K: Hkv * D };
+}
+
 // Per-op timings, enabled with SVC_ENGINE_PROFILE=1 (printed by the benchmark).
 const profiling = process.env.SVC_ENGINE_PROFILE === "1";
 export const profile = new Map<string, { ms: number; calls: number }>();
@@ -119,15 +132,7 @@ export class LlamaGraph {
   // ------------------------------------------------------------------ buffers
 
   private ensureCapacity(N: number, T: number, r: number): void {
-    const {
-      hiddenSize: C,
-      intermediateSize: F,
-      numAttentionHeads: Hq,
-      headDim: D,
-      vocabSize: V,
-    } = this.config;
-    const Q = Hq * D;
-    const K = this.config.numKeyValueHeads * D;
+    const { C, F, V, Hq, Q, K } = sizesOf(this.config);
     if (T > this.ropeLen) {
       const tables = ropeTables(this.config, T);
       this.ropeCos = tables.cos;
@@ -379,15 +384,7 @@ export class LlamaGraph {
     const { B, T, inputIds, lengths } = batch;
     const N = B * T;
     const cfg = this.config;
-    const {
-      hiddenSize: C,
-      intermediateSize: F,
-      numAttentionHeads: Hq,
-      numKeyValueHeads: Hkv,
-      headDim: D,
-    } = cfg;
-    const Q = Hq * D;
-    const K = Hkv * D;
+    const { C, F, Hq, Hkv, D, Q, K } = sizesOf(cfg);
     const k = this.kern;
     const w = this.weights;
     this.ensureCapacity(N, T, lora ? lora.r : 0);
@@ -538,15 +535,7 @@ export class LlamaGraph {
     const { B, T, lengths } = batch;
     const N = B * T;
     const cfg = this.config;
-    const {
-      hiddenSize: C,
-      intermediateSize: F,
-      numAttentionHeads: Hq,
-      numKeyValueHeads: Hkv,
-      headDim: D,
-    } = cfg;
-    const Q = Hq * D;
-    const K = Hkv * D;
+    const { C, F, Hq, Hkv, D, Q, K } = sizesOf(cfg);
     const k = this.kern;
     const w = this.weights;
     const { dres, dxmid, dtmp, dln, ln } = this;
