@@ -367,6 +367,15 @@ export async function eventsUntilEnd(
   return read.frames;
 }
 
+/** A fresh identity whose finished job ran 2 steps and saved a checkpoint at step 1. */
+export async function identityWithFinishedJob(apiUrl: string): Promise<{ id: Identity; jobId: string }> {
+  const id = await newIdentity(apiUrl);
+  const dataset = await uploadDataset(apiUrl, id);
+  const jobId = (await createJob(apiUrl, id, dataset.id, { maxSteps: 2, saveSteps: 1 })).id;
+  await eventsUntilEnd(apiUrl, id.token, jobId);
+  return { id, jobId };
+}
+
 export async function until<T>(
   what: string,
   probe: () => Promise<T | undefined | null | false>,

@@ -4,13 +4,11 @@ import assert from "node:assert/strict";
 import { before, it } from "node:test";
 import {
   call,
-  createJob,
-  eventsUntilEnd,
   type Identity,
+  identityWithFinishedJob,
   newIdentity,
   type ServerProcess,
   TINY_MODEL,
-  uploadDataset,
 } from "../harness.js";
 
 let counter = 0;
@@ -21,14 +19,7 @@ export function deploymentTests(server: () => ServerProcess) {
   let id: Identity;
   let jobId: string;
   before(async () => {
-    id = await newIdentity(server().apiUrl);
-    jobId = (
-      await createJob(server().apiUrl, id, (await uploadDataset(server().apiUrl, id)).id, {
-        maxSteps: 2,
-        saveSteps: 1,
-      })
-    ).id;
-    await eventsUntilEnd(server().apiUrl, id.token, jobId);
+    ({ id, jobId } = await identityWithFinishedJob(server().apiUrl));
   });
   const create = (json: unknown, who = id) =>
     call(server().apiUrl, "POST", `/v1/endpoints?${who.scope}`, { token: who.token, json });

@@ -3,14 +3,12 @@ import assert from "node:assert/strict";
 import { before, it } from "node:test";
 import {
   call,
-  createJob,
-  eventsUntilEnd,
   type Identity,
+  identityWithFinishedJob,
   newIdentity,
   readSse,
   type ServerProcess,
   TINY_MODEL,
-  uploadDataset,
 } from "../harness.js";
 
 const messages = [{ role: "user", content: "What is 3 plus one?" }];
@@ -19,14 +17,7 @@ export function inferenceTests(server: () => ServerProcess) {
   let id: Identity;
   let jobId: string;
   before(async () => {
-    id = await newIdentity(server().apiUrl);
-    jobId = (
-      await createJob(server().apiUrl, id, (await uploadDataset(server().apiUrl, id)).id, {
-        maxSteps: 2,
-        saveSteps: 1,
-      })
-    ).id;
-    await eventsUntilEnd(server().apiUrl, id.token, jobId);
+    ({ id, jobId } = await identityWithFinishedJob(server().apiUrl));
   });
   const chat = (json: unknown, token = id.token) =>
     call(server().apiUrl, "POST", "/v1/inference/chat", { token, json });
