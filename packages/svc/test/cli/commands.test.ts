@@ -6,15 +6,7 @@ import { mkdir, readFile, stat, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import {
-  cliEnv,
-  createTestModel,
-  runSvc,
-  startTestServer,
-  TEST_MODEL,
-  type TestServer,
-  tempDir,
-} from "./harness.js";
+import { cliEnv, runSvc, startTestModelServer, TEST_MODEL, type TestServer, tempDir } from "./harness.js";
 
 let server: TestServer;
 let home: string;
@@ -22,11 +14,7 @@ let env: NodeJS.ProcessEnv;
 
 before(async () => {
   home = await tempDir("cmd-home");
-  const model = await createTestModel();
-  server = await startTestServer({
-    home,
-    args: ["--bundled-models", "none", "--model", `${TEST_MODEL}=${model}`],
-  });
+  server = await startTestModelServer(home);
   env = cliEnv(home, server.apiUrl);
 });
 

@@ -129,6 +129,12 @@ export async function startTestServer(options: { home: string; args?: string[] }
   };
 }
 
+/** `svc server` with no bundled models, serving a fresh tiny random model as TEST_MODEL. */
+export async function startTestModelServer(home: string): Promise<TestServer> {
+  const model = await createTestModel();
+  return startTestServer({ home, args: ["--bundled-models", "none", "--model", `${TEST_MODEL}=${model}`] });
+}
+
 /** A tiny random Llama folder (the engine's test helper), to register as TEST_MODEL. */
 export async function createTestModel(): Promise<string> {
   const dir = await tempDir("tiny-model");

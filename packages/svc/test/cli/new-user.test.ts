@@ -9,11 +9,10 @@ import { after, before, test } from "node:test";
 import OpenAI from "openai";
 import {
   cliEnv,
-  createTestModel,
   REPO_ROOT,
   runProcess,
   runSvc,
-  startTestServer,
+  startTestModelServer,
   TEST_MODEL,
   type TestServer,
   tempDir,
@@ -26,11 +25,7 @@ let project: string;
 
 before(async () => {
   home = await tempDir("home");
-  const model = await createTestModel();
-  server = await startTestServer({
-    home,
-    args: ["--bundled-models", "none", "--model", `${TEST_MODEL}=${model}`],
-  });
+  server = await startTestModelServer(home);
   env = cliEnv(home, server.apiUrl);
   project = join(await tempDir("work"), "triage");
 });

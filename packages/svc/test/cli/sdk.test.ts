@@ -16,7 +16,7 @@ import {
   streamJobEvents,
   TrainingCancelledError,
 } from "../../src/index.js";
-import { cliEnv, createTestModel, startTestServer, TEST_MODEL, type TestServer, tempDir } from "./harness.js";
+import { cliEnv, startTestModelServer, TEST_MODEL, type TestServer, tempDir } from "./harness.js";
 
 let server: TestServer;
 const model = TEST_MODEL as "svc/pico-llama";
@@ -30,11 +30,7 @@ const dataset = { type: "inline" as const, rows };
 
 before(async () => {
   const home = await tempDir("sdk-home");
-  const modelDir = await createTestModel();
-  server = await startTestServer({
-    home,
-    args: ["--bundled-models", "none", "--model", `${TEST_MODEL}=${modelDir}`],
-  });
+  server = await startTestModelServer(home);
   Object.assign(process.env, cliEnv(home, server.apiUrl, { SVC_PROJECT_DIR: await tempDir("sdk-project") }));
 });
 

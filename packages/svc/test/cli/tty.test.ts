@@ -7,10 +7,9 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 import {
   cliEnv,
-  createTestModel,
   runProcess,
   SVC_BIN,
-  startTestServer,
+  startTestModelServer,
   TEST_MODEL,
   type TestServer,
   tempDir,
@@ -31,11 +30,7 @@ let env: NodeJS.ProcessEnv;
 before(async () => {
   if (!hasScript) return;
   const home = await tempDir("tty-home");
-  const model = await createTestModel();
-  server = await startTestServer({
-    home,
-    args: ["--bundled-models", "none", "--model", `${TEST_MODEL}=${model}`],
-  });
+  server = await startTestModelServer(home);
   env = cliEnv(home, server.apiUrl, { COLUMNS: "120" });
 });
 

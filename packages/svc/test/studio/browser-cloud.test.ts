@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { pathToFileURL } from "node:url";
 import type { Page } from "playwright-core";
-import { createTestModel, startTestServer, TEST_MODEL, type TestServer, tempDir } from "../cli/harness.js";
+import { startTestModelServer, TEST_MODEL, type TestServer, tempDir } from "../cli/harness.js";
 import { chromiumMissing, launchStudioBrowser, maybeScreenshot, type StudioBrowser } from "./browser.js";
 import {
   makeProject,
@@ -61,11 +61,7 @@ describe("Studio in a browser against svc server", { skip: chromiumMissing, time
   let firstJobId = "";
   before(async () => {
     const home = await tempDir("studio-home");
-    const modelDir = await createTestModel();
-    server = await startTestServer({
-      home,
-      args: ["--bundled-models", "none", "--model", `${TEST_MODEL}=${modelDir}`],
-    });
+    server = await startTestModelServer(home);
     const project = await makeProject({ source: source("support-bot") });
     studio = await startStudio({
       projectDir: project.projectDir,

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { mkdir, readFile, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { createTestModel, startTestServer, TEST_MODEL, type TestServer, tempDir } from "../cli/harness.js";
+import { startTestModelServer, TEST_MODEL, type TestServer, tempDir } from "../cli/harness.js";
 import {
   makeProject,
   type StudioProcess,
@@ -30,10 +30,7 @@ describe("Studio API against svc server", { timeout: 300_000 }, () => {
   let studio: StudioProcess;
   before(async () => {
     const serverHome = await tempDir("studio-api-server");
-    server = await startTestServer({
-      home: serverHome,
-      args: ["--bundled-models", "none", "--model", `${TEST_MODEL}=${await createTestModel()}`],
-    });
+    server = await startTestModelServer(serverHome);
     const project = await makeProject({
       source: TRAINER_SOURCE.replace('"svc/pico-llama"', `"${TEST_MODEL}" as "svc/pico-llama"`).replace(
         "maxSteps: 12",
