@@ -2,17 +2,16 @@
 // guard, per-launch token (header; query only on the event stream), no CORS,
 // loopback only, port selection.
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { createServer, type Server } from "node:net";
 import { networkInterfaces } from "node:os";
 import { after, before, describe, test } from "node:test";
+import { runSvc } from "../cli/harness.js";
 import {
   DEAD_CLOUD_API,
   makeProject,
   type RawResponse,
   rawRequest,
   type StudioProcess,
-  SVC_BIN,
   startStudio,
 } from "./studio-process.js";
 
@@ -249,17 +248,12 @@ describe("svc dev launches", () => {
     const port = (blocker.address() as { port: number }).port;
     try {
       const project = await makeProject();
-      const proc = spawn(process.execPath, [SVC_BIN, "dev", "--port", String(port)], {
+      const { code, stderr } = await runSvc(["dev", "--port", String(port)], {
         cwd: project.projectDir,
         env: { ...process.env, HOME: project.home, SVC_CLOUD_API_URL: DEAD_CLOUD_API },
       });
-      let err = "";
-      proc.stderr.on("data", (d) => {
-        err += d;
-      });
-      const code = await new Promise((r) => proc.on("exit", r));
       assert.equal(code, 1);
-      assert.match(err, new RegExp(`port ${port} is already in use; choose another with --port`));
+      assert.match(stderr, new RegExp(`port ${port} is already in use; choose another with --port`));
     } finally {
       blocker.close();
     }
@@ -280,17 +274,12 @@ describe("svc dev launches", () => {
 
   test("bad --port values are refused", async () => {
     const project = await makeProject();
-    const proc = spawn(process.execPath, [SVC_BIN, "dev", "--port", "70000"], {
+    const { code, stderr } = await runSvc(["dev", "--port", "70000"], {
       cwd: project.projectDir,
       env: { ...process.env, HOME: project.home, SVC_CLOUD_API_URL: DEAD_CLOUD_API },
     });
-    let err = "";
-    proc.stderr.on("data", (d) => {
-      err += d;
-    });
-    const code = await new Promise((r) => proc.on("exit", r));
     assert.notEqual(code, 0);
-    assert.match(err, /--port/);
+    assert.match(stderr, /--port/);
   });
 });
 
