@@ -24,11 +24,21 @@ import { printJson, shortId, table } from "../output.js";
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** A deployment by id, or by slug among the project's deployments. */
-export async function resolveDeployment(client: CloudApiClient, ref: string): Promise<Deployment> {
+async function resolveDeployment(client: CloudApiClient, ref: string): Promise<Deployment> {
   if (UUID.test(ref)) return client.getDeployment(ref);
   const found = (await client.listDeployments()).find((d) => d.slug === ref || d.id === ref);
   if (!found) throw new Error(`no deployment with id or slug "${ref}" in this project`);
   return found;
+}
+
+/** The project's scoped client and the deployment ref names: by id, or by slug. */
+export async function openDeployment(
+  ref: string,
+): Promise<{ client: CloudApiClient; deployment: Deployment }> {
+  const session = await openExistingScopedSession();
+  if (!session)
+    throw new Error("no project yet: .svc/state.json does not exist, so there are no deployments");
+  return { client: session.scoped, deployment: await resolveDeployment(session.scoped, ref) };
 }
 
 export function targetSummary(t: DeploymentTarget): string {
@@ -149,17 +159,14 @@ export const deployCommand: Command = {
     }
     if (!["show", "update", "delete"].includes(sub)) throw new UsageError(`unknown subcommand "${sub}"`);
     const ref = requirePositional(positionals, 1, "deployment id or slug");
-    const session = await openExistingScopedSession();
-    if (!session)
-      throw new Error("no project yet: .svc/state.json does not exist, so there are no deployments");
-    const d = await resolveDeployment(session.scoped, ref);
+    const { client, deployment: d } = await openDeployment(ref);
     if (sub === "show") {
       if (values.json) printJson(d);
       else process.stdout.write(`${describe(d)}\n`);
       return 0;
     }
     if (sub === "delete") {
-      await session.scoped.deleteDeployment(d.id);
+      await client.deleteDeployment(d.id);
       process.stdout.write(`deleted deployment ${d.slug}\n`);
       return 0;
     }
@@ -179,7 +186,7 @@ export const deployCommand: Command = {
     if (days !== undefined) patch.runRetentionDays = days;
     if (Object.keys(patch).length === 0)
       throw new UsageError("nothing to update: give a target, --auth, --enable/--disable or retention");
-    const updated = await session.scoped.updateDeployment(d.id, patch);
+    const updated = await client.updateDeployment(d.id, patch);
     if (values.json) printJson(updated);
     else process.stdout.write(`updated deployment ${updated.slug}\n${describe(updated)}\n`);
     return 0;

@@ -1,10 +1,9 @@
 // svc keys issue <deployment> --label <label> | list <deployment> | revoke <deployment> <keyId>
 
 import { KEY_LABEL_MAX_LENGTH } from "@svc/server/wire";
-import { openExistingScopedSession } from "../../sdk/session.js";
 import { type Command, parse, requirePositional, stringOption, UsageError } from "../args.js";
 import { printJson, table } from "../output.js";
-import { resolveDeployment } from "./deploy.js";
+import { openDeployment } from "./deploy.js";
 
 export const keysCommand: Command = {
   name: "keys",
@@ -21,16 +20,13 @@ export const keysCommand: Command = {
     const sub = requirePositional(positionals, 0, "subcommand (issue, list or revoke)");
     if (!["issue", "list", "revoke"].includes(sub)) throw new UsageError(`unknown subcommand "${sub}"`);
     const ref = requirePositional(positionals, 1, "deployment id or slug");
-    const session = await openExistingScopedSession();
-    if (!session)
-      throw new Error("no project yet: .svc/state.json does not exist, so there are no deployments");
-    const deployment = await resolveDeployment(session.scoped, ref);
+    const { client, deployment } = await openDeployment(ref);
     if (sub === "issue") {
       const label = stringOption(values, "label");
       if (!label || label.length > KEY_LABEL_MAX_LENGTH) {
         throw new UsageError(`--label: required, 1 to ${KEY_LABEL_MAX_LENGTH} characters`);
       }
-      const key = await session.scoped.issueDeploymentKey(deployment.id, { label });
+      const key = await client.issueDeploymentKey(deployment.id, { label });
       if (values.json) printJson(key);
       else {
         process.stdout.write(`${key.plaintext}\n`);
@@ -41,7 +37,7 @@ export const keysCommand: Command = {
       return 0;
     }
     if (sub === "list") {
-      const keys = await session.scoped.listDeploymentKeys(deployment.id);
+      const keys = await client.listDeploymentKeys(deployment.id);
       if (values.json) printJson(keys);
       else if (keys.length === 0) process.stdout.write("No keys\n");
       else {
@@ -57,7 +53,7 @@ export const keysCommand: Command = {
       return 0;
     }
     const keyId = requirePositional(positionals, 2, "key id");
-    const key = await session.scoped.revokeDeploymentKey(deployment.id, keyId);
+    const key = await client.revokeDeploymentKey(deployment.id, keyId);
     process.stdout.write(`revoked key ${key.id} (${key.label})\n`);
     return 0;
   },
