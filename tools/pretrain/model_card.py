@@ -35,7 +35,7 @@ def main() -> None:
     manifest = json.loads((REPO / "tools/corpus/manifest.json").read_text())
     config = json.loads((MODEL_DIR / "config.json").read_text())
     phases = []
-    for run in ("pretrain", "pretrain2", "pretrain3"):
+    for run in ("pretrain", "pretrain2", "pretrain3", "pretrain4"):
         if (OUT / run / "final.pt").exists():
             log = [json.loads(line) for line in (OUT / run / "log.jsonl").read_text().splitlines()]
             args = torch.load(OUT / run / "final.pt").get("args", {})
