@@ -48,4 +48,5 @@ stage card $PY tools/pretrain/model_card.py
 # the engine must load the folder and reproduce the PyTorch logits
 if [ -f packages/engine/dist/src/index.js ]; then
   node tools/pretrain/check_engine.mjs models/pico-llama tools/pretrain/golden.json
+  node --test tools/pretrain/base-model.test.mjs
 fi

@@ -24,7 +24,9 @@ for (const { text, ids } of cases) {
     if (mismatches <= 3) {
       const at = got.findIndex((id, i) => id !== ids[i]);
       console.error(`mismatch at token ${at}: ${JSON.stringify(text.slice(0, 80))}`);
-      console.error(`  js ${got.slice(Math.max(0, at - 3), at + 5)} py ${ids.slice(Math.max(0, at - 3), at + 5)}`);
+      console.error(
+        `  js ${got.slice(Math.max(0, at - 3), at + 5)} py ${ids.slice(Math.max(0, at - 3), at + 5)}`,
+      );
     }
   }
 }
@@ -36,10 +38,20 @@ const chat = new Template(tokenizerConfig.chat_template).render({
   ],
   add_generation_prompt: true,
 });
-const expected = "<|im_start|>user\nDefine: harbor<|im_end|>\n<|im_start|>assistant\na sheltered port<|im_end|>\n<|im_start|>assistant\n";
+const expected =
+  "<|im_start|>user\nDefine: harbor<|im_end|>\n<|im_start|>assistant\na sheltered port<|im_end|>\n<|im_start|>assistant\n";
 const chatIds = tokenizer.encode(chat, { add_special_tokens: false }).ids;
 const specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"].map((t) => tokenizer.token_to_id(t));
-const chatOk = chat === expected && chatIds[0] === specials[1] && chatIds.filter((id) => id === specials[2]).length === 2;
+const chatOk =
+  chat === expected && chatIds[0] === specials[1] && chatIds.filter((id) => id === specials[2]).length === 2;
 
-console.log(JSON.stringify({ cases: cases.length, mismatches, specials, chatTemplateOk: chatOk, chatIds: chatIds.length }));
+console.log(
+  JSON.stringify({
+    cases: cases.length,
+    mismatches,
+    specials,
+    chatTemplateOk: chatOk,
+    chatIds: chatIds.length,
+  }),
+);
 process.exit(mismatches === 0 && chatOk ? 0 : 1);

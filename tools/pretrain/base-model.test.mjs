@@ -1,0 +1,72 @@
+// The committed base model folder against what the recipe promises: a Hugging Face Llama
+// folder within the size limit, tokens and logits the engine computes equal to PyTorch's
+// (tools/pretrain/golden.json), and a chat turn that the model closes with <|im_end|>.
+//
+// Run: node --test tools/pretrain/base-model.test.mjs   (needs packages/engine built)
+import assert from "node:assert/strict";
+import { readFileSync, statSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { test } from "node:test";
+import { fileURLToPath } from "node:url";
+import { loadModel } from "@svc/engine";
+
+const repo = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
+const dir = join(repo, "models", "pico-llama");
+const golden = JSON.parse(readFileSync(join(repo, "tools", "pretrain", "golden.json"), "utf8"));
+
+test("models/pico-llama is a tied-embedding LlamaForCausalLM folder of at most 30 MB", () => {
+  const config = JSON.parse(readFileSync(join(dir, "config.json"), "utf8"));
+  assert.deepEqual(config.architectures, ["LlamaForCausalLM"]);
+  assert.equal(config.tie_word_embeddings, true);
+  assert.equal(config.hidden_size, config.num_attention_heads * config.head_dim);
+  const bytes = [
+    "config.json",
+    "model.safetensors",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "generation_config.json",
+  ]
+    .map((f) => statSync(join(dir, f)).size)
+    .reduce((a, b) => a + b, 0);
+  assert.ok(bytes <= 30 * 1024 * 1024, `folder is ${bytes} bytes`);
+  const tokenizerConfig = JSON.parse(readFileSync(join(dir, "tokenizer_config.json"), "utf8"));
+  assert.equal(tokenizerConfig.eos_token, "<|im_end|>");
+});
+
+test("the engine's chat tokens and logits equal PyTorch's golden values", async () => {
+  const model = await loadModel(dir);
+  const rendered = model.tokenizer.applyChatTemplate(golden.messages, { addGenerationPrompt: true });
+  assert.deepEqual(model.tokenizer.encode(rendered), golden.ids);
+  const V = model.config.vocabSize;
+  const logits = model.logits(golden.ids);
+  for (let t = 0; t < golden.ids.length; t++) {
+    const row = logits.subarray(t * V, (t + 1) * V);
+    golden.probe_ids.forEach((id, k) => {
+      assert.ok(Math.abs(row[id] - golden.probe_logits[t][k]) < 1e-3, `position ${t}, token ${id}`);
+    });
+    let best = 0;
+    for (let v = 1; v < V; v++) if (row[v] > row[best]) best = v;
+    assert.equal(best, golden.argmax[t], `argmax at position ${t}`);
+  }
+});
+
+test("greedy decoding of a chat prompt ends the turn with <|im_end|>", async () => {
+  const model = await loadModel(dir);
+  const imEnd = model.tokenizer.encode("<|im_end|>");
+  assert.equal(imEnd.length, 1);
+  assert.deepEqual(model.tokenizer.eosTokenIds, imEnd);
+  const ids = [...golden.ids];
+  const V = model.config.vocabSize;
+  let ended = false;
+  for (let step = 0; step < 48 && !ended; step++) {
+    const logits = model.logits(ids);
+    const row = logits.subarray((ids.length - 1) * V, ids.length * V);
+    let best = 0;
+    for (let v = 1; v < V; v++) if (row[v] > row[best]) best = v;
+    if (best === imEnd[0]) ended = true;
+    else ids.push(best);
+  }
+  const reply = model.tokenizer.decode(ids.slice(golden.ids.length));
+  assert.ok(ended, `no <|im_end|> within 48 tokens; reply so far: ${JSON.stringify(reply)}`);
+  assert.ok(reply.trim().length > 0, "the reply is empty");
+});
