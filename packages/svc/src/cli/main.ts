@@ -1,7 +1,7 @@
 // The `svc` command line: one module per command, dispatched by the first word.
 // Exit codes: 0 success, 1 failure, 2 usage error.
 import { SVC_VERSION } from "../index.js";
-import type { Command } from "./args.js";
+import { type Command, wantsHelp } from "./args.js";
 import { loginCommand, logoutCommand, whoamiCommand } from "./commands/auth.js";
 import { buildCommand } from "./commands/build.js";
 import { deployCommand } from "./commands/deploy.js";
@@ -59,11 +59,7 @@ export async function main(argv: string[]): Promise<number> {
     process.stderr.write(`svc: unknown command "${name}"; run svc --help for the list\n`);
     return 2;
   }
-  if (
-    (rest.includes("--help") || rest.includes("-h")) &&
-    command.name !== "server" &&
-    command.name !== "worker"
-  ) {
+  if (wantsHelp(rest) && command.name !== "server" && command.name !== "worker") {
     process.stdout.write(`${command.usage}\n`);
     return 0;
   }

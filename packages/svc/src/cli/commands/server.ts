@@ -2,7 +2,7 @@
 // @svc/server; these commands hand over to it or manage the background copy
 // that commands start on demand (pid file in ~/.svc/server).
 import { localServerPaths, localServerStatus, stopLocalServer } from "../../sdk/config.js";
-import type { Command } from "../args.js";
+import { type Command, wantsHelp } from "../args.js";
 
 type ServerModule = {
   runServerCommand?: (argv: string[]) => Promise<number>;
@@ -42,7 +42,7 @@ export const serverCommand: Command = {
       return 0;
     }
     const mod = await serverModule();
-    if (argv.includes("--help") || argv.includes("-h")) process.stdout.write(`${serverCommand.usage}\n\n`);
+    if (wantsHelp(argv)) process.stdout.write(`${serverCommand.usage}\n\n`);
     if (typeof mod.runServerCommand !== "function")
       throw new Error("this build of @svc/server has no runServerCommand");
     return mod.runServerCommand(argv);
