@@ -5,7 +5,7 @@
 // holds the adapter, the optimizer moments and the step resumes exactly.
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { makeBatch } from "./batching.js";
+import { countTargets, countTokens, makeBatch } from "./batching.js";
 import { EngineError } from "./errors.js";
 import { tokenizeExample } from "./examples.js";
 import { initLoraAdapter, loraLayersOf, loraParams, loraTensorName, zerosLike } from "./lora.js";
@@ -239,8 +239,8 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
     let stepTargets = 0;
     let stepTokens = 0;
     for (const batch of batches) {
-      for (const t of batch.targets) if (t >= 0) stepTargets++;
-      for (const len of batch.lengths) stepTokens += len;
+      stepTargets += countTargets(batch);
+      stepTokens += countTokens(batch);
     }
 
     const started = performance.now();
