@@ -119,10 +119,3 @@ export function loraParams(lora: LoraLayers): Float32Array[] {
   }
   return out;
 }
-
-/** A deep copy of an adapter (checkpoints, results). */
-export function cloneAdapter(adapter: LoraAdapter): LoraAdapter {
-  const tensors = new Map<string, Float32Array>();
-  for (const [name, t] of adapter.tensors) tensors.set(name, t.slice());
-  return { spec: { ...adapter.spec, targetModules: [...adapter.spec.targetModules] }, tensors };
-}

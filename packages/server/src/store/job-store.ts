@@ -23,8 +23,6 @@ export interface StoredJobEvent {
   data: string;
 }
 
-export const TERMINAL_STATUSES = ["completed", "failed", "cancelled"] as const;
-
 export const toJob = (r: JobRow): Job => ({
   id: r.id,
   projectId: r.project_id,
