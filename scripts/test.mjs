@@ -1,5 +1,6 @@
 // The project's one test command: build everything, then run every compiled
-// test file with Node's test runner. Arguments narrow the run to test files
+// test file with Node's test runner, plus the plain-JS tests of tools/ (the
+// bundled base model's checks). Arguments narrow the run to test files
 // whose path contains any of them (e.g. `npm test -- engine`).
 import { spawnSync } from "node:child_process";
 import { readdirSync, statSync } from "node:fs";
@@ -14,15 +15,16 @@ if (!process.env.SVC_TEST_NO_BUILD) {
   if (b.status !== 0) process.exit(b.status ?? 1);
 }
 
-function* walk(dir) {
+function* walk(dir, suffix) {
   for (const name of readdirSync(dir)) {
+    if (name === "node_modules") continue;
     const p = join(dir, name);
-    if (statSync(p).isDirectory()) yield* walk(p);
-    else if (name.endsWith(".test.js")) yield p;
+    if (statSync(p).isDirectory()) yield* walk(p, suffix);
+    else if (name.endsWith(suffix)) yield p;
   }
 }
 
-const files = [];
+const candidates = [];
 for (const pkg of readdirSync(join(root, "packages"))) {
   const dist = join(root, "packages", pkg, "dist");
   try {
@@ -30,11 +32,12 @@ for (const pkg of readdirSync(join(root, "packages"))) {
   } catch {
     continue;
   }
-  for (const f of walk(dist)) {
-    const rel = relative(root, f);
-    if (filters.length === 0 || filters.some((x) => rel.includes(x))) files.push(rel);
-  }
+  candidates.push(...walk(dist, ".test.js"));
 }
+candidates.push(...walk(join(root, "tools"), ".test.mjs"));
+const files = candidates
+  .map((f) => relative(root, f))
+  .filter((rel) => filters.length === 0 || filters.some((x) => rel.includes(x)));
 if (files.length === 0) {
   console.error("test: no test files matched");
   process.exit(1);
