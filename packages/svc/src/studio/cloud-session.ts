@@ -5,6 +5,7 @@ import { CloudApiClient } from "../sdk/client.js";
 import { cloudApiUrl, ensureLocalServer } from "../sdk/config.js";
 import { bearerToken, type Credentials, ensureCredentials } from "../sdk/credentials.js";
 import { ensureProjectState, type ProjectState, readProjectState } from "../sdk/project-state.js";
+import { StudioError } from "./errors.js";
 
 export interface CloudSession {
   client: CloudApiClient;
@@ -53,6 +54,14 @@ export async function existingProjectSession(projectDir: string): Promise<Scoped
   const state = await readProjectState(projectDir);
   if (!state) return null;
   return scoped(await openCloudSession(), state);
+}
+
+/** existingProjectSession for a route about one thing (`what`): with no .svc/state.json, that thing is a 404. */
+export async function projectSessionOr404(projectDir: string, what: string): Promise<ScopedCloudSession> {
+  const s = await existingProjectSession(projectDir);
+  if (!s)
+    throw new StudioError(404, "not_found", `${what} not found: this project has no .svc/state.json yet`);
+  return s;
 }
 
 /** A scoped client, creating .svc/state.json lazily for anonymous credentials (OAuth: MissingProjectStateError). */

@@ -2,7 +2,7 @@
 // re-reads credentials and state; CloudApiError keeps its upstream status.
 import type { CreateDeploymentRequest, Deployment, UpdateDeploymentRequest } from "@svc/server/wire";
 import { type Context, Hono } from "hono";
-import { ensuredProjectSession, existingProjectSession, type ScopedCloudSession } from "../cloud-session.js";
+import { ensuredProjectSession, existingProjectSession, projectSessionOr404 } from "../cloud-session.js";
 import type { StudioEnv } from "../env.js";
 import { StudioError } from "../errors.js";
 
@@ -23,16 +23,7 @@ export async function jsonObjectBody(c: Context): Promise<Record<string, unknown
 export function deploymentRoutes(env: StudioEnv): Hono {
   const app = new Hono();
 
-  const session = async (): Promise<ScopedCloudSession> => {
-    const s = await existingProjectSession(env.projectDir);
-    if (!s)
-      throw new StudioError(
-        404,
-        "not_found",
-        "deployment not found: this project has no .svc/state.json yet",
-      );
-    return s;
-  };
+  const session = () => projectSessionOr404(env.projectDir, "deployment");
 
   // With no .svc/state.json there can be no deployments: empty list, no upstream call.
   app.get("/", async (c) => {

@@ -2,23 +2,13 @@
 // events (Last-Event-ID passed through so the browser's reconnect resumes).
 import type { Job } from "@svc/server/wire";
 import { Hono } from "hono";
-import { existingProjectSession, type ScopedCloudSession } from "../cloud-session.js";
+import { existingProjectSession, projectSessionOr404 } from "../cloud-session.js";
 import type { StudioEnv } from "../env.js";
-import { StudioError } from "../errors.js";
 
 export function jobRoutes(env: StudioEnv): Hono {
   const app = new Hono();
 
-  const session = async (jobId: string): Promise<ScopedCloudSession> => {
-    const s = await existingProjectSession(env.projectDir);
-    if (!s)
-      throw new StudioError(
-        404,
-        "not_found",
-        `job ${jobId} not found: this project has no .svc/state.json yet`,
-      );
-    return s;
-  };
+  const session = (jobId: string) => projectSessionOr404(env.projectDir, `job ${jobId}`);
 
   // No state file means no runs yet: answer without calling the cloud API.
   app.get("/", async (c) => {
