@@ -102,10 +102,10 @@ test("svc build reports errors as file:line:col and bundles a fixed file", async
   // The user points the trainer at the small test model and shortens the run.
   const edited = original
     .replace('"svc/pico-llama"', `"${TEST_MODEL}"`)
-    .replace("maxSteps: 60", "maxSteps: 6")
+    .replace("maxSteps: 600", "maxSteps: 6")
     .replace("batchSize: 8", "batchSize: 2")
-    .replace("evalSteps: 10", "evalSteps: 3")
-    .replace("saveSteps: 30", "saveSteps: 3")
+    .replace("evalSteps: 50", "evalSteps: 3")
+    .replace("saveSteps: 200", "saveSteps: 3")
     .replace("maxLength: 256", "maxLength: 320");
   await writeFile(source, edited);
   const r = await runSvc(["build"], { cwd: project, env });

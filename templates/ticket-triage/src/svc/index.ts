@@ -8,13 +8,13 @@ const trainer = createTrainer({
   dataset: { type: "file", path: "data/train.jsonl" },
   evalDataset: { type: "file", path: "data/eval.jsonl" },
   lora: { r: 8, alpha: 16, maxLength: 256 },
-  maxSteps: 60,
+  maxSteps: 600,
   batchSize: 8,
   learningRate: 2e-3,
   lrSchedulerType: "cosine",
   warmupSteps: 5,
-  evalSteps: 10,
-  saveSteps: 30,
+  evalSteps: 50,
+  saveSteps: 200,
   seed: 42,
   callbacks: {
     // Chat with each checkpoint as soon as it is saved:
