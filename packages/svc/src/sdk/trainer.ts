@@ -128,7 +128,9 @@ class SvcTrainer implements Trainer {
       await waitOptions.onEvent?.(event);
       switch (event.type) {
         case "training.started":
-          job = await client.getJob(jobId);
+          // Callbacks see the job as it stood at the event: a short run (or a replayed
+          // stream) may already be finished on the server by the time we fetch it.
+          job = { ...(await client.getJob(jobId)), status: "running", finishedAt: null };
           await callbacks.onStarted?.({ job });
           break;
         case "training.log":
