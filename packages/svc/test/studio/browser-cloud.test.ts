@@ -22,8 +22,9 @@ import {
   TRAINER_SOURCE,
 } from "./studio-process.js";
 
-// Long enough (a few seconds on the tiny model) to watch the chart grow.
-const MAX_STEPS = 40;
+// Long enough to watch the chart grow: on a quiet machine with the native kernels
+// the tiny model trains 40 steps in well under a second, faster than the page can poll.
+const MAX_STEPS = 120;
 const source = (name: string, extra = "") =>
   TRAINER_SOURCE.replace('"svc/pico-llama"', `"${TEST_MODEL}" as "svc/pico-llama"`)
     .replace('name: "support-bot"', `name: "${name}"`)
