@@ -3,13 +3,24 @@
 # corpus -> tokenizer -> pretraining -> instruction tuning -> export -> evaluation -> card.
 # The weights in models/pico-llama/ are this script's output (fixed seeds; CPU, 2 threads).
 #
-# Needs: node 20, /usr/bin/python3 with python3-torch and python3-regex, and the Debian
-# packages sword-text-web sword-text-kjv libsword-utils r-cran-janeaustenr r-base-core
-# python3.11-doc postgresql-doc-15 debian-reference-en.
+# Needs node 20 and Debian 12; the Debian packages below are installed when missing.
 #
 # Usage: bash tools/make-base-model.sh        (about 2 hours on 2 shared CPU cores; minutes when they are free)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# Debian packages the corpus and the trainer read; installed when missing (as root, or with sudo).
+pkgs=(python3-torch libopenblas0-openmp python3-regex sword-text-web sword-text-kjv libsword-utils
+  r-cran-janeaustenr r-base-core python3.11-doc postgresql-doc-15 debian-reference-en)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"
+fi
 
 PY=/usr/bin/python3
 NICE="nice -n 15"
