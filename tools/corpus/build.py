@@ -49,6 +49,7 @@ SOURCES = [
     ("bible-kjv", S.bible_kjv, lambda: f"Debian sword-text-kjv {S.deb_version('sword-text-kjv')}",
      "public domain (King James Version, 1769 text)", int(1.5 * MB), 0.0),
 ]
+TEST_SHARE = {name: share for name, *_, share in SOURCES}
 TEST_WHOLE = {("austen", "persuasion")}
 VAL_SHARE = 0.01
 
@@ -58,10 +59,11 @@ def bucket(source: str, doc_id: str) -> float:
     return int.from_bytes(digest[:8], "big") / 2**64
 
 
-def split_of(source: str, doc_id: str, test_share: float) -> str:
+def split_of(source: str, doc_id: str) -> str:
     if any(source == s and doc_id.startswith(prefix) for s, prefix in TEST_WHOLE):
         return "test"
     b = bucket(source, doc_id)
+    test_share = TEST_SHARE[source]
     if b < test_share:
         return "test"
     if b < test_share + VAL_SHARE:
@@ -73,7 +75,7 @@ def main() -> None:
     OUT.mkdir(exist_ok=True)
     files = {split: open(OUT / f"{split}.jsonl", "w") for split in ("train", "val", "test")}
     manifest = {"description": "pico-llama pretraining corpus (tools/corpus/build.py)", "sources": []}
-    for name, reader, origin, license_, cap, test_share in SOURCES:
+    for name, reader, origin, license_, cap, _test_share in SOURCES:
         docs = [(doc_id, S.clean(text)) for doc_id, text in reader()]
         docs = [(d, t) for d, t in docs if t]
         # a cap keeps a hash-chosen subset, so the kept documents are spread over the source
@@ -87,7 +89,7 @@ def main() -> None:
             total += size
         stats = {split: {"docs": 0, "bytes": 0} for split in files}
         for doc_id, text in kept:
-            split = split_of(name, doc_id, test_share)
+            split = split_of(name, doc_id)
             files[split].write(json.dumps({"source": name, "id": doc_id, "text": text}) + "\n")
             stats[split]["docs"] += 1
             stats[split]["bytes"] += len(text.encode())

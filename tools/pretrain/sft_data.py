@@ -84,7 +84,7 @@ def factbook_pairs(rng: random.Random) -> list[dict]:
 def sotu_pairs() -> list[dict]:
     out = []
     for doc_id, text in S.sotu():
-        if split_of("sotu", doc_id, 0.02) == "test":
+        if split_of("sotu", doc_id) == "test":
             continue
         year, speaker = text.split("\n", 1)[0].split(", ", 2)[1:]
         out.append(chat(f"Who gave the State of the Union address in {year}?",
