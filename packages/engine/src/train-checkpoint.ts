@@ -1,0 +1,135 @@
+// A training checkpoint beside the PEFT adapter: trainer_state.json (the step,
+// where the data order stands, the log history) and optimizer.safetensors (the
+// AdamW moments, named after the adapter tensors they belong to). Together
+// they let a run resume to the same weights, bit for bit.
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { EngineError } from "./errors.js";
+import { loraTensorName } from "./lora.js";
+import type { AdamW } from "./optim.js";
+import { loadAdapter } from "./peft.js";
+import { readSafetensors, writeSafetensors } from "./safetensors.js";
+import { ALL_LORA_TARGETS, type LoraAdapter } from "./types.js";
+import type { LoraLayers } from "./weights.js";
+
+export interface TrainerState {
+  global_step: number;
+  total_steps: number;
+  epoch: number;
+  seed: number;
+  train_examples: number;
+  samples_per_step: number;
+  steps_per_epoch: number;
+  /** Where the next step's data starts: the epoch's shuffled order (from seed and epoch) and the offset into it. */
+  data_position: { epoch: number; offset: number };
+  lora: { r: number; alpha: number; target_modules: string[] };
+  log_history: {
+    step: number;
+    loss: number | null;
+    eval_loss: number | null;
+    learning_rate: number;
+    epoch: number;
+  }[];
+}
+
+function optimizerName(kind: "m" | "v", tensorName: string): string {
+  return `${kind}.${tensorName}`;
+}
+
+/** The PEFT name of each parameter, in loraParams order. */
+function paramNames(adapter: LoraAdapter, lora: LoraLayers): string[] {
+  const names: string[] = [];
+  lora.layers.forEach((pairs, layer) => {
+    for (const target of ALL_LORA_TARGETS) {
+      if (pairs[target]) names.push(loraTensorName(layer, target, "A"), loraTensorName(layer, target, "B"));
+    }
+  });
+  if (names.length !== adapter.tensors.size) throw new Error("adapter and LoRA view disagree");
+  return names;
+}
+
+export function writeOptimizerState(
+  file: string,
+  adapter: LoraAdapter,
+  lora: LoraLayers,
+  optimizer: AdamW,
+): void {
+  const names = paramNames(adapter, lora);
+  const tensors: [string, { shape: number[]; data: Float32Array }][] = [];
+  names.forEach((name, i) => {
+    tensors.push([optimizerName("m", name), { shape: [optimizer.m[i].length], data: optimizer.m[i] }]);
+    tensors.push([optimizerName("v", name), { shape: [optimizer.v[i].length], data: optimizer.v[i] }]);
+  });
+  writeSafetensors(file, tensors, { metadata: { step: String(optimizer.step) } });
+}
+
+export function restoreCheckpoint(
+  dir: string,
+  adapter: LoraAdapter,
+  optimizer: AdamW,
+  lora: LoraLayers,
+  history: TrainerState["log_history"],
+  expect: { n: number; samplesPerStep: number; seed: number },
+): number {
+  const stateFile = join(dir, "trainer_state.json");
+  if (!existsSync(stateFile)) {
+    throw new EngineError(
+      "missing_file",
+      `${stateFile}: not found (resumeFrom must be a checkpoint folder)`,
+      stateFile,
+    );
+  }
+  let state: TrainerState;
+  try {
+    state = JSON.parse(readFileSync(stateFile, "utf8"));
+  } catch {
+    throw new EngineError("invalid_file", `${stateFile}: not valid JSON`, stateFile);
+  }
+  const mismatch = (what: string, was: unknown, now: unknown) =>
+    new EngineError(
+      "invalid_argument",
+      `${stateFile}: the checkpoint was made with ${what} ${JSON.stringify(was)}, this run has ${JSON.stringify(now)}`,
+      stateFile,
+    );
+  if (state.train_examples !== expect.n) throw mismatch("train examples", state.train_examples, expect.n);
+  if (state.samples_per_step !== expect.samplesPerStep) {
+    throw mismatch("batchSize × gradientAccumulationSteps", state.samples_per_step, expect.samplesPerStep);
+  }
+  if (state.seed !== expect.seed) throw mismatch("seed", state.seed, expect.seed);
+  const saved = loadAdapter(dir);
+  const spec = adapter.spec;
+  if (
+    saved.spec.r !== spec.r ||
+    saved.spec.alpha !== spec.alpha ||
+    saved.spec.targetModules.join() !== spec.targetModules.join()
+  ) {
+    throw mismatch("LoRA", saved.spec, spec);
+  }
+  for (const [name, t] of adapter.tensors) t.set(saved.tensors.get(name) as Float32Array);
+
+  const optimFile = join(dir, "optimizer.safetensors");
+  const moments = readSafetensors(optimFile);
+  paramNames(adapter, lora).forEach((name, i) => {
+    const m = moments.tensors.get(optimizerName("m", name));
+    const v = moments.tensors.get(optimizerName("v", name));
+    if (!m || !v || m.data.length !== optimizer.m[i].length || v.data.length !== optimizer.v[i].length) {
+      throw new EngineError(
+        "invalid_file",
+        `${optimFile}: missing or mis-shaped moments for ${name}`,
+        optimFile,
+      );
+    }
+    optimizer.m[i].set(m.data);
+    optimizer.v[i].set(v.data);
+  });
+  optimizer.step = Number(moments.metadata.step);
+  if (optimizer.step !== state.global_step) {
+    throw new EngineError(
+      "invalid_file",
+      `${optimFile}: optimizer step ${optimizer.step} ≠ global_step ${state.global_step}`,
+      optimFile,
+    );
+  }
+  history.push(...state.log_history);
+  return state.global_step;
+}
