@@ -46,17 +46,12 @@ stage tokenizer $NICE $PY tools/tokenizer/train_tokenizer.py --vocab-size 4096 -
 stage tokenizer-check sh -c "$NICE $PY tools/tokenizer/make_cases.py && node tools/tokenizer/check_js.mjs tools/tokenizer/out tools/tokenizer/out/cases.json"
 stage tokenize $NICE $PY tools/pretrain/tokenize_corpus.py
 stage sft-data $NICE $PY tools/pretrain/sft_data.py
-rm -rf tools/pretrain/out/pretrain tools/pretrain/out/pretrain2 tools/pretrain/out/pretrain3 tools/pretrain/out/pretrain4
-stage pretrain $NICE $PY tools/pretrain/train.py --steps 360 --batch 4 --warmup 20 --eval-every 90
-stage pretrain2 $NICE $PY tools/pretrain/train.py --run pretrain2 --init pretrain --seed 7331 --steps 450 --batch 4 \
-  --lr 2e-3 --min-lr 2e-4 --warmup 20 --eval-every 90
-stage pretrain3 $NICE $PY tools/pretrain/train.py --run pretrain3 --init pretrain2 --seed 4242 --steps 320 --batch 4 \
-  --lr 1.5e-3 --min-lr 1.5e-4 --warmup 20 --eval-every 80
-stage pretrain4 $NICE $PY tools/pretrain/train.py --run pretrain4 --init pretrain3 --seed 9001 --steps 600 --batch 4 \
-  --lr 1e-3 --min-lr 1e-4 --warmup 20 --eval-every 150
-stage sft $NICE $PY tools/pretrain/sft.py --base tools/pretrain/out/pretrain4/final.pt --steps 80 --lr 5e-4 --lm-weight 1.0
+rm -rf tools/pretrain/out/pretrain
+stage pretrain $NICE $PY tools/pretrain/train.py --steps 4800 --batch 4 --lr 3e-3 --min-lr 3e-4 --warmup 50 \
+  --eval-every 400
+stage sft $NICE $PY tools/pretrain/sft.py --base tools/pretrain/out/pretrain/final.pt --steps 80 --lr 5e-4 --lm-weight 1.0
 stage export $NICE $PY tools/pretrain/export.py
-stage eval-pretrained $NICE $PY tools/pretrain/evaluate.py --checkpoint tools/pretrain/out/pretrain4/final.pt --out tools/pretrain/out/eval_pretrain.json
+stage eval-pretrained $NICE $PY tools/pretrain/evaluate.py --checkpoint tools/pretrain/out/pretrain/final.pt --out tools/pretrain/out/eval_pretrain.json
 stage eval-final $NICE $PY tools/pretrain/evaluate.py --checkpoint tools/pretrain/out/final.pt --out tools/pretrain/out/eval.json
 stage card $PY tools/pretrain/model_card.py
 # the engine must load the folder and reproduce the PyTorch logits

@@ -34,12 +34,8 @@ def mb(n: int) -> str:
 def main() -> None:
     manifest = json.loads((REPO / "tools/corpus/manifest.json").read_text())
     config = json.loads((MODEL_DIR / "config.json").read_text())
-    phases = []
-    for run in ("pretrain", "pretrain2", "pretrain3", "pretrain4"):
-        if (OUT / run / "final.pt").exists():
-            log = [json.loads(line) for line in (OUT / run / "log.jsonl").read_text().splitlines()]
-            args = torch.load(OUT / run / "final.pt").get("args", {})
-            phases.append((run, log, args))
+    log = [json.loads(line) for line in (OUT / "pretrain" / "log.jsonl").read_text().splitlines()]
+    args = torch.load(OUT / "pretrain" / "final.pt")["args"]
     sft = json.loads((OUT / "final.summary.json").read_text())
     final_eval = json.loads((OUT / "eval.json").read_text())
     base_eval = json.loads((OUT / "eval_pretrain.json").read_text())
@@ -85,30 +81,23 @@ def main() -> None:
              "held-out State of the Union addresses and held-out Moby-Dick chapters.\n")
     L.append("Left out: " + "; ".join(f"{x['name']} ({x['reason']})" for x in manifest["left_out"]) + ".\n")
 
-    tokens_seen = sum(log[-1]["tokens"] for _, log, _ in phases)
-    compute_s = sum(log[-1]["elapsed_s"] for _, log, _ in phases)
-    wall_s = sum(timings.get(run, 0) for run, _, _ in phases)
+    tokens_seen, compute_s, wall_s = log[-1]["tokens"], log[-1]["elapsed_s"], timings.get("pretrain", 0)
     L.append("## Training\n")
-    L.append(f"Hardware: {cpu_name()}, 2 CPU cores shared with other jobs (run at `nice -n 15`), "
+    L.append(f"Hardware: {cpu_name()}, 2 CPU cores (run at `nice -n 15`), "
              f"PyTorch {torch.__version__} on {platform.system()} with 2 threads, float32. No GPU.\n")
-    L.append(f"**Pretraining** (`tools/pretrain/train.py`), in phases, **{tokens_seen:,} tokens seen** in all "
+    L.append(f"**Pretraining** (`tools/pretrain/train.py`), one run from random initialization, **{tokens_seen:,} tokens seen** "
              f"(about {tokens_seen / t['train']['tokens']:.0%} of the training split's tokens; windows are drawn at random). "
              f"Compute time of the steps: {compute_s / 60:.1f} min"
-             + (f"; wall clock of the stages: {wall_s / 60:.1f} min" if wall_s else "") + ". "
-             "AdamW (beta 0.9/0.95, weight decay 0.1 on matrices), warm-up then cosine decay, gradient clipping 1.0.\n")
-    for run, log, args in phases:
-        a = args or {}
-        L.append(f"- `{run}`: {log[-1]['step']} steps of {a.get('batch', 4)} windows x {a.get('ctx', 512)} tokens "
-                 f"({log[-1]['tokens']:,} tokens), learning rate {a.get('lr', 3e-3):g} → {a.get('min_lr', 3e-4):g}, "
-                 f"warm-up {a.get('warmup', 20)} steps, seed {a.get('seed', 1337)}"
-                 + (f", starting from `{a['init']}`" if a.get("init") else ", from random initialization") + ".")
-    L.append("")
-    L.append("| phase | step | tokens | train loss (mean of the last 10 steps) | val loss |\n|---|---:|---:|---:|---:|")
-    for run, log, _ in phases:
-        for r in log:
-            if r["step"] == 1 or "val_loss" in r:
-                recent = [x["loss"] for x in log if r["step"] - 10 < x["step"] <= r["step"]]
-                L.append(f"| {run} | {r['step']} | {r['tokens']:,} | {sum(recent) / len(recent):.3f} | {r.get('val_loss', '')} |")
+             + (f"; wall clock of the stage: {wall_s / 60:.1f} min" if wall_s else "") + ". "
+             f"{log[-1]['step']} steps of {args['batch']} windows x {args['ctx']} tokens, seed {args['seed']}; "
+             f"AdamW (beta 0.9/0.95, weight decay {args['weight_decay']:g} on matrices), learning rate "
+             f"{args['lr']:g} warmed up over {args['warmup']} steps then cosine-decayed to {args['min_lr']:g}, "
+             "gradient clipping 1.0.\n")
+    L.append("| step | tokens | train loss (mean of the last 10 steps) | val loss |\n|---:|---:|---:|---:|")
+    for r in log:
+        if r["step"] == 1 or "val_loss" in r:
+            recent = [x["loss"] for x in log if r["step"] - 10 < x["step"] <= r["step"]]
+            L.append(f"| {r['step']} | {r['tokens']:,} | {sum(recent) / len(recent):.3f} | {r.get('val_loss', '')} |")
     L.append("")
     L.append(f"**Instruction tuning** (`tools/pretrain/sft.py`): {sft['chats']:,} ChatML chats built from the same sources "
              "(WordNet definitions, parts of speech as JSON, example sentences; Factbook capitals, locations, languages, "
