@@ -179,9 +179,33 @@ export class JobStore {
 
   /** Appends events in order (retrying when a concurrent writer took the same seq). */
   async appendEvents(jobId: string, events: NewJobEvent[]): Promise<void> {
+    await this.withEvents(jobId, (trx) => this.appendIn(trx, jobId, events));
+  }
+
+  /**
+   * A saved checkpoint: its artifact, the job's resume point and the
+   * checkpoint.saved event (built from the artifact) in one transaction, so a
+   * process killed midway leaves all three or none; a job never resumes from a
+   * checkpoint its event log does not show.
+   */
+  async recordCheckpoint(row: ArtifactsTable, event: (artifact: Artifact) => NewJobEvent): Promise<Artifact> {
+    const artifact = toArtifact(row);
+    await this.withEvents(row.job_id, async (trx) => {
+      await this.upsertArtifact(trx, row);
+      await trx.updateTable("jobs").set({ resume_from: row.dir }).where("id", "=", row.job_id).execute();
+      await this.appendIn(trx, row.job_id, [event(artifact)]);
+    });
+    return artifact;
+  }
+
+  /** Runs `write` in a transaction that appends events, retrying when a concurrent append took the same seq. */
+  private async withEvents(
+    jobId: string,
+    write: (trx: Transaction<Database>) => Promise<void>,
+  ): Promise<void> {
     for (let attempt = 0; ; attempt++) {
       try {
-        await this.db.transaction().execute((trx) => this.appendIn(trx, jobId, events));
+        await this.db.transaction().execute(write);
         this.onEventsAppended(jobId);
         return;
       } catch (error) {
@@ -222,14 +246,18 @@ export class JobStore {
   }
 
   async addArtifact(row: ArtifactsTable): Promise<Artifact> {
-    await this.db
+    await this.upsertArtifact(this.db, row);
+    return toArtifact(row);
+  }
+
+  private async upsertArtifact(db: Kysely<Database>, row: ArtifactsTable): Promise<void> {
+    await db
       .insertInto("artifacts")
       .values(row)
       .onConflict((oc) =>
         oc.columns(["job_id", "name"]).doUpdateSet({ files: row.files, created_at: row.created_at }),
       )
       .execute();
-    return toArtifact(row);
   }
 
   async artifacts(jobId: string): Promise<ArtifactsTable[]> {

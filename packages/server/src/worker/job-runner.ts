@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { Worker } from "node:worker_threads";
 import { ALL_LORA_TARGETS, type LoraTarget, type TrainHyperparameters } from "@svc/engine";
 import type { DataDir } from "../data-dir.js";
+import type { ArtifactsTable } from "../db/schema.js";
 import { nowIso, randomBase62 } from "../ids.js";
 import type { ModelRegistry } from "../models/model-registry.js";
 import { type JobRow, type NewJobEvent, toArtifact } from "../store/job-store.js";
@@ -126,17 +127,18 @@ export class JobRunner {
     }
   }
 
-  private artifactFromDir(
+  /** The artifact row of an adapter folder the training thread wrote. */
+  private artifactRow(
     jobId: string,
     kind: "final" | "checkpoint",
     step: number,
     dir: string,
-  ): Promise<Artifact> {
+  ): ArtifactsTable {
     const files = readdirSync(dir)
       .filter((name) => statSync(join(dir, name)).isFile())
       .sort()
       .map((name) => ({ path: name, bytes: statSync(join(dir, name)).size }));
-    return this.store.jobs.addArtifact({
+    return {
       job_id: jobId,
       name: kind === "final" ? "final" : `checkpoint-${step}`,
       kind,
@@ -144,7 +146,7 @@ export class JobRunner {
       dir: this.dataDir.rel(dir),
       files: JSON.stringify(files),
       created_at: nowIso(),
-    });
+    };
   }
 
   private async run(row: JobRow): Promise<void> {
@@ -229,14 +231,13 @@ export class JobRunner {
             return;
           }
           case "checkpoint": {
-            const artifact = await this.artifactFromDir(row.id, "checkpoint", message.step, message.dir);
-            latestCheckpoint = this.dataDir.rel(message.dir);
-            await this.store.db
-              .updateTable("jobs")
-              .set({ resume_from: latestCheckpoint })
-              .where("id", "=", row.id)
-              .execute();
-            await events([{ type: "checkpoint.saved", step: message.step, artifact }]);
+            const checkpoint = this.artifactRow(row.id, "checkpoint", message.step, message.dir);
+            await jobs.recordCheckpoint(checkpoint, (artifact) => ({
+              type: "checkpoint.saved",
+              step: message.step,
+              artifact,
+            }));
+            latestCheckpoint = checkpoint.dir;
             return;
           }
           case "error":
@@ -255,7 +256,9 @@ export class JobRunner {
               artifacts.push(
                 ...(await jobs.artifacts(row.id)).filter((a) => a.kind === "checkpoint").map(toArtifact),
               );
-              artifacts.push(await this.artifactFromDir(row.id, "final", result.steps, result.adapterDir));
+              artifacts.push(
+                await jobs.addArtifact(this.artifactRow(row.id, "final", result.steps, result.adapterDir)),
+              );
             }
             await jobs.transition(
               row.id,
