@@ -4,6 +4,7 @@
 import { parseArgs } from "node:util";
 import { DataDir, DEFAULT_DATA_DIR } from "./data-dir.js";
 import { openDatabase } from "./db/connect.js";
+import { parseUpstreams, type Upstream } from "./edge/upstreams.js";
 import { ModelRegistry } from "./models/model-registry.js";
 import { DEFAULTS, PortInUseError, type ServerOptions, startServer } from "./server.js";
 import { Store } from "./store/store.js";
@@ -13,7 +14,8 @@ import { LeaseSweeper } from "./worker/lease-sweeper.js";
 export const SERVER_USAGE = `usage: svc server [--host 127.0.0.1] [--port 4100] [--edge-port 4200]
                   [--deployment-domain localhost:4200] [--data-dir ~/.svc/server]
                   [--database-url postgres://...] [--model <org>/<name>=<dir>]...
-                  [--oidc-issuer <url> --oidc-audience <client id>] [--workers 1]`;
+                  [--oidc-issuer <url> --oidc-audience <client id>] [--workers 1]
+                  [--upstream <name>=<OpenAI base URL>]...   (its key: env SVC_UPSTREAM_KEY_<NAME>)`;
 
 export const WORKER_USAGE = `usage: svc worker --database-url postgres://... [--data-dir ~/.svc/server]
                   [--model <org>/<name>=<dir>]... [--concurrency 1]`;
@@ -48,6 +50,14 @@ function modelFlags(flags: string[] | undefined): { name: string; dir: string }[
   });
 }
 
+function upstreamFlags(flags: string[] | undefined): Upstream[] {
+  try {
+    return parseUpstreams(flags ?? []);
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+}
+
 const bundled = (value: string | undefined) =>
   value === undefined ? undefined : value === "none" ? null : value;
 
@@ -67,6 +77,7 @@ export function parseServerArgs(argv: string[]): ServerOptions | "help" {
       "sse-keepalive-ms": { type: "string" },
       "max-dataset-bytes": { type: "string" },
       "edge-cache-ms": { type: "string" },
+      upstream: { type: "string", multiple: true },
     },
   });
   if (values.help) return "help";
@@ -84,6 +95,7 @@ export function parseServerArgs(argv: string[]): ServerOptions | "help" {
     models: modelFlags(values.model),
     bundledModelsDir: bundled(values["bundled-models"]),
     oidc: issuer && audience ? { issuer, audience } : null,
+    upstreams: upstreamFlags(values.upstream),
     workers: int("workers", values.workers, 1),
     jobLeaseMs: int("job-lease-ms", values["job-lease-ms"], DEFAULTS.jobLeaseMs, 100),
     jobPollMs: int("job-poll-ms", values["job-poll-ms"], DEFAULTS.jobPollMs, 10),

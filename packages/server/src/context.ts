@@ -2,6 +2,7 @@
 import type { HttpBindings } from "@hono/node-server";
 import type { OidcVerifier } from "./auth/oidc.js";
 import type { DataDir } from "./data-dir.js";
+import type { UpstreamRegistry } from "./edge/upstreams.js";
 import type { JobEventHub } from "./events/job-event-hub.js";
 import type { InferenceService } from "./inference/inference-service.js";
 import type { ModelRegistry } from "./models/model-registry.js";
@@ -15,6 +16,8 @@ export interface ServerContext {
   events: JobEventHub;
   inference: InferenceService;
   oidc: OidcVerifier | null;
+  /** The external inference servers the operator declared (--upstream). */
+  upstreams: UpstreamRegistry;
   /** e.g. "localhost:4200": deployment URLs are http://<slug>.<domain>/v1/chat/completions. */
   deploymentDomain: string;
   maxDatasetBytes: number;

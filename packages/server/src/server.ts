@@ -12,6 +12,7 @@ import { openDatabase } from "./db/connect.js";
 import { DeploymentDirectory } from "./edge/deployment-directory.js";
 import { createEdgeApp } from "./edge/edge-app.js";
 import { KeyUsageRecorder } from "./edge/key-usage-recorder.js";
+import { type Upstream, UpstreamRegistry } from "./edge/upstreams.js";
 import { JobEventHub } from "./events/job-event-hub.js";
 import { PgNotifications } from "./events/pg-notifications.js";
 import { InferenceService } from "./inference/inference-service.js";
@@ -32,6 +33,8 @@ export interface ServerOptions {
   /** The folder of bundled models (default: the repository's models/); null for none. */
   bundledModelsDir?: string | null;
   oidc?: OidcConfig | null;
+  /** External OpenAI-compatible servers deployments may forward to (see edge/upstreams.ts). */
+  upstreams?: Upstream[];
   /** In-process training workers (0: jobs wait for `svc worker` processes). */
   workers?: number;
   jobLeaseMs?: number;
@@ -142,6 +145,7 @@ export async function startServer(options: ServerOptions = {}): Promise<ServerHa
       events,
       inference: new InferenceService(store, models, dataDir),
       oidc: options.oidc ? new OidcVerifier(options.oidc) : null,
+      upstreams: new UpstreamRegistry(options.upstreams ?? []),
       deploymentDomain: options.deploymentDomain ?? `localhost:${edgePort}`,
       maxDatasetBytes: options.maxDatasetBytes ?? DEFAULTS.maxDatasetBytes,
       sseKeepAliveMs: options.sseKeepAliveMs ?? DEFAULTS.sseKeepAliveMs,

@@ -268,11 +268,29 @@ export type AuthMode = "fixed_api_key" | "none";
 
 export type RunRetentionMode = "days" | "forever" | "none";
 
+/**
+ * A deployment served by an external OpenAI-compatible server (vLLM, the
+ * llama.cpp server, another svc edge) that has the target loaded. `name` is an
+ * upstream the server's operator declared (`svc server --upstream name=url`);
+ * `model` is what that server calls the target (e.g. a vLLM LoRA module name).
+ */
+export interface DeploymentUpstream {
+  name: string;
+  model: string;
+}
+
+/** GET /v1/upstreams lists the names only: the operator's URLs and keys stay on the server. */
+export interface UpstreamInfo {
+  name: string;
+}
+
 export interface Deployment {
   id: string;
   projectId: string;
   slug: string;
   target: DeploymentTarget;
+  /** null: this server's engine serves the target; otherwise the edge forwards each request there. */
+  upstream: DeploymentUpstream | null;
   authMode: AuthMode;
   enabled: boolean;
   /** Reserved for a future feature; always null. */
@@ -288,6 +306,7 @@ export interface Deployment {
 export interface CreateDeploymentRequest {
   slug: string;
   target: DeploymentTarget;
+  upstream?: DeploymentUpstream | null;
   authMode?: AuthMode;
   enabled?: boolean;
   runRetentionMode?: RunRetentionMode;
@@ -296,6 +315,8 @@ export interface CreateDeploymentRequest {
 
 export interface UpdateDeploymentRequest {
   target?: DeploymentTarget;
+  /** null: serve with this server's engine again. */
+  upstream?: DeploymentUpstream | null;
   authMode?: AuthMode;
   enabled?: boolean;
   runRetentionMode?: RunRetentionMode;

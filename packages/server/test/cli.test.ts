@@ -45,6 +45,10 @@ it("treats unknown flags and bad values as usage errors (exit 2)", () => {
     ["--port", "abc"],
     ["--model", "no-equals-sign"],
     ["--oidc-issuer", "http://x"],
+    ["--upstream", "no-url"],
+    ["--upstream", "Bad_Name=http://127.0.0.1:8000/v1"],
+    ["--upstream", "vllm=ftp://127.0.0.1/v1"],
+    ["--upstream", "vllm=http://a/v1", "--upstream", "vllm=http://b/v1"],
   ]) {
     const result = spawnSync(process.execPath, [MAIN_JS, "server", ...args, "--data-dir", tempDir("usage")], {
       encoding: "utf8",

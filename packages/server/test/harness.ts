@@ -72,8 +72,12 @@ export function waitForExit(proc: ChildProcess): Promise<number | null> {
 export async function spawnReady(
   command: "server" | "worker",
   args: string[],
+  env: NodeJS.ProcessEnv = process.env,
 ): Promise<{ proc: ChildProcess; ready: Record<string, unknown>; output(): string }> {
-  const proc = spawn(process.execPath, [MAIN_JS, command, ...args], { stdio: ["ignore", "pipe", "pipe"] });
+  const proc = spawn(process.execPath, [MAIN_JS, command, ...args], {
+    stdio: ["ignore", "pipe", "pipe"],
+    env,
+  });
   let output = "";
   const ready = await new Promise<Record<string, unknown>>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`${command} did not become ready:\n${output}`)), 30_000);
@@ -101,6 +105,7 @@ export interface StartOptions {
   dataDir?: string;
   databaseUrl?: string | null;
   args?: string[];
+  env?: NodeJS.ProcessEnv;
 }
 
 export async function startServerProcess(options: StartOptions = {}): Promise<ServerProcess> {
@@ -120,7 +125,7 @@ export async function startServerProcess(options: StartOptions = {}): Promise<Se
     ...(options.databaseUrl ? ["--database-url", options.databaseUrl] : []),
     ...(options.args ?? []),
   ];
-  const { proc, ready, output } = await spawnReady("server", args);
+  const { proc, ready, output } = await spawnReady("server", args, options.env);
   return {
     apiUrl: ready.apiUrl as string,
     edgeUrl: ready.edgeUrl as string,
@@ -143,10 +148,11 @@ export async function startServerProcess(options: StartOptions = {}): Promise<Se
 export async function serverFor(
   backend: Backend,
   args: string[] = [],
+  env?: NodeJS.ProcessEnv,
 ): Promise<ServerProcess & { cleanup(): Promise<void> }> {
   const database = backend === "postgres" ? await createPgDatabase() : null;
   const dataDir = tempDir("data");
-  const server = await startServerProcess({ dataDir, databaseUrl: database?.url, args });
+  const server = await startServerProcess({ dataDir, databaseUrl: database?.url, args, env });
   return {
     ...server,
     async cleanup() {

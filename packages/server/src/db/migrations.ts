@@ -128,8 +128,14 @@ const initial: Migration = {
   },
 };
 
+const deploymentUpstream: Migration = {
+  async up(db: Kysely<unknown>) {
+    await db.schema.alterTable("deployments").addColumn("upstream", "text").execute();
+  },
+};
+
 export const migrationProvider: MigrationProvider = {
   async getMigrations() {
-    return { "0001_initial": initial };
+    return { "0001_initial": initial, "0002_deployment_upstream": deploymentUpstream };
   },
 };

@@ -96,6 +96,8 @@ export interface DeploymentsTable {
   project_id: string;
   slug: string;
   target: string;
+  /** JSON DeploymentUpstream, or null when the built-in engine serves. */
+  upstream: string | null;
   auth_mode: "fixed_api_key" | "none";
   enabled: number;
   custom_domain: string | null;

@@ -7,15 +7,16 @@
 import { type Context, Hono } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { ServerContext } from "../context.js";
-import { ApiError } from "../http/api-error.js";
+import { ApiError, badRequest } from "../http/api-error.js";
 import { readJson } from "../http/body.js";
 import { boolean, number, object, optional, parseBody, string } from "../http/validate.js";
 import { type ChatParams, respondWithChat } from "../inference/chat-completions.js";
 import type { ResolvedTarget } from "../inference/inference-service.js";
 import { messagesCheck, stopCheck } from "../routes/inference.js";
-import { targetOf } from "../store/deployment-store.js";
+import { targetOf, upstreamOf } from "../store/deployment-store.js";
 import type { DeploymentDirectory } from "./deployment-directory.js";
 import type { KeyUsageRecorder } from "./key-usage-recorder.js";
+import { forwardChat } from "./upstream-forwarding.js";
 
 function openAiError(
   c: Context,
@@ -117,6 +118,21 @@ export function createEdgeApp(
         );
       }
       usage.record(keyId);
+    }
+    const upstream = upstreamOf(deployment);
+    if (upstream) {
+      const raw = await readJson(c);
+      if (typeof raw !== "object" || raw === null || Array.isArray(raw))
+        throw badRequest("the request body must be a JSON object", "invalid_request");
+      const declared = ctx.upstreams.get(upstream.name);
+      if (!declared)
+        return openAiError(
+          c,
+          503,
+          `deployment ${slug} is served by upstream ${upstream.name}, which this server does not declare`,
+          "upstream_unavailable",
+        );
+      return forwardChat(c, declared, upstream.model, raw as Record<string, unknown>);
     }
     const body = chatRequest(await readJson(c));
     const target = targetOf(deployment);

@@ -29,7 +29,7 @@ const usageOf = (r: GenerationResult) => ({
 });
 
 /** The Node response behind a Hono context (the servers run on @hono/node-server). */
-function nodeResponse(c: Context): ServerResponse {
+export function nodeResponse(c: Context): ServerResponse {
   const outgoing = (c.env as { outgoing?: ServerResponse } | undefined)?.outgoing;
   if (!outgoing) throw new Error("chat responses need @hono/node-server (c.env.outgoing)");
   return outgoing;

@@ -19,10 +19,11 @@ import {
   string,
 } from "../http/validate.js";
 import { nowIso, uuidv7 } from "../ids.js";
-import { targetOf } from "../store/deployment-store.js";
+import { targetOf, upstreamOf } from "../store/deployment-store.js";
 import {
   type Deployment,
   type DeploymentTarget,
+  type DeploymentUpstream,
   type Project,
   RESERVED_SLUGS,
   type RunRetentionMode,
@@ -53,6 +54,10 @@ const targetCheck: Check<DeploymentTarget> = byKind<DeploymentTarget>({
   base_model: object({ kind: literal("base_model"), baseModel: string({ min: 1 }) }),
 });
 
+const upstreamField = optional(
+  nullable(object({ name: string({ min: 1 }), model: string({ min: 1, max: 200 }) })),
+);
+
 const retentionFields = {
   authMode: optional(oneOf(["fixed_api_key", "none"])),
   enabled: optional(boolean()),
@@ -60,8 +65,13 @@ const retentionFields = {
   runRetentionDays: optional(nullable(number({ integer: true, min: 1, max: 3650 }))),
 };
 
-const createBody = object({ slug: deploymentSlugCheck, target: targetCheck, ...retentionFields });
-const updateBody = object({ target: optional(targetCheck), ...retentionFields });
+const createBody = object({
+  slug: deploymentSlugCheck,
+  target: targetCheck,
+  upstream: upstreamField,
+  ...retentionFields,
+});
+const updateBody = object({ target: optional(targetCheck), upstream: upstreamField, ...retentionFields });
 
 export function toDeployment(row: DeploymentRow, deploymentDomain: string): Deployment {
   return {
@@ -69,6 +79,7 @@ export function toDeployment(row: DeploymentRow, deploymentDomain: string): Depl
     projectId: row.project_id,
     slug: row.slug,
     target: targetOf(row),
+    upstream: upstreamOf(row),
     authMode: row.auth_mode,
     enabled: row.enabled === 1,
     customDomain: row.custom_domain,
@@ -80,15 +91,20 @@ export function toDeployment(row: DeploymentRow, deploymentDomain: string): Depl
   };
 }
 
-/** Checks that a target names something that exists in the project and can be served. */
+/**
+ * Checks that a target names something that exists in the project and can be
+ * served: by this server's engine, or, for a base model, by the upstream alone
+ * (an external server may serve a model this one does not have).
+ */
 async function checkTarget(
   ctx: ServerContext,
   c: Context<ApiEnv>,
   project: Project,
   target: DeploymentTarget,
+  upstream: DeploymentUpstream | null | undefined,
 ) {
   if (target.kind === "base_model") {
-    ctx.inference.baseModel(target.baseModel, "target.baseModel");
+    if (!upstream) ctx.inference.baseModel(target.baseModel, "target.baseModel");
     return;
   }
   const job = await visibleJob(ctx, c, target.adapter.jobId);
@@ -98,6 +114,19 @@ async function checkTarget(
       "job_not_found",
     );
   await ctx.inference.adapter(job, target.adapter, "target.adapter");
+}
+
+/** An upstream must be one the operator declared; the stored column is its JSON or null. */
+function upstreamColumn(ctx: ServerContext, upstream: DeploymentUpstream | null | undefined): string | null {
+  if (!upstream) return null;
+  if (!ctx.upstreams.get(upstream.name)) {
+    const known = ctx.upstreams.names();
+    throw badRequest(
+      `"upstream.name": ${JSON.stringify(upstream.name)} is not an upstream of this server (${known.length ? `declared: ${known.join(", ")}` : "none are declared; the operator adds them with svc server --upstream name=url"})`,
+      "unknown_upstream",
+    );
+  }
+  return JSON.stringify({ name: upstream.name, model: upstream.model });
 }
 
 /** The retention pair after applying a change: "days" always has a day count, other modes none. */
@@ -118,7 +147,8 @@ export function endpointRoutes(ctx: ServerContext) {
   app.post("/v1/endpoints", async (c) => {
     const project = await projectFromQuery(ctx, c);
     const body = parseBody(createBody, await readJson(c));
-    await checkTarget(ctx, c, project, body.target);
+    const upstream = upstreamColumn(ctx, body.upstream);
+    await checkTarget(ctx, c, project, body.target, body.upstream);
     const kept = retention(body.runRetentionMode ?? "days", body.runRetentionDays, null);
     const now = nowIso();
     const row = await ctx.store.deployments.create({
@@ -126,6 +156,7 @@ export function endpointRoutes(ctx: ServerContext) {
       project_id: project.id,
       slug: body.slug,
       target: JSON.stringify(body.target),
+      upstream,
       auth_mode: body.authMode ?? "fixed_api_key",
       enabled: body.enabled === false ? 0 : 1,
       custom_domain: null,
@@ -153,10 +184,13 @@ export function endpointRoutes(ctx: ServerContext) {
     const row = await deploymentOr404(ctx, c, c.req.param("id"));
     const body = parseBody(updateBody, await readJson(c));
     const patch: Partial<DeploymentRow> = {};
-    if (body.target) {
-      const project = { id: row.project_id } as Project;
-      await checkTarget(ctx, c, project, body.target);
-      patch.target = JSON.stringify(body.target);
+    if (body.target || body.upstream !== undefined) {
+      // the pair is checked as it will stand: a new upstream may change what the target needs
+      const target = body.target ?? targetOf(row);
+      const upstream = body.upstream !== undefined ? body.upstream : upstreamOf(row);
+      patch.upstream = upstreamColumn(ctx, upstream);
+      await checkTarget(ctx, c, { id: row.project_id } as Project, target, upstream);
+      patch.target = JSON.stringify(target);
     }
     if (body.authMode) patch.auth_mode = body.authMode;
     if (body.enabled !== undefined) patch.enabled = body.enabled ? 1 : 0;

@@ -4,7 +4,7 @@ import { type Kysely, sql } from "kysely";
 import type { DatabaseKind } from "../db/connect.js";
 import type { Database, DeploymentKeysTable, DeploymentsTable } from "../db/schema.js";
 import { nowIso, randomBase62, sha256Hex, uuidv7 } from "../ids.js";
-import type { DeploymentKey, DeploymentTarget, IssuedDeploymentKey } from "../wire.js";
+import type { DeploymentKey, DeploymentTarget, DeploymentUpstream, IssuedDeploymentKey } from "../wire.js";
 import { isUniqueViolation } from "./unique.js";
 
 export type DeploymentRow = DeploymentsTable;
@@ -22,6 +22,9 @@ export const toDeploymentKey = (r: DeploymentKeysTable): DeploymentKey => ({
 });
 
 export const targetOf = (r: DeploymentRow): DeploymentTarget => JSON.parse(r.target) as DeploymentTarget;
+
+export const upstreamOf = (r: DeploymentRow): DeploymentUpstream | null =>
+  r.upstream === null ? null : (JSON.parse(r.upstream) as DeploymentUpstream);
 
 export class DeploymentStore {
   /** Called after every committed change to a deployment or key (the edge clears its cache). */

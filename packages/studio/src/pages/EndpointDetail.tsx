@@ -334,6 +334,11 @@ export function EndpointDetail({ id }: { id: string }) {
             </div>
             <p className="muted">
               {targetSummary(d.target)} ·{" "}
+              {d.upstream && (
+                <span data-testid="endpoint-upstream">
+                  served by upstream {d.upstream.name} as {d.upstream.model} ·{" "}
+                </span>
+              )}
               {d.authMode === "fixed_api_key" ? "requires an API key" : "public, no key needed"}
             </p>
           </section>

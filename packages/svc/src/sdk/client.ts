@@ -21,6 +21,7 @@ import type {
   Project,
   ProjectScope,
   UpdateDeploymentRequest,
+  UpstreamInfo,
 } from "@svc/server/wire";
 import type { CloudApi, CloudApiClientOptions, CloudApiErrorShape } from "./cloud-api.js";
 import { readServerSentEvents } from "./server-sent-events.js";
@@ -102,6 +103,10 @@ export class CloudApiClient implements CloudApi {
 
   async listModels(): Promise<BaseModelInfo[]> {
     return (await this.json<{ models: BaseModelInfo[] }>("GET", "/v1/models")).models;
+  }
+
+  async listUpstreams(): Promise<UpstreamInfo[]> {
+    return (await this.json<{ upstreams: UpstreamInfo[] }>("GET", "/v1/upstreams")).upstreams;
   }
 
   // ------------------------------------------------------------ datasets

@@ -21,6 +21,7 @@ import type {
   Project,
   ProjectScope,
   UpdateDeploymentRequest,
+  UpstreamInfo,
 } from "@svc/server/wire";
 
 export interface CloudApiClientOptions {
@@ -46,6 +47,8 @@ export interface CloudApi {
   listProjects(orgSlug: string): Promise<Project[]>;
   createProject(body: CreateProjectRequest): Promise<Project>;
   listModels(): Promise<BaseModelInfo[]>;
+  /** The external inference servers deployments may forward to (declared by the server's operator). */
+  listUpstreams(): Promise<UpstreamInfo[]>;
 
   uploadDataset(jsonl: string, options?: { name?: string }): Promise<Dataset>;
   createDatasetFromUrl(body: CreateDatasetFromUrlRequest): Promise<Dataset>;

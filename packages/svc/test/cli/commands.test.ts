@@ -61,6 +61,18 @@ test("usage mistakes exit 2 with one clear line", async () => {
   const noTarget = await runSvc(["deploy", "create", "--slug", "x"], { cwd: home, env });
   assert.equal(noTarget.code, 2);
   assert.match(noTarget.stderr, /a target is required/);
+  const upstreamNoModel = await runSvc(
+    ["deploy", "create", "--slug", "x", "--base-model", "m/x", "--upstream", "vllm"],
+    { cwd: home, env },
+  );
+  assert.equal(upstreamNoModel.code, 2);
+  assert.match(upstreamNoModel.stderr, /--upstream needs --upstream-model/);
+  const modelAlone = await runSvc(
+    ["deploy", "create", "--slug", "x", "--base-model", "m/x", "--upstream-model", "y"],
+    { cwd: home, env },
+  );
+  assert.equal(modelAlone.code, 2);
+  assert.match(modelAlone.stderr, /--upstream-model needs --upstream <name>/);
   const badTemplate = await runSvc(["init", join(home, "p"), "--template", "nope"], { cwd: home, env });
   assert.equal(badTemplate.code, 2);
   assert.match(

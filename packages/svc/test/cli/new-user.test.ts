@@ -188,6 +188,13 @@ test("deploy the final adapter, issue a key and call it with the openai client",
 
   const shown = await runSvc(["deploy", "show", "triage-test"], { cwd: project, env });
   assert.match(shown.stdout, /target {5}Final adapter \(job [0-9a-f]{8}\)/);
+  assert.match(shown.stdout, /served by {2}this server's engine/);
+  const undeclared = await runSvc(
+    ["deploy", "update", "triage-test", "--upstream", "vllm", "--upstream-model", "triage"],
+    { cwd: project, env },
+  );
+  assert.equal(undeclared.code, 1);
+  assert.match(undeclared.stderr, /"upstream\.name": "vllm" is not an upstream of this server/);
   assert.match(shown.stdout, new RegExp(`base URL {3}http://127\\.0\\.0\\.1:${port}/d/triage-test/v1`));
   const updated = await runSvc(["deploy", "update", "triage-test", "--auth", "none", "--disable"], {
     cwd: project,

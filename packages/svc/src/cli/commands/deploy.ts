@@ -4,6 +4,7 @@ import type {
   AuthMode,
   Deployment,
   DeploymentTarget,
+  DeploymentUpstream,
   RunRetentionMode,
   UpdateDeploymentRequest,
 } from "@svc/server/wire";
@@ -63,12 +64,36 @@ export function targetFromFlags(values: Parsed["values"]): DeploymentTarget | un
   return undefined;
 }
 
+/**
+ * --upstream <name> --upstream-model <model> → forward to that upstream;
+ * --upstream none → serve with the server's engine; neither → undefined.
+ */
+export function upstreamFromFlags(values: Parsed["values"]): DeploymentUpstream | null | undefined {
+  const name = stringOption(values, "upstream");
+  const model = stringOption(values, "upstream-model");
+  if (name === undefined) {
+    if (model !== undefined) throw new UsageError("--upstream-model needs --upstream <name>");
+    return undefined;
+  }
+  if (name === "none") {
+    if (model !== undefined) throw new UsageError("--upstream none takes no --upstream-model");
+    return null;
+  }
+  if (model === undefined)
+    throw new UsageError("--upstream needs --upstream-model <the name the upstream serves the target under>");
+  return { name, model };
+}
+
+const servedBy = (d: Deployment) =>
+  d.upstream ? `upstream ${d.upstream.name} as ${JSON.stringify(d.upstream.model)}` : "this server's engine";
+
 function describe(d: Deployment): string {
   return [
     `id         ${d.id}`,
     `slug       ${d.slug}`,
     `url        ${d.url}`,
     `target     ${targetSummary(d.target)}`,
+    `served by  ${servedBy(d)}`,
     `auth       ${d.authMode}`,
     `enabled    ${d.enabled}`,
     `retention  ${d.runRetentionMode}${d.runRetentionDays === null ? "" : ` (${d.runRetentionDays} days)`}`,
@@ -93,6 +118,8 @@ const OPTIONS = {
   job: { type: "string" },
   step: { type: "string" },
   "base-model": { type: "string" },
+  upstream: { type: "string" },
+  "upstream-model": { type: "string" },
   auth: { type: "string" },
   enable: { type: "boolean" },
   disable: { type: "boolean" },
@@ -106,16 +133,21 @@ export const deployCommand: Command = {
   summary: "create, list, show, update or delete deployments (OpenAI-compatible endpoints)",
   usage: [
     "Usage: svc deploy create --slug <slug> (--job <jobId> [--step <n>] | --base-model <name>)",
+    "                         [--upstream <name> --upstream-model <model>]",
     "                         [--auth fixed_api_key|none] [--disable]",
     "       svc deploy [list] [--json]",
     "       svc deploy show <id|slug> [--json]",
     "       svc deploy update <id|slug> [--job <jobId> [--step <n>] | --base-model <name>]",
+    "                         [--upstream <name> --upstream-model <model> | --upstream none]",
     "                         [--auth fixed_api_key|none] [--enable|--disable]",
     "                         [--retention-mode days|forever|none] [--retention-days <n>]",
     "       svc deploy delete <id|slug>",
     "",
     "A deployment serves POST <url>/v1/chat/completions. --job deploys the job's final",
     "adapter, --job with --step one of its checkpoints, --base-model the base model.",
+    "--upstream forwards its requests to an external OpenAI-compatible server that the",
+    "server's operator declared (svc server --upstream name=url) and that serves the",
+    "target as --upstream-model; the deployment's keys and switches stay here.",
   ].join("\n"),
   async run(argv) {
     const { values, positionals } = parse(argv, OPTIONS, 2);
@@ -129,10 +161,12 @@ export const deployCommand: Command = {
       const target = targetFromFlags(values);
       if (!target)
         throw new UsageError("a target is required: --job <jobId> [--step <n>] or --base-model <name>");
+      const upstream = upstreamFromFlags(values);
       const { scoped } = await openScopedSession();
       const d = await scoped.createDeployment({
         slug,
         target,
+        upstream,
         authMode: auth,
         enabled: values.disable ? false : undefined,
       });
@@ -173,6 +207,8 @@ export const deployCommand: Command = {
     const patch: UpdateDeploymentRequest = {};
     const target = targetFromFlags(values);
     if (target) patch.target = target;
+    const upstream = upstreamFromFlags(values);
+    if (upstream !== undefined) patch.upstream = upstream;
     if (auth) patch.authMode = auth;
     if (values.enable) patch.enabled = true;
     if (values.disable) patch.enabled = false;
@@ -185,7 +221,9 @@ export const deployCommand: Command = {
     const days = intOption(values, "retention-days", 1, 3650);
     if (days !== undefined) patch.runRetentionDays = days;
     if (Object.keys(patch).length === 0)
-      throw new UsageError("nothing to update: give a target, --auth, --enable/--disable or retention");
+      throw new UsageError(
+        "nothing to update: give a target, --upstream, --auth, --enable/--disable or retention",
+      );
     const updated = await client.updateDeployment(d.id, patch);
     if (values.json) printJson(updated);
     else process.stdout.write(`updated deployment ${updated.slug}\n${describe(updated)}\n`);
