@@ -183,19 +183,18 @@ export class JobStore {
   }
 
   /**
-   * A saved checkpoint: its artifact, the job's resume point and the
-   * checkpoint.saved event (built from the artifact) in one transaction, so a
-   * process killed midway leaves all three or none; a job never resumes from a
-   * checkpoint its event log does not show.
+   * A saved checkpoint: its artifact, the job's resume point and its
+   * checkpoint.saved event in one transaction, so a process killed midway
+   * leaves all three or none; a job never resumes from a checkpoint its event
+   * log does not show.
    */
-  async recordCheckpoint(row: ArtifactsTable, event: (artifact: Artifact) => NewJobEvent): Promise<Artifact> {
-    const artifact = toArtifact(row);
+  async recordCheckpoint(row: ArtifactsTable): Promise<void> {
+    const event: NewJobEvent = { type: "checkpoint.saved", step: row.step, artifact: toArtifact(row) };
     await this.withEvents(row.job_id, async (trx) => {
       await this.upsertArtifact(trx, row);
       await trx.updateTable("jobs").set({ resume_from: row.dir }).where("id", "=", row.job_id).execute();
-      await this.appendIn(trx, row.job_id, [event(artifact)]);
+      await this.appendIn(trx, row.job_id, [event]);
     });
-    return artifact;
   }
 
   /** Runs `write` in a transaction that appends events, retrying when a concurrent append took the same seq. */

@@ -232,11 +232,7 @@ export class JobRunner {
           }
           case "checkpoint": {
             const checkpoint = this.artifactRow(row.id, "checkpoint", message.step, message.dir);
-            await jobs.recordCheckpoint(checkpoint, (artifact) => ({
-              type: "checkpoint.saved",
-              step: message.step,
-              artifact,
-            }));
+            await jobs.recordCheckpoint(checkpoint);
             latestCheckpoint = checkpoint.dir;
             return;
           }
