@@ -3,6 +3,7 @@
 // spin briefly after each job so back-to-back kernel calls pay no wake-up, then
 // sleep on a condition variable. One job runs at a time; a call that finds the
 // pool busy (another JS thread) runs its tasks serially instead of waiting.
+// The guarantees, and the race this protocol closes, are in docs/kernels.md.
 #include <stdlib.h>
 #if defined(__linux__)
 #include <sched.h>
@@ -46,6 +47,16 @@ int default_threads() {
 // current, so a worker that wakes late (the machine is busy) finds the job gone
 // instead of holding up the caller: the caller waits for finished tasks, never
 // for workers to check in, and does every task nobody else claimed.
+//
+// A finished job is closed (its index set to kClosed, past any count) before the
+// next job's fields are written, and the count is published with release. A
+// late worker holding the old ticket that reads the next job's count therefore
+// also sees the closed ticket, and its claim fails. Without the close, that
+// worker could claim an index of the old generation against the new count, run
+// a task of the new job that another thread also runs, and push `done` past
+// the count, so the caller returned while a task still ran on its stack frame.
+constexpr unsigned long long kClosed = 0xffffffffULL;
+
 thread_local bool inside_job = false;  // this thread is running a pool task
 
 struct Pool {
@@ -76,10 +87,11 @@ struct Pool {
   void run_claims(unsigned gen) {
     unsigned long long t = ticket.load(std::memory_order_acquire);
     while (gen_of(t) == gen) {
-      long i = (long)(t & 0xffffffffu);
-      if (i >= n.load(std::memory_order_relaxed)) return;
+      long i = (long)(t & kClosed);
+      // acquire: a count newer than `gen` comes with the close of `gen`, so the CAS fails.
+      if (i >= n.load(std::memory_order_acquire)) return;
       if (!ticket.compare_exchange_weak(t, t + 1, std::memory_order_acq_rel)) continue;
-      // Task i is ours and unfinished, so job `gen` stays current: fn/ctx are stable.
+      // Task i of job `gen` is ours and unfinished, so the job stays open: fn/ctx are stable.
       fn.load(std::memory_order_relaxed)(ctx.load(std::memory_order_relaxed), i);
       done.fetch_add(1, std::memory_order_release);
       t = ticket.load(std::memory_order_acquire);
@@ -119,8 +131,8 @@ struct Pool {
     unsigned gen = gen_of(ticket.load(std::memory_order_relaxed)) + 1;
     fn.store(f, std::memory_order_relaxed);
     ctx.store(c, std::memory_order_relaxed);
-    n.store(count, std::memory_order_relaxed);
     done.store(0, std::memory_order_relaxed);
+    n.store(count, std::memory_order_release);  // after the previous job's close
     ticket.store((unsigned long long)gen << 32);  // seq_cst: publishes the job, pairs with sleepers
     if (sleepers.load() > 0) {
       std::lock_guard<std::mutex> g(sleep_mu);
@@ -131,6 +143,7 @@ struct Pool {
       if (spin < 20000) cpu_relax();
       else std::this_thread::yield();
     }
+    ticket.store(((unsigned long long)gen << 32) | kClosed);  // no claim of `gen` succeeds from here on
   }
 };
 
