@@ -6,19 +6,22 @@ import { DataDir, DEFAULT_DATA_DIR } from "./data-dir.js";
 import { openDatabase } from "./db/connect.js";
 import { parseUpstreams, type Upstream } from "./edge/upstreams.js";
 import { ModelRegistry } from "./models/model-registry.js";
+import { logExitReasons } from "./process/exit-reasons.js";
 import { DEFAULTS, PortInUseError, type ServerOptions, startServer } from "./server.js";
 import { Store } from "./store/store.js";
-import { JobRunner } from "./worker/job-runner.js";
+import { JOB_RUNNER_DEFAULTS, JobRunner } from "./worker/job-runner.js";
 import { LeaseSweeper } from "./worker/lease-sweeper.js";
 
 export const SERVER_USAGE = `usage: svc server [--host 127.0.0.1] [--port 4100] [--edge-port 4200]
                   [--deployment-domain localhost:4200] [--data-dir ~/.svc/server]
                   [--database-url postgres://...] [--model <org>/<name>=<dir>]...
                   [--oidc-issuer <url> --oidc-audience <client id>] [--workers 1]
-                  [--upstream <name>=<OpenAI base URL>]...   (its key: env SVC_UPSTREAM_KEY_<NAME>)`;
+                  [--upstream <name>=<OpenAI base URL>]...   (its key: env SVC_UPSTREAM_KEY_<NAME>)
+                  [--job-crash-restarts 3] [--no-restart-from-scratch]`;
 
 export const WORKER_USAGE = `usage: svc worker --database-url postgres://... [--data-dir ~/.svc/server]
-                  [--model <org>/<name>=<dir>]... [--concurrency 1]`;
+                  [--model <org>/<name>=<dir>]... [--concurrency 1]
+                  [--job-crash-restarts 3] [--no-restart-from-scratch]`;
 
 class UsageError extends Error {}
 
@@ -29,8 +32,18 @@ const common = {
   "bundled-models": { type: "string" },
   "job-lease-ms": { type: "string" },
   "job-poll-ms": { type: "string" },
+  "job-crash-restarts": { type: "string" },
+  "no-restart-from-scratch": { type: "boolean" },
   help: { type: "boolean", short: "h" },
 } as const;
+
+/** The crash-restart policy of training processes from the flags both commands share. */
+function crashPolicy(values: { "job-crash-restarts"?: string; "no-restart-from-scratch"?: boolean }) {
+  return {
+    crashRestarts: int("job-crash-restarts", values["job-crash-restarts"], JOB_RUNNER_DEFAULTS.crashRestarts),
+    restartWithoutCheckpoint: !values["no-restart-from-scratch"],
+  };
+}
 
 function int(name: string, value: string | undefined, fallback: number, min = 0): number {
   if (value === undefined) return fallback;
@@ -99,16 +112,19 @@ export function parseServerArgs(argv: string[]): ServerOptions | "help" {
     workers: int("workers", values.workers, 1),
     jobLeaseMs: int("job-lease-ms", values["job-lease-ms"], DEFAULTS.jobLeaseMs, 100),
     jobPollMs: int("job-poll-ms", values["job-poll-ms"], DEFAULTS.jobPollMs, 10),
+    jobCrashRestarts: crashPolicy(values).crashRestarts,
+    jobRestartWithoutCheckpoint: crashPolicy(values).restartWithoutCheckpoint,
     sseKeepAliveMs: int("sse-keepalive-ms", values["sse-keepalive-ms"], DEFAULTS.sseKeepAliveMs, 10),
     maxDatasetBytes: int("max-dataset-bytes", values["max-dataset-bytes"], DEFAULTS.maxDatasetBytes, 1),
     edgeCacheMs: int("edge-cache-ms", values["edge-cache-ms"], DEFAULTS.edgeCacheMs),
   };
 }
 
+/** Resolves with the first stop signal: Ctrl-C, a service manager's SIGTERM, or a closed terminal's SIGHUP. */
 function untilSignal(): Promise<NodeJS.Signals> {
   return new Promise((resolve) => {
-    process.once("SIGINT", () => resolve("SIGINT"));
-    process.once("SIGTERM", () => resolve("SIGTERM"));
+    for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const)
+      process.once(signal, () => resolve(signal));
   });
 }
 
@@ -144,6 +160,8 @@ export async function runServerCommand(argv: string[]): Promise<number> {
     console.error(`svc server: could not start: ${(error as Error).message}`);
     return 1;
   }
+  // From here on every exit is logged with its reason (a failed start printed its own line).
+  logExitReasons("svc server");
   console.log(`svc server: cloud API on ${handle.apiUrl}`);
   console.log(
     `svc server: edge on ${handle.edgeUrl} (deployments at http://<slug>.${handle.deploymentDomain}/v1)`,
@@ -189,6 +207,8 @@ export async function runWorkerCommand(argv: string[]): Promise<number> {
       concurrency: int("concurrency", values.concurrency, 1, 1),
       leaseMs,
       pollMs: int("job-poll-ms", values["job-poll-ms"], DEFAULTS.jobPollMs, 10),
+      ...crashPolicy(values),
+      stopTimeoutMs: JOB_RUNNER_DEFAULTS.stopTimeoutMs,
     });
     sweeper = new LeaseSweeper(store, Math.max(100, Math.floor(leaseMs / 2)));
   } catch (error) {
@@ -197,6 +217,7 @@ export async function runWorkerCommand(argv: string[]): Promise<number> {
     console.error(`svc worker: could not start: ${(error as Error).message}`);
     return 1;
   }
+  logExitReasons("svc worker");
   await sweeper.start();
   runner.start();
   console.log(`svc worker: ${runner.owner} claiming jobs from ${store.opened.location}`);

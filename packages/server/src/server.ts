@@ -18,7 +18,7 @@ import { PgNotifications } from "./events/pg-notifications.js";
 import { InferenceService } from "./inference/inference-service.js";
 import { ModelRegistry } from "./models/model-registry.js";
 import { Store } from "./store/store.js";
-import { JobRunner } from "./worker/job-runner.js";
+import { JOB_RUNNER_DEFAULTS, JobRunner } from "./worker/job-runner.js";
 import { LeaseSweeper } from "./worker/lease-sweeper.js";
 
 export interface ServerOptions {
@@ -39,6 +39,9 @@ export interface ServerOptions {
   workers?: number;
   jobLeaseMs?: number;
   jobPollMs?: number;
+  /** Crash-restart policy of training processes (see JobRunnerOptions). */
+  jobCrashRestarts?: number;
+  jobRestartWithoutCheckpoint?: boolean;
   sseKeepAliveMs?: number;
   maxDatasetBytes?: number;
   /** How long the edge may reuse a deployment or key lookup (every change clears it at once). */
@@ -115,13 +118,19 @@ export async function startServer(options: ServerOptions = {}): Promise<ServerHa
     concurrency: options.workers ?? 1,
     leaseMs,
     pollMs: options.jobPollMs ?? DEFAULTS.jobPollMs,
+    crashRestarts: options.jobCrashRestarts ?? JOB_RUNNER_DEFAULTS.crashRestarts,
+    restartWithoutCheckpoint:
+      options.jobRestartWithoutCheckpoint ?? JOB_RUNNER_DEFAULTS.restartWithoutCheckpoint,
+    stopTimeoutMs: JOB_RUNNER_DEFAULTS.stopTimeoutMs,
   });
   const sweeper = new LeaseSweeper(store, Math.max(100, Math.floor(leaseMs / 2)));
   // Bound before the apps exist (the edge port decides the default deployment domain).
   const apiServer = createServer();
   const edgeServer = createServer();
+  const inference = new InferenceService(store, models, dataDir);
   const cleanup = async () => {
     await Promise.all([shut(apiServer), shut(edgeServer)]);
+    await inference.close();
     await notifications?.close();
     await store.close();
   };
@@ -143,7 +152,7 @@ export async function startServer(options: ServerOptions = {}): Promise<ServerHa
       dataDir,
       models,
       events,
-      inference: new InferenceService(store, models, dataDir),
+      inference,
       oidc: options.oidc ? new OidcVerifier(options.oidc) : null,
       upstreams: new UpstreamRegistry(options.upstreams ?? []),
       deploymentDomain: options.deploymentDomain ?? `localhost:${edgePort}`,
@@ -174,6 +183,7 @@ export async function startServer(options: ServerOptions = {}): Promise<ServerHa
           await runner.stop();
           await usage.close();
           await listeners;
+          await inference.close();
           await notifications?.close();
           await store.close();
         })();

@@ -4,9 +4,10 @@
 import { randomUUID } from "node:crypto";
 import type { ServerResponse } from "node:http";
 import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
-import type { GenerationRequest, GenerationResult } from "@svc/engine";
+import type { GenerationResult } from "@svc/engine";
 import type { Context } from "hono";
 import type { ChatCompletion, ChatCompletionChunk, ChatMessage } from "../wire.js";
+import type { ChatGeneration } from "./inference-protocol.js";
 import type { InferenceService, ResolvedTarget } from "./inference-service.js";
 
 export interface ChatParams {
@@ -55,18 +56,16 @@ export async function respondWithChat(
     if (!res.writableFinished) controller.abort();
   };
   res.once("close", onClose);
-  const request: GenerationRequest = {
+  const request: ChatGeneration = {
     messages: params.messages,
-    adapter: prepared.adapter,
     temperature: params.temperature,
     topP: params.topP,
     maxTokens: params.maxTokens,
     stop: params.stop,
     seed: params.seed,
-    signal: controller.signal,
   };
   if (!params.stream) {
-    const result = await prepared.generator.complete(request);
+    const result = await prepared.complete(request, controller.signal);
     const body: ChatCompletion = {
       id,
       object: "chat.completion",
@@ -114,7 +113,7 @@ export async function respondWithChat(
   };
   try {
     await chunk({ role: "assistant", content: "" }, null);
-    const generation = prepared.generator.generate(request);
+    const generation = prepared.generate(request, controller.signal);
     for (;;) {
       const next = await generation.next();
       if (next.done) {

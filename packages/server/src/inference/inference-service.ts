@@ -1,15 +1,16 @@
 // Turns what a caller asks to chat with (a base model, a job's final adapter
 // or one of its checkpoints) into model and adapter folders, validating that
-// they exist; then hands out the shared generator and cached adapter.
+// they exist; generation itself runs in the inference process (InferenceHost).
 
-import type { Generator, LoraAdapter } from "@svc/engine";
+import type { GenerationChunk, GenerationResult } from "@svc/engine";
 import type { DataDir } from "../data-dir.js";
 import { badRequest } from "../http/api-error.js";
 import type { ModelRegistry } from "../models/model-registry.js";
 import type { JobRow } from "../store/job-store.js";
 import type { Store } from "../store/store.js";
 import type { AdapterRef } from "../wire.js";
-import { EnginePool } from "./engine-pool.js";
+import { InferenceHost } from "./inference-host.js";
+import type { ChatGeneration } from "./inference-protocol.js";
 
 export interface ResolvedTarget {
   baseModel: string;
@@ -19,8 +20,14 @@ export interface ResolvedTarget {
   label: string;
 }
 
+/** A target whose model and adapter are loaded, ready to generate. */
+export interface PreparedChat {
+  generate(request: ChatGeneration, signal?: AbortSignal): AsyncGenerator<GenerationChunk, GenerationResult>;
+  complete(request: ChatGeneration, signal?: AbortSignal): Promise<GenerationResult>;
+}
+
 export class InferenceService {
-  readonly pool = new EnginePool();
+  readonly host = new InferenceHost();
 
   constructor(
     private readonly store: Store,
@@ -82,11 +89,17 @@ export class InferenceService {
     };
   }
 
-  async prepare(target: ResolvedTarget): Promise<{ generator: Generator; adapter: LoraAdapter | null }> {
-    const [generator, adapter] = await Promise.all([
-      this.pool.generator(target.modelDir),
-      target.adapterDir ? this.pool.adapter(target.adapterDir) : null,
-    ]);
-    return { generator, adapter };
+  /** Loads the target's model and adapter in the inference process (load errors reject here). */
+  async prepare(target: ResolvedTarget): Promise<PreparedChat> {
+    const folders = { modelDir: target.modelDir, adapterDir: target.adapterDir };
+    await this.host.prepare(folders);
+    return {
+      generate: (request, signal) => this.host.generate(folders, request, signal),
+      complete: (request, signal) => this.host.complete(folders, request, signal),
+    };
+  }
+
+  close(): Promise<void> {
+    return this.host.close();
   }
 }

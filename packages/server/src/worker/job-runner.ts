@@ -1,30 +1,49 @@
-// Claims queued jobs from the database and runs each in a training thread,
-// turning the thread's reports into stored job events, artifacts and status
-// changes. It renews its lease while a job runs, polls the job's cancel flag
-// (set by any API process), and on shutdown aborts training so the engine
-// writes a checkpoint and the job goes back to the queue to resume later.
+// Claims queued jobs from the database and runs each in a training process
+// (a child of this one), turning its reports into stored job events, artifacts
+// and status changes. It renews its lease while a job runs, polls the job's
+// cancel flag (set by any API process), and on shutdown aborts training so the
+// engine writes a checkpoint and the job goes back to the queue to resume
+// later. A training process that dies without a final report (a native crash,
+// out of memory) is logged with its signal and restarted: from the job's last
+// checkpoint, or from the first step when it has none (once).
 import { readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { Worker } from "node:worker_threads";
 import { ALL_LORA_TARGETS, type LoraTarget, type TrainHyperparameters } from "@svc/engine";
 import type { DataDir } from "../data-dir.js";
 import type { ArtifactsTable } from "../db/schema.js";
 import { nowIso, randomBase62 } from "../ids.js";
 import type { ModelRegistry } from "../models/model-registry.js";
+import { type EngineExit, type EngineProcess, forkEngineProcess } from "../process/engine-process.js";
 import { type JobRow, type NewJobEvent, toArtifact } from "../store/job-store.js";
 import type { Store } from "../store/store.js";
 import type { Artifact, JobHyperparameters } from "../wire.js";
 import type {
-  TrainingThreadCommand,
-  TrainingThreadInput,
-  TrainingThreadMessage,
+  TrainingProcessCommand,
+  TrainingProcessInput,
+  TrainingProcessMessage,
 } from "./training-protocol.js";
 
 export interface JobRunnerOptions {
   concurrency: number;
   leaseMs: number;
   pollMs: number;
+  /**
+   * Restarts of a crashed training process in a row without a new checkpoint
+   * in between (0: a crash fails the job). A crash after fresh progress always
+   * resumes, so a long run survives rare crashes while a crash loop ends.
+   */
+  crashRestarts: number;
+  /** Whether a crash before the job's first checkpoint restarts it from the first step (once). */
+  restartWithoutCheckpoint: boolean;
+  /** How long a stopping training process may take to checkpoint before it is killed. */
+  stopTimeoutMs: number;
 }
+
+export const JOB_RUNNER_DEFAULTS = {
+  crashRestarts: 3,
+  restartWithoutCheckpoint: true,
+  stopTimeoutMs: 60_000,
+} as const;
 
 export function engineHyperparameters(hp: JobHyperparameters): TrainHyperparameters {
   const { lora, ...rest } = hp;
@@ -40,9 +59,17 @@ export function engineHyperparameters(hp: JobHyperparameters): TrainHyperparamet
 }
 
 interface RunningJob {
-  thread: Worker;
-  /** Why the thread was asked to stop: a user's cancel or this process shutting down. */
+  process: EngineProcess | null;
+  /** Why the process was asked to stop: a user's cancel or this process shutting down. */
   stopReason: "cancel" | "shutdown" | "lease_lost" | null;
+  stopTimer: NodeJS.Timeout | null;
+}
+
+/** What one training process left behind, across restarts of the same job run. */
+interface RunProgress {
+  lastStep: number | null;
+  /** The data-dir path of the newest recorded checkpoint (the job's resume point). */
+  latestCheckpoint: string | null;
 }
 
 export class JobRunner {
@@ -72,21 +99,24 @@ export class JobRunner {
   /** Aborts a job running here after its cancel flag was set. */
   cancel(jobId: string): void {
     const job = this.running.get(jobId);
-    if (job && !job.stopReason) this.stopThread(job, "cancel");
+    if (job && !job.stopReason) this.stopProcess(job, "cancel");
   }
 
   /** Stops claiming, aborts running jobs (they checkpoint and are re-queued) and waits for them. */
   async stop(): Promise<void> {
     this.stopped = true;
     this.wake?.();
-    for (const job of this.running.values()) this.stopThread(job, "shutdown");
+    for (const job of this.running.values()) this.stopProcess(job, "shutdown");
     await this.loop;
     await Promise.all([...this.finished]);
   }
 
-  private stopThread(job: RunningJob, reason: NonNullable<RunningJob["stopReason"]>): void {
+  /** Asks the training process to checkpoint and stop; kills it if it takes longer than stopTimeoutMs. */
+  private stopProcess(job: RunningJob, reason: NonNullable<RunningJob["stopReason"]>): void {
     job.stopReason = reason;
-    job.thread.postMessage({ type: "abort" } satisfies TrainingThreadCommand);
+    job.process?.send({ type: "abort" } satisfies TrainingProcessCommand);
+    job.stopTimer ??= setTimeout(() => job.process?.kill("SIGKILL"), this.options.stopTimeoutMs);
+    job.stopTimer.unref();
   }
 
   private async claimLoop(): Promise<void> {
@@ -127,7 +157,7 @@ export class JobRunner {
     }
   }
 
-  /** The artifact row of an adapter folder the training thread wrote. */
+  /** The artifact row of an adapter folder the training process wrote. */
   private artifactRow(
     jobId: string,
     kind: "final" | "checkpoint",
@@ -149,43 +179,43 @@ export class JobRunner {
     };
   }
 
+  private fail(row: JobRow, error: string, step: number | null): Promise<unknown> {
+    return this.store.jobs.transition(
+      row.id,
+      { status: ["running"], owner: this.owner },
+      { status: "failed", error, finished_at: nowIso(), lease_owner: null, lease_expires_at: null },
+      [{ type: "training.failed", error, step }, { type: "end" }],
+    );
+  }
+
   private async run(row: JobRow): Promise<void> {
     const jobs = this.store.jobs;
     const model = this.models.get(row.base_model);
     const dataset = await this.store.datasets.get(row.dataset_id);
     const evalDataset = row.eval_dataset_id ? await this.store.datasets.get(row.eval_dataset_id) : undefined;
-    const fail = (error: string, step: number | null) =>
-      jobs.transition(
-        row.id,
-        { status: ["running"], owner: this.owner },
-        { status: "failed", error, finished_at: nowIso(), lease_owner: null, lease_expires_at: null },
-        [{ type: "training.failed", error, step }, { type: "end" }],
-      );
-    if (!model) return void (await fail(`base model ${row.base_model} is not served by this worker`, null));
-    if (!dataset) return void (await fail(`dataset ${row.dataset_id} no longer exists`, null));
+    if (!model)
+      return void (await this.fail(row, `base model ${row.base_model} is not served by this worker`, null));
+    if (!dataset) return void (await this.fail(row, `dataset ${row.dataset_id} no longer exists`, null));
 
-    const input: TrainingThreadInput = {
+    const input: TrainingProcessInput = {
       modelDir: model.dir,
       trainPath: this.dataDir.abs(dataset.path),
       evalPath: evalDataset ? this.dataDir.abs(evalDataset.path) : null,
       evalFraction: row.eval_fraction,
       hyperparameters: engineHyperparameters(JSON.parse(row.hyperparameters) as JobHyperparameters),
       outputDir: this.dataDir.abs(this.dataDir.jobOutputPath(row.id)),
-      resumeFrom: row.resume_from ? this.dataDir.abs(row.resume_from) : null,
+      resumeFrom: null,
       dryRun: row.dry_run === 1,
     };
-    console.log(`svc: ${this.owner} runs job ${row.id}${row.resume_from ? ` from ${row.resume_from}` : ""}`);
-    const thread = new Worker(new URL("./training-thread.js", import.meta.url), { workerData: input });
-    const job: RunningJob = { thread, stopReason: null };
+    const job: RunningJob = { process: null, stopReason: null, stopTimer: null };
     this.running.set(row.id, job);
-
     const heartbeat = setInterval(
       async () => {
         try {
           if (!(await jobs.heartbeat(row.id, this.owner, this.options.leaseMs))) {
-            if (!job.stopReason) this.stopThread(job, "lease_lost");
+            if (!job.stopReason) this.stopProcess(job, "lease_lost");
           } else if (!job.stopReason && (await jobs.isCancelRequested(row.id))) {
-            this.stopThread(job, "cancel");
+            this.stopProcess(job, "cancel");
           }
         } catch (error) {
           console.error(`svc worker: heartbeat of job ${row.id} failed:`, (error as Error).message);
@@ -194,110 +224,180 @@ export class JobRunner {
       Math.max(50, Math.floor(this.options.leaseMs / 3)),
     );
 
-    let lastStep: number | null = null;
-    let latestCheckpoint: string | null = row.resume_from;
-    const events = (list: NewJobEvent[]) => jobs.appendEvents(row.id, list);
-    // Thread messages are handled strictly in order: each waits for the last.
-    let chain = Promise.resolve();
-    const finished = new Promise<void>((resolve) => {
-      const handle = async (message: TrainingThreadMessage) => {
-        if (job.stopReason === "lease_lost") return;
-        switch (message.type) {
-          case "started":
-            await events([
-              {
-                type: "training.started",
-                baseModel: row.base_model,
-                totalSteps: message.totalSteps,
-                trainExamples: message.trainExamples,
-                evalExamples: message.evalExamples,
-              },
-            ]);
-            return;
-          case "progress": {
-            const p = message.progress;
-            lastStep = p.step;
-            await events([
-              {
-                type: "training.log",
-                step: p.step,
-                loss: p.loss ?? null,
-                evalLoss: p.evalLoss ?? null,
-                learningRate: p.learningRate ?? null,
-                epoch: p.epoch ?? null,
-                tokensPerSecond: p.tokensPerSecond ?? null,
-              },
-            ]);
-            return;
-          }
-          case "checkpoint": {
-            const checkpoint = this.artifactRow(row.id, "checkpoint", message.step, message.dir);
-            await jobs.recordCheckpoint(checkpoint);
-            latestCheckpoint = checkpoint.dir;
-            return;
-          }
-          case "error":
-            if (job.stopReason === "shutdown") return this.requeue(row, latestCheckpoint);
-            if (job.stopReason === "cancel") return this.cancelled(row, lastStep);
-            await fail(message.message, message.step ?? lastStep);
-            return;
-          case "result": {
-            const result = message.result;
-            if (result?.status === "cancelled" || (job.stopReason && !result)) {
-              if (job.stopReason === "shutdown") return this.requeue(row, latestCheckpoint);
-              return this.cancelled(row, result?.steps ?? lastStep);
-            }
-            const artifacts: Artifact[] = [];
-            if (result) {
-              artifacts.push(
-                ...(await jobs.artifacts(row.id)).filter((a) => a.kind === "checkpoint").map(toArtifact),
-              );
-              artifacts.push(
-                await jobs.addArtifact(this.artifactRow(row.id, "final", result.steps, result.adapterDir)),
-              );
-            }
-            await jobs.transition(
-              row.id,
-              { status: ["running"], owner: this.owner },
-              { status: "completed", finished_at: nowIso(), lease_owner: null, lease_expires_at: null },
-              [
-                {
-                  type: "training.completed",
-                  artifacts,
-                  metrics: {
-                    steps: result?.steps ?? 0,
-                    finalLoss: result?.finalLoss ?? null,
-                    evalLoss: result?.evalLoss ?? null,
-                    trainSeconds: message.trainSeconds,
-                  },
-                },
-                { type: "end" },
-              ],
-            );
-          }
+    const progress: RunProgress = { lastStep: null, latestCheckpoint: row.resume_from };
+    let crashesInARow = 0;
+    let restartedFromScratch = false;
+    try {
+      for (;;) {
+        const checkpointBefore = progress.latestCheckpoint;
+        const resumeFrom = progress.latestCheckpoint ? this.dataDir.abs(progress.latestCheckpoint) : null;
+        const exit = await this.runProcess(row, job, { ...input, resumeFrom }, progress);
+        if (exit === "reported" || job.stopReason === "lease_lost") break;
+        if (job.stopReason === "shutdown") {
+          await this.requeue(row, progress.latestCheckpoint);
+          break;
         }
-      };
-      thread.on("message", (message: TrainingThreadMessage) => {
-        chain = chain
-          .then(() => handle(message))
-          .catch((error) => console.error(`svc worker: job ${row.id}:`, error));
-      });
-      thread.on("error", (error) => {
-        chain = chain.then(() => handle({ type: "error", message: error.message, step: lastStep }));
-      });
-      thread.on("exit", () => {
-        chain = chain.then(resolve);
-      });
-    });
-    await finished;
-    clearInterval(heartbeat);
-    this.running.delete(row.id);
-    // A thread that exited without a final report leaves the job running: fail it.
+        if (job.stopReason === "cancel") {
+          await this.cancelled(row, progress.lastStep);
+          break;
+        }
+        // The process died without a final report: a crash.
+        const at = progress.lastStep !== null ? ` after step ${progress.lastStep}` : "";
+        console.error(`svc worker: job ${row.id}: the training process ${exit.reason}${at}`);
+        if (progress.latestCheckpoint !== checkpointBefore) crashesInARow = 0;
+        crashesInARow++;
+        const resumable = progress.latestCheckpoint !== null;
+        const mayRestart =
+          crashesInARow <= this.options.crashRestarts &&
+          !this.stopped &&
+          (resumable || (this.options.restartWithoutCheckpoint && !restartedFromScratch));
+        if (!mayRestart) {
+          const why = resumable
+            ? `it crashed ${crashesInARow} times in a row without a new checkpoint`
+            : "it had no checkpoint to resume from";
+          await this.fail(row, `the training process ${exit.reason}${at}; ${why}`, progress.lastStep);
+          break;
+        }
+        if (!resumable) restartedFromScratch = true;
+        console.error(
+          `svc worker: job ${row.id}: restarting training ${resumable ? `from ${progress.latestCheckpoint}` : "from the first step (no checkpoint yet)"}`,
+        );
+      }
+    } finally {
+      clearInterval(heartbeat);
+      if (job.stopTimer) clearTimeout(job.stopTimer);
+      this.running.delete(row.id);
+    }
+    // A run that ended without settling the job (an unexpected report) must not leave it running.
     const after = await jobs.get(row.id);
     if (after?.status === "running" && after.lease_owner === this.owner) {
-      if (job.stopReason === "shutdown") await this.requeue(row, latestCheckpoint);
-      else await fail("the training thread stopped without reporting a result", lastStep);
+      if (job.stopReason === "shutdown") await this.requeue(row, progress.latestCheckpoint);
+      else await this.fail(row, "the training process stopped without reporting a result", progress.lastStep);
     }
+  }
+
+  /**
+   * Runs one training process to its end, storing what it reports. Resolves
+   * "reported" when it settled the job (result or error), else how it exited.
+   */
+  private async runProcess(
+    row: JobRow,
+    job: RunningJob,
+    input: TrainingProcessInput,
+    progress: RunProgress,
+  ): Promise<"reported" | EngineExit> {
+    const jobs = this.store.jobs;
+    const child = forkEngineProcess(new URL("./training-process.js", import.meta.url), `[job ${row.id}]`);
+    job.process = child;
+    console.log(
+      `svc: ${this.owner} runs job ${row.id} in process ${child.pid}${input.resumeFrom ? ` from ${this.dataDir.rel(input.resumeFrom)}` : ""}`,
+    );
+    child.send({ type: "start", input } satisfies TrainingProcessCommand);
+    if (job.stopReason) child.send({ type: "abort" } satisfies TrainingProcessCommand);
+
+    let reported = false;
+    const events = (list: NewJobEvent[]) => jobs.appendEvents(row.id, list);
+    const handle = async (message: TrainingProcessMessage) => {
+      if (job.stopReason === "lease_lost") return;
+      switch (message.type) {
+        case "started":
+          await events([
+            {
+              type: "training.started",
+              baseModel: row.base_model,
+              totalSteps: message.totalSteps,
+              trainExamples: message.trainExamples,
+              evalExamples: message.evalExamples,
+            },
+          ]);
+          return;
+        case "progress": {
+          const p = message.progress;
+          progress.lastStep = p.step;
+          await events([
+            {
+              type: "training.log",
+              step: p.step,
+              loss: p.loss ?? null,
+              evalLoss: p.evalLoss ?? null,
+              learningRate: p.learningRate ?? null,
+              epoch: p.epoch ?? null,
+              tokensPerSecond: p.tokensPerSecond ?? null,
+            },
+          ]);
+          return;
+        }
+        case "checkpoint": {
+          const checkpoint = this.artifactRow(row.id, "checkpoint", message.step, message.dir);
+          await jobs.recordCheckpoint(checkpoint);
+          progress.latestCheckpoint = checkpoint.dir;
+          return;
+        }
+        case "error":
+          reported = true;
+          if (job.stopReason === "shutdown") return this.requeue(row, progress.latestCheckpoint);
+          if (job.stopReason === "cancel") return this.cancelled(row, progress.lastStep);
+          await this.fail(row, message.message, message.step ?? progress.lastStep);
+          return;
+        case "result":
+          reported = true;
+          return this.settle(row, job, message, progress);
+      }
+    };
+    // Messages are handled strictly in order: each waits for the last.
+    let chain = Promise.resolve();
+    child.child.on("message", (message: TrainingProcessMessage) => {
+      chain = chain
+        .then(() => handle(message))
+        .catch((error) => console.error(`svc worker: job ${row.id}:`, error));
+    });
+    const exit = await child.exited;
+    await chain;
+    job.process = null;
+    return reported ? "reported" : exit;
+  }
+
+  /** Stores the final report of a training process. */
+  private async settle(
+    row: JobRow,
+    job: RunningJob,
+    message: Extract<TrainingProcessMessage, { type: "result" }>,
+    progress: RunProgress,
+  ): Promise<void> {
+    const jobs = this.store.jobs;
+    const result = message.result;
+    if (result?.status === "cancelled" || (job.stopReason && !result)) {
+      // Stopped without a user's cancel (shutdown, or a signal to the process): resume later.
+      if (job.stopReason !== "cancel") return this.requeue(row, progress.latestCheckpoint);
+      return this.cancelled(row, result?.steps ?? progress.lastStep);
+    }
+    const artifacts: Artifact[] = [];
+    if (result) {
+      artifacts.push(
+        ...(await jobs.artifacts(row.id)).filter((a) => a.kind === "checkpoint").map(toArtifact),
+      );
+      artifacts.push(
+        await jobs.addArtifact(this.artifactRow(row.id, "final", result.steps, result.adapterDir)),
+      );
+    }
+    await jobs.transition(
+      row.id,
+      { status: ["running"], owner: this.owner },
+      { status: "completed", finished_at: nowIso(), lease_owner: null, lease_expires_at: null },
+      [
+        {
+          type: "training.completed",
+          artifacts,
+          metrics: {
+            steps: result?.steps ?? 0,
+            finalLoss: result?.finalLoss ?? null,
+            evalLoss: result?.evalLoss ?? null,
+            trainSeconds: message.trainSeconds,
+          },
+        },
+        { type: "end" },
+      ],
+    );
   }
 
   private async requeue(row: JobRow, checkpoint: string | null): Promise<void> {

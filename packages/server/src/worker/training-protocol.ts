@@ -1,7 +1,7 @@
-// Messages between a job runner and its training thread.
+// Messages between a job runner and its training process.
 import type { TrainHyperparameters, TrainProgress, TrainResult } from "@svc/engine";
 
-export interface TrainingThreadInput {
+export interface TrainingProcessInput {
   modelDir: string;
   trainPath: string;
   evalPath: string | null;
@@ -12,11 +12,11 @@ export interface TrainingThreadInput {
   dryRun: boolean;
 }
 
-export type TrainingThreadMessage =
+export type TrainingProcessMessage =
   | { type: "started"; totalSteps: number; trainExamples: number; evalExamples: number }
   | { type: "progress"; progress: TrainProgress }
   | { type: "checkpoint"; step: number; dir: string }
   | { type: "result"; result: TrainResult | null; trainSeconds: number }
   | { type: "error"; message: string; step: number | null };
 
-export type TrainingThreadCommand = { type: "abort" };
+export type TrainingProcessCommand = { type: "start"; input: TrainingProcessInput } | { type: "abort" };

@@ -1,20 +1,31 @@
-// Runs one training job inside a worker thread so the server's event loop
-// stays free: reads the datasets, loads the base model, calls the engine's
-// train() and reports progress, checkpoints and the result as messages.
-import { parentPort, workerData } from "node:worker_threads";
+// Runs one training job in a child process of the server (forked by the job
+// runner), so a crash in the native kernels costs this job's process only:
+// reads the datasets, loads the base model, calls the engine's train() and
+// reports progress, checkpoints and the result as IPC messages.
 import { type DatasetRow, loadModel, readDataset, train } from "@svc/engine";
+import { exitWithParent } from "../process/engine-process.js";
 import type {
-  TrainingThreadCommand,
-  TrainingThreadInput,
-  TrainingThreadMessage,
+  TrainingProcessCommand,
+  TrainingProcessInput,
+  TrainingProcessMessage,
 } from "./training-protocol.js";
 
-const input = workerData as TrainingThreadInput;
-const port = parentPort!;
-const post = (message: TrainingThreadMessage) => port.postMessage(message);
+exitWithParent();
 const controller = new AbortController();
-port.on("message", (command: TrainingThreadCommand) => {
-  if (command.type === "abort") controller.abort();
+// SIGTERM (a service manager stopping the whole group) checkpoints and stops, as an abort does.
+process.on("SIGTERM", () => controller.abort());
+
+/** Sends a message and resolves once it is handed to the IPC channel. */
+const post = (message: TrainingProcessMessage) =>
+  new Promise<void>((resolve) => {
+    if (!process.send?.(message, undefined, {}, () => resolve())) resolve();
+  });
+
+const input = await new Promise<TrainingProcessInput>((resolve) => {
+  process.on("message", (command: TrainingProcessCommand) => {
+    if (command.type === "start") resolve(command.input);
+    else if (command.type === "abort") controller.abort();
+  });
 });
 
 /** Deterministic shuffle (mulberry32) so a job's eval split is the same on every resume. */
@@ -36,7 +47,7 @@ function shuffled<T>(rows: T[], seed: number): T[] {
 }
 
 /** Optimizer steps the run will take (the engine's rule: maxSteps, else epochs × ceil(batches / accumulation)). */
-function plannedSteps(examples: number, hp: TrainingThreadInput["hyperparameters"]): number {
+function plannedSteps(examples: number, hp: TrainingProcessInput["hyperparameters"]): number {
   if (typeof hp.maxSteps === "number") return hp.maxSteps;
   const batchSize = hp.batchSize ?? 4;
   const accumulation = hp.gradientAccumulationSteps ?? 1;
@@ -58,14 +69,14 @@ async function main(): Promise<void> {
       }
     }
     const model = await loadModel(input.modelDir);
-    post({
+    await post({
       type: "started",
       totalSteps: plannedSteps(trainSet.length, input.hyperparameters),
       trainExamples: trainSet.length,
       evalExamples: evalSet?.length ?? 0,
     });
     if (input.dryRun) {
-      post({ type: "result", result: null, trainSeconds: 0 });
+      await post({ type: "result", result: null, trainSeconds: 0 });
       return;
     }
     const started = performance.now();
@@ -79,16 +90,17 @@ async function main(): Promise<void> {
       resumeFrom: input.resumeFrom ?? undefined,
       onProgress: (progress) => {
         lastStep = progress.step;
-        post({ type: "progress", progress });
+        void post({ type: "progress", progress });
       },
+      // Awaited, so the checkpoint is reported before training goes on past it.
       onCheckpoint: (checkpoint) => post({ type: "checkpoint", step: checkpoint.step, dir: checkpoint.dir }),
     });
-    post({ type: "result", result, trainSeconds: (performance.now() - started) / 1000 });
+    await post({ type: "result", result, trainSeconds: (performance.now() - started) / 1000 });
   } catch (error) {
-    post({ type: "error", message: (error as Error).message ?? String(error), step: lastStep });
+    await post({ type: "error", message: (error as Error).message ?? String(error), step: lastStep });
   }
 }
 
 await main();
-// The message listener would keep this thread alive; the job is over.
-port.close();
+// The IPC channel would keep this process alive; the job is over.
+process.disconnect();

@@ -1,0 +1,64 @@
+// The inference process: a child of the server that holds the loaded models,
+// adapters and generators (continuous batching across all requests) and runs
+// every generation, so tokenization and the native kernels run off the
+// server's event loop, and a native crash here cannot take the API or the
+// edge down with it.
+import { isEngineError } from "@svc/engine";
+import { exitWithParent } from "../process/engine-process.js";
+import { EnginePool } from "./engine-pool.js";
+import type { GenerationTarget, InferenceCommand, InferenceReply } from "./inference-protocol.js";
+
+exitWithParent();
+const pool = new EnginePool();
+const running = new Map<number, AbortController>();
+const reply = (message: InferenceReply) => process.send?.(message);
+
+function prepare(target: GenerationTarget) {
+  return Promise.all([
+    pool.generator(target.modelDir),
+    target.adapterDir ? pool.adapter(target.adapterDir) : null,
+  ]);
+}
+
+function replyError(id: number, error: unknown) {
+  const code = isEngineError(error) ? error.code : null;
+  reply({ type: "error", id, message: (error as Error).message ?? String(error), code });
+}
+
+async function generate(command: Extract<InferenceCommand, { type: "generate" }>) {
+  const controller = new AbortController();
+  running.set(command.id, controller);
+  try {
+    const [generator, adapter] = await prepare(command);
+    const generation = generator.generate({ ...command.request, adapter, signal: controller.signal });
+    for (;;) {
+      const next = await generation.next();
+      if (next.done) {
+        reply({ type: "result", id: command.id, result: next.value });
+        break;
+      }
+      reply({ type: "chunk", id: command.id, chunk: next.value });
+    }
+  } catch (error) {
+    replyError(command.id, error);
+  } finally {
+    running.delete(command.id);
+  }
+}
+
+process.on("message", (command: InferenceCommand) => {
+  switch (command.type) {
+    case "prepare":
+      prepare(command).then(
+        () => reply({ type: "prepared", id: command.id }),
+        (error) => replyError(command.id, error),
+      );
+      return;
+    case "generate":
+      void generate(command);
+      return;
+    case "abort":
+      running.get(command.id)?.abort();
+      return;
+  }
+});

@@ -1,0 +1,29 @@
+// Messages between the server and its inference process. Requests carry
+// folders, not loaded objects: the process loads and caches models and adapters.
+import type { ChatMessage, GenerationChunk, GenerationResult } from "@svc/engine";
+
+/** A generation request as it crosses the process boundary (no adapter object, no signal). */
+export interface ChatGeneration {
+  messages: ChatMessage[];
+  temperature?: number;
+  topP?: number;
+  maxTokens?: number;
+  stop?: string[];
+  seed?: number;
+}
+
+export interface GenerationTarget {
+  modelDir: string;
+  adapterDir: string | null;
+}
+
+export type InferenceCommand =
+  | ({ type: "prepare"; id: number } & GenerationTarget)
+  | ({ type: "generate"; id: number; request: ChatGeneration } & GenerationTarget)
+  | { type: "abort"; id: number };
+
+export type InferenceReply =
+  | { type: "prepared"; id: number }
+  | { type: "chunk"; id: number; chunk: GenerationChunk }
+  | { type: "result"; id: number; result: GenerationResult }
+  | { type: "error"; id: number; message: string; code: string | null };

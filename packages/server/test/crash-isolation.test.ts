@@ -1,0 +1,172 @@
+// Native crashes cannot take the server down: training and generation run in
+// child processes of the server. A training process killed with SIGSEGV is
+// logged with its signal and the job resumes from its last checkpoint (or
+// restarts once from the first step when it had none) while the API and the
+// edge keep answering; an inference process killed mid-request fails that
+// request with the reason and the next request starts a new process.
+import assert from "node:assert/strict";
+import { after, describe, it } from "node:test";
+import OpenAI from "openai";
+import {
+  type Backend,
+  call,
+  createJob,
+  eventsUntilEnd,
+  newIdentity,
+  openEvents,
+  readSse,
+  type ServerProcess,
+  type SseFrame,
+  serverFor,
+  TINY_MODEL,
+  until,
+  uploadDataset,
+} from "./harness.js";
+
+const FAST_POLL = ["--job-poll-ms", "100"];
+
+/** The pid of the process the server's log names for this pattern's first group, once it appears. */
+function pidFromLog(server: ServerProcess, pattern: RegExp): Promise<number> {
+  return until(`a pid in the server log matching ${pattern}`, async () => {
+    const matches = [...server.output().matchAll(new RegExp(pattern, "g"))];
+    return matches.length ? Number(matches.at(-1)?.[1]) : null;
+  });
+}
+
+const trainingPid = (server: ServerProcess, jobId: string, nth: number) =>
+  until(`training process ${nth} of job ${jobId}`, async () => {
+    const pids = [...server.output().matchAll(new RegExp(`runs job ${jobId} in process (\\d+)`, "g"))];
+    return pids.length >= nth ? Number(pids[nth - 1][1]) : null;
+  });
+
+const stepsOf = (frames: SseFrame[], event: string) =>
+  frames.filter((f) => f.event === event).map((f) => JSON.parse(f.data).step as number);
+
+for (const backend of ["sqlite", "postgres"] as Backend[]) {
+  describe(`crash isolation (${backend})`, () => {
+    let server: ServerProcess;
+    let cleanup: () => Promise<void>;
+    after(async () => cleanup?.());
+
+    it("a training process killed by SIGSEGV is logged and resumes from its checkpoint; the API and edge keep serving", async () => {
+      const started = await serverFor(backend, FAST_POLL);
+      server = started;
+      cleanup = started.cleanup;
+      const id = await newIdentity(server.apiUrl);
+      const deployment = (
+        await call(server.apiUrl, "POST", `/v1/endpoints?${id.scope}`, {
+          token: id.token,
+          json: {
+            slug: `crash-${backend}-${process.pid}`,
+            target: { kind: "base_model", baseModel: TINY_MODEL },
+          },
+        })
+      ).body.deployment;
+      const key = (
+        await call(server.apiUrl, "POST", `/v1/endpoints/${deployment.id}/keys`, {
+          token: id.token,
+          json: { label: "k" },
+        })
+      ).body.key;
+      const job = await createJob(server.apiUrl, id, (await uploadDataset(server.apiUrl, id)).id, {
+        maxSteps: 120,
+        saveSteps: 5,
+      });
+      const stream = await openEvents(server.apiUrl, id.token, job.id);
+      await readSse(stream, { stopWhen: (f) => f.event === "checkpoint.saved" });
+      const pid = await trainingPid(server, job.id, 1);
+      process.kill(pid, "SIGSEGV");
+
+      // While the job restarts, the API and the edge answer.
+      const health = await call(server.apiUrl, "GET", "/healthz");
+      assert.equal(health.status, 200);
+      const openai = new OpenAI({
+        apiKey: key.plaintext,
+        baseURL: `${server.edgeUrl}/d/${deployment.slug}/v1`,
+        maxRetries: 0,
+      });
+      const completion = await openai.chat.completions.create({
+        model: "x",
+        messages: [{ role: "user", content: "hi" }],
+        max_tokens: 2,
+      });
+      assert.equal(completion.object, "chat.completion");
+
+      const frames = await eventsUntilEnd(server.apiUrl, id.token, job.id, 120_000);
+      const events = frames.map((f) => f.event);
+      assert.equal(events.at(-2), "training.completed", events.join(","));
+      assert.equal(JSON.parse(frames.at(-2)!.data).metrics.steps, 120);
+      const starts = events.flatMap((e, i) => (e === "training.started" ? [i] : []));
+      assert.equal(starts.length, 2, "one start per training process");
+      const lastCheckpoint = stepsOf(frames.slice(0, starts[1]), "checkpoint.saved").at(-1) as number;
+      assert.equal(
+        stepsOf(frames.slice(starts[1]), "training.log")[0],
+        lastCheckpoint + 1,
+        "resumed after the checkpoint",
+      );
+      assert.match(
+        server.output(),
+        new RegExp(
+          `job ${job.id}: the training process was killed by SIGSEGV \\(signal 11, segmentation fault\\)`,
+        ),
+      );
+      assert.match(
+        server.output(),
+        new RegExp(`job ${job.id}: restarting training from .*checkpoint-${lastCheckpoint}`),
+      );
+      assert.equal(server.proc.exitCode, null, "the server is still running");
+    });
+
+    it("a crash before the first checkpoint restarts from the first step once; a second crash fails the job with the signal", async () => {
+      const id = await newIdentity(server.apiUrl);
+      const job = await createJob(server.apiUrl, id, (await uploadDataset(server.apiUrl, id)).id, {
+        maxSteps: 100_000,
+        saveSteps: 100_000,
+      });
+      const stream = await openEvents(server.apiUrl, id.token, job.id);
+      await readSse(stream, { stopWhen: (f) => f.event === "training.log" });
+      process.kill(await trainingPid(server, job.id, 1), "SIGSEGV");
+      process.kill(await trainingPid(server, job.id, 2), "SIGSEGV");
+      const frames = await eventsUntilEnd(server.apiUrl, id.token, job.id, 60_000);
+      const events = frames.map((f) => f.event);
+      const processes = server.output().match(new RegExp(`runs job ${job.id} in process`, "g"));
+      assert.equal(processes?.length, 2, "the first run and one restart from the first step");
+      assert.equal(events.at(-2), "training.failed", events.join(","));
+      assert.match(
+        JSON.parse(frames.at(-2)!.data).error,
+        /^the training process was killed by SIGSEGV \(signal 11, segmentation fault\).*; it had no checkpoint to resume from$/,
+      );
+      assert.match(server.output(), new RegExp(`job ${job.id}: restarting training from the first step`));
+      const got = await call(server.apiUrl, "GET", `/v1/jobs/${job.id}`, { token: id.token });
+      assert.equal(got.body.job.status, "failed");
+    });
+
+    it("an inference process killed mid-request fails that request with the reason; the next request starts a new one", async () => {
+      const id = await newIdentity(server.apiUrl);
+      const chat = (maxTokens: number) =>
+        call(server.apiUrl, "POST", `/v1/inference/chat?${id.scope}`, {
+          token: id.token,
+          json: { baseModel: TINY_MODEL, messages: [{ role: "user", content: "hi" }], maxTokens },
+        });
+      assert.equal((await chat(2)).status, 200, "the inference process is up");
+      const pid = await pidFromLog(server, /inference runs in process (\d+)/);
+      // Stopped, the process holds the next request in flight until the signal lands.
+      process.kill(pid, "SIGSTOP");
+      const inFlight = chat(2);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      process.kill(pid, "SIGSEGV");
+      process.kill(pid, "SIGCONT");
+      const failed = await inFlight;
+      assert.equal(failed.status, 503, JSON.stringify(failed.body));
+      assert.equal(failed.body.error.code, "inference_unavailable");
+      assert.match(failed.body.error.message, /inference process was killed by SIGSEGV \(signal 11/);
+      assert.match(server.output(), new RegExp(`the inference process ${pid} was killed by SIGSEGV`));
+
+      const again = await chat(2);
+      assert.equal(again.status, 200, JSON.stringify(again.body));
+      const next = await pidFromLog(server, /inference runs in process (\d+)/);
+      assert.notEqual(next, pid);
+      assert.equal((await call(server.apiUrl, "GET", "/healthz")).status, 200);
+    });
+  });
+}
