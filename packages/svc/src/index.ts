@@ -3,7 +3,7 @@
 export * from "@svc/server/wire";
 export { type AuthConfig, CloudApiClient, CloudApiError } from "./sdk/client.js";
 export type { CloudApi, CloudApiClientOptions, CloudApiErrorShape } from "./sdk/cloud-api.js";
-export { cloudApiUrl, DEFAULT_CLOUD_API_URL, ensureLocalServer, isDefaultCloudApi } from "./sdk/config.js";
+export { cloudApiUrl, DEFAULT_CLOUD_API_URL, isDefaultCloudApi } from "./sdk/config.js";
 export {
   type AnonymousCredentials,
   bearerToken,
@@ -26,6 +26,7 @@ export {
   type ReceivedJobEvent,
   streamJobEvents,
 } from "./sdk/job-event-stream.js";
+export { ensureLocalServer } from "./sdk/local-server.js";
 export { SUPPORTED_MODELS, type SupportedModel } from "./sdk/models.js";
 export {
   ensureProjectState,

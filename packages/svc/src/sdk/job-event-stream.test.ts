@@ -4,6 +4,7 @@ import assert from "node:assert/strict";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { after, test } from "node:test";
+import { ApiUnreachableError, type StreamRecovery } from "./api-recovery.js";
 import { CloudApiClient, CloudApiError } from "./client.js";
 import { streamJobEvents } from "./job-event-stream.js";
 
@@ -105,17 +106,55 @@ for (const status of [401, 403]) {
   });
 }
 
-test("server errors are retried with backoff, then give up with a clear message", async () => {
+test("server errors are retried with backoff, then give up after giveUpMs with the resume hint", async () => {
   let calls = 0;
   const client = await serve((_req, res) => {
     calls++;
     res.writeHead(503).end();
   });
-  await assert.rejects(async () => {
-    for await (const _ of streamJobEvents({ client, jobId: "j1", maxAttempts: 3, ...fast })) {
-    }
-  }, /lost the event stream of job j1 after 3 attempts/);
-  assert.equal(calls, 4);
+  const t0 = Date.now();
+  await assert.rejects(
+    async () => {
+      for await (const _ of streamJobEvents({ client, jobId: "j1", giveUpMs: 300, ...fast })) {
+      }
+    },
+    (e: Error) =>
+      e instanceof ApiUnreachableError &&
+      /^gave up after 1s: the cloud API at http:\/\/127\.0\.0\.1:\d+ does not answer \(.+\)\. Job j1 was not cancelled; follow it again with: svc jobs follow j1$/.test(
+        e.message,
+      ),
+  );
+  assert.ok(calls >= 3, `retried (${calls} calls)`);
+  assert.ok(Date.now() - t0 < 2000, "gave up on time");
+});
+
+test("a recovery that restores the API reconnects at once and hears the outage's end", async () => {
+  const client = await serve((_req, res, n) => {
+    res.writeHead(200, { "Content-Type": "text/event-stream" });
+    if (n === 0) {
+      res.write(frame(5, "training.log", { step: 1, loss: 1 }));
+      setTimeout(() => res.destroy(), 20);
+    } else res.end(`${frame(6, "training.completed", { artifacts: [] })}event: end\ndata: {}\n\n`);
+  });
+  const calls: string[] = [];
+  const recovery: StreamRecovery = {
+    recover: async (reason) => {
+      calls.push(`recover: ${reason.length > 0}`);
+      return "now";
+    },
+    waiting: () => calls.push("waiting"),
+    connected: (id) => calls.push(`connected ${id}`),
+  };
+  const types: string[] = [];
+  for await (const { event } of streamJobEvents({
+    client,
+    jobId: "j1",
+    recovery,
+    backoff: { baseMs: 60_000 },
+  }))
+    types.push(event.type);
+  assert.deepEqual(types, ["training.log", "training.completed"]);
+  assert.deepEqual(calls, ["connected undefined", "recover: true", "connected 5"]);
 });
 
 test("aborting stops the local wait with the abort reason", async () => {

@@ -1,8 +1,17 @@
 // Follows a job's event stream to its `end`: resumes with Last-Event-ID after a
 // dropped connection, waits a jittered backoff between attempts, treats a stream
 // that stays silent (not even a ping) for idleTimeoutMs as dead, and gives up at
-// once on answers that retrying cannot fix (401, 403, 404, 400).
+// once on answers that retrying cannot fix (401, 403, 404, 400). When no
+// connection succeeds for giveUpMs it gives up with ApiUnreachableError; a
+// `recovery` (api-recovery.ts) may restore the API in between (restart the
+// local server) and reports the outage.
 import type { JobEvent } from "@svc/server/wire";
+import {
+  ApiUnreachableError,
+  defaultGiveUpMs,
+  defaultIdleTimeoutMs,
+  type StreamRecovery,
+} from "./api-recovery.js";
 import { type BackoffOptions, backoffDelay, sleep } from "./backoff.js";
 import { CloudApiError } from "./client.js";
 import type { CloudApi } from "./cloud-api.js";
@@ -12,11 +21,13 @@ export interface JobEventStreamOptions {
   client: Pick<CloudApi, "openJobEvents">;
   jobId: string;
   signal?: AbortSignal;
-  /** Silence longer than this (no bytes at all) drops the connection and reconnects. Default 45 s or SVC_EVENT_IDLE_TIMEOUT_MS. */
+  /** Silence longer than this (no bytes at all) drops the connection and reconnects. Default: defaultIdleTimeoutMs(). */
   idleTimeoutMs?: number;
   backoff?: BackoffOptions;
-  /** Consecutive failed attempts before giving up. Default 30. */
-  maxAttempts?: number;
+  /** Time without a successful connection before giving up. Default: defaultGiveUpMs(). */
+  giveUpMs?: number;
+  /** Restores or reports on the API between attempts (apiRecovery). */
+  recovery?: StreamRecovery;
   /** Resume after this event id instead of from the first event. */
   lastEventId?: string;
   onReconnect?: (info: { attempt: number; delayMs: number; reason: string }) => void;
@@ -38,17 +49,14 @@ export class JobEventStreamError extends Error {
 
 class IdleTimeout extends Error {}
 
-export function defaultIdleTimeoutMs(): number {
-  const fromEnv = Number(process.env.SVC_EVENT_IDLE_TIMEOUT_MS);
-  return Number.isFinite(fromEnv) && fromEnv > 0 ? fromEnv : 45_000;
-}
-
 /** Yields every job event up to (not including) `end`, in order, exactly once. */
 export async function* streamJobEvents(options: JobEventStreamOptions): AsyncGenerator<ReceivedJobEvent> {
   const idleTimeoutMs = options.idleTimeoutMs ?? defaultIdleTimeoutMs();
-  const maxAttempts = options.maxAttempts ?? 30;
+  const giveUpMs = options.giveUpMs ?? defaultGiveUpMs();
   let lastEventId = options.lastEventId;
   let failures = 0;
+  /** When the current run of failed attempts began; null while connected. */
+  let failingSince: number | null = null;
   for (;;) {
     options.signal?.throwIfAborted();
     const connection = new AbortController();
@@ -68,6 +76,8 @@ export async function* streamJobEvents(options: JobEventStreamOptions): AsyncGen
         signal: connection.signal,
       });
       if (!res.body) throw new JobEventStreamError("the event stream answered without a body");
+      failingSince = null;
+      options.recovery?.connected(lastEventId);
       for await (const frame of readServerSentEvents(res.body, { onActivity: arm })) {
         if (frame.id !== undefined) lastEventId = frame.id;
         if (frame.event === "ping") continue;
@@ -109,13 +119,22 @@ export async function* streamJobEvents(options: JobEventStreamOptions): AsyncGen
       connection.abort();
     }
     failures++;
-    if (failures > maxAttempts) {
-      throw new JobEventStreamError(
-        `lost the event stream of job ${options.jobId} after ${maxAttempts} attempts: ${reason}`,
-      );
+    failingSince ??= Date.now();
+    const giveUp = () => new ApiUnreachableError(options.jobId, apiUrlOf(options.client), giveUpMs, reason);
+    if (Date.now() - failingSince >= giveUpMs) throw giveUp();
+    if ((await options.recovery?.recover(reason)) === "now") {
+      options.onReconnect?.({ attempt: failures, delayMs: 0, reason });
+      continue;
     }
-    const delayMs = backoffDelay(failures - 1, options.backoff);
+    const giveUpInMs = failingSince + giveUpMs - Date.now();
+    if (giveUpInMs <= 0) throw giveUp();
+    const delayMs = Math.min(backoffDelay(failures - 1, options.backoff), giveUpInMs);
     options.onReconnect?.({ attempt: failures, delayMs, reason });
+    options.recovery?.waiting({ attempt: failures, delayMs, giveUpInMs });
     await sleep(delayMs, options.signal);
   }
+}
+
+function apiUrlOf(client: object): string {
+  return "baseUrl" in client && typeof client.baseUrl === "string" ? client.baseUrl : "(unknown)";
 }

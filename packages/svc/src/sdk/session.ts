@@ -2,8 +2,9 @@
 // credentials, and (for scoped routes) the project state, resolved in that order.
 import { resolve } from "node:path";
 import { CloudApiClient } from "./client.js";
-import { cloudApiUrl, ensureLocalServer } from "./config.js";
+import { cloudApiUrl } from "./config.js";
 import { bearerToken, type Credentials, ensureCredentials } from "./credentials.js";
+import { ensureLocalServer } from "./local-server.js";
 import { ensureProjectState, type ProjectState, readProjectState } from "./project-state.js";
 
 export interface SvcSession {

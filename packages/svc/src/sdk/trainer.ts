@@ -4,6 +4,7 @@
 import { readFile } from "node:fs/promises";
 import { basename, resolve } from "node:path";
 import type { Artifact, Dataset, Job, JobEvent } from "@svc/server/wire";
+import { type ApiNotice, apiRecovery, formatApiNotice } from "./api-recovery.js";
 import type { CloudApiClient } from "./client.js";
 import { bindInfer } from "./infer.js";
 import { streamJobEvents } from "./job-event-stream.js";
@@ -26,6 +27,11 @@ export interface WaitOptions {
   /** Sees every event before the callbacks do (the CLI's progress output uses it). */
   onEvent?: (event: JobEvent) => void | Promise<void>;
   signal?: AbortSignal;
+  /**
+   * Hears when the cloud API goes away and what is done about it (local server
+   * restarted, retry countdown, back). Default: one line each on stderr.
+   */
+  onApiNotice?: (notice: ApiNotice) => void;
 }
 
 export interface Trainer {
@@ -124,7 +130,10 @@ class SvcTrainer implements Trainer {
       | { kind: "cancelled" }
       | null = null;
 
-    for await (const { event } of streamJobEvents({ client, jobId, signal })) {
+    const onApiNotice =
+      waitOptions.onApiNotice ?? ((n: ApiNotice) => process.stderr.write(`svc: ${formatApiNotice(n)}\n`));
+    const recovery = apiRecovery(onApiNotice);
+    for await (const { event } of streamJobEvents({ client, jobId, signal, recovery })) {
       await waitOptions.onEvent?.(event);
       switch (event.type) {
         case "training.started":

@@ -2,8 +2,9 @@
 // from disk on every call and a fresh CloudApiClient is built, so `svc login`,
 // `svc logout` or a hand-written .svc/state.json take effect without a restart.
 import { CloudApiClient } from "../sdk/client.js";
-import { cloudApiUrl, ensureLocalServer } from "../sdk/config.js";
+import { cloudApiUrl } from "../sdk/config.js";
 import { bearerToken, type Credentials, ensureCredentials } from "../sdk/credentials.js";
+import { ensureLocalServer } from "../sdk/local-server.js";
 import { ensureProjectState, type ProjectState, readProjectState } from "../sdk/project-state.js";
 import { StudioError } from "./errors.js";
 
@@ -22,9 +23,11 @@ let serverStarting: Promise<void> | null = null;
 /** Starts the local server once when it is the target and nothing answers (shared by concurrent requests). */
 export function ensureCloudApi(): Promise<void> {
   if (!serverStarting) {
-    serverStarting = ensureLocalServer().finally(() => {
-      serverStarting = null;
-    });
+    serverStarting = ensureLocalServer()
+      .then(() => undefined)
+      .finally(() => {
+        serverStarting = null;
+      });
   }
   return serverStarting;
 }

@@ -2,6 +2,7 @@
 // ports with its own data directory, temporary HOMEs and projects.
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtemp } from "node:fs/promises";
+import { type AddressInfo, createServer as createNetServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -86,12 +87,21 @@ export interface TestServer {
   stop(): Promise<void>;
 }
 
-/** `svc server` on ephemeral ports; resolves once it prints its ready line. */
-export async function startTestServer(options: { home: string; args?: string[] }): Promise<TestServer> {
-  const dataDir = await tempDir("server-data");
+/**
+ * `svc server` on ephemeral ports (or the given API port, to stand in for a server
+ * that came back); resolves once it prints its ready line.
+ */
+export async function startTestServer(options: {
+  home: string;
+  args?: string[];
+  port?: number;
+  dataDir?: string;
+}): Promise<TestServer> {
+  const dataDir = options.dataDir ?? (await tempDir("server-data"));
+  const port = String(options.port ?? 0);
   const child = spawn(
     process.execPath,
-    [SVC_BIN, "server", "--port", "0", "--edge-port", "0", "--data-dir", dataDir, ...(options.args ?? [])],
+    [SVC_BIN, "server", "--port", port, "--edge-port", "0", "--data-dir", dataDir, ...(options.args ?? [])],
     { env: cliEnv(options.home, null), stdio: ["ignore", "pipe", "pipe"] },
   );
   let output = "";
@@ -135,13 +145,91 @@ export async function startTestModelServer(home: string): Promise<TestServer> {
   return startTestServer({ home, args: ["--bundled-models", "none", "--model", `${TEST_MODEL}=${model}`] });
 }
 
-/** A tiny random Llama folder (the engine's test helper), to register as TEST_MODEL. */
-export async function createTestModel(): Promise<string> {
+/** A tiny random Llama folder (the engine's test helper), to register as TEST_MODEL; `options` sizes it. */
+export async function createTestModel(options: Record<string, unknown> = {}): Promise<string> {
   const dir = await tempDir("tiny-model");
   const url = join(REPO_ROOT, "packages", "engine", "dist", "src", "testing", "random-model.js");
   const { createRandomModel } = (await import(url)) as {
     createRandomModel(dir: string, options?: Record<string, unknown>): Promise<void>;
   };
-  await createRandomModel(dir, { seed: 1 });
+  await createRandomModel(dir, { seed: 1, ...options });
   return dir;
+}
+
+/** A TCP port nothing listens on at the moment of asking. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createNetServer();
+    s.once("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const { port } = s.address() as AddressInfo;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+export interface LiveProcess {
+  child: ChildProcess;
+  output(): string;
+  /** Resolves with the output once it matches `re`; rejects when the process ends first or after timeoutMs. */
+  waitFor(re: RegExp, timeoutMs?: number): Promise<string>;
+  done: Promise<RunResult>;
+}
+
+/** A process whose output the test watches while it runs (to act mid-run). stdout and stderr interleave. */
+export function startProcess(
+  command: string,
+  args: string[],
+  options: { cwd: string; env: NodeJS.ProcessEnv },
+): LiveProcess {
+  const child = spawn(command, args, {
+    cwd: options.cwd,
+    env: options.env,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let all = "";
+  let stdout = "";
+  let stderr = "";
+  const listeners = new Set<() => void>();
+  const onData = (which: "out" | "err") => (d: Buffer) => {
+    all += d;
+    if (which === "out") stdout += d;
+    else stderr += d;
+    for (const l of listeners) l();
+  };
+  child.stdout!.on("data", onData("out"));
+  child.stderr!.on("data", onData("err"));
+  const done = new Promise<RunResult>((resolve) =>
+    child.on("close", (code) => {
+      for (const l of listeners) l();
+      resolve({ code, stdout, stderr });
+    }),
+  );
+  return {
+    child,
+    output: () => all,
+    done,
+    waitFor: (re, timeoutMs = 120_000) =>
+      new Promise((resolve, reject) => {
+        const check = () => {
+          if (re.test(all)) {
+            cleanup();
+            resolve(all);
+          } else if (child.exitCode !== null || child.signalCode !== null) {
+            cleanup();
+            reject(new Error(`process ended before ${re}:\n${all}`));
+          }
+        };
+        const timer = setTimeout(() => {
+          cleanup();
+          reject(new Error(`no ${re} within ${timeoutMs} ms:\n${all}`));
+        }, timeoutMs);
+        const cleanup = () => {
+          clearTimeout(timer);
+          listeners.delete(check);
+        };
+        listeners.add(check);
+        check();
+      }),
+  };
 }

@@ -3,7 +3,7 @@
 // identity line `<mode> · <org>[ / <project>]`.
 import { spawn } from "node:child_process";
 import { CloudApiClient } from "../../sdk/client.js";
-import { cloudApiUrl, ensureLocalServer } from "../../sdk/config.js";
+import { cloudApiUrl } from "../../sdk/config.js";
 import {
   bearerToken,
   credentialsPath,
@@ -11,6 +11,7 @@ import {
   readCredentials,
   writeCredentials,
 } from "../../sdk/credentials.js";
+import { ensureLocalServer } from "../../sdk/local-server.js";
 import { runLoginFlow } from "../../sdk/oidc.js";
 import { readProjectState } from "../../sdk/project-state.js";
 import { defaultProjectDir } from "../../sdk/session.js";

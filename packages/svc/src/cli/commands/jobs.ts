@@ -1,8 +1,11 @@
 // svc jobs [list] | show <id> | cancel <id> | follow <id>: the project's training runs.
+
+import { apiRecovery } from "../../sdk/api-recovery.js";
 import { CloudApiError } from "../../sdk/client.js";
 import { streamJobEvents } from "../../sdk/job-event-stream.js";
 import { openExistingScopedSession, type ScopedSvcSession } from "../../sdk/session.js";
 import { type Command, parse, requirePositional, UsageError } from "../args.js";
+import { OutagePrinter } from "../outage.js";
 import { printJson, table } from "../output.js";
 import { JobProgressPrinter } from "../progress.js";
 
@@ -20,7 +23,8 @@ export const jobsCommand: Command = {
   usage: [
     "Usage: svc jobs [list] [--json]",
     "       svc jobs show <id> [--json]",
-    "       svc jobs follow <id>     print the job's events until it ends",
+    "       svc jobs follow <id>     print the job's events until it ends (an outage of the",
+    "                                cloud API is handled as in svc start --help)",
     "       svc jobs cancel <id>",
   ].join("\n"),
   async run(argv) {
@@ -69,12 +73,19 @@ export const jobsCommand: Command = {
     }
     if (sub === "follow") {
       const printer = new JobProgressPrinter(process.stdout);
+      const outage = new OutagePrinter(printer, process.stdout);
       let failed = false;
-      for await (const { event } of streamJobEvents({ client: scoped, jobId: id })) {
-        printer.event(event);
-        if (event.type === "training.failed" || event.type === "training.cancelled") failed = true;
+      try {
+        const recovery = apiRecovery(outage.notice);
+        for await (const { event } of streamJobEvents({ client: scoped, jobId: id, recovery })) {
+          outage.stopCountdown();
+          printer.event(event);
+          if (event.type === "training.failed" || event.type === "training.cancelled") failed = true;
+        }
+      } finally {
+        outage.stopCountdown();
+        printer.finish();
       }
-      printer.finish();
       return failed ? 1 : 0;
     }
     throw new UsageError(`unknown subcommand "${sub}"`);

@@ -1,10 +1,11 @@
 // svc start: run the project's trainer. Reuses .svc/build/index.mjs when present
 // (svc build refreshes it), submits the job and prints its progress until it ends.
-import { ensureLocalServer } from "../../sdk/config.js";
+import { ensureLocalServer } from "../../sdk/local-server.js";
 import { loadProject, ManifestBuildError } from "../../sdk/manifest.js";
 import { defaultProjectDir } from "../../sdk/session.js";
 import { TrainingCancelledError, TrainingFailedError } from "../../sdk/trainer.js";
 import { type Command, parse } from "../args.js";
+import { OutagePrinter } from "../outage.js";
 import { JobProgressPrinter } from "../progress.js";
 
 export const startCommand: Command = {
@@ -18,6 +19,11 @@ export const startCommand: Command = {
     "Prints progress until the job ends: a progress bar on a terminal, plain lines",
     "such as `step 10/60 loss=1.2340 evalLoss=1.4560` otherwise. Exits 1 when the",
     "job fails or is cancelled. Ctrl-C stops watching; the job keeps running.",
+    "",
+    "When the cloud API goes away while the job runs, svc start says so in one line.",
+    "The local server it started is restarted and the job followed from its last",
+    "event; a remote SVC_CLOUD_API_URL is retried for 2 minutes, then svc start",
+    "exits 1 with the command that resumes following (svc jobs follow <id>).",
     "",
     "Options:",
     "  --rebuild  build the bundle even when one exists",
@@ -43,6 +49,10 @@ export const startCommand: Command = {
     }
     const { trainer } = manifest;
     await ensureLocalServer({
+      onStale: ({ pid }) =>
+        process.stdout.write(
+          `the local server pid ${pid} had died without a clean exit (stale pid file removed)\n`,
+        ),
       onStarting: ({ log }) => process.stdout.write(`starting the local server (log: ${log})\n`),
     });
     const { jobId } = await trainer.start();
@@ -50,16 +60,25 @@ export const startCommand: Command = {
     if (values.detach) return 0;
 
     const printer = new JobProgressPrinter(process.stdout);
+    const outage = new OutagePrinter(printer, process.stdout);
     const watching = new AbortController();
     const onSigint = () => watching.abort(new Error("interrupted"));
     process.once("SIGINT", onSigint);
     try {
-      const { artifacts } = await trainer.wait({ onEvent: (e) => printer.event(e), signal: watching.signal });
+      const { artifacts } = await trainer.wait({
+        onEvent: (e) => {
+          outage.stopCountdown();
+          printer.event(e);
+        },
+        onApiNotice: outage.notice,
+        signal: watching.signal,
+      });
       printer.finish();
       const final = artifacts.find((a) => a.kind === "final");
       process.stdout.write(`done: job ${jobId}${final ? ` (adapter: ${final.name})` : ""}\n`);
       return 0;
     } catch (err) {
+      outage.stopCountdown();
       printer.finish();
       if (watching.signal.aborted) {
         process.stderr.write(
