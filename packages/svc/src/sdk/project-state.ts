@@ -1,9 +1,14 @@
 // .svc/state.json: the project scope { orgSlug, projectSlug, projectId } sent to
 // the cloud API. Created lazily, and only for anonymous credentials, by the first
 // call that needs a scope; with OAuth credentials its absence is an error that
-// says what to write.
+// says what to write. A state naming a project the current identity cannot see
+// (~/.svc deleted, a new anonymous identity, a copied folder) is recreated for
+// anonymous credentials, the old file kept beside it; for OAuth it is an error
+// that says what to write instead.
 import { randomBytes } from "node:crypto";
+import { copyFile } from "node:fs/promises";
 import { basename, join, resolve } from "node:path";
+import type { Project } from "@svc/server/wire";
 import { type CloudApiClient, CloudApiError } from "./client.js";
 import type { Credentials } from "./credentials.js";
 import { readTextIfExists, writeJsonFileAtomically } from "./json-file.js";
@@ -23,6 +28,28 @@ export class MissingProjectStateError extends Error {
         `(svc whoami shows your org; GET /v1/projects?orgSlug=${orgSlug} lists its projects)`,
     );
     this.name = "MissingProjectStateError";
+    this.path = path;
+  }
+}
+
+export class StaleProjectStateError extends Error {
+  readonly path: string;
+  constructor(path: string, stale: ProjectState, orgSlug: string, fix: Project | null) {
+    const write = JSON.stringify(
+      fix
+        ? { orgSlug: fix.orgSlug ?? orgSlug, projectSlug: fix.slug, projectId: fix.id }
+        : { orgSlug, projectSlug: "<project slug>", projectId: "<project id>" },
+    );
+    super(
+      `${path} names org "${stale.orgSlug}" and project "${stale.projectSlug}", which the account you are signed in with ` +
+        `(OAuth, org "${orgSlug}") cannot see. Signed in with OAuth, svc does not create a project for you: ` +
+        `write ${write} to ${path}` +
+        (fix
+          ? ` (your project "${fix.slug}"; GET /v1/projects?orgSlug=${orgSlug} lists the others)`
+          : ` after creating a project with POST /v1/projects {"orgSlug":"${orgSlug}","slug":"<slug>","name":"<name>"}`) +
+        `, or run svc login as an account that can see ${stale.orgSlug}/${stale.projectSlug}`,
+    );
+    this.name = "StaleProjectStateError";
     this.path = path;
   }
 }
@@ -75,27 +102,71 @@ export function projectSlugFor(projectDir: string): string {
   return slug.length >= 2 ? slug : `project-${slug}`.replace(/-+$/, "");
 }
 
+/** The project the state names, when the current identity can see it; null when it cannot (the org or the project answers 404 or is absent). */
+async function visibleProject(client: CloudApiClient, state: ProjectState): Promise<Project | null> {
+  let projects: Project[];
+  try {
+    projects = await client.listProjects(state.orgSlug);
+  } catch (err) {
+    if (err instanceof CloudApiError && (err.status === 404 || err.status === 403)) return null;
+    throw err;
+  }
+  // The scope sent to the API is org + project slug; the id is informational.
+  return projects.find((p) => p.slug === state.projectSlug) ?? null;
+}
+
+export interface EnsureProjectStateOptions {
+  /** Told in one line when a stale state was replaced. Default: stderr. */
+  onNotice?: (line: string) => void;
+}
+
 export async function ensureProjectState(
   projectDir: string,
   client: CloudApiClient,
   credentials: Credentials,
+  options: EnsureProjectStateOptions = {},
 ): Promise<ProjectState> {
+  const path = projectStatePath(projectDir);
   const existing = await readProjectState(projectDir);
-  if (existing) return existing;
-  if (credentials.mode !== "anonymous") {
-    throw new MissingProjectStateError(projectStatePath(projectDir), credentials.orgSlug);
+  if (existing && (await visibleProject(client, existing))) return existing;
+  if (existing && credentials.mode !== "anonymous") {
+    const own = await client.listProjects(credentials.orgSlug).catch(() => [] as Project[]);
+    throw new StaleProjectStateError(path, existing, credentials.orgSlug, own[0] ?? null);
   }
+  if (!existing && credentials.mode !== "anonymous") {
+    throw new MissingProjectStateError(path, credentials.orgSlug);
+  }
+  let backup: string | null = null;
+  if (existing) {
+    backup = `${path}.bak-${new Date().toISOString().replace(/[:.]/g, "-")}`;
+    await copyFile(path, backup);
+  }
+  const state = await createProjectState(projectDir, client, credentials.orgSlug);
+  if (existing) {
+    const line =
+      `svc: project ${existing.orgSlug}/${existing.projectSlug} from ${path} was not found for the current identity; ` +
+      `created ${state.orgSlug}/${state.projectSlug} (old file kept as ${backup})`;
+    (options.onNotice ?? ((l) => process.stderr.write(`${l}\n`)))(line);
+  }
+  return state;
+}
+
+async function createProjectState(
+  projectDir: string,
+  client: CloudApiClient,
+  orgSlug: string,
+): Promise<ProjectState> {
   const base = projectSlugFor(projectDir);
   let slug = base;
   for (let attempt = 0; ; attempt++) {
     try {
       const project = await client.createProject({
-        orgSlug: credentials.orgSlug,
+        orgSlug,
         slug,
         name: basename(resolve(projectDir)),
       });
       const state = {
-        orgSlug: project.orgSlug ?? credentials.orgSlug,
+        orgSlug: project.orgSlug ?? orgSlug,
         projectSlug: project.slug,
         projectId: project.id,
       };

@@ -131,6 +131,30 @@ test("with OAuth and no .svc/state.json, scoped calls fail with what to write, a
   assert.deepEqual(JSON.parse(list.stdout), []);
 });
 
+test("with OAuth, a .svc/state.json naming a project this account cannot see is an error that says what to write", async () => {
+  const project = await tempDir("oauth-stale-project");
+  await mkdir(join(project, ".svc"));
+  const stale = JSON.stringify({ orgSlug: "anon-gone", projectSlug: "old-project", projectId: "x" });
+  await writeFile(join(project, ".svc", "state.json"), stale);
+  const r = await runSvc(["deploy", "create", "--slug", "oauth-stale", "--base-model", "svc/pico-llama"], {
+    cwd: project,
+    env,
+  });
+  assert.equal(r.code, 1);
+  const creds = JSON.parse(await readFile(join(home, ".svc", "credentials.json"), "utf8"));
+  const own = JSON.parse(await readFile(join(byHandProject, ".svc", "state.json"), "utf8"));
+  const path = join(project, ".svc", "state.json");
+  assert.equal(
+    r.stderr,
+    `svc deploy: ${path} names org "anon-gone" and project "old-project", which the account you are signed in with ` +
+      `(OAuth, org "${creds.orgSlug}") cannot see. Signed in with OAuth, svc does not create a project for you: ` +
+      `write {"orgSlug":"${creds.orgSlug}","projectSlug":"by-hand","projectId":"${own.projectId}"} to ${path} ` +
+      `(your project "by-hand"; GET /v1/projects?orgSlug=${creds.orgSlug} lists the others), ` +
+      "or run svc login as an account that can see anon-gone/old-project\n",
+  );
+  assert.equal(await readFile(path, "utf8"), stale, "the file is left as it was");
+});
+
 test("an expired sign-in is refreshed with the refresh token on the next call", async () => {
   const file = join(home, ".svc", "credentials.json");
   const before = JSON.parse(await readFile(file, "utf8"));
