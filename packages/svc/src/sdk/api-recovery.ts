@@ -79,6 +79,8 @@ export interface StreamRecovery {
   recover(reason: string): Promise<"now" | "later">;
   waiting(info: { attempt: number; delayMs: number; giveUpInMs: number }): void;
   connected(lastEventId: string | undefined): void;
+  /** What the last health probe found ("connection refused"); null when it answered. */
+  readonly lastProbe: string | null;
 }
 
 /**
@@ -90,9 +92,14 @@ export function apiRecovery(onNotice: (notice: ApiNotice) => void): StreamRecove
   const apiUrl = cloudApiUrl();
   const local = !usesRemoteCloudApi();
   let downSince: number | null = null;
+  let lastProbe: string | null = null;
   return {
+    get lastProbe() {
+      return lastProbe;
+    },
     async recover(streamReason) {
       const down = await probe(apiUrl);
+      lastProbe = down;
       if (down === null) return "later";
       if (downSince === null) {
         downSince = Date.now();

@@ -144,6 +144,7 @@ test("a recovery that restores the API reconnects at once and hears the outage's
     },
     waiting: () => calls.push("waiting"),
     connected: (id) => calls.push(`connected ${id}`),
+    lastProbe: null,
   };
   const types: string[] = [];
   for await (const { event } of streamJobEvents({

@@ -120,7 +120,13 @@ export async function* streamJobEvents(options: JobEventStreamOptions): AsyncGen
     }
     failures++;
     failingSince ??= Date.now();
-    const giveUp = () => new ApiUnreachableError(options.jobId, apiUrlOf(options.client), giveUpMs, reason);
+    const giveUp = () =>
+      new ApiUnreachableError(
+        options.jobId,
+        apiUrlOf(options.client),
+        giveUpMs,
+        options.recovery?.lastProbe ?? reason,
+      );
     if (Date.now() - failingSince >= giveUpMs) throw giveUp();
     if ((await options.recovery?.recover(reason)) === "now") {
       options.onReconnect?.({ attempt: failures, delayMs: 0, reason });

@@ -208,8 +208,8 @@ test("a remote cloud API that stays down: svc start retries with a countdown, ex
   assert.match(r.stdout, /cloud API unreachable; retry 1 in \d+s \(giving up in \d+s\)/);
   const jobId = /job (\S+) submitted/.exec(r.stdout)![1];
   assert.equal(
-    r.stderr.trim(),
-    `svc start: gave up after 8s: the cloud API at ${server.apiUrl} does not answer (${/does not answer \((.+)\)\. Job/.exec(r.stderr)?.[1]}). Job ${jobId} was not cancelled; follow it again with: svc jobs follow ${jobId}`,
+    r.stderr,
+    `svc start: gave up after 8s: the cloud API at ${server.apiUrl} does not answer (connection refused). Job ${jobId} was not cancelled; follow it again with: svc jobs follow ${jobId}\n`,
   );
   // Generous bound for a loaded machine: the give-up time plus one probe and one process exit.
   assert.ok(elapsed < giveUpMs + 10_000, `exited ${elapsed} ms after the kill`);
