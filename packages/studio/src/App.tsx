@@ -3,6 +3,7 @@
 // #/endpoints, #/endpoints/:id).
 import { useEffect, useState } from "react";
 import { errorMessage, getJson, IDENTITY_CHANGED_EVENT, STALE_TOKEN_EVENT } from "./api.js";
+import { ApiBanner } from "./components/ApiBanner.js";
 import { formatIdentity, type StudioIdentity } from "./lib/identity.js";
 import { EndpointDetail } from "./pages/EndpointDetail.js";
 import { Endpoints } from "./pages/Endpoints.js";
@@ -112,6 +113,7 @@ export function App() {
         <Identity page={route.page} />
       </header>
       <StaleTokenBanner />
+      <ApiBanner />
       <main className="content">
         {route.page === "overview" && <Overview />}
         {route.page === "jobs" && <Jobs />}

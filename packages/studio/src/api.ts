@@ -58,8 +58,10 @@ export async function sendJson<T>(method: string, path: string, body?: unknown):
   return (res.status === 204 ? undefined : await res.json()) as T;
 }
 
-export function jobEventsUrl(jobId: string): string {
-  return `/api/jobs/${encodeURIComponent(jobId)}/events?studioToken=${encodeURIComponent(studioToken)}`;
+/** `lastEventId` resumes after that event when a new EventSource replaces one that gave up. */
+export function jobEventsUrl(jobId: string, lastEventId?: string): string {
+  const resume = lastEventId ? `&lastEventId=${encodeURIComponent(lastEventId)}` : "";
+  return `/api/jobs/${encodeURIComponent(jobId)}/events?studioToken=${encodeURIComponent(studioToken)}${resume}`;
 }
 
 export function errorMessage(e: unknown): string {

@@ -87,19 +87,39 @@ export function useJobEvents(jobId: string | null): JobEventState {
   useEffect(() => {
     setState(initial());
     if (!jobId) return;
-    const source = new EventSource(jobEventsUrl(jobId));
-    const onEvent = (e: MessageEvent<string>) => setState((s) => reduce(s, e.type, e.data, e.lastEventId));
-    for (const name of JOB_EVENT_NAMES) source.addEventListener(name, onEvent);
-    // Any frame, keep-alives included, means the stream is flowing again.
-    source.addEventListener("ping", () =>
-      setState((s) => (s.interrupted ? { ...s, interrupted: false } : s)),
-    );
-    source.addEventListener("end", () => {
+    let source: EventSource;
+    let lastId: string | undefined;
+    let ended = false;
+    let retry: number | undefined;
+    const open = () => {
+      source = new EventSource(jobEventsUrl(jobId, lastId));
+      const onEvent = (e: MessageEvent<string>) => {
+        if (e.lastEventId) lastId = e.lastEventId;
+        setState((s) => reduce(s, e.type, e.data, e.lastEventId));
+      };
+      for (const name of JOB_EVENT_NAMES) source.addEventListener(name, onEvent);
+      // Any frame, keep-alives included, means the stream is flowing again.
+      source.addEventListener("ping", () =>
+        setState((s) => (s.interrupted ? { ...s, interrupted: false } : s)),
+      );
+      source.addEventListener("end", () => {
+        ended = true;
+        source.close();
+        setState((s) => ({ ...s, ended: true, interrupted: false }));
+      });
+      source.onerror = () => {
+        setState((s) => (s.ended ? s : { ...s, interrupted: true }));
+        // The browser reconnects by itself after a dropped stream, but gives up for good when the
+        // reconnect gets an error answer (the cloud API was down): open a new stream after the last event.
+        if (source.readyState === EventSource.CLOSED && !ended) retry = window.setTimeout(open, 3000);
+      };
+    };
+    open();
+    return () => {
+      ended = true;
+      window.clearTimeout(retry);
       source.close();
-      setState((s) => ({ ...s, ended: true, interrupted: false }));
-    });
-    source.onerror = () => setState((s) => (s.ended ? s : { ...s, interrupted: true }));
-    return () => source.close();
+    };
   }, [jobId]);
   return state;
 }

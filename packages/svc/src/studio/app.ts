@@ -4,6 +4,7 @@
 import { Hono } from "hono";
 import type { StudioEnv } from "./env.js";
 import { errorBody, errorResponse } from "./errors.js";
+import { connectionRoutes } from "./routes/connection.js";
 import { deploymentRoutes } from "./routes/deployments.js";
 import { inferenceRoutes } from "./routes/inference.js";
 import { jobRoutes } from "./routes/jobs.js";
@@ -26,6 +27,7 @@ export function createStudioApp(options: StudioAppOptions): Hono {
   app.use("/api/*", studioTokenGuard(options.token));
 
   app.route("/api", projectRoutes(env));
+  app.route("/api/connection", connectionRoutes());
   app.route("/api/train", trainRoutes(env));
   app.route("/api/jobs", jobRoutes(env));
   app.route("/api/deployments", deploymentRoutes(env));

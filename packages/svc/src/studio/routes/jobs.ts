@@ -36,7 +36,8 @@ export function jobRoutes(env: StudioEnv): Hono {
     const id = c.req.param("id");
     const s = await session(id);
     const upstream = await s.client.openJobEvents(id, {
-      lastEventId: c.req.header("Last-Event-ID"),
+      // The query form is for a page that opens a new EventSource after its old one gave up (it cannot set headers).
+      lastEventId: c.req.header("Last-Event-ID") ?? c.req.query("lastEventId"),
       signal: c.req.raw.signal,
     });
     return new Response(upstream.body, {

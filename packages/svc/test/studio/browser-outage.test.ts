@@ -1,0 +1,126 @@
+// Studio in Chromium when the cloud API it talks to goes away (issue 17): a
+// banner names the API and why it does not answer, and clears when it answers
+// again: a remote API (SVC_CLOUD_API_URL) killed and started again on the same
+// port, and the local server svc started, killed with SIGKILL and restarted by
+// svc dev itself.
+import assert from "node:assert/strict";
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { after, describe, test } from "node:test";
+import { cliEnv, freePort, runSvc, startTestServer, type TestServer } from "../cli/harness.js";
+import { chromiumMissing, launchStudioBrowser, maybeScreenshot, type StudioBrowser } from "./browser.js";
+import { makeProject, type StudioProcess, startStudio } from "./studio-process.js";
+
+async function until<T>(
+  what: string,
+  probe: () => Promise<T | null | undefined | false>,
+  timeoutMs = 90_000,
+) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await probe().catch(() => null);
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+describe("Studio in a browser when the cloud API goes away", {
+  skip: chromiumMissing,
+  timeout: 400_000,
+}, () => {
+  const cleanups: (() => Promise<unknown>)[] = [];
+  after(async () => {
+    for (const c of cleanups.reverse()) await c().catch(() => {});
+  });
+
+  async function open(
+    env: Record<string, string>,
+  ): Promise<{ studio: StudioProcess; browser: StudioBrowser; home: string }> {
+    const project = await makeProject();
+    const studio = await startStudio({ ...project, env });
+    cleanups.push(() => studio.stop());
+    const browser = await launchStudioBrowser();
+    cleanups.push(() => browser.close());
+    await browser.page.goto(`http://localhost:${studio.port}/#/jobs`);
+    return { studio, browser, home: project.home };
+  }
+
+  test("a remote cloud API: the banner appears when it is killed and clears when it is back", async (t) => {
+    const home = (await makeProject()).home;
+    let server: TestServer = await startTestServer({ home, args: ["--bundled-models", "none"] });
+    cleanups.push(() => server.stop());
+    const { browser } = await open({ SVC_CLOUD_API_URL: server.apiUrl });
+    const { page } = browser;
+    const banner = page.getByTestId("api-banner");
+    await page
+      .getByTestId("identity")
+      .getByText(/^anonymous · /)
+      .waitFor();
+    assert.equal(await banner.count(), 0);
+
+    server.process.kill("SIGKILL");
+    const killedAt = Date.now();
+    await banner.waitFor({ timeout: 30_000 });
+    const shownMs = Date.now() - killedAt;
+    const host = new URL(server.apiUrl).host;
+    assert.equal(
+      await banner.textContent(),
+      `The cloud API at ${host} is not answering (connection refused). Retrying every 3 s; the page recovers when it is back.`,
+    );
+    assert.equal(await banner.getAttribute("role"), "alert");
+    await maybeScreenshot(page, "api-banner-remote");
+
+    server = await startTestServer({
+      home,
+      args: ["--bundled-models", "none"],
+      port: Number(new URL(server.apiUrl).port),
+      dataDir: server.dataDir,
+    });
+    const backAt = Date.now();
+    await banner.waitFor({ state: "detached", timeout: 30_000 });
+    assert.deepEqual(browser.pageErrors, []);
+    t.diagnostic(
+      `remote: banner ${shownMs} ms after the kill, cleared ${Date.now() - backAt} ms after the restart`,
+    );
+  });
+
+  test("the local server svc started: killed with SIGKILL, svc dev restarts it and the banner clears", async (t) => {
+    const ports = {
+      SVC_LOCAL_API_PORT: String(await freePort()),
+      SVC_LOCAL_EDGE_PORT: String(await freePort()),
+    };
+    const { browser, home } = await open({ SVC_CLOUD_API_URL: "", ...ports });
+    const env = cliEnv(home, null, ports);
+    cleanups.push(() => runSvc(["server", "stop"], { cwd: home, env }));
+    const record = join(home, ".svc", "server", "server.json");
+    const { page } = browser;
+    const banner = page.getByTestId("api-banner");
+    // Opening Studio started the local server (the banner's question does that when nothing answers).
+    const first = await until("the local server's pid file", async () =>
+      JSON.parse(await readFile(record, "utf8")),
+    );
+    await banner.waitFor({ state: "detached", timeout: 60_000 });
+
+    process.kill(first.pid, "SIGKILL");
+    const killedAt = Date.now();
+    await banner.waitFor({ timeout: 30_000 });
+    const shownMs = Date.now() - killedAt;
+    const log = join(home, ".svc", "server", "server.log");
+    assert.equal(
+      await banner.textContent(),
+      `The local server at 127.0.0.1:${ports.SVC_LOCAL_API_PORT} is not answering (connection refused). svc dev is restarting it; its log: ${log}`,
+    );
+    await maybeScreenshot(page, "api-banner-local");
+    await banner.waitFor({ state: "detached", timeout: 90_000 });
+    const clearedMs = Date.now() - killedAt;
+    const second = JSON.parse(await readFile(record, "utf8"));
+    assert.notEqual(second.pid, first.pid);
+    assert.match(
+      await readFile(log, "utf8"),
+      new RegExp(`pid ${first.pid} \\(started [^)]+\\) is gone without a clean exit`),
+    );
+    assert.deepEqual(browser.pageErrors, []);
+    t.diagnostic(`local: banner ${shownMs} ms after the kill, cleared ${clearedMs} ms after it`);
+  });
+});
