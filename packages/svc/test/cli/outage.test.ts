@@ -228,3 +228,43 @@ test("a remote cloud API that stays down: svc start retries with a countdown, ex
   assert.equal(follow.code, 0, follow.stderr);
   assert.match(follow.stdout, /completed: \d+ artifacts, 60 steps/);
 });
+
+test("a server that hangs (SIGSTOP): svc jobs follow notices the missing pings, and goes on when it continues", async (t) => {
+  const home = await tempDir("outage-hang-home");
+  const modelArgs = [
+    "--bundled-models",
+    "none",
+    "--model",
+    `${TEST_MODEL}=${model}`,
+    "--sse-keepalive-ms",
+    "500",
+  ];
+  const server = await startTestServer({ home, args: modelArgs });
+  cleanups.push(async () => {
+    server.process.kill("SIGCONT");
+    await server.stop();
+  });
+  // Pings every 0.5 s; 3 s of silence is a dead stream.
+  const env = cliEnv(home, server.apiUrl, { SVC_EVENT_IDLE_TIMEOUT_MS: "3000" });
+  const project = await makeProject();
+  const submitted = await runSvc(["start", "--detach"], { cwd: project, env });
+  assert.equal(submitted.code, 0, submitted.stderr);
+  const jobId = /job (\S+) submitted/.exec(submitted.stdout)![1];
+  const p = startProcess(process.execPath, [SVC_BIN, "jobs", "follow", jobId], { cwd: project, env });
+  cleanups.push(async () => p.child.kill("SIGKILL"));
+  await p.waitFor(/checkpoint saved at step 10 /);
+  server.process.kill("SIGSTOP");
+  const stoppedAt = Date.now();
+  await p.waitFor(
+    /lost the cloud API at http:\/\/127\.0\.0\.1:\d+ \(no answer within 2s; no data for 3000 ms\); retrying/,
+    30_000,
+  );
+  const detectMs = Date.now() - stoppedAt;
+  assert.ok(detectMs >= 3000, `not before the idle time (${detectMs} ms)`);
+  server.process.kill("SIGCONT");
+  await p.waitFor(/the cloud API is back after \d+s; following the job from event \d+/, 60_000);
+  const r = await p.done;
+  assert.equal(r.code, 0, p.output());
+  assert.match(r.stdout, /completed: \d+ artifacts, 60 steps/);
+  t.diagnostic(`hang: notice ${detectMs} ms after SIGSTOP (idle time 3000 ms + a 2 s probe)`);
+});
