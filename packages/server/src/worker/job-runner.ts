@@ -6,17 +6,15 @@
 // later. A training process that dies without a final report (a native crash,
 // out of memory) is logged with its signal and restarted: from the job's last
 // checkpoint, or from the first step when it has none (once).
-import { readdirSync, statSync } from "node:fs";
-import { join } from "node:path";
 import { ALL_LORA_TARGETS, type LoraTarget, type TrainHyperparameters } from "@svc/engine";
 import type { DataDir } from "../data-dir.js";
-import type { ArtifactsTable } from "../db/schema.js";
-import { nowIso, randomBase62 } from "../ids.js";
+import { randomBase62 } from "../ids.js";
 import type { ModelRegistry } from "../models/model-registry.js";
 import { type EngineExit, type EngineProcess, forkEngineProcess } from "../process/engine-process.js";
-import { type JobRow, type NewJobEvent, toArtifact } from "../store/job-store.js";
+import type { JobRow, NewJobEvent } from "../store/job-store.js";
 import type { Store } from "../store/store.js";
-import type { Artifact, JobHyperparameters } from "../wire.js";
+import type { JobHyperparameters } from "../wire.js";
+import { JobTransitions } from "./job-transitions.js";
 import type {
   TrainingProcessCommand,
   TrainingProcessInput,
@@ -79,13 +77,16 @@ export class JobRunner {
   private stopped = false;
   private wake: (() => void) | null = null;
   private loop: Promise<void> | null = null;
+  private readonly jobs: JobTransitions;
 
   constructor(
     private readonly store: Store,
     private readonly dataDir: DataDir,
     private readonly models: ModelRegistry,
     private readonly options: JobRunnerOptions,
-  ) {}
+  ) {
+    this.jobs = new JobTransitions(store, dataDir, this.owner);
+  }
 
   start(): void {
     this.loop = this.claimLoop();
@@ -132,7 +133,7 @@ export class JobRunner {
       if (claimed && this.stopped) {
         // A claim that was in flight when stop() began: hand the job straight back
         // so the next server or worker starts it, instead of training it here.
-        await this.requeue(claimed, claimed.resume_from);
+        await this.jobs.requeue(claimed, claimed.resume_from);
         break;
       }
       if (claimed) {
@@ -157,45 +158,33 @@ export class JobRunner {
     }
   }
 
-  /** The artifact row of an adapter folder the training process wrote. */
-  private artifactRow(
-    jobId: string,
-    kind: "final" | "checkpoint",
-    step: number,
-    dir: string,
-  ): ArtifactsTable {
-    const files = readdirSync(dir)
-      .filter((name) => statSync(join(dir, name)).isFile())
-      .sort()
-      .map((name) => ({ path: name, bytes: statSync(join(dir, name)).size }));
-    return {
-      job_id: jobId,
-      name: kind === "final" ? "final" : `checkpoint-${step}`,
-      kind,
-      step,
-      dir: this.dataDir.rel(dir),
-      files: JSON.stringify(files),
-      created_at: nowIso(),
-    };
-  }
-
-  private fail(row: JobRow, error: string, step: number | null): Promise<unknown> {
-    return this.store.jobs.transition(
-      row.id,
-      { status: ["running"], owner: this.owner },
-      { status: "failed", error, finished_at: nowIso(), lease_owner: null, lease_expires_at: null },
-      [{ type: "training.failed", error, step }, { type: "end" }],
-    );
-  }
-
+  /**
+   * Runs a claimed job. Its slot is taken before the first await, so the claim
+   * loop (which goes on at once) never claims more jobs than `concurrency`.
+   */
   private async run(row: JobRow): Promise<void> {
+    const job: RunningJob = { process: null, stopReason: null, stopTimer: null };
+    this.running.set(row.id, job);
+    try {
+      await this.train(row, job);
+    } finally {
+      if (job.stopTimer) clearTimeout(job.stopTimer);
+      this.running.delete(row.id);
+    }
+  }
+
+  private async train(row: JobRow, job: RunningJob): Promise<void> {
     const jobs = this.store.jobs;
     const model = this.models.get(row.base_model);
     const dataset = await this.store.datasets.get(row.dataset_id);
     const evalDataset = row.eval_dataset_id ? await this.store.datasets.get(row.eval_dataset_id) : undefined;
     if (!model)
-      return void (await this.fail(row, `base model ${row.base_model} is not served by this worker`, null));
-    if (!dataset) return void (await this.fail(row, `dataset ${row.dataset_id} no longer exists`, null));
+      return void (await this.jobs.fail(
+        row,
+        `base model ${row.base_model} is not served by this worker`,
+        null,
+      ));
+    if (!dataset) return void (await this.jobs.fail(row, `dataset ${row.dataset_id} no longer exists`, null));
 
     const input: TrainingProcessInput = {
       modelDir: model.dir,
@@ -207,8 +196,6 @@ export class JobRunner {
       resumeFrom: null,
       dryRun: row.dry_run === 1,
     };
-    const job: RunningJob = { process: null, stopReason: null, stopTimer: null };
-    this.running.set(row.id, job);
     const heartbeat = setInterval(
       async () => {
         try {
@@ -231,16 +218,20 @@ export class JobRunner {
       for (;;) {
         const checkpointBefore = progress.latestCheckpoint;
         const resumeFrom = progress.latestCheckpoint ? this.dataDir.abs(progress.latestCheckpoint) : null;
-        const exit = await this.runProcess(row, job, { ...input, resumeFrom }, progress);
+        // A stop asked for before a process started needs no process: it is settled below.
+        const exit = job.stopReason
+          ? null
+          : await this.runProcess(row, job, { ...input, resumeFrom }, progress);
         if (exit === "reported" || job.stopReason === "lease_lost") break;
         if (job.stopReason === "shutdown") {
-          await this.requeue(row, progress.latestCheckpoint);
+          await this.jobs.requeue(row, progress.latestCheckpoint);
           break;
         }
         if (job.stopReason === "cancel") {
-          await this.cancelled(row, progress.lastStep);
+          await this.jobs.cancelled(row, progress.lastStep);
           break;
         }
+        if (!exit) break;
         // The process died without a final report: a crash.
         const at = progress.lastStep !== null ? ` after step ${progress.lastStep}` : "";
         console.error(`svc worker: job ${row.id}: the training process ${exit.reason}${at}`);
@@ -255,7 +246,7 @@ export class JobRunner {
           const why = resumable
             ? `it crashed ${crashesInARow} times in a row without a new checkpoint`
             : "it had no checkpoint to resume from";
-          await this.fail(row, `the training process ${exit.reason}${at}; ${why}`, progress.lastStep);
+          await this.jobs.fail(row, `the training process ${exit.reason}${at}; ${why}`, progress.lastStep);
           break;
         }
         if (!resumable) restartedFromScratch = true;
@@ -265,14 +256,17 @@ export class JobRunner {
       }
     } finally {
       clearInterval(heartbeat);
-      if (job.stopTimer) clearTimeout(job.stopTimer);
-      this.running.delete(row.id);
     }
     // A run that ended without settling the job (an unexpected report) must not leave it running.
     const after = await jobs.get(row.id);
     if (after?.status === "running" && after.lease_owner === this.owner) {
-      if (job.stopReason === "shutdown") await this.requeue(row, progress.latestCheckpoint);
-      else await this.fail(row, "the training process stopped without reporting a result", progress.lastStep);
+      if (job.stopReason === "shutdown") await this.jobs.requeue(row, progress.latestCheckpoint);
+      else
+        await this.jobs.fail(
+          row,
+          "the training process stopped without reporting a result",
+          progress.lastStep,
+        );
     }
   }
 
@@ -327,17 +321,14 @@ export class JobRunner {
           ]);
           return;
         }
-        case "checkpoint": {
-          const checkpoint = this.artifactRow(row.id, "checkpoint", message.step, message.dir);
-          await jobs.recordCheckpoint(checkpoint);
-          progress.latestCheckpoint = checkpoint.dir;
+        case "checkpoint":
+          progress.latestCheckpoint = await this.jobs.checkpoint(row, message.step, message.dir);
           return;
-        }
         case "error":
           reported = true;
-          if (job.stopReason === "shutdown") return this.requeue(row, progress.latestCheckpoint);
-          if (job.stopReason === "cancel") return this.cancelled(row, progress.lastStep);
-          await this.fail(row, message.message, message.step ?? progress.lastStep);
+          if (job.stopReason === "shutdown") return this.jobs.requeue(row, progress.latestCheckpoint);
+          if (job.stopReason === "cancel") return this.jobs.cancelled(row, progress.lastStep);
+          await this.jobs.fail(row, message.message, message.step ?? progress.lastStep);
           return;
         case "result":
           reported = true;
@@ -358,63 +349,18 @@ export class JobRunner {
   }
 
   /** Stores the final report of a training process. */
-  private async settle(
+  private settle(
     row: JobRow,
     job: RunningJob,
     message: Extract<TrainingProcessMessage, { type: "result" }>,
     progress: RunProgress,
   ): Promise<void> {
-    const jobs = this.store.jobs;
     const result = message.result;
     if (result?.status === "cancelled" || (job.stopReason && !result)) {
       // Stopped without a user's cancel (shutdown, or a signal to the process): resume later.
-      if (job.stopReason !== "cancel") return this.requeue(row, progress.latestCheckpoint);
-      return this.cancelled(row, result?.steps ?? progress.lastStep);
+      if (job.stopReason !== "cancel") return this.jobs.requeue(row, progress.latestCheckpoint);
+      return this.jobs.cancelled(row, result?.steps ?? progress.lastStep);
     }
-    const artifacts: Artifact[] = [];
-    if (result) {
-      artifacts.push(
-        ...(await jobs.artifacts(row.id)).filter((a) => a.kind === "checkpoint").map(toArtifact),
-      );
-      artifacts.push(
-        await jobs.addArtifact(this.artifactRow(row.id, "final", result.steps, result.adapterDir)),
-      );
-    }
-    await jobs.transition(
-      row.id,
-      { status: ["running"], owner: this.owner },
-      { status: "completed", finished_at: nowIso(), lease_owner: null, lease_expires_at: null },
-      [
-        {
-          type: "training.completed",
-          artifacts,
-          metrics: {
-            steps: result?.steps ?? 0,
-            finalLoss: result?.finalLoss ?? null,
-            evalLoss: result?.evalLoss ?? null,
-            trainSeconds: message.trainSeconds,
-          },
-        },
-        { type: "end" },
-      ],
-    );
-  }
-
-  private async requeue(row: JobRow, checkpoint: string | null): Promise<void> {
-    await this.store.jobs.transition(
-      row.id,
-      { status: ["running"], owner: this.owner },
-      { status: "queued", lease_owner: null, lease_expires_at: null, resume_from: checkpoint },
-      [],
-    );
-  }
-
-  private async cancelled(row: JobRow, step: number | null): Promise<void> {
-    await this.store.jobs.transition(
-      row.id,
-      { status: ["running"], owner: this.owner },
-      { status: "cancelled", finished_at: nowIso(), lease_owner: null, lease_expires_at: null },
-      [{ type: "training.cancelled", step }, { type: "end" }],
-    );
+    return this.jobs.completed(row, message);
   }
 }
