@@ -9,7 +9,8 @@ export type EngineErrorCode =
   | "unsupported_dtype"
   | "shape_mismatch"
   | "invalid_dataset"
-  | "invalid_argument";
+  | "invalid_argument"
+  | "context_length_exceeded";
 
 export class EngineError extends Error {
   readonly code: EngineErrorCode;

@@ -323,7 +323,6 @@ test("generate: bad requests are refused with an error naming the field", () => 
     [{ messages: MESSAGES, maxTokens: 0 }, /maxTokens/],
     [{ messages: MESSAGES, stop: [""] }, /stop/],
     [{ messages: MESSAGES, seed: 1.5 }, /seed/],
-    [{ promptIds: new Array(64).fill(5) }, /64 tokens; the context holds 64/],
   ];
   for (const [request, message] of cases) {
     assert.throws(
@@ -332,6 +331,35 @@ test("generate: bad requests are refused with an error naming the field", () => 
       JSON.stringify(request),
     );
   }
+});
+
+test("generate: a prompt that fills the context, or an explicit maxTokens past it under 'refuse', is context_length_exceeded", () => {
+  const generator = createGenerator(model, { maxContext: 64 });
+  const cases: [GenerationRequest, RegExp][] = [
+    [{ promptIds: new Array(64).fill(5) }, /64 tokens; the context holds 64/],
+    [
+      { promptIds: new Array(60).fill(5), maxTokens: 5, maxTokensPolicy: "refuse" },
+      /holds 64 tokens, but 65 were requested \(60 in the messages, 5 in the completion\)/,
+    ],
+  ];
+  for (const [request, message] of cases) {
+    assert.throws(
+      () => generator.generate(request),
+      (error) => isEngineError(error, "context_length_exceeded") && message.test(error.message),
+      JSON.stringify(request),
+    );
+  }
+  // Within the context, "refuse" accepts: 60 + 4 = 64 positions.
+  assert.doesNotThrow(() =>
+    generator.generate({ promptIds: new Array(60).fill(5), maxTokens: 4, maxTokensPolicy: "refuse" }),
+  );
+});
+
+test("tokenizer: maxTokenBytes bounds the text bytes of every token", () => {
+  const { tokenizer } = model;
+  assert.ok(tokenizer.maxTokenBytes >= 1);
+  for (let id = 0; id < tokenizer.vocabSize; id++)
+    assert.ok(Buffer.byteLength(tokenizer.decode([id])) <= tokenizer.maxTokenBytes, `token ${id}`);
 });
 
 test("generate: completion is clamped to the context window ('length')", async () => {

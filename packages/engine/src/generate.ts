@@ -118,7 +118,7 @@ class BatchGenerator implements Generator {
   private readonly decoder: BatchDecoder;
   private readonly sampler: TokenSampler;
   private readonly maxBatch: number;
-  private readonly maxContext: number;
+  readonly maxContext: number;
   private readonly maxStepTokens: number;
   private readonly queue: Sequence[] = [];
   private readonly active: Sequence[] = [];
@@ -231,8 +231,14 @@ class BatchGenerator implements Generator {
     if (promptIds.length === 0) throw new EngineError("invalid_argument", "the prompt has no tokens");
     if (promptIds.length >= this.maxContext) {
       throw new EngineError(
-        "invalid_argument",
+        "context_length_exceeded",
         `the prompt has ${promptIds.length} tokens; the context holds ${this.maxContext} (prompt plus at least one generated token)`,
+      );
+    }
+    if (request.maxTokensPolicy === "refuse" && promptIds.length + maxTokens > this.maxContext) {
+      throw new EngineError(
+        "context_length_exceeded",
+        `the context holds ${this.maxContext} tokens, but ${promptIds.length + maxTokens} were requested (${promptIds.length} in the messages, ${maxTokens} in the completion); shorten the messages or the completion`,
       );
     }
 

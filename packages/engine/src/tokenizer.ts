@@ -120,6 +120,8 @@ class HuggingFaceTokenizer implements Tokenizer {
   private readonly specialTokenStrings: Record<string, string>;
   private readonly cleanUpSpaces: boolean;
 
+  readonly maxTokenBytes: number;
+
   constructor(
     private readonly hf: HfTokenizer,
     config: Json,
@@ -128,8 +130,15 @@ class HuggingFaceTokenizer implements Tokenizer {
   ) {
     this.cleanUpSpaces = config.clean_up_tokenization_spaces === true;
     let maxId = -1;
-    for (const id of hf.get_vocab(true).values()) maxId = Math.max(maxId, id);
+    let maxBytes = 1;
+    for (const [text, id] of hf.get_vocab(true)) {
+      maxId = Math.max(maxId, id);
+      // A vocabulary entry's UTF-8 length bounds the text bytes its token stands
+      // for (byte-level BPE writes one or two bytes per byte; "▁" is three).
+      maxBytes = Math.max(maxBytes, Buffer.byteLength(text));
+    }
     this.vocabSize = maxId + 1;
+    this.maxTokenBytes = maxBytes;
 
     try {
       this.template = new Template(templateSource);

@@ -36,6 +36,12 @@ export interface Tokenizer {
   /** Token ids that end a generation (eos_token and the chat template's end-of-turn token). */
   readonly eosTokenIds: number[];
   readonly padTokenId: number;
+  /**
+   * An upper bound on the text bytes one token stands for: a text of B UTF-8
+   * bytes encodes to at least B / maxTokenBytes tokens, so a prompt can be
+   * refused as too long without tokenizing it.
+   */
+  readonly maxTokenBytes: number;
 }
 
 // ---------------------------------------------------------------- model (load.ts, model.ts)
@@ -173,6 +179,12 @@ export interface GenerateOptions {
   temperature?: number; // default 1; 0 = greedy
   topP?: number; // default 1
   maxTokens?: number; // default 256
+  /**
+   * When the prompt plus maxTokens exceeds the context: "clamp" (default)
+   * generates as many tokens as fit; "refuse" throws context_length_exceeded,
+   * as OpenAI's API does for an explicit max_tokens.
+   */
+  maxTokensPolicy?: "clamp" | "refuse";
   stop?: string[];
   seed?: number;
   signal?: AbortSignal;
@@ -206,6 +218,8 @@ export interface GenerationRequest extends GenerateOptions {
  * (continuous batching; each request has its own adapter and KV cache).
  */
 export interface Generator {
+  /** Most positions (prompt plus completion) of one sequence. */
+  readonly maxContext: number;
   /** Yields chunks as tokens are produced; the iterator's return value is the result. */
   generate(request: GenerationRequest): AsyncGenerator<GenerationChunk, GenerationResult>;
   /** Runs a request to the end and returns its result. */

@@ -151,14 +151,17 @@ export function createEdgeApp(
       resolved = await ctx.inference.adapter(job, target.adapter, "target.adapter");
     }
     resolved = { ...resolved, label: slug };
+    const maxTokens = body.max_completion_tokens ?? body.max_tokens;
     const params: ChatParams = {
       messages: body.messages,
       temperature: body.temperature,
       topP: body.top_p,
-      maxTokens: body.max_completion_tokens ?? body.max_tokens,
+      maxTokens,
       stop: body.stop,
       seed: body.seed,
       stream: body.stream ?? false,
+      // As OpenAI: an explicit max_tokens that does not fit is refused; without one the completion fills what is left.
+      maxTokensPolicy: maxTokens === undefined ? "clamp" : "refuse",
     };
     return respondWithChat(c, ctx.inference, resolved, params);
   };

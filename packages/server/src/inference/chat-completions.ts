@@ -6,8 +6,9 @@ import type { ServerResponse } from "node:http";
 import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
 import type { GenerationResult } from "@svc/engine";
 import type { Context } from "hono";
+import { ApiError } from "../http/api-error.js";
 import type { ChatCompletion, ChatCompletionChunk, ChatMessage } from "../wire.js";
-import type { ChatGeneration } from "./inference-protocol.js";
+import type { ChatGeneration, PromptLimits } from "./inference-protocol.js";
 import type { InferenceService, ResolvedTarget } from "./inference-service.js";
 
 export interface ChatParams {
@@ -18,6 +19,24 @@ export interface ChatParams {
   stop?: string[];
   seed?: number;
   stream: boolean;
+  /** "refuse" when the client set max_tokens itself (the edge, as OpenAI does); default "clamp". */
+  maxTokensPolicy?: "clamp" | "refuse";
+}
+
+/**
+ * Refuses, before anything is tokenized, messages too long for the context
+ * whatever their tokenization: B bytes need at least B / maxTokenBytes tokens.
+ */
+export function checkPromptFits(messages: ChatMessage[], limits: PromptLimits): void {
+  let bytes = 0;
+  for (const m of messages) bytes += Buffer.byteLength(m.content);
+  const most = limits.contextLength * limits.maxTokenBytes;
+  if (bytes > most)
+    throw new ApiError(
+      400,
+      "context_length_exceeded",
+      `the messages hold ${bytes} bytes of text; this model's context of ${limits.contextLength} tokens holds at most ${most} bytes (${limits.maxTokenBytes} per token at most)`,
+    );
 }
 
 const finishReason = (r: GenerationResult["finishReason"]): "stop" | "length" =>
@@ -50,6 +69,7 @@ export async function respondWithChat(
   const id = `chatcmpl-${randomUUID().replaceAll("-", "")}`;
   const created = Math.floor(Date.now() / 1000);
   const prepared = await inference.prepare(target);
+  checkPromptFits(params.messages, prepared.limits);
   const res = nodeResponse(c);
   const controller = new AbortController();
   const onClose = () => {
@@ -63,6 +83,7 @@ export async function respondWithChat(
     maxTokens: params.maxTokens,
     stop: params.stop,
     seed: params.seed,
+    maxTokensPolicy: params.maxTokensPolicy,
   };
   if (!params.stream) {
     const result = await prepared.complete(request, controller.signal);
@@ -82,6 +103,10 @@ export async function respondWithChat(
     };
     return c.json(body);
   }
+  // The first result comes before the headers, so a request the model refuses
+  // (the prompt does not fit the context) is an HTTP error, not an error chunk.
+  const generation = prepared.generate(request, controller.signal);
+  let next = await generation.next();
   // Streamed straight to the Node response (no web-stream layers per chunk).
   res.writeHead(200, {
     "content-type": "text/event-stream",
@@ -113,14 +138,13 @@ export async function respondWithChat(
   };
   try {
     await chunk({ role: "assistant", content: "" }, null);
-    const generation = prepared.generate(request, controller.signal);
     for (;;) {
-      const next = await generation.next();
       if (next.done) {
         await chunk({}, finishReason(next.value.finishReason), next.value);
         break;
       }
       if (next.value.text !== "") await chunk({ content: next.value.text }, null);
+      next = await generation.next();
     }
   } catch (error) {
     const message = (error as Error).message;

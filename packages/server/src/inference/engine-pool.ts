@@ -1,19 +1,34 @@
 // Loaded engine state for serving: one Model and one Generator per base model
 // (loaded on first use and shared by every request and adapter), and a small
 // LRU cache of LoRA adapters keyed by their folder.
-import { createGenerator, type Generator, type LoraAdapter, loadAdapter, loadModel } from "@svc/engine";
+import {
+  createGenerator,
+  type Generator,
+  type LoraAdapter,
+  loadAdapter,
+  loadModel,
+  type Tokenizer,
+} from "@svc/engine";
+
+export interface ServedModel {
+  generator: Generator;
+  tokenizer: Tokenizer;
+}
 
 const ADAPTER_CACHE_SIZE = 16;
 
 export class EnginePool {
-  private readonly generators = new Map<string, Promise<Generator>>();
+  private readonly generators = new Map<string, Promise<ServedModel>>();
   private readonly adapters = new Map<string, Promise<LoraAdapter>>();
 
-  /** The shared generator of a base model folder. */
-  generator(modelDir: string): Promise<Generator> {
+  /** The shared generator (and tokenizer) of a base model folder. */
+  model(modelDir: string): Promise<ServedModel> {
     let entry = this.generators.get(modelDir);
     if (!entry) {
-      entry = (async () => createGenerator(await loadModel(modelDir)))();
+      entry = (async () => {
+        const model = await loadModel(modelDir);
+        return { generator: createGenerator(model), tokenizer: model.tokenizer };
+      })();
       // A failed load is retried by the next request instead of being cached.
       entry.catch(() => this.generators.delete(modelDir));
       this.generators.set(modelDir, entry);

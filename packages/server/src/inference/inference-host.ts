@@ -11,13 +11,22 @@ import type {
   GenerationTarget,
   InferenceCommand,
   InferenceReply,
+  PromptLimits,
 } from "./inference-protocol.js";
 
 /** A reply, or word that the process died with the request in flight. */
 type Delivery = InferenceReply | { type: "gone"; message: string };
 
+// Engine errors that mean the request itself cannot be served: 400 with the engine's code.
+const REQUEST_ERRORS: ReadonlySet<string> = new Set<EngineErrorCode>([
+  "invalid_argument",
+  "context_length_exceeded",
+]);
+
 function errorOf(delivery: Extract<Delivery, { type: "error" | "gone" }>): Error {
   if (delivery.type === "gone") return new ApiError(503, "inference_unavailable", delivery.message);
+  if (delivery.code && REQUEST_ERRORS.has(delivery.code))
+    return new ApiError(400, delivery.code, delivery.message);
   return delivery.code
     ? new EngineError(delivery.code as EngineErrorCode, delivery.message)
     : new Error(delivery.message);
@@ -62,14 +71,14 @@ export class InferenceHost {
     return { id, proc, release: () => this.pending.delete(id) };
   }
 
-  /** Loads the model and adapter (cached in the process); rejects with the load error. */
-  prepare(target: GenerationTarget): Promise<void> {
+  /** Loads the model and adapter (cached in the process); resolves with the model's prompt limits. */
+  prepare(target: GenerationTarget): Promise<PromptLimits> {
     return new Promise((resolve, reject) => {
       const { release } = this.open(
         (id) => ({ type: "prepare", id, ...target }),
         (delivery) => {
           release();
-          if (delivery.type === "prepared") resolve();
+          if (delivery.type === "prepared") resolve(delivery.limits);
           else if (delivery.type === "error" || delivery.type === "gone") reject(errorOf(delivery));
         },
       );

@@ -15,7 +15,7 @@ const reply = (message: InferenceReply) => process.send?.(message);
 
 function prepare(target: GenerationTarget) {
   return Promise.all([
-    pool.generator(target.modelDir),
+    pool.model(target.modelDir),
     target.adapterDir ? pool.adapter(target.adapterDir) : null,
   ]);
 }
@@ -29,7 +29,7 @@ async function generate(command: Extract<InferenceCommand, { type: "generate" }>
   const controller = new AbortController();
   running.set(command.id, controller);
   try {
-    const [generator, adapter] = await prepare(command);
+    const [{ generator }, adapter] = await prepare(command);
     const generation = generator.generate({ ...command.request, adapter, signal: controller.signal });
     for (;;) {
       const next = await generation.next();
@@ -50,7 +50,12 @@ process.on("message", (command: InferenceCommand) => {
   switch (command.type) {
     case "prepare":
       prepare(command).then(
-        () => reply({ type: "prepared", id: command.id }),
+        ([{ generator, tokenizer }]) =>
+          reply({
+            type: "prepared",
+            id: command.id,
+            limits: { contextLength: generator.maxContext, maxTokenBytes: tokenizer.maxTokenBytes },
+          }),
         (error) => replyError(command.id, error),
       );
       return;

@@ -10,6 +10,16 @@ export interface ChatGeneration {
   maxTokens?: number;
   stop?: string[];
   seed?: number;
+  /** "refuse": an explicit max_tokens past the context is an error (OpenAI's behaviour); default "clamp". */
+  maxTokensPolicy?: "clamp" | "refuse";
+}
+
+/** What a request must fit, per base model: checked before anything is tokenized. */
+export interface PromptLimits {
+  /** Positions of one sequence (prompt plus completion). */
+  contextLength: number;
+  /** Text bytes one token can stand for at most (Tokenizer.maxTokenBytes). */
+  maxTokenBytes: number;
 }
 
 export interface GenerationTarget {
@@ -23,7 +33,7 @@ export type InferenceCommand =
   | { type: "abort"; id: number };
 
 export type InferenceReply =
-  | { type: "prepared"; id: number }
+  | { type: "prepared"; id: number; limits: PromptLimits }
   | { type: "chunk"; id: number; chunk: GenerationChunk }
   | { type: "result"; id: number; result: GenerationResult }
   | { type: "error"; id: number; message: string; code: string | null };

@@ -10,7 +10,7 @@ import type { JobRow } from "../store/job-store.js";
 import type { Store } from "../store/store.js";
 import type { AdapterRef } from "../wire.js";
 import { InferenceHost } from "./inference-host.js";
-import type { ChatGeneration } from "./inference-protocol.js";
+import type { ChatGeneration, PromptLimits } from "./inference-protocol.js";
 
 export interface ResolvedTarget {
   baseModel: string;
@@ -22,6 +22,7 @@ export interface ResolvedTarget {
 
 /** A target whose model and adapter are loaded, ready to generate. */
 export interface PreparedChat {
+  limits: PromptLimits;
   generate(request: ChatGeneration, signal?: AbortSignal): AsyncGenerator<GenerationChunk, GenerationResult>;
   complete(request: ChatGeneration, signal?: AbortSignal): Promise<GenerationResult>;
 }
@@ -92,8 +93,9 @@ export class InferenceService {
   /** Loads the target's model and adapter in the inference process (load errors reject here). */
   async prepare(target: ResolvedTarget): Promise<PreparedChat> {
     const folders = { modelDir: target.modelDir, adapterDir: target.adapterDir };
-    await this.host.prepare(folders);
+    const limits = await this.host.prepare(folders);
     return {
+      limits,
       generate: (request, signal) => this.host.generate(folders, request, signal),
       complete: (request, signal) => this.host.complete(folders, request, signal),
     };
