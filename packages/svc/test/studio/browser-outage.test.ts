@@ -7,9 +7,17 @@ import assert from "node:assert/strict";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { after, describe, test } from "node:test";
-import { cliEnv, freePort, runSvc, startTestServer, type TestServer } from "../cli/harness.js";
+import {
+  cliEnv,
+  createTestModel,
+  freePort,
+  runSvc,
+  startTestServer,
+  TEST_MODEL,
+  type TestServer,
+} from "../cli/harness.js";
 import { chromiumMissing, launchStudioBrowser, maybeScreenshot, type StudioBrowser } from "./browser.js";
-import { makeProject, type StudioProcess, startStudio } from "./studio-process.js";
+import { makeProject, type StudioProcess, startStudio, studioFetch } from "./studio-process.js";
 
 async function until<T>(
   what: string,
@@ -90,7 +98,7 @@ describe("Studio in a browser when the cloud API goes away", {
       SVC_LOCAL_API_PORT: String(await freePort()),
       SVC_LOCAL_EDGE_PORT: String(await freePort()),
     };
-    const { browser, home } = await open({ SVC_CLOUD_API_URL: "", ...ports });
+    const { browser, home, studio } = await open({ SVC_CLOUD_API_URL: "", ...ports });
     const env = cliEnv(home, null, ports);
     cleanups.push(() => runSvc(["server", "stop"], { cwd: home, env }));
     const record = join(home, ".svc", "server", "server.json");
@@ -104,7 +112,14 @@ describe("Studio in a browser when the cloud API goes away", {
 
     process.kill(first.pid, "SIGKILL");
     const killedAt = Date.now();
-    await banner.waitFor({ timeout: 30_000 });
+    await banner.waitFor({ timeout: 30_000 }).catch(async (e) => {
+      // What Studio and the server saw, to tell a slow machine from a missed outage.
+      const now = await (await studioFetch(studio, "/api/connection")).text().catch(String);
+      const log = await readFile(join(home, ".svc", "server", "server.log"), "utf8").catch(String);
+      throw new Error(
+        `${e.message}\n/api/connection: ${now}\nserver log:\n${log}\nsvc dev:\n${studio.output()}`,
+      );
+    });
     const shownMs = Date.now() - killedAt;
     const log = join(home, ".svc", "server", "server.log");
     assert.equal(
@@ -122,5 +137,65 @@ describe("Studio in a browser when the cloud API goes away", {
     );
     assert.deepEqual(browser.pageErrors, []);
     t.diagnostic(`local: banner ${shownMs} ms after the kill, cleared ${clearedMs} ms after it`);
+  });
+
+  test("a job page whose event stream failed during the outage follows the job to its end once the API is back", async (t) => {
+    // A model big enough that 60 steps take seconds, so the kill lands mid-run.
+    const model = await createTestModel({ hiddenSize: 128, intermediateSize: 256, numHiddenLayers: 4 });
+    const args = ["--bundled-models", "none", "--model", `${TEST_MODEL}=${model}`];
+    const project = await makeProject({
+      source: `import { createSvc, createTrainer } from "svc";
+const rows = Array.from({ length: 16 }, (_, i) => ({ messages: [{ role: "user", content: ("question " + i + " ").repeat(12) }, { role: "assistant", content: ("answer " + i + " ").repeat(12) }] }));
+export default createSvc({ trainer: createTrainer({ name: "outage", model: "${TEST_MODEL}" as "svc/pico-llama", dataset: { type: "inline", rows }, maxSteps: 60, saveSteps: 10, batchSize: 4 }) });
+`,
+    });
+    let server: TestServer = await startTestServer({ home: project.home, args });
+    cleanups.push(() => server.stop());
+    const studio = await startStudio({
+      ...project,
+      env: { SVC_CLOUD_API_URL: server.apiUrl, SVC_EXTRA_MODELS: TEST_MODEL },
+    });
+    cleanups.push(() => studio.stop());
+    const submitted = await runSvc(["start", "--detach"], {
+      cwd: project.projectDir,
+      env: cliEnv(project.home, server.apiUrl),
+    });
+    assert.equal(submitted.code, 0, submitted.stderr);
+    const jobId = /job (\S+) submitted/.exec(submitted.stdout)![1];
+    const browser = await launchStudioBrowser();
+    cleanups.push(() => browser.close());
+    const { page } = browser;
+    await page.goto(`http://localhost:${studio.port}/#/jobs/${jobId}`);
+    const points = async () =>
+      Number((await page.getByTestId("train-line").getAttribute("data-points")) ?? 0);
+    // After the first checkpoint, so the job has something to resume from.
+    await until(
+      "the first checkpoint",
+      async () => (await page.locator(".event-checkpoint-saved").count()) >= 1,
+    );
+
+    server.process.kill("SIGKILL");
+    await page.getByTestId("api-banner").waitFor({ timeout: 30_000 });
+    await page.getByTestId("stream-banner").waitFor({ timeout: 30_000 });
+    assert.equal(await page.getByTestId("stream-banner").textContent(), "Event stream interrupted.");
+    // Long enough for the browser's own reconnect to get Studio's 502 and give up on that EventSource.
+    await new Promise((r) => setTimeout(r, 6000));
+    const before = await points();
+    server = await startTestServer({
+      home: project.home,
+      args,
+      port: Number(new URL(server.apiUrl).port),
+      dataDir: server.dataDir,
+    });
+    await page.getByTestId("api-banner").waitFor({ state: "detached", timeout: 30_000 });
+    await until(
+      "the job completed on the page",
+      async () => (await page.locator("h1 .badge").textContent()) === "completed",
+    );
+    assert.equal(await page.getByTestId("stream-banner").count(), 0);
+    assert.ok((await points()) >= 60, `the chart went on past ${before} points to the end`);
+    assert.equal(await page.locator(".event-training-completed").count(), 1);
+    assert.deepEqual(browser.pageErrors, []);
+    t.diagnostic(`job page: ${before} points before the outage, ${await points()} at the end`);
   });
 });

@@ -40,7 +40,7 @@ export function jobRoutes(env: StudioEnv): Hono {
       lastEventId: c.req.header("Last-Event-ID") ?? c.req.query("lastEventId"),
       signal: c.req.raw.signal,
     });
-    return new Response(upstream.body, {
+    return new Response(upstream.body && endOnUpstreamError(upstream.body), {
       status: 200,
       headers: {
         "Content-Type": "text/event-stream; charset=utf-8",
@@ -51,4 +51,27 @@ export function jobRoutes(env: StudioEnv): Hono {
   });
 
   return app;
+}
+
+/**
+ * The proxied stream ends (rather than errors) when the cloud API dies mid-stream:
+ * the browser reconnects either way, and svc dev's output stays free of a stack
+ * trace per open job page; the outage itself is what the page's banner reports.
+ */
+function endOnUpstreamError(body: ReadableStream<Uint8Array>): ReadableStream<Uint8Array> {
+  const reader = body.getReader();
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        const { done, value } = await reader.read();
+        if (done) controller.close();
+        else controller.enqueue(value);
+      } catch {
+        controller.close();
+      }
+    },
+    cancel(reason) {
+      return reader.cancel(reason);
+    },
+  });
 }
