@@ -7,6 +7,9 @@
 // and the engine uses its portable kernels.
 //
 //   node packages/engine/scripts/build-native.mjs [--rebuild]
+//   node packages/engine/scripts/build-native.mjs --sanitize
+// --sanitize builds the ASan/UBSan addon into native/build/Sanitize/ instead
+// (build-sanitized.mjs; the Release build is left alone).
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -15,6 +18,11 @@ import { fileURLToPath } from "node:url";
 
 const engineDir = join(dirname(fileURLToPath(import.meta.url)), "..");
 const nativeDir = join(engineDir, "native");
+
+if (process.argv.includes("--sanitize")) {
+  const script = join(engineDir, "scripts/build-sanitized.mjs");
+  process.exit(spawnSync(process.execPath, [script, "addon"], { stdio: "inherit" }).status ?? 1);
+}
 
 /** node-gyp: this package's devDependency if installed, else the copy bundled with npm. */
 function findNodeGyp() {
