@@ -1,6 +1,13 @@
 // The `svc` SDK: import { createTrainer, createSvc, infer, CloudApiClient } from "svc".
 // Wire types are the server's own (one definition, shared), re-exported here.
 export * from "@svc/server/wire";
+export {
+  type ApiNotice,
+  ApiUnreachableError,
+  formatApiNotice,
+  GIVE_UP_MS,
+  type StreamRecovery,
+} from "./sdk/api-recovery.js";
 export { type AuthConfig, CloudApiClient, CloudApiError } from "./sdk/client.js";
 export type { CloudApi, CloudApiClientOptions, CloudApiErrorShape } from "./sdk/cloud-api.js";
 export { cloudApiUrl, DEFAULT_CLOUD_API_URL, isDefaultCloudApi } from "./sdk/config.js";

@@ -8,10 +8,12 @@ import { execFileSync } from "node:child_process";
 import { mkdir, readFile, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
+import { pathToFileURL } from "node:url";
 import {
   cliEnv,
   createTestModel,
   freePort,
+  REPO_ROOT,
   runSvc,
   SVC_BIN,
   startProcess,
@@ -267,4 +269,44 @@ test("a server that hangs (SIGSTOP): svc jobs follow notices the missing pings, 
   assert.equal(r.code, 0, p.output());
   assert.match(r.stdout, /completed: \d+ artifacts, 60 steps/);
   t.diagnostic(`hang: notice ${detectMs} ms after SIGSTOP (idle time 3000 ms + a 2 s probe)`);
+});
+
+test("the SDK's wait() in a user's script: kill -9 of the local server is reported on stderr, and wait() settles completed", async (t) => {
+  const { home, env } = await localHome();
+  const project = await makeProject();
+  const sdk = pathToFileURL(join(REPO_ROOT, "packages", "svc", "dist", "src", "index.js")).href;
+  await writeFile(
+    join(project, "train.mjs"),
+    `import { createTrainer } from ${JSON.stringify(sdk)};
+const rows = Array.from({ length: 16 }, (_, i) => ({ messages: [{ role: "user", content: ("question " + i + " ").repeat(12) }, { role: "assistant", content: ("answer " + i + " ").repeat(12) }] }));
+const trainer = createTrainer({ name: "sdk-outage", model: "${TEST_MODEL}", dataset: { type: "inline", rows }, maxSteps: 60, saveSteps: 10, batchSize: 4 });
+const { jobId } = await trainer.start();
+console.log("job " + jobId);
+const { job } = await trainer.wait({ onEvent: (e) => e.type === "checkpoint.saved" && console.log("checkpoint " + e.step) });
+console.log("wait settled: " + job.status);
+`,
+  );
+  const p = startProcess(process.execPath, ["train.mjs"], { cwd: project, env });
+  cleanups.push(async () => p.child.kill("SIGKILL"));
+  await p.waitFor(/^checkpoint 10$/m);
+  const killed = await serverRecord(home);
+  const killedAt = Date.now();
+  process.kill(killed.pid, "SIGKILL");
+  await p.waitFor(
+    /^svc: lost the local server at \S+ \(connection (refused|reset)\); restarting it \(log: \S+\)$/m,
+    30_000,
+  );
+  const detectMs = Date.now() - killedAt;
+  const r = await p.done;
+  assert.equal(r.code, 0, p.output());
+  assert.match(
+    r.stderr,
+    new RegExp(
+      `^svc: restarted the local server \\(pid \\d+\\); pid ${killed.pid} had died without a clean exit$`,
+      "m",
+    ),
+  );
+  assert.match(r.stderr, /^svc: the cloud API is back after \d+s; following the job from event \d+$/m);
+  assert.match(r.stdout, /^wait settled: completed$/m);
+  t.diagnostic(`wait(): notice ${detectMs} ms after the kill`);
 });
