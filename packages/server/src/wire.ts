@@ -156,6 +156,11 @@ export interface TrainingStartedEvent extends JobEventBase {
   baseModel: string;
   trainExamples: number;
   evalExamples: number;
+  /**
+   * Set when this run resumed from the checkpoint at this step: the earlier
+   * run's training.log frames past it are superseded by this run's.
+   */
+  resumedFromStep?: number;
 }
 
 export interface TrainingLogEvent extends JobEventBase {

@@ -115,6 +115,16 @@ for (const backend of ["sqlite", "postgres"] as Backend[]) {
         new RegExp(`job ${job.id}: restarting training from .*checkpoint-${lastCheckpoint}`),
       );
       assert.equal(server.proc.exitCode, null, "the server is still running");
+
+      // The resumed run says where it resumed; a reader of the history sees every step once.
+      assert.equal(JSON.parse(frames[starts[1]].data).resumedFromStep, lastCheckpoint);
+      const replay = await eventsUntilEnd(server.apiUrl, id.token, job.id);
+      const replayed = stepsOf(replay, "training.log");
+      assert.deepEqual(
+        replayed,
+        Array.from({ length: 120 }, (_, i) => i + 1),
+        "steps 1..120, each once",
+      );
     });
 
     it("a crash before the first checkpoint restarts from the first step once; a second crash fails the job with the signal", async () => {

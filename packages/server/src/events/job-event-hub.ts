@@ -4,6 +4,7 @@
 // them to every subscriber of that job, so 200 watchers cost one query;
 // signals within a short window are read together.
 import type { JobStore, StoredJobEvent } from "../store/job-store.js";
+import { dropSupersededSteps } from "./superseded-steps.js";
 
 type Listener = (events: StoredJobEvent[]) => void;
 
@@ -42,7 +43,8 @@ export class JobEventHub {
     const subscriber: Subscriber = { delivered: afterSeq, buffered: [], onEvents };
     const feed = this.feedOf(jobId);
     feed.subscribers.add(subscriber);
-    const history = await this.jobs.eventsAfter(jobId, afterSeq);
+    // History leaves out the steps a resume superseded (live readers drop them on the resume).
+    const history = dropSupersededSteps(await this.jobs.eventsAfter(jobId, afterSeq));
     const pending = subscriber.buffered ?? [];
     subscriber.buffered = null;
     deliver(subscriber, history);

@@ -68,6 +68,8 @@ interface RunProgress {
   lastStep: number | null;
   /** The data-dir path of the newest recorded checkpoint (the job's resume point). */
   latestCheckpoint: string | null;
+  /** Its step. */
+  latestCheckpointStep: number | null;
 }
 
 export class JobRunner {
@@ -211,7 +213,14 @@ export class JobRunner {
       Math.max(50, Math.floor(this.options.leaseMs / 3)),
     );
 
-    const progress: RunProgress = { lastStep: null, latestCheckpoint: row.resume_from };
+    const resumePoint = row.resume_from
+      ? (await jobs.artifacts(row.id)).find((a) => a.kind === "checkpoint" && a.dir === row.resume_from)
+      : undefined;
+    const progress: RunProgress = {
+      lastStep: null,
+      latestCheckpoint: row.resume_from,
+      latestCheckpointStep: resumePoint?.step ?? null,
+    };
     let crashesInARow = 0;
     let restartedFromScratch = false;
     try {
@@ -290,6 +299,8 @@ export class JobRunner {
     if (job.stopReason) child.send({ type: "abort" } satisfies TrainingProcessCommand);
 
     let reported = false;
+    // Steps after this one were logged by an earlier run; readers replace them (events/superseded-steps.ts).
+    const resumedFromStep = input.resumeFrom ? progress.latestCheckpointStep : null;
     const events = (list: NewJobEvent[]) => jobs.appendEvents(row.id, list);
     const handle = async (message: TrainingProcessMessage) => {
       if (job.stopReason === "lease_lost") return;
@@ -302,6 +313,7 @@ export class JobRunner {
               totalSteps: message.totalSteps,
               trainExamples: message.trainExamples,
               evalExamples: message.evalExamples,
+              ...(resumedFromStep !== null ? { resumedFromStep } : {}),
             },
           ]);
           return;
@@ -323,6 +335,7 @@ export class JobRunner {
         }
         case "checkpoint":
           progress.latestCheckpoint = await this.jobs.checkpoint(row, message.step, message.dir);
+          progress.latestCheckpointStep = message.step;
           return;
         case "error":
           reported = true;
