@@ -4,6 +4,7 @@ import { Hono } from "hono";
 import { requireBearer } from "./auth/bearer.js";
 import type { ApiEnv, ServerContext } from "./context.js";
 import { errorBody, handleApiError } from "./http/api-error.js";
+import { refuseNulInUrl } from "./http/validate.js";
 import { artifactRoutes } from "./routes/artifacts.js";
 import { meRoutes, publicAuthRoutes } from "./routes/auth.js";
 import { datasetRoutes } from "./routes/datasets.js";
@@ -19,6 +20,11 @@ export function createApiApp(ctx: ServerContext): Hono<ApiEnv> {
   const app = new Hono<ApiEnv>();
   app.onError(handleApiError);
   app.notFound((c) => c.json(errorBody(`no route ${c.req.method} ${c.req.path}`, "not_found"), 404));
+  // One rule for every route: no NUL in a query parameter or path segment (they reach the database).
+  app.use("*", async (c, next) => {
+    refuseNulInUrl(c.req.url);
+    await next();
+  });
   app.get("/healthz", (c) => c.json({ ok: true, service: "svc-api", database: ctx.store.kind }));
   app.route("/", publicAuthRoutes(ctx));
   app.use("/v1/*", requireBearer(ctx));

@@ -2,6 +2,8 @@
 // and shared by the server, the SDK (packages/svc) and Studio (type-only import).
 // This module must stay free of runtime dependencies.
 
+export * from "./wire-limits.js";
+
 export type Iso8601 = string;
 
 /** Every error body of the cloud API and of Studio's /api. */

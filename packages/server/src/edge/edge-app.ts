@@ -9,11 +9,21 @@ import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { ServerContext } from "../context.js";
 import { ApiError, badRequest } from "../http/api-error.js";
 import { readJson } from "../http/body.js";
-import { boolean, number, object, optional, parseBody, string } from "../http/validate.js";
+import {
+  boolean,
+  inRange,
+  number,
+  object,
+  optional,
+  parseBody,
+  refuseNulInUrl,
+  string,
+} from "../http/validate.js";
 import { type ChatParams, respondWithChat } from "../inference/chat-completions.js";
 import type { ResolvedTarget } from "../inference/inference-service.js";
 import { messagesCheck, stopCheck } from "../routes/inference.js";
 import { targetOf, upstreamOf } from "../store/deployment-store.js";
+import { SEED_RANGE } from "../wire.js";
 import type { DeploymentDirectory } from "./deployment-directory.js";
 import type { KeyUsageRecorder } from "./key-usage-recorder.js";
 import { forwardChat } from "./upstream-forwarding.js";
@@ -52,7 +62,7 @@ const chatRequest = (body: unknown) => {
     max_tokens: optional(number({ integer: true, positive: true, max: 8192 })),
     max_completion_tokens: optional(number({ integer: true, positive: true, max: 8192 })),
     stop: optional((v, p) => (v === null ? undefined : stopCheck(v, p))),
-    seed: optional(number({ integer: true })),
+    seed: optional(inRange(SEED_RANGE)),
     stream: optional(boolean()),
     n: optional(number({ integer: true, min: 1, max: 1 })),
   });
@@ -89,6 +99,11 @@ export function createEdgeApp(
   });
   app.notFound((c) => openAiError(c, 404, `no route ${c.req.method} ${c.req.path}`, "not_found"));
   app.get("/healthz", (c) => c.json({ ok: true, service: "svc-edge" }));
+  // Before any lookup (and any key check): a NUL in the slug would reach the database.
+  app.use("*", async (c, next) => {
+    refuseNulInUrl(c.req.url);
+    await next();
+  });
 
   const serve = async (c: Context, pathSlug: string | null) => {
     const slug =

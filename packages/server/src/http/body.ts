@@ -1,6 +1,6 @@
 // Request bodies with a size limit: a declared Content-Length over the limit
 // is refused before reading, and a body that grows past it while streaming is
-// cut off. Malformed JSON is a 400 "invalid_json".
+// cut off. Malformed JSON, or bytes that are not UTF-8, is a 400 "invalid_json".
 import type { Context } from "hono";
 import { ApiError, badRequest } from "./api-error.js";
 
@@ -28,9 +28,33 @@ export async function readBodyBytes(c: Context, limit: number): Promise<Buffer> 
   return chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
 }
 
+const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
+
+/** The bytes as UTF-8 text, or null when they are not valid UTF-8 (Buffer.toString would replace bad bytes silently). */
+export function utf8Text(bytes: Uint8Array): string | null {
+  try {
+    return strictUtf8.decode(bytes);
+  } catch {
+    return null;
+  }
+}
+
+/** The 1-based line of the first byte sequence that is not UTF-8 (0 when all of it is). */
+export function lineOfInvalidUtf8(bytes: Buffer): number {
+  let line = 1;
+  for (let start = 0; start < bytes.length; line++) {
+    const newline = bytes.indexOf(10, start);
+    const end = newline < 0 ? bytes.length : newline;
+    if (utf8Text(bytes.subarray(start, end)) === null) return line;
+    start = end + 1;
+  }
+  return 0;
+}
+
 export async function readJson(c: Context, limit = JSON_BODY_LIMIT): Promise<unknown> {
   const bytes = await readBodyBytes(c, limit);
-  const text = bytes.toString("utf8");
+  const text = utf8Text(bytes);
+  if (text === null) throw badRequest("request body is not valid UTF-8 text", "invalid_json");
   if (text.trim() === "")
     throw new ApiError(400, "invalid_json", "request body is empty; expected a JSON object");
   try {

@@ -1,6 +1,10 @@
 // A small validator for request bodies: each Check takes the value and its
 // path ("hyperparameters.learningRate") and returns the typed value or throws
 // a 400 naming the field. Objects reject fields they do not know.
+// Text is measured in Unicode code points and may not hold NUL (PostgreSQL
+// text cannot store it); integers are safe integers. These rules live here
+// once, for every body field, query parameter and path segment.
+import type { NumericRange } from "../wire-limits.js";
 import { badRequest } from "./api-error.js";
 
 export type Check<T> = ((value: unknown, path: string) => T) & { optional?: boolean };
@@ -21,15 +25,44 @@ const describe = (value: unknown): string =>
         ? "an object"
         : typeof value;
 
+const NUL_REFUSED = "must not contain NUL (\\u0000, %00) characters";
+
+/** Refuses text holding NUL: it is never meaningful in a name, and PostgreSQL cannot store it. */
+export function refuseNul(value: string, path: string): string {
+  return value.includes("\u0000") ? fail(path, NUL_REFUSED) : value;
+}
+
+/** Characters as users count them in limits: Unicode code points (an emoji is one, not two UTF-16 units). */
+export function codePoints(value: string): number {
+  let n = 0;
+  for (const _ of value) n++;
+  return n;
+}
+
+/**
+ * The query parameters and path of a request URL, refused when one holds NUL
+ * (%00), before any route looks it up. Names the parameter, or "path".
+ */
+export function refuseNulInUrl(url: string): void {
+  const parsed = new URL(url);
+  if (/%00/i.test(parsed.pathname)) fail("path", NUL_REFUSED);
+  for (const [key, value] of parsed.searchParams) {
+    if (`${key}${value}`.includes("\u0000"))
+      throw badRequest(`"${key.replaceAll("\u0000", "\\u0000")}" (query parameter) ${NUL_REFUSED}`);
+  }
+}
+
 export function string(
   opts: { min?: number; max?: number; pattern?: RegExp; patternText?: string } = {},
 ): Check<string> {
   return (value, path) => {
     if (typeof value !== "string") return fail(path, `must be a string (got ${describe(value)})`);
+    refuseNul(value, path);
     const min = opts.min ?? 0;
-    if (value.length < min)
+    const length = min > 0 || opts.max !== undefined ? codePoints(value) : 0;
+    if (length < min)
       return fail(path, min === 1 ? "must not be empty" : `must be at least ${min} characters`);
-    if (opts.max !== undefined && value.length > opts.max)
+    if (opts.max !== undefined && length > opts.max)
       return fail(path, `must be at most ${opts.max} characters`);
     if (opts.pattern && !opts.pattern.test(value))
       return fail(path, `must match ${opts.patternText ?? String(opts.pattern)}`);
@@ -49,7 +82,8 @@ export function number(
       : "a number";
   return (value, path) => {
     if (typeof value !== "number" || !Number.isFinite(value)) return fail(path, `must be ${kind}`);
-    if (opts.integer && !Number.isInteger(value)) return fail(path, `must be ${kind}`);
+    // Beyond 2^53 integers lose precision; a route wanting more must say so with max.
+    if (opts.integer && !Number.isSafeInteger(value)) return fail(path, `must be ${kind}`);
     if (opts.positive && value <= 0) return fail(path, `must be ${kind}`);
     if (opts.exclusiveMin !== undefined && value <= opts.exclusiveMin)
       return fail(path, `must be greater than ${opts.exclusiveMin}`);
@@ -57,6 +91,19 @@ export function number(
     if (opts.max !== undefined && value > opts.max) return fail(path, `must be at most ${opts.max}`);
     return value;
   };
+}
+
+/** A number within one of the shared ranges (wire-limits.ts). */
+export function inRange(range: NumericRange): Check<number> {
+  // "> 0" and integers "≥ 1" read as "a positive number/integer" in messages.
+  const positive = range.exclusiveMin === 0 || (range.integer && range.min === 1);
+  return number({
+    integer: range.integer,
+    positive,
+    min: positive ? undefined : range.min,
+    exclusiveMin: positive ? undefined : range.exclusiveMin,
+    max: range.max,
+  });
 }
 
 export function boolean(): Check<boolean> {

@@ -7,6 +7,7 @@ import { Hono } from "hono";
 import type { ApiEnv, ServerContext } from "../context.js";
 import { badRequest } from "../http/api-error.js";
 import type { StoredJobEvent } from "../store/job-store.js";
+import { MAX_STORED_INTEGER } from "../wire.js";
 import { jobOr404 } from "./access.js";
 
 const encoder = new TextEncoder();
@@ -39,8 +40,8 @@ export function eventRoutes(ctx: ServerContext) {
     const job = await jobOr404(ctx, c, c.req.param("id"));
     const raw = c.req.header("last-event-id") ?? c.req.query("lastEventId") ?? "0";
     const after = Number(raw);
-    if (!Number.isInteger(after) || after < 0)
-      throw badRequest(`"Last-Event-ID" must be a non-negative integer event id`);
+    if (!Number.isSafeInteger(after) || after < 0 || after > MAX_STORED_INTEGER)
+      throw badRequest(`"Last-Event-ID" must be an event id: an integer from 0 to ${MAX_STORED_INTEGER}`);
     // Written straight to the Node response: one encoded frame per event is
     // shared by every subscriber, so fan-out costs a socket write each.
     const res = c.env.outgoing;

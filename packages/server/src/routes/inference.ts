@@ -9,6 +9,7 @@ import {
   boolean,
   byKind,
   type Check,
+  inRange,
   literal,
   number,
   object,
@@ -20,7 +21,7 @@ import {
 import { UUID_PATTERN } from "../ids.js";
 import { type ChatParams, respondWithChat } from "../inference/chat-completions.js";
 import type { ResolvedTarget } from "../inference/inference-service.js";
-import type { AdapterRef } from "../wire.js";
+import { type AdapterRef, MAX_STORED_INTEGER, SEED_RANGE } from "../wire.js";
 import { visibleJob } from "./access.js";
 
 const uuid = () => string({ pattern: UUID_PATTERN, patternText: "a UUID" });
@@ -30,7 +31,7 @@ export const adapterRefCheck: Check<AdapterRef> = byKind<AdapterRef>({
   checkpoint: object({
     kind: literal("checkpoint"),
     jobId: uuid(),
-    step: number({ integer: true, positive: true }),
+    step: inRange({ integer: true, min: 1, max: MAX_STORED_INTEGER }),
   }),
 });
 
@@ -53,7 +54,7 @@ const inferBody = object({
   topP: optional(number({ exclusiveMin: 0, max: 1 })),
   maxTokens: optional(number({ integer: true, positive: true, max: 8192 })),
   stop: optional(stopCheck),
-  seed: optional(number({ integer: true })),
+  seed: optional(inRange(SEED_RANGE)),
   stream: optional(boolean()),
 });
 

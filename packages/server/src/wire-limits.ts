@@ -1,0 +1,47 @@
+// Numeric limits of the cloud API, part of the wire contract (re-exported by
+// wire.ts): the server validates with them and the SDK and Studio may check
+// the same ranges before sending. Free of runtime dependencies, like wire.ts.
+
+/** A numeric range the API accepts (bounds inclusive; `exclusiveMin` where the bound itself is refused). */
+export interface NumericRange {
+  readonly integer: boolean;
+  readonly min?: number;
+  readonly exclusiveMin?: number;
+  readonly max: number;
+}
+
+/** The largest integer a database column holds (PostgreSQL "integer"): steps and event ids. */
+export const MAX_STORED_INTEGER = 2_147_483_647;
+
+/** Sampling and shuffling seeds: the engine's PRNG is seeded with 32 bits. */
+export const SEED_RANGE: NumericRange = { integer: true, min: 0, max: 4_294_967_295 };
+
+/**
+ * Defaults of the operator's job limits (svc server --max-job-steps, --max-batch-size).
+ * Step counts (maxSteps, warmupSteps, evalSteps, saveSteps, a checkpoint's step)
+ * are bounded by maxSteps; a server may raise it up to MAX_STORED_INTEGER.
+ */
+export const DEFAULT_JOB_LIMITS = { maxSteps: 100_000, batchSize: 256 } as const;
+export type JobLimits = { maxSteps: number; batchSize: number };
+
+/** The one definition of every job hyperparameter's range, for the given limits. */
+export function hyperparameterRanges(limits: JobLimits = DEFAULT_JOB_LIMITS) {
+  const steps = (min: number): NumericRange => ({ integer: true, min, max: limits.maxSteps });
+  return {
+    lora: {
+      r: { integer: true, min: 1, max: 1024 },
+      alpha: { integer: false, exclusiveMin: 0, max: 65_536 },
+      maxLength: { integer: true, min: 2, max: 131_072 },
+    },
+    maxSteps: steps(1),
+    numTrainEpochs: { integer: false, exclusiveMin: 0, max: 1000 },
+    learningRate: { integer: false, exclusiveMin: 0, max: 1 },
+    batchSize: { integer: true, min: 1, max: limits.batchSize },
+    gradientAccumulationSteps: { integer: true, min: 1, max: 1024 },
+    warmupSteps: steps(0),
+    weightDecay: { integer: false, min: 0, max: 1 },
+    evalSteps: steps(1),
+    saveSteps: steps(1),
+    seed: SEED_RANGE,
+  } satisfies Record<string, NumericRange | Record<string, NumericRange>>;
+}
