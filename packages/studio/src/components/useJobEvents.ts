@@ -5,7 +5,7 @@ import type { JobStatus } from "@svc/server/wire";
 import { useEffect, useState } from "react";
 import { jobEventsUrl } from "../api.js";
 import { appendLogEntry, artifactCount, type EventLogEntry, formatEventMessage } from "../lib/event-log.js";
-import { addLogFrame, emptySeries, type LossSeries } from "../lib/loss-series.js";
+import { addLogFrame, dropStepsAfter, emptySeries, type LossSeries } from "../lib/loss-series.js";
 
 export const JOB_EVENT_NAMES = [
   "training.started",
@@ -59,6 +59,11 @@ function reduce(s: JobEventState, event: string, raw: string, id: string): JobEv
     case "training.started":
       next.status = "running";
       if (typeof payload.totalSteps === "number") next.totalSteps = payload.totalSteps;
+      // A resumed run logs the steps after its checkpoint again: its frames replace the earlier ones.
+      if (typeof payload.resumedFromStep === "number") {
+        next.series = dropStepsAfter(s.series, payload.resumedFromStep);
+        next.lastStep = payload.resumedFromStep;
+      }
       break;
     case "training.log":
       next.series = addLogFrame(s.series, payload);

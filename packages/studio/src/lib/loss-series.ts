@@ -30,6 +30,20 @@ export function addLogFrame(series: LossSeries, payload: Record<string, unknown>
   };
 }
 
+/**
+ * The series without points past `step`: a run resumed from the checkpoint at
+ * `step` (training.started with resumedFromStep) logs the following steps
+ * again, and its frames replace the earlier run's, so each step counts once in
+ * the chart, the statistics and the CSV.
+ */
+export function dropStepsAfter(series: LossSeries, step: number): LossSeries {
+  const keep = (points: LossPoint[]) =>
+    points.some((p) => p.step > step) ? points.filter((p) => p.step <= step) : points;
+  const train = keep(series.train);
+  const evalPoints = keep(series.eval);
+  return train === series.train && evalPoints === series.eval ? series : { train, eval: evalPoints };
+}
+
 export function hasPoints(series: LossSeries): boolean {
   return series.train.length > 0 || series.eval.length > 0;
 }
