@@ -10,7 +10,7 @@ import { inferenceRoutes } from "./routes/inference.js";
 import { jobRoutes } from "./routes/jobs.js";
 import { projectRoutes } from "./routes/project.js";
 import { trainRoutes } from "./routes/train.js";
-import { hostGuard, noCrossOrigin, studioTokenGuard } from "./security.js";
+import { hostGuard, noCrossOrigin, sameOriginMutations, studioTokenGuard } from "./security.js";
 import { staticRoutes } from "./static-app.js";
 
 export interface StudioAppOptions extends StudioEnv {
@@ -25,6 +25,7 @@ export function createStudioApp(options: StudioAppOptions): Hono {
   app.use("*", noCrossOrigin);
   app.use("*", hostGuard);
   app.use("/api/*", studioTokenGuard(options.token));
+  app.use("/api/*", sameOriginMutations);
 
   app.route("/api", projectRoutes(env));
   app.route("/api/connection", connectionRoutes());

@@ -1,5 +1,6 @@
-// The three checks Studio applies to every request (spec, Authentication):
-// a Host guard, the per-launch CSRF token, and no CORS headers at all.
+// The checks Studio applies to every request (spec, Authentication): a Host
+// guard, the per-launch CSRF token, no CORS headers at all, and, as a second
+// line of defence behind the token, same-origin mutations.
 import { randomBytes, timingSafeEqual } from "node:crypto";
 import type { MiddlewareHandler } from "hono";
 import { errorBody } from "./errors.js";
@@ -54,6 +55,34 @@ export function studioTokenGuard(token: string): MiddlewareHandler {
     await next();
   };
 }
+
+const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
+
+/**
+ * A mutation from a browser must come from Studio's own page: a Sec-Fetch-Site
+ * other than same-origin, or an Origin other than this Host's, is 403 even
+ * with a valid token (a leaked token cannot be replayed from another site).
+ * Clients that send neither header (curl, the SDK) are judged by the token alone.
+ */
+export const sameOriginMutations: MiddlewareHandler = async (c, next) => {
+  if (!SAFE_METHODS.has(c.req.method)) {
+    const site = c.req.header("sec-fetch-site");
+    const origin = c.req.header("origin");
+    const host = c.req.header("host");
+    const sameOrigin =
+      origin === undefined || (host !== undefined && origin.toLowerCase() === `http://${host.toLowerCase()}`);
+    if ((site !== undefined && site !== "same-origin") || !sameOrigin) {
+      return c.json(
+        errorBody(
+          "cross_origin_request",
+          "Studio accepts changes only from its own page (Origin / Sec-Fetch-Site)",
+        ),
+        403,
+      );
+    }
+  }
+  await next();
+};
 
 /** Same-origin only: strip any Access-Control-* header a handler might have set, and harden the page. */
 export const noCrossOrigin: MiddlewareHandler = async (c, next) => {

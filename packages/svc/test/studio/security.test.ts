@@ -183,6 +183,46 @@ describe("svc dev security", () => {
     noCorsHeaders(r);
   });
 
+  test("a mutation with a valid token from another origin is refused by the Origin / Sec-Fetch-Site check", async () => {
+    const post = (headers: Record<string, string>) =>
+      rawRequest(studio.port, {
+        method: "POST",
+        path: "/api/jobs/abc/cancel",
+        headers: { "X-Svc-Studio-Token": studio.token, "Content-Type": "application/json", ...headers },
+        body: "{}",
+      });
+    const crossOrigin: Record<string, string>[] = [
+      { Origin: "http://evil.example" },
+      { Origin: `http://localhost:${studio.port + 1}` },
+      { Origin: "null" },
+      { "Sec-Fetch-Site": "cross-site" },
+      { "Sec-Fetch-Site": "same-site" },
+      { Origin: `http://127.0.0.1:${studio.port}`, "Sec-Fetch-Site": "cross-site" },
+    ];
+    for (const headers of crossOrigin) {
+      const r = await post(headers);
+      assert.equal(r.status, 403, JSON.stringify(headers));
+      assert.equal(JSON.parse(r.body).error.code, "cross_origin_request", JSON.stringify(headers));
+      noCorsHeaders(r);
+    }
+    // Studio's own page (and clients that send neither header) pass on to the route.
+    const ownPage: Record<string, string>[] = [
+      { Origin: `http://127.0.0.1:${studio.port}`, "Sec-Fetch-Site": "same-origin" },
+      { Host: `localhost:${studio.port}`, Origin: `http://localhost:${studio.port}` },
+      {},
+    ];
+    for (const headers of ownPage) {
+      const r = await post(headers);
+      assert.notEqual(r.status, 403, `${JSON.stringify(headers)}: ${r.body}`);
+    }
+    // Reads are not mutations: a cross-site GET with the token is answered (no CORS header lets a page read it).
+    const read = await rawRequest(studio.port, {
+      path: "/api/deployments",
+      headers: { "X-Svc-Studio-Token": studio.token, "Sec-Fetch-Site": "cross-site" },
+    });
+    assert.equal(read.status, 200);
+  });
+
   test("with no .svc/state.json the deployment and job lists are empty and no upstream call is made", async () => {
     // The cloud API URL is a closed port: any upstream call would fail with 502.
     for (const [path, key] of [
