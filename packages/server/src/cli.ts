@@ -5,10 +5,12 @@ import { parseArgs } from "node:util";
 import { DataDir, DEFAULT_DATA_DIR } from "./data-dir.js";
 import { openDatabase } from "./db/connect.js";
 import { parseUpstreams, type Upstream } from "./edge/upstreams.js";
+import { parseAllowedHosts } from "./http/dataset-url.js";
 import { ModelRegistry } from "./models/model-registry.js";
 import { logExitReasons } from "./process/exit-reasons.js";
 import { DEFAULTS, PortInUseError, type ServerOptions, startServer } from "./server.js";
 import { Store } from "./store/store.js";
+import { DEFAULT_JOB_LIMITS, MAX_STORED_INTEGER } from "./wire.js";
 import { JOB_RUNNER_DEFAULTS, JobRunner } from "./worker/job-runner.js";
 import { LeaseSweeper } from "./worker/lease-sweeper.js";
 
@@ -17,6 +19,7 @@ export const SERVER_USAGE = `usage: svc server [--host 127.0.0.1] [--port 4100] 
                   [--database-url postgres://...] [--model <org>/<name>=<dir>]...
                   [--oidc-issuer <url> --oidc-audience <client id>] [--workers 1]
                   [--upstream <name>=<OpenAI base URL>]...   (its key: env SVC_UPSTREAM_KEY_<NAME>)
+                  [--dataset-url-allow <host>[,<host>]...] [--max-job-steps 100000] [--max-batch-size 256]
                   [--job-crash-restarts 3] [--no-restart-from-scratch]`;
 
 export const WORKER_USAGE = `usage: svc worker --database-url postgres://... [--data-dir ~/.svc/server]
@@ -45,12 +48,27 @@ function crashPolicy(values: { "job-crash-restarts"?: string; "no-restart-from-s
   };
 }
 
-function int(name: string, value: string | undefined, fallback: number, min = 0): number {
+function int(
+  name: string,
+  value: string | undefined,
+  fallback: number,
+  min = 0,
+  max = Number.MAX_SAFE_INTEGER,
+): number {
   if (value === undefined) return fallback;
   const n = Number(value);
-  if (!Number.isInteger(n) || n < min)
-    throw new UsageError(`--${name} must be an integer ≥ ${min} (got ${value})`);
+  if (!Number.isSafeInteger(n) || n < min || n > max)
+    throw new UsageError(`--${name} must be an integer from ${min} to ${max} (got ${value})`);
   return n;
+}
+
+/** --dataset-url-allow (repeatable, comma-separated) and SVC_DATASET_URL_ALLOW. */
+function datasetUrlAllow(flags: string[] | undefined): string[] {
+  try {
+    return parseAllowedHosts([process.env.SVC_DATASET_URL_ALLOW ?? "", ...(flags ?? [])]);
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
 }
 
 function modelFlags(flags: string[] | undefined): { name: string; dir: string }[] {
@@ -91,6 +109,9 @@ export function parseServerArgs(argv: string[]): ServerOptions | "help" {
       "max-dataset-bytes": { type: "string" },
       "edge-cache-ms": { type: "string" },
       upstream: { type: "string", multiple: true },
+      "dataset-url-allow": { type: "string", multiple: true },
+      "max-job-steps": { type: "string" },
+      "max-batch-size": { type: "string" },
     },
   });
   if (values.help) return "help";
@@ -117,6 +138,17 @@ export function parseServerArgs(argv: string[]): ServerOptions | "help" {
     sseKeepAliveMs: int("sse-keepalive-ms", values["sse-keepalive-ms"], DEFAULTS.sseKeepAliveMs, 10),
     maxDatasetBytes: int("max-dataset-bytes", values["max-dataset-bytes"], DEFAULTS.maxDatasetBytes, 1),
     edgeCacheMs: int("edge-cache-ms", values["edge-cache-ms"], DEFAULTS.edgeCacheMs),
+    datasetUrlAllow: datasetUrlAllow(values["dataset-url-allow"]),
+    jobLimits: {
+      maxSteps: int(
+        "max-job-steps",
+        values["max-job-steps"],
+        DEFAULT_JOB_LIMITS.maxSteps,
+        1,
+        MAX_STORED_INTEGER,
+      ),
+      batchSize: int("max-batch-size", values["max-batch-size"], DEFAULT_JOB_LIMITS.batchSize, 1),
+    },
   };
 }
 

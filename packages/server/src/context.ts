@@ -8,6 +8,7 @@ import type { InferenceService } from "./inference/inference-service.js";
 import type { ModelRegistry } from "./models/model-registry.js";
 import type { UserRow } from "./store/identity-store.js";
 import type { Store } from "./store/store.js";
+import type { JobLimits } from "./wire.js";
 
 export interface ServerContext {
   store: Store;
@@ -21,6 +22,10 @@ export interface ServerContext {
   /** e.g. "localhost:4200": deployment URLs are http://<slug>.<domain>/v1/chat/completions. */
   deploymentDomain: string;
   maxDatasetBytes: number;
+  /** Hosts a dataset URL may name even though they resolve to a private address (--dataset-url-allow). */
+  datasetUrlAllow: readonly string[];
+  /** Upper bounds of job hyperparameters (--max-job-steps, --max-batch-size). */
+  jobLimits: JobLimits;
   sseKeepAliveMs: number;
   /** Wakes the in-process worker after a job is queued. */
   wakeWorkers: () => void;

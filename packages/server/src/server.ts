@@ -7,7 +7,7 @@ import { getRequestListener } from "@hono/node-server";
 import { createApiApp } from "./api-app.js";
 import { type OidcConfig, OidcVerifier } from "./auth/oidc.js";
 import type { ServerContext } from "./context.js";
-import { DataDir, DEFAULT_DATA_DIR } from "./data-dir.js";
+import { DataDir, DEFAULT_DATA_DIR, ORPHAN_GRACE_MS } from "./data-dir.js";
 import { openDatabase } from "./db/connect.js";
 import { DeploymentDirectory } from "./edge/deployment-directory.js";
 import { createEdgeApp } from "./edge/edge-app.js";
@@ -18,6 +18,7 @@ import { PgNotifications } from "./events/pg-notifications.js";
 import { InferenceService } from "./inference/inference-service.js";
 import { ModelRegistry } from "./models/model-registry.js";
 import { Store } from "./store/store.js";
+import { DEFAULT_JOB_LIMITS, type JobLimits } from "./wire.js";
 import { JOB_RUNNER_DEFAULTS, JobRunner } from "./worker/job-runner.js";
 import { LeaseSweeper } from "./worker/lease-sweeper.js";
 
@@ -44,6 +45,10 @@ export interface ServerOptions {
   jobRestartWithoutCheckpoint?: boolean;
   sseKeepAliveMs?: number;
   maxDatasetBytes?: number;
+  /** Hosts a dataset URL may name although they resolve to a loopback or private address. */
+  datasetUrlAllow?: string[];
+  /** Upper bounds of hyperparameters.maxSteps (and every step count) and batchSize. */
+  jobLimits?: Partial<JobLimits>;
   /** How long the edge may reuse a deployment or key lookup (every change clears it at once). */
   edgeCacheMs?: number;
 }
@@ -103,6 +108,17 @@ export const DEFAULTS = {
   edgeCacheMs: 2000,
 };
 
+/** Files a crash left in datasets/ without a row (see DataDir.sweepDatasets). */
+async function sweepOrphanDatasets(store: Store, dataDir: DataDir, database: string): Promise<void> {
+  const removed = dataDir.sweepDatasets(await store.datasets.allPaths(), database, ORPHAN_GRACE_MS);
+  if (removed === null)
+    console.warn(
+      `svc server: not sweeping ${dataDir.abs("datasets")}: its files belong to another database than ${database}`,
+    );
+  else if (removed.length > 0)
+    console.log(`svc server: removed ${removed.length} dataset file(s) no dataset references`);
+}
+
 export async function startServer(options: ServerOptions = {}): Promise<ServerHandle> {
   const host = options.host ?? DEFAULTS.host;
   const dataDir = new DataDir(options.dataDir ?? DEFAULT_DATA_DIR);
@@ -145,6 +161,7 @@ export async function startServer(options: ServerOptions = {}): Promise<ServerHa
         },
       );
     }
+    await sweepOrphanDatasets(store, dataDir, opened.url ? opened.location : "sqlite svc.db");
     const apiPort = await listen(apiServer, host, options.port ?? DEFAULTS.port);
     const edgePort = await listen(edgeServer, host, options.edgePort ?? DEFAULTS.edgePort);
     const ctx: ServerContext = {
@@ -157,6 +174,8 @@ export async function startServer(options: ServerOptions = {}): Promise<ServerHa
       upstreams: new UpstreamRegistry(options.upstreams ?? []),
       deploymentDomain: options.deploymentDomain ?? `localhost:${edgePort}`,
       maxDatasetBytes: options.maxDatasetBytes ?? DEFAULTS.maxDatasetBytes,
+      datasetUrlAllow: options.datasetUrlAllow ?? [],
+      jobLimits: { ...DEFAULT_JOB_LIMITS, ...options.jobLimits },
       sseKeepAliveMs: options.sseKeepAliveMs ?? DEFAULTS.sseKeepAliveMs,
       wakeWorkers: () => runner.nudge(),
       cancelRunning: (jobId) => runner.cancel(jobId),

@@ -49,6 +49,11 @@ it("treats unknown flags and bad values as usage errors (exit 2)", () => {
     ["--upstream", "Bad_Name=http://127.0.0.1:8000/v1"],
     ["--upstream", "vllm=ftp://127.0.0.1/v1"],
     ["--upstream", "vllm=http://a/v1", "--upstream", "vllm=http://b/v1"],
+    ["--max-job-steps", "0"],
+    ["--max-job-steps", "2147483648"],
+    ["--max-batch-size", "1e9x"],
+    ["--dataset-url-allow", "host:8080"],
+    ["--dataset-url-allow", "a/b"],
   ]) {
     const result = spawnSync(process.execPath, [MAIN_JS, "server", ...args, "--data-dir", tempDir("usage")], {
       encoding: "utf8",

@@ -149,12 +149,14 @@ export async function serverFor(
   backend: Backend,
   args: string[] = [],
   env?: NodeJS.ProcessEnv,
-): Promise<ServerProcess & { cleanup(): Promise<void> }> {
+): Promise<ServerProcess & { dataDir: string; databaseUrl: string | null; cleanup(): Promise<void> }> {
   const database = backend === "postgres" ? await createPgDatabase() : null;
   const dataDir = tempDir("data");
   const server = await startServerProcess({ dataDir, databaseUrl: database?.url, args, env });
   return {
     ...server,
+    dataDir,
+    databaseUrl: database?.url ?? null,
     async cleanup() {
       await server.stop();
       await database?.drop();

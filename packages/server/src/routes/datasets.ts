@@ -1,11 +1,12 @@
 // Datasets: POST /v1/datasets with the JSONL as the body (?name=), or JSON
 // { url, token?, name? } to fetch it; GET /v1/datasets[/:id]. Files are
 // validated line by line before anything is stored.
-import { isEngineError, parseDataset } from "@svc/engine";
+import { EngineError, isEngineError, parseDataset } from "@svc/engine";
 import { Hono } from "hono";
 import type { ApiEnv, ServerContext } from "../context.js";
-import { ApiError, badRequest, notFound } from "../http/api-error.js";
-import { readBodyBytes, readJson } from "../http/body.js";
+import { badRequest, notFound } from "../http/api-error.js";
+import { lineOfInvalidUtf8, readBodyBytes, readJson, utf8Text } from "../http/body.js";
+import { fetchDatasetUrl } from "../http/dataset-url.js";
 import { object, optional, parseBody, string } from "../http/validate.js";
 import { nowIso, UUID_PATTERN, uuidv7 } from "../ids.js";
 import { toDataset } from "../store/dataset-store.js";
@@ -20,59 +21,49 @@ const fromUrlBody = object({
 
 const nameCheck = optional(string({ min: 1, max: 200 }));
 
-async function fetchDataset(url: string, token: string | undefined, limit: number): Promise<Buffer> {
-  let parsed: URL;
+/**
+ * Rows of a dataset file, or a 400 naming its first bad line. A fetched file's
+ * errors give the line only: the details would quote what another host sent.
+ */
+function datasetRows(bytes: Buffer, name: string, fetched: boolean): number {
+  const text = utf8Text(bytes);
+  const where = (line: number | undefined) => (line ? `${name} line ${line}` : name);
   try {
-    parsed = new URL(url);
-  } catch {
-    throw badRequest(`"url" is not a valid URL`);
-  }
-  if (parsed.protocol !== "http:" && parsed.protocol !== "https:")
-    throw badRequest(`"url" must be an http(s) URL`);
-  let response: Response;
-  try {
-    response = await fetch(parsed, { headers: token ? { authorization: `Bearer ${token}` } : {} });
+    if (text === null)
+      throw new EngineError("invalid_dataset", `${where(lineOfInvalidUtf8(bytes))}: not valid UTF-8 text`);
+    return parseDataset(text, { source: name }).length;
   } catch (error) {
-    throw badRequest(
-      `"url": fetching ${parsed.href} failed: ${(error as Error).message}`,
-      "dataset_fetch_failed",
-    );
+    if (!isEngineError(error)) throw error;
+    const message = fetched
+      ? `"url": the fetched file is not a valid dataset (${where(error.line)})`
+      : error.message;
+    throw badRequest(message, "invalid_dataset");
   }
-  if (!response.ok)
-    throw badRequest(`"url": ${parsed.href} answered HTTP ${response.status}`, "dataset_fetch_failed");
-  const declared = Number(response.headers.get("content-length") ?? Number.NaN);
-  if (declared > limit)
-    throw new ApiError(413, "payload_too_large", `"url": the dataset exceeds ${limit} bytes`);
-  const bytes = Buffer.from(await response.arrayBuffer());
-  if (bytes.length > limit)
-    throw new ApiError(413, "payload_too_large", `"url": the dataset exceeds ${limit} bytes`);
-  return bytes;
 }
 
 export function datasetRoutes(ctx: ServerContext) {
   const app = new Hono<ApiEnv>();
 
-  const store = async (project: Project, name: string, bytes: Buffer) => {
-    const text = bytes.toString("utf8");
-    let rows: number;
-    try {
-      rows = parseDataset(text, { source: name }).length;
-    } catch (error) {
-      if (isEngineError(error)) throw badRequest(error.message, "invalid_dataset");
-      throw error;
-    }
+  const store = async (project: Project, name: string, bytes: Buffer, fetched = false) => {
+    const rows = datasetRows(bytes, name, fetched);
     const id = uuidv7();
     const path = ctx.dataDir.datasetPath(id);
     ctx.dataDir.writeAtomic(path, bytes);
-    return ctx.store.datasets.insert({
-      id,
-      project_id: project.id,
-      name,
-      rows,
-      bytes: bytes.length,
-      path,
-      created_at: nowIso(),
-    });
+    try {
+      return await ctx.store.datasets.insert({
+        id,
+        project_id: project.id,
+        name,
+        rows,
+        bytes: bytes.length,
+        path,
+        created_at: nowIso(),
+      });
+    } catch (error) {
+      // No row, no file: a refused or failed upload leaves nothing in the data dir.
+      ctx.dataDir.remove(path);
+      throw error;
+    }
   };
 
   app.post("/v1/datasets", async (c) => {
@@ -80,9 +71,23 @@ export function datasetRoutes(ctx: ServerContext) {
     const type = (c.req.header("content-type") ?? "").split(";")[0].trim().toLowerCase();
     if (type === "application/json") {
       const body = parseBody(fromUrlBody, await readJson(c));
-      const bytes = await fetchDataset(body.url, body.token, ctx.maxDatasetBytes);
-      const name = body.name ?? (new URL(body.url).pathname.split("/").pop() || "dataset.jsonl");
-      return c.json({ dataset: await store(project, name, bytes) }, 201);
+      let url: URL;
+      try {
+        url = new URL(body.url);
+      } catch {
+        throw badRequest(`"url" is not a valid URL`);
+      }
+      if (url.protocol !== "http:" && url.protocol !== "https:")
+        throw badRequest(`"url" must be an http(s) URL`);
+      const name = nameCheck(
+        body.name ?? (url.pathname.split("/").pop() || "dataset.jsonl"),
+        "name",
+      ) as string;
+      const bytes = await fetchDatasetUrl(url, body.token, {
+        limit: ctx.maxDatasetBytes,
+        allowedHosts: ctx.datasetUrlAllow,
+      });
+      return c.json({ dataset: await store(project, name, bytes, true) }, 201);
     }
     const name = nameCheck(c.req.query("name"), "name") ?? "dataset.jsonl";
     const bytes = await readBodyBytes(c, ctx.maxDatasetBytes);

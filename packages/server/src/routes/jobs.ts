@@ -5,52 +5,78 @@ import { Hono } from "hono";
 import type { ApiEnv, ServerContext } from "../context.js";
 import { badRequest, conflict } from "../http/api-error.js";
 import { readJson } from "../http/body.js";
-import { array, boolean, number, object, oneOf, optional, parseBody, string } from "../http/validate.js";
+import {
+  array,
+  boolean,
+  type Check,
+  inRange,
+  number,
+  object,
+  oneOf,
+  optional,
+  parseBody,
+  string,
+} from "../http/validate.js";
 import { nowIso, UUID_PATTERN, uuidv7 } from "../ids.js";
 import { toJob } from "../store/job-store.js";
-import { DEFAULT_LORA, type JobHyperparameters, LR_SCHEDULER_TYPES } from "../wire.js";
+import {
+  DEFAULT_LORA,
+  hyperparameterRanges,
+  type JobHyperparameters,
+  type JobLimits,
+  LR_SCHEDULER_TYPES,
+} from "../wire.js";
 import { jobOr404, projectFromQuery } from "./access.js";
 
-const posInt = () => number({ integer: true, positive: true });
-
-const hyperparametersCheck = object({
-  lora: object({
-    r: number({ integer: true, positive: true, max: 1024 }),
-    alpha: number({ positive: true }),
+/** hyperparameters, ranged by wire-limits.ts under this server's job limits; a missing `lora` is DEFAULT_LORA (as documented). */
+function hyperparametersCheck(limits: JobLimits): Check<JobHyperparameters> {
+  const range = hyperparameterRanges(limits);
+  const lora = object({
+    r: inRange(range.lora.r),
+    alpha: inRange(range.lora.alpha),
     targetModules: optional(array(oneOf(ALL_LORA_TARGETS), { min: 1 })),
-    maxLength: optional(posInt()),
-  }),
-  maxSteps: optional(posInt()),
-  numTrainEpochs: optional(number({ positive: true })),
-  learningRate: optional(number({ positive: true })),
-  batchSize: optional(posInt()),
-  gradientAccumulationSteps: optional(posInt()),
-  lrSchedulerType: optional(oneOf(LR_SCHEDULER_TYPES)),
-  warmupSteps: optional(number({ integer: true, min: 0 })),
-  weightDecay: optional(number({ min: 0 })),
-  evalSteps: optional(posInt()),
-  saveSteps: optional(posInt()),
-  seed: optional(number({ integer: true, min: 0 })),
-});
+    maxLength: optional(inRange(range.lora.maxLength)),
+  });
+  const check = object({
+    lora: optional(lora),
+    maxSteps: optional(inRange(range.maxSteps)),
+    numTrainEpochs: optional(inRange(range.numTrainEpochs)),
+    learningRate: optional(inRange(range.learningRate)),
+    batchSize: optional(inRange(range.batchSize)),
+    gradientAccumulationSteps: optional(inRange(range.gradientAccumulationSteps)),
+    lrSchedulerType: optional(oneOf(LR_SCHEDULER_TYPES)),
+    warmupSteps: optional(inRange(range.warmupSteps)),
+    weightDecay: optional(inRange(range.weightDecay)),
+    evalSteps: optional(inRange(range.evalSteps)),
+    saveSteps: optional(inRange(range.saveSteps)),
+    seed: optional(inRange(range.seed)),
+  });
+  return (value, path) => {
+    const parsed = check(value, path);
+    return { ...parsed, lora: parsed.lora ?? { ...DEFAULT_LORA } };
+  };
+}
 
 const uuid = () => string({ pattern: UUID_PATTERN, patternText: "a UUID" });
 
-const createJobBody = object({
-  name: string({ min: 1, max: 200 }),
-  baseModel: string({ min: 1, max: 200 }),
-  datasetId: uuid(),
-  evalDatasetId: optional(uuid()),
-  evalFraction: optional(number({ exclusiveMin: 0, max: 0.5 })),
-  hyperparameters: optional(hyperparametersCheck),
-  dryRun: optional(boolean()),
-});
+const createJobBody = (limits: JobLimits) =>
+  object({
+    name: string({ min: 1, max: 200 }),
+    baseModel: string({ min: 1, max: 200 }),
+    datasetId: uuid(),
+    evalDatasetId: optional(uuid()),
+    evalFraction: optional(number({ exclusiveMin: 0, max: 0.5 })),
+    hyperparameters: optional(hyperparametersCheck(limits)),
+    dryRun: optional(boolean()),
+  });
 
 export function jobRoutes(ctx: ServerContext) {
   const app = new Hono<ApiEnv>();
+  const createBody = createJobBody(ctx.jobLimits);
 
   app.post("/v1/jobs", async (c) => {
     const project = await projectFromQuery(ctx, c);
-    const body = parseBody(createJobBody, await readJson(c));
+    const body = parseBody(createBody, await readJson(c));
     ctx.inference.baseModel(body.baseModel, "baseModel");
     if (body.evalDatasetId && body.evalFraction !== undefined)
       throw badRequest(`"evalFraction" cannot be combined with "evalDatasetId"`);

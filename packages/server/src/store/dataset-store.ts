@@ -24,6 +24,12 @@ export class DatasetStore {
     return this.db.selectFrom("datasets").selectAll().where("id", "=", id).executeTakeFirst();
   }
 
+  /** Every dataset row's file (relative to the data dir): what the startup sweep keeps. */
+  async allPaths(): Promise<string[]> {
+    const rows = await this.db.selectFrom("datasets").select("path").execute();
+    return rows.map((r) => r.path);
+  }
+
   async list(projectId: string): Promise<Dataset[]> {
     const rows = await this.db
       .selectFrom("datasets")

@@ -5,6 +5,8 @@ import { datasetTests, MAX_DATASET_BYTES } from "./datasets.js";
 import { deploymentTests } from "./deployments.js";
 import { edgeTests } from "./edge.js";
 import { endToEndTests } from "./end-to-end.js";
+import { hardeningTests } from "./hardening.js";
+import { ssrfTests } from "./hardening-ssrf.js";
 import { identityTests } from "./identity.js";
 import { inferenceTests } from "./inference.js";
 import { jobTests } from "./jobs.js";
@@ -13,7 +15,13 @@ export function serverSuite(backend: Backend) {
   let server: Awaited<ReturnType<typeof serverFor>>;
   const current = (): ServerProcess => server;
   before(async () => {
-    server = await serverFor(backend, ["--max-dataset-bytes", String(MAX_DATASET_BYTES)]);
+    // The URL-import tests fetch from loopback test servers, which only an allowed host may be.
+    server = await serverFor(backend, [
+      "--max-dataset-bytes",
+      String(MAX_DATASET_BYTES),
+      "--dataset-url-allow",
+      "127.0.0.1",
+    ]);
   });
   after(async () => {
     await server?.cleanup();
@@ -25,4 +33,6 @@ export function serverSuite(backend: Backend) {
   describe(`deployments and keys (${backend})`, () => deploymentTests(current));
   describe(`edge (${backend})`, () => edgeTests(current));
   describe(`end to end (${backend})`, () => endToEndTests(current));
+  describe(`hardening: dataset URLs (${backend})`, () => ssrfTests(backend, current));
+  describe(`hardening (${backend})`, () => hardeningTests(backend, () => server));
 }
