@@ -45,6 +45,20 @@ export interface AuthConfig {
 
 type Query = Record<string, string | undefined>;
 
+/**
+ * How long a request waits for the response to begin before the cloud API
+ * counts as hung (a dead one fails at once): no command hangs silently on a
+ * stopped server. SVC_API_RESPONSE_TIMEOUT_MS overrides it (tests).
+ */
+export const RESPONSE_TIMEOUT_MS = 60_000;
+/** Inference answers after the whole completion (or, streamed, after the prompt's prefill): more time. */
+export const INFERENCE_RESPONSE_TIMEOUT_MS = 600_000;
+
+function responseTimeoutMs(fallback: number): number {
+  const n = Number(process.env.SVC_API_RESPONSE_TIMEOUT_MS);
+  return Number.isFinite(n) && n > 0 ? n : fallback;
+}
+
 interface RequestOptions {
   query?: Query;
   body?: unknown;
@@ -53,6 +67,8 @@ interface RequestOptions {
   scoped?: boolean;
   signal?: AbortSignal;
   headers?: Record<string, string>;
+  /** Default RESPONSE_TIMEOUT_MS. */
+  timeoutMs?: number;
 }
 
 export class CloudApiClient implements CloudApi {
@@ -190,6 +206,7 @@ export class CloudApiClient implements CloudApi {
     return this.json<ChatCompletion>("POST", "/v1/inference/chat", {
       scoped: true,
       body: { ...args, stream: false },
+      timeoutMs: INFERENCE_RESPONSE_TIMEOUT_MS,
     });
   }
 
@@ -199,6 +216,7 @@ export class CloudApiClient implements CloudApi {
       body: { ...args, stream: true },
       signal: options.signal,
       headers: { Accept: "text/event-stream" },
+      timeoutMs: INFERENCE_RESPONSE_TIMEOUT_MS,
     });
     if (!res.body) return;
     for await (const frame of readServerSentEvents(res.body)) {
@@ -307,17 +325,29 @@ export class CloudApiClient implements CloudApi {
       body = JSON.stringify(options.body);
       headers["Content-Type"] = "application/json";
     }
+    const timeoutMs = responseTimeoutMs(options.timeoutMs ?? RESPONSE_TIMEOUT_MS);
+    const timeout = new AbortController();
+    const timer = setTimeout(() => timeout.abort(), timeoutMs);
+    const signal = options.signal ? AbortSignal.any([options.signal, timeout.signal]) : timeout.signal;
     let res: Response;
     try {
-      res = await this.fetchImpl(url, { method, headers, body, signal: options.signal });
+      res = await this.fetchImpl(url, { method, headers, body, signal });
     } catch (err) {
       if (options.signal?.aborted) throw err;
+      if (timeout.signal.aborted)
+        throw new CloudApiError(
+          0,
+          "timeout",
+          `the cloud API at ${this.baseUrl} did not answer ${method} ${path} within ${Math.round(timeoutMs / 1000)}s; it may be hung (see svc server status and its log)`,
+        );
       const cause = (err as { cause?: { code?: string } }).cause?.code;
       throw new CloudApiError(
         0,
         "unreachable",
         `cannot reach the cloud API at ${this.baseUrl}${cause ? ` (${cause})` : ""}: ${(err as Error).message}`,
       );
+    } finally {
+      clearTimeout(timer);
     }
     if (res.ok) return res;
     const text = await res.text().catch(() => "");

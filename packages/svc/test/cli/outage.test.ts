@@ -310,3 +310,35 @@ console.log("wait settled: " + job.status);
   assert.match(r.stdout, /^wait settled: completed$/m);
   t.diagnostic(`wait(): notice ${detectMs} ms after the kill`);
 });
+
+test("a server that hangs (SIGSTOP): a one-shot command gives up after the response timeout with one line", async () => {
+  const home = await tempDir("outage-hung-command-home");
+  const server = await startTestServer({
+    home,
+    args: ["--bundled-models", "none", "--model", `${TEST_MODEL}=${model}`],
+  });
+  cleanups.push(async () => {
+    server.process.kill("SIGCONT");
+    await server.stop();
+  });
+  const env = cliEnv(home, server.apiUrl, { SVC_API_RESPONSE_TIMEOUT_MS: "2000" });
+  const project = await makeProject();
+  const submitted = await runSvc(["start", "--detach"], { cwd: project, env });
+  assert.equal(submitted.code, 0, submitted.stderr);
+  server.process.kill("SIGSTOP");
+  const started = Date.now();
+  const r = await runSvc(["jobs", "list"], { cwd: project, env, timeoutMs: 60_000 });
+  const elapsed = Date.now() - started;
+  server.process.kill("SIGCONT");
+  assert.notEqual(r.code, 0);
+  assert.match(
+    r.stderr,
+    new RegExp(
+      `the cloud API at ${server.apiUrl.replaceAll(".", "\\.")} did not answer GET /v1/jobs within 2s; it may be hung`,
+    ),
+  );
+  assert.ok(elapsed < 30_000, `gave up after ${elapsed} ms`);
+  // Once it continues, the same command answers.
+  const again = await runSvc(["jobs", "list"], { cwd: project, env });
+  assert.equal(again.code, 0, again.stderr);
+});
