@@ -26,7 +26,12 @@ export function cliEnv(
   const env: NodeJS.ProcessEnv = { ...process.env };
   delete env.SVC_CLOUD_API_URL;
   delete env.SVC_PROJECT_DIR;
-  Object.assign(env, { HOME: home, SVC_EXTRA_MODELS: TEST_MODEL, NO_COLOR: "1" }, extra);
+  // Test data servers listen on loopback, which svc server only fetches dataset URLs from when allowed.
+  Object.assign(
+    env,
+    { HOME: home, SVC_EXTRA_MODELS: TEST_MODEL, NO_COLOR: "1", SVC_DATASET_URL_ALLOW: "127.0.0.1" },
+    extra,
+  );
   if (apiUrl) env.SVC_CLOUD_API_URL = apiUrl;
   return env;
 }
