@@ -101,7 +101,8 @@ export const DEFAULTS = {
   host: "127.0.0.1",
   port: 4100,
   edgePort: 4200,
-  jobLeaseMs: 30_000,
+  // Heartbeats every third of it; a dead worker's job is re-queued within a lease and a half.
+  jobLeaseMs: 10_000,
   jobPollMs: 1000,
   sseKeepAliveMs: 15_000,
   maxDatasetBytes: 64 * 1024 * 1024,

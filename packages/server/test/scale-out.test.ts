@@ -179,3 +179,70 @@ it("applies a deployment change made through one API process to the next request
   await call(a.apiUrl, "DELETE", `/v1/endpoints/${deployment.id}/keys/${key.id}`, { token: id.token });
   await until("revocation at the other edge", async () => (await ask()) === 401, 5000);
 });
+
+it("a job whose `svc worker` is killed (kill -9) is resumed by another worker within the lease plus half a lease, and leaves no training process behind", async (t) => {
+  const database = await createPgDatabase();
+  const dataDir = tempDir("scale-dead");
+  cleanups.push(async () => {
+    await database.drop();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+  // Default lease (10 s) everywhere: the detection time under test is the shipped one.
+  const server = await startServerProcess({ dataDir, databaseUrl: database.url, args: ["--workers", "0"] });
+  cleanups.push(async () => void (await server.stop()));
+  const id = await newIdentity(server.apiUrl);
+  const job = await createJob(server.apiUrl, id, (await uploadDataset(server.apiUrl, id)).id, {
+    maxSteps: 100_000,
+    saveSteps: 5,
+  });
+  const workerArgs = [
+    "--database-url",
+    database.url,
+    "--data-dir",
+    dataDir,
+    "--bundled-models",
+    "none",
+    "--model",
+    `${TINY_MODEL}=${await tinyModel()}`,
+    "--job-poll-ms",
+    "100",
+  ];
+  const first = await spawnReady("worker", workerArgs);
+  cleanups.push(async () => {
+    first.proc.kill("SIGKILL");
+    await waitForExit(first.proc);
+  });
+  const stream = await openEvents(server.apiUrl, id.token, job.id);
+  await readSse(stream, { stopWhen: (f) => f.event === "checkpoint.saved" });
+  const trainingPid = Number(/runs job \S+ in process (\d+)/.exec(first.output())?.[1]);
+  const second = await spawnReady("worker", workerArgs);
+  cleanups.push(async () => {
+    second.proc.kill("SIGTERM");
+    await waitForExit(second.proc);
+  });
+
+  first.proc.kill("SIGKILL");
+  const killedAt = Date.now();
+  await until(
+    "the second worker to take the job",
+    async () => second.output().includes(`runs job ${job.id}`),
+    40_000,
+  );
+  const resumedMs = Date.now() - killedAt;
+  assert.ok(resumedMs < 10_000 + 5_000 + 10_000, `resumed ${resumedMs} ms after the kill`);
+  t.diagnostic(`resumed by the second worker ${resumedMs} ms after kill -9 of the first`);
+  assert.match(second.output(), new RegExp(`runs job ${job.id} in process \\d+ from .*checkpoint-\\d+`));
+  // The dead worker's training process ended with it (its IPC channel closed).
+  await until("the orphaned training process to exit", async () => {
+    try {
+      process.kill(trainingPid, 0);
+      return false;
+    } catch {
+      return true;
+    }
+  });
+  const cancel = await call(server.apiUrl, "POST", `/v1/jobs/${job.id}/cancel`, { token: id.token });
+  assert.equal(cancel.status, 200);
+  const frames = await eventsUntilEnd(server.apiUrl, id.token, job.id, 60_000);
+  assert.equal(frames.at(-2)?.event, "training.cancelled");
+});
