@@ -45,3 +45,10 @@ export function hyperparameterRanges(limits: JobLimits = DEFAULT_JOB_LIMITS) {
     seed: SEED_RANGE,
   } satisfies Record<string, NumericRange | Record<string, NumericRange>>;
 }
+
+/** How text limits count characters ("1–80 characters"): Unicode code points, so an emoji is one. */
+export function textLength(value: string): number {
+  let n = 0;
+  for (const _ of value) n++;
+  return n;
+}

@@ -4,7 +4,7 @@
 // Text is measured in Unicode code points and may not hold NUL (PostgreSQL
 // text cannot store it); integers are safe integers. These rules live here
 // once, for every body field, query parameter and path segment.
-import type { NumericRange } from "../wire-limits.js";
+import { type NumericRange, textLength } from "../wire-limits.js";
 import { badRequest } from "./api-error.js";
 
 export type Check<T> = ((value: unknown, path: string) => T) & { optional?: boolean };
@@ -32,13 +32,6 @@ export function refuseNul(value: string, path: string): string {
   return value.includes("\u0000") ? fail(path, NUL_REFUSED) : value;
 }
 
-/** Characters as users count them in limits: Unicode code points (an emoji is one, not two UTF-16 units). */
-export function codePoints(value: string): number {
-  let n = 0;
-  for (const _ of value) n++;
-  return n;
-}
-
 /**
  * The query parameters and path of a request URL, refused when one holds NUL
  * (%00), before any route looks it up. Names the parameter, or "path".
@@ -59,7 +52,7 @@ export function string(
     if (typeof value !== "string") return fail(path, `must be a string (got ${describe(value)})`);
     refuseNul(value, path);
     const min = opts.min ?? 0;
-    const length = min > 0 || opts.max !== undefined ? codePoints(value) : 0;
+    const length = min > 0 || opts.max !== undefined ? textLength(value) : 0;
     if (length < min)
       return fail(path, min === 1 ? "must not be empty" : `must be at least ${min} characters`);
     if (opts.max !== undefined && length > opts.max)

@@ -1,6 +1,6 @@
 // svc keys issue <deployment> --label <label> | list <deployment> | revoke <deployment> <keyId>
 
-import { KEY_LABEL_MAX_LENGTH } from "@svc/server/wire";
+import { KEY_LABEL_MAX_LENGTH, textLength } from "@svc/server/wire";
 import { type Command, parse, requirePositional, stringOption, UsageError } from "../args.js";
 import { printJson, table } from "../output.js";
 import { openDeployment } from "./deploy.js";
@@ -23,7 +23,7 @@ export const keysCommand: Command = {
     const { client, deployment } = await openDeployment(ref);
     if (sub === "issue") {
       const label = stringOption(values, "label");
-      if (!label || label.length > KEY_LABEL_MAX_LENGTH) {
+      if (!label || textLength(label) > KEY_LABEL_MAX_LENGTH) {
         throw new UsageError(`--label: required, 1 to ${KEY_LABEL_MAX_LENGTH} characters`);
       }
       const key = await client.issueDeploymentKey(deployment.id, { label });
