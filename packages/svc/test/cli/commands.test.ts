@@ -132,8 +132,9 @@ test("a failing job makes svc start exit 1 with the job's error", async () => {
 });
 
 test("jobs list/show/follow/cancel over the same client", async () => {
-  // Far more steps than the test can wait for, so the cancel always lands on a live job.
-  const dir = await projectWith(trainerSource("maxSteps: 1000000"));
+  // Far more steps than the test can wait for, so the cancel always lands on a live job
+  // (the server's default step limit, 100000: svc server --max-job-steps).
+  const dir = await projectWith(trainerSource("maxSteps: 100000"));
   const none = await runSvc(["jobs"], { cwd: dir, env });
   assert.equal(none.code, 0);
   assert.match(none.stdout, /^No jobs yet \(no project yet/);
