@@ -17,7 +17,8 @@ export async function tinyModel(options = {}) {
   return dir;
 }
 
-export async function startServer(modelDir, extraArgs = []) {
+/** `svc server` serving `modelDir` as `modelName`; resolves once it is ready. */
+export async function startServer(modelDir, extraArgs = [], modelName = "bench/tiny") {
   const dataDir = mkdtempSync(join(tmpdir(), "svc-bench-data-"));
   const args = [
     MAIN_JS,
@@ -30,8 +31,15 @@ export async function startServer(modelDir, extraArgs = []) {
     dataDir,
     "--bundled-models",
     "none",
+    // Benchmarks measure the server's own costs: no request rate limits.
+    "--rate-limit-key",
+    "off",
+    "--rate-limit-identity",
+    "off",
+    "--rate-limit-signup",
+    "off",
   ];
-  args.push("--model", `bench/tiny=${modelDir}`, ...extraArgs);
+  args.push("--model", `${modelName}=${modelDir}`, ...extraArgs);
   const proc = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "inherit"] });
   let out = "";
   const ready = await new Promise((resolve, reject) => {
@@ -44,6 +52,8 @@ export async function startServer(modelDir, extraArgs = []) {
   });
   return {
     ...ready,
+    /** What the server printed on stdout so far. */
+    output: () => out,
     kill: () => proc.kill("SIGTERM"),
     stop: () =>
       new Promise((resolve) => {

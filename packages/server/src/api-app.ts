@@ -4,6 +4,7 @@ import { Hono } from "hono";
 import { requireBearer } from "./auth/bearer.js";
 import type { ApiEnv, ServerContext } from "./context.js";
 import { errorBody, handleApiError } from "./http/api-error.js";
+import { enforceRateLimit } from "./http/rate-limit.js";
 import { refuseNulInUrl } from "./http/validate.js";
 import { artifactRoutes } from "./routes/artifacts.js";
 import { meRoutes, publicAuthRoutes } from "./routes/auth.js";
@@ -28,6 +29,10 @@ export function createApiApp(ctx: ServerContext): Hono<ApiEnv> {
   app.get("/healthz", (c) => c.json({ ok: true, service: "svc-api", database: ctx.store.kind }));
   app.route("/", publicAuthRoutes(ctx));
   app.use("/v1/*", requireBearer(ctx));
+  app.use("/v1/*", async (c, next) => {
+    enforceRateLimit(c, ctx.rateLimiters.identity, `identity:${c.get("user").id}`, "for this identity");
+    await next();
+  });
   for (const routes of [
     meRoutes,
     projectRoutes,

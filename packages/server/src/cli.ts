@@ -6,6 +6,7 @@ import { DataDir, DEFAULT_DATA_DIR } from "./data-dir.js";
 import { openDatabase } from "./db/connect.js";
 import { parseUpstreams, type Upstream } from "./edge/upstreams.js";
 import { parseAllowedHosts } from "./http/dataset-url.js";
+import { DEFAULT_RATE_LIMITS, parseRateLimit, type RateLimit } from "./http/rate-limit.js";
 import { ModelRegistry } from "./models/model-registry.js";
 import { logExitReasons } from "./process/exit-reasons.js";
 import { DEFAULTS, PortInUseError, type ServerOptions, startServer } from "./server.js";
@@ -20,7 +21,8 @@ export const SERVER_USAGE = `usage: svc server [--host 127.0.0.1] [--port 4100] 
                   [--oidc-issuer <url> --oidc-audience <client id>] [--workers 1]
                   [--upstream <name>=<OpenAI base URL>]...   (its key: env SVC_UPSTREAM_KEY_<NAME>)
                   [--dataset-url-allow <host>[,<host>]...] [--max-job-steps 100000] [--max-batch-size 256]
-                  [--job-crash-restarts 3] [--no-restart-from-scratch]`;
+                  [--job-crash-restarts 3] [--no-restart-from-scratch]
+                  [--rate-limit-key 600/min] [--rate-limit-identity 1200/min] [--rate-limit-signup 30/min]`;
 
 export const WORKER_USAGE = `usage: svc worker --database-url postgres://... [--data-dir ~/.svc/server]
                   [--model <org>/<name>=<dir>]... [--concurrency 1]
@@ -71,6 +73,19 @@ function datasetUrlAllow(flags: string[] | undefined): string[] {
   }
 }
 
+function rateLimitFlag(
+  name: string,
+  value: string | undefined,
+  fallback: RateLimit | null,
+): RateLimit | null {
+  if (value === undefined) return fallback;
+  try {
+    return parseRateLimit(name, value);
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+}
+
 function modelFlags(flags: string[] | undefined): { name: string; dir: string }[] {
   const env = process.env.SVC_MODELS ? process.env.SVC_MODELS.split(",").filter((s) => s.trim() !== "") : [];
   return [...env, ...(flags ?? [])].map((spec) => {
@@ -109,6 +124,9 @@ export function parseServerArgs(argv: string[]): ServerOptions | "help" {
       "max-dataset-bytes": { type: "string" },
       "edge-cache-ms": { type: "string" },
       upstream: { type: "string", multiple: true },
+      "rate-limit-key": { type: "string" },
+      "rate-limit-identity": { type: "string" },
+      "rate-limit-signup": { type: "string" },
       "dataset-url-allow": { type: "string", multiple: true },
       "max-job-steps": { type: "string" },
       "max-batch-size": { type: "string" },
@@ -138,6 +156,15 @@ export function parseServerArgs(argv: string[]): ServerOptions | "help" {
     sseKeepAliveMs: int("sse-keepalive-ms", values["sse-keepalive-ms"], DEFAULTS.sseKeepAliveMs, 10),
     maxDatasetBytes: int("max-dataset-bytes", values["max-dataset-bytes"], DEFAULTS.maxDatasetBytes, 1),
     edgeCacheMs: int("edge-cache-ms", values["edge-cache-ms"], DEFAULTS.edgeCacheMs),
+    rateLimits: {
+      key: rateLimitFlag("rate-limit-key", values["rate-limit-key"], DEFAULT_RATE_LIMITS.key),
+      identity: rateLimitFlag(
+        "rate-limit-identity",
+        values["rate-limit-identity"],
+        DEFAULT_RATE_LIMITS.identity,
+      ),
+      signup: rateLimitFlag("rate-limit-signup", values["rate-limit-signup"], DEFAULT_RATE_LIMITS.signup),
+    },
     datasetUrlAllow: datasetUrlAllow(values["dataset-url-allow"]),
     jobLimits: {
       maxSteps: int(

@@ -4,6 +4,7 @@ import type { OidcVerifier } from "./auth/oidc.js";
 import type { DataDir } from "./data-dir.js";
 import type { UpstreamRegistry } from "./edge/upstreams.js";
 import type { JobEventHub } from "./events/job-event-hub.js";
+import type { RateLimiters } from "./http/rate-limit.js";
 import type { InferenceService } from "./inference/inference-service.js";
 import type { ModelRegistry } from "./models/model-registry.js";
 import type { UserRow } from "./store/identity-store.js";
@@ -27,6 +28,8 @@ export interface ServerContext {
   /** Upper bounds of job hyperparameters (--max-job-steps, --max-batch-size). */
   jobLimits: JobLimits;
   sseKeepAliveMs: number;
+  /** Request rate limits per key, identity and client address (--rate-limit-*). */
+  rateLimiters: RateLimiters;
   /** Wakes the in-process worker after a job is queued. */
   wakeWorkers: () => void;
   /** Aborts a job running in this process right away (others poll their cancel flag). */

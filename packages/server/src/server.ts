@@ -15,6 +15,7 @@ import { KeyUsageRecorder } from "./edge/key-usage-recorder.js";
 import { type Upstream, UpstreamRegistry } from "./edge/upstreams.js";
 import { JobEventHub } from "./events/job-event-hub.js";
 import { PgNotifications } from "./events/pg-notifications.js";
+import { RateLimiters, type RateLimits } from "./http/rate-limit.js";
 import { InferenceService } from "./inference/inference-service.js";
 import { ModelRegistry } from "./models/model-registry.js";
 import { Store } from "./store/store.js";
@@ -40,6 +41,8 @@ export interface ServerOptions {
   workers?: number;
   jobLeaseMs?: number;
   jobPollMs?: number;
+  /** Request rate limits; default DEFAULT_RATE_LIMITS. */
+  rateLimits?: RateLimits;
   /** Crash-restart policy of training processes (see JobRunnerOptions). */
   jobCrashRestarts?: number;
   jobRestartWithoutCheckpoint?: boolean;
@@ -178,6 +181,7 @@ export async function startServer(options: ServerOptions = {}): Promise<ServerHa
       datasetUrlAllow: options.datasetUrlAllow ?? [],
       jobLimits: { ...DEFAULT_JOB_LIMITS, ...options.jobLimits },
       sseKeepAliveMs: options.sseKeepAliveMs ?? DEFAULTS.sseKeepAliveMs,
+      rateLimiters: new RateLimiters(options.rateLimits),
       wakeWorkers: () => runner.nudge(),
       cancelRunning: (jobId) => runner.cancel(jobId),
     };

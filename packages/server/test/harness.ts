@@ -120,6 +120,9 @@ export async function startServerProcess(options: StartOptions = {}): Promise<Se
     "none",
     "--model",
     `${TINY_MODEL}=${await tinyModel()}`,
+    // A suite mints many anonymous identities from one address; rate-limits.test.ts checks the limits.
+    "--rate-limit-signup",
+    "off",
     "--sse-keepalive-ms",
     "300",
     ...(options.databaseUrl ? ["--database-url", options.databaseUrl] : []),

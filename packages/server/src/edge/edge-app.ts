@@ -9,6 +9,7 @@ import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { ServerContext } from "../context.js";
 import { ApiError, badRequest } from "../http/api-error.js";
 import { readJson } from "../http/body.js";
+import { clientAddress, enforceRateLimit } from "../http/rate-limit.js";
 import {
   boolean,
   inRange,
@@ -35,7 +36,7 @@ function openAiError(
   code: string,
   param: string | null = null,
 ) {
-  const type = status >= 500 ? "server_error" : "invalid_request_error";
+  const type = status >= 500 ? "server_error" : status === 429 ? "requests" : "invalid_request_error";
   return c.json({ error: { message, type, param, code } }, status);
 }
 
@@ -133,6 +134,14 @@ export function createEdgeApp(
         );
       }
       usage.record(keyId);
+      enforceRateLimit(c, ctx.rateLimiters.key, `key:${keyId}`, "for this API key");
+    } else {
+      enforceRateLimit(
+        c,
+        ctx.rateLimiters.key,
+        `open:${deployment.id}:${clientAddress(c)}`,
+        "to this deployment from this address",
+      );
     }
     const upstream = upstreamOf(deployment);
     if (upstream) {

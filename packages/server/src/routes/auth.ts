@@ -1,12 +1,15 @@
 // Identity: anonymous tokens, the OIDC settings the CLI logs in with, and /me.
 import { Hono } from "hono";
 import type { ApiEnv, ServerContext } from "../context.js";
+import { clientAddress, enforceRateLimit } from "../http/rate-limit.js";
 import type { AnonymousAuthResponse, Me } from "../wire.js";
 
 /** Routes that need no token. */
 export function publicAuthRoutes(ctx: ServerContext) {
   const app = new Hono<ApiEnv>();
   app.post("/v1/auth/anonymous", async (c) => {
+    // Anyone may sign up, so sign-ups are what bounds the identities one client can mint.
+    enforceRateLimit(c, ctx.rateLimiters.signup, clientAddress(c), "to sign up from this address");
     const { token, org } = await ctx.store.identity.createAnonymous();
     const body: AnonymousAuthResponse = { token, org };
     return c.json(body, 201);

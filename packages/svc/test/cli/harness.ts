@@ -106,7 +106,20 @@ export async function startTestServer(options: {
   const port = String(options.port ?? 0);
   const child = spawn(
     process.execPath,
-    [SVC_BIN, "server", "--port", port, "--edge-port", "0", "--data-dir", dataDir, ...(options.args ?? [])],
+    // Test files mint many anonymous identities from one address (the server's tests check the limit).
+    [
+      SVC_BIN,
+      "server",
+      "--port",
+      port,
+      "--edge-port",
+      "0",
+      "--data-dir",
+      dataDir,
+      "--rate-limit-signup",
+      "off",
+      ...(options.args ?? []),
+    ],
     { env: cliEnv(options.home, null), stdio: ["ignore", "pipe", "pipe"] },
   );
   let output = "";
