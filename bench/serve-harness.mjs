@@ -2,7 +2,7 @@
 // ephemeral ports over a temporary data dir with a tiny random model, and
 // small JSON helpers. Needs a build (npm run build).
 import { spawn } from "node:child_process";
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -81,4 +81,63 @@ export async function identity(base) {
   const { token, org } = await api(base, "POST", "/v1/auth/anonymous");
   await api(base, "POST", "/v1/projects", { token, json: { orgSlug: org.slug, slug: "bench" } });
   return { token, scope: `orgSlug=${org.slug}&projectSlug=bench` };
+}
+
+/** Peak resident memory (VmHWM, kB) of a process and its children, sampled until stopped. */
+export function watchMemory(rootPid) {
+  const peaks = new Map(); // pid -> { name, kb }
+  const status = (pid) => {
+    try {
+      return readFileSync(`/proc/${pid}/status`, "utf8");
+    } catch {
+      return null;
+    }
+  };
+  const childrenOf = (pid) => {
+    try {
+      return readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8")
+        .trim()
+        .split(/\s+/)
+        .filter(Boolean)
+        .map(Number);
+    } catch {
+      return [];
+    }
+  };
+  const cmdline = (pid) => {
+    try {
+      return readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").join(" ");
+    } catch {
+      return "";
+    }
+  };
+  const sample = () => {
+    for (const pid of [rootPid, ...childrenOf(rootPid)]) {
+      const text = status(pid);
+      const kb = Number(/^VmHWM:\s+(\d+)/m.exec(text ?? "")?.[1] ?? 0);
+      if (!kb) continue;
+      const cmd = cmdline(pid);
+      const name =
+        pid === rootPid
+          ? "server"
+          : cmd.includes("training-process")
+            ? "training"
+            : cmd.includes("inference-process")
+              ? "inference"
+              : "other";
+      const seen = peaks.get(pid);
+      peaks.set(pid, { name, kb: Math.max(kb, seen?.kb ?? 0) });
+    }
+  };
+  const timer = setInterval(sample, 500);
+  sample();
+  return {
+    stop() {
+      clearInterval(timer);
+      sample();
+      const byName = {};
+      for (const { name, kb } of peaks.values()) byName[name] = Math.max(byName[name] ?? 0, kb);
+      return byName;
+    },
+  };
 }
