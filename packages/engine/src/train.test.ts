@@ -8,7 +8,7 @@ import { loadModel } from "./load.js";
 import { loadAdapter } from "./peft.js";
 import { lrMultiplier } from "./schedule.js";
 import { createRandomModel } from "./testing/random-model.js";
-import { epochOrder, train } from "./train.js";
+import { epochOrder, plannedSteps, train } from "./train.js";
 import type { DatasetRow, Model, TrainHyperparameters, TrainProgress } from "./types.js";
 
 let model: Model;
@@ -212,4 +212,13 @@ test("bad hyperparameters and untrainable rows are named errors", async () => {
   await assert.rejects(train({ model, trainSet: [], hyperparameters: hyper, outputDir }), (e) =>
     isEngineError(e, "invalid_argument"),
   );
+});
+
+test("plannedSteps: maxSteps, else epochs × ceil(examples / (batch × accumulation)) rounded up, as train() runs", () => {
+  const lora = { r: 2, alpha: 4, targetModules: ["q_proj" as const] };
+  assert.equal(plannedSteps(10, { lora, maxSteps: 7, numTrainEpochs: 3 }), 7);
+  assert.equal(plannedSteps(10, { lora }), 3, "defaults: 1 epoch, batch 4");
+  assert.equal(plannedSteps(10, { lora, batchSize: 4, gradientAccumulationSteps: 2 }), 2);
+  assert.equal(plannedSteps(10, { lora, batchSize: 4, numTrainEpochs: 1.5 }), 5, "ceil(1.5 × 3)");
+  assert.equal(plannedSteps(16, { lora, batchSize: 4, numTrainEpochs: 13 }), 52);
 });

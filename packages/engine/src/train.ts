@@ -124,6 +124,19 @@ export function epochOrder(n: number, seed: number, epoch: number): number[] {
 
 const nextTick = () => new Promise<void>((resolve) => setImmediate(resolve));
 
+/**
+ * The optimizer steps a run over `examples` training examples takes: maxSteps
+ * when set, else numTrainEpochs × ceil(examples / (batchSize × accumulation)),
+ * rounded up. The one statement of the rule: train() runs it, the server
+ * reports it and bounds jobs by it.
+ */
+export function plannedSteps(examples: number, hyperparameters: TrainHyperparameters): number {
+  const s = resolveHyperparameters(hyperparameters);
+  if (s.maxSteps !== undefined) return s.maxSteps;
+  const stepsPerEpoch = Math.ceil(examples / (s.batchSize * s.gradientAccumulationSteps));
+  return Math.ceil(s.numTrainEpochs * stepsPerEpoch);
+}
+
 export async function train(options: TrainOptions): Promise<TrainResult> {
   const settings = resolveHyperparameters(options.hyperparameters);
   const { model, outputDir, signal } = options;
@@ -140,7 +153,7 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
   const B = settings.batchSize;
   const samplesPerStep = B * settings.gradientAccumulationSteps;
   const stepsPerEpoch = Math.ceil(n / samplesPerStep);
-  const totalSteps = settings.maxSteps ?? Math.ceil(settings.numTrainEpochs * stepsPerEpoch);
+  const totalSteps = plannedSteps(n, options.hyperparameters);
   const pad = model.tokenizer.padTokenId;
 
   const adapter = initLoraAdapter(config, settings.lora, settings.seed);

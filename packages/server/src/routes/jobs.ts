@@ -1,6 +1,6 @@
 // Jobs: POST /v1/jobs, GET /v1/jobs (newest first), GET /v1/jobs/:id,
 // POST /v1/jobs/:id/cancel.
-import { ALL_LORA_TARGETS } from "@svc/engine";
+import { ALL_LORA_TARGETS, plannedSteps } from "@svc/engine";
 import { Hono } from "hono";
 import type { ApiEnv, ServerContext } from "../context.js";
 import { badRequest, conflict } from "../http/api-error.js";
@@ -26,6 +26,7 @@ import {
   type JobLimits,
   LR_SCHEDULER_TYPES,
 } from "../wire.js";
+import { engineHyperparameters } from "../worker/job-runner.js";
 import { jobOr404, projectFromQuery } from "./access.js";
 
 /** hyperparameters, ranged by wire-limits.ts under this server's job limits; a missing `lora` is DEFAULT_LORA (as documented). */
@@ -80,6 +81,7 @@ export function jobRoutes(ctx: ServerContext) {
     ctx.inference.baseModel(body.baseModel, "baseModel");
     if (body.evalDatasetId && body.evalFraction !== undefined)
       throw badRequest(`"evalFraction" cannot be combined with "evalDatasetId"`);
+    let trainRows = 0;
     for (const field of ["datasetId", "evalDatasetId"] as const) {
       const id = body[field];
       if (id === undefined) continue;
@@ -89,8 +91,15 @@ export function jobRoutes(ctx: ServerContext) {
           `"${field}": no dataset ${id} in project ${project.orgSlug}/${project.slug}`,
           "dataset_not_found",
         );
+      if (field === "datasetId") trainRows = dataset.rows;
     }
     const hyperparameters: JobHyperparameters = body.hyperparameters ?? { lora: { ...DEFAULT_LORA } };
+    // Without maxSteps, epochs × batches decide the length: bound that too (all rows: an eval split only shortens it).
+    const steps = plannedSteps(trainRows, engineHyperparameters(hyperparameters));
+    if (steps > ctx.jobLimits.maxSteps)
+      throw badRequest(
+        `"hyperparameters.numTrainEpochs" makes this job train ${steps} steps over the dataset's ${trainRows} rows; this server allows at most ${ctx.jobLimits.maxSteps} (svc server --max-job-steps): lower numTrainEpochs or set maxSteps`,
+      );
     const job = await ctx.store.jobs.insert({
       id: uuidv7(),
       project_id: project.id,

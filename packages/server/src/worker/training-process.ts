@@ -2,7 +2,7 @@
 // runner), so a crash in the native kernels costs this job's process only:
 // reads the datasets, loads the base model, calls the engine's train() and
 // reports progress, checkpoints and the result as IPC messages.
-import { type DatasetRow, loadModel, readDataset, train } from "@svc/engine";
+import { type DatasetRow, loadModel, plannedSteps, readDataset, train } from "@svc/engine";
 import { exitWithParent } from "../process/engine-process.js";
 import type {
   TrainingProcessCommand,
@@ -44,15 +44,6 @@ function shuffled<T>(rows: T[], seed: number): T[] {
     [out[i], out[j]] = [out[j], out[i]];
   }
   return out;
-}
-
-/** Optimizer steps the run will take (the engine's rule: maxSteps, else epochs × ceil(batches / accumulation)). */
-function plannedSteps(examples: number, hp: TrainingProcessInput["hyperparameters"]): number {
-  if (typeof hp.maxSteps === "number") return hp.maxSteps;
-  const batchSize = hp.batchSize ?? 4;
-  const accumulation = hp.gradientAccumulationSteps ?? 1;
-  const epochs = hp.numTrainEpochs ?? 1;
-  return Math.ceil(Math.ceil(examples / batchSize) / accumulation) * Math.ceil(epochs);
 }
 
 async function main(): Promise<void> {

@@ -230,6 +230,13 @@ export function hardeningTests(backend: Backend, shared: () => SuiteServer) {
         [{ lora: { ...lora, maxLength: 1e9 } }, "lora.maxLength", /at most/],
         [{ lora: { r: 1e9, alpha: 8 } }, "lora.r", /at most 1024/],
       ];
+      // Without maxSteps, epochs over the dataset decide the length: 13 epochs of ceil(16 / 4) = 52 steps.
+      if (maxSteps === 50)
+        cases.push([
+          { numTrainEpochs: 13, batchSize: 4 },
+          "numTrainEpochs",
+          /makes this job train 52 steps over the dataset's 16 rows; this server allows at most 50 /,
+        ]);
       for (const [hyperparameters, field, message] of cases) {
         const reply = await create({ lora, ...hyperparameters });
         assert.equal(reply.status, 400, `${JSON.stringify(hyperparameters)}: ${JSON.stringify(reply.body)}`);
@@ -240,6 +247,10 @@ export function hardeningTests(backend: Backend, shared: () => SuiteServer) {
       assert.deepEqual(jobs.body.jobs, []);
       const atLimit = await create({ lora, maxSteps, batchSize: Math.min(batchSize, 8) });
       assert.equal(atLimit.status, 201, JSON.stringify(atLimit.body));
+      if (maxSteps === 50) {
+        const epochsAtLimit = await create({ lora, numTrainEpochs: 12, batchSize: 4 }); // 48 steps
+        assert.equal(epochsAtLimit.status, 201, JSON.stringify(epochsAtLimit.body));
+      }
       for (const lastEventId of ["1e300", "2147483648"]) {
         const events = await call(
           apiUrl,
