@@ -185,7 +185,7 @@ export async function startServer(options: ServerOptions = {}): Promise<ServerHa
       wakeWorkers: () => runner.nudge(),
       cancelRunning: (jobId) => runner.cancel(jobId),
     };
-    const usage = new KeyUsageRecorder(store.deployments);
+    const usage = new KeyUsageRecorder(store.deployments, store.keyUsage);
     const apiApp = createApiApp(ctx);
     const edgeApp = createEdgeApp(ctx, directory, usage);
     apiServer.on("request", getRequestListener(apiApp.fetch));

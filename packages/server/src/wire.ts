@@ -2,6 +2,8 @@
 // and shared by the server, the SDK (packages/svc) and Studio (type-only import).
 // This module must stay free of runtime dependencies.
 
+import type { NumericRange } from "./wire-limits.js";
+
 export * from "./wire-limits.js";
 
 export type Iso8601 = string;
@@ -338,7 +340,45 @@ export interface DeploymentKey {
   enabled: boolean;
   createdAt: Iso8601;
   lastUsedAt: Iso8601 | null;
+  /** Totals of the last KEY_USAGE_SUMMARY_DAYS UTC days, today included. */
+  usage: KeyUsageSummary;
 }
+
+/**
+ * What a key used: edge requests served (after authentication and the rate
+ * limit, failed ones included) and the tokens their generations reported.
+ */
+export interface KeyUsageTotals {
+  requests: number;
+  promptTokens: number;
+  completionTokens: number;
+}
+
+export interface KeyUsageSummary extends KeyUsageTotals {
+  /** How many UTC days the totals cover, today included (KEY_USAGE_SUMMARY_DAYS). */
+  days: number;
+}
+
+/** One UTC day of a key's usage. */
+export interface KeyUsageDay extends KeyUsageTotals {
+  /** YYYY-MM-DD (UTC). */
+  day: string;
+}
+
+/** GET /v1/endpoints/:id/keys/:keyId/usage?days=N → { usage }. */
+export interface DeploymentKeyUsage {
+  keyId: string;
+  /** First and last day covered (YYYY-MM-DD, UTC); `to` is today. */
+  from: string;
+  to: string;
+  totals: KeyUsageTotals;
+  /** One row per day from `from` to `to`, oldest first; days without use hold zeros. */
+  daily: KeyUsageDay[];
+}
+
+export const KEY_USAGE_SUMMARY_DAYS = 30;
+/** The days a usage query may ask for: 1 to a leap year. */
+export const KEY_USAGE_DAYS_RANGE: NumericRange = { integer: true, min: 1, max: 366 };
 
 /** The response that issues a key is the only place the plaintext ever appears. */
 export interface IssuedDeploymentKey extends DeploymentKey {

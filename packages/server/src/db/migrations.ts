@@ -134,8 +134,30 @@ const deploymentUpstream: Migration = {
   },
 };
 
+// No foreign key to deployment_keys: counts are flushed in batches after the
+// request, and a key deleted in between must neither fail the batch for every
+// other key nor the deployment's deletion. DeploymentStore.delete removes the
+// rows with the keys; KeyUsageStore.add skips keys that no longer exist.
+const deploymentKeyUsage: Migration = {
+  async up(db: Kysely<unknown>) {
+    await db.schema
+      .createTable("deployment_key_usage")
+      .addColumn("key_id", "text", (c) => c.notNull())
+      .addColumn("day", "text", (c) => c.notNull())
+      .addColumn("requests", "bigint", (c) => c.notNull())
+      .addColumn("prompt_tokens", "bigint", (c) => c.notNull())
+      .addColumn("completion_tokens", "bigint", (c) => c.notNull())
+      .addPrimaryKeyConstraint("deployment_key_usage_pk", ["key_id", "day"])
+      .execute();
+  },
+};
+
 export const migrationProvider: MigrationProvider = {
   async getMigrations() {
-    return { "0001_initial": initial, "0002_deployment_upstream": deploymentUpstream };
+    return {
+      "0001_initial": initial,
+      "0002_deployment_upstream": deploymentUpstream,
+      "0003_deployment_key_usage": deploymentKeyUsage,
+    };
   },
 };

@@ -118,6 +118,20 @@ export interface DeploymentKeysTable {
   last_used_at: string | null;
 }
 
+/**
+ * Requests and tokens of one deployment key on one UTC day. The counters are
+ * bigint (a busy key can pass 2^31 tokens in a day); PostgreSQL returns them as
+ * strings, so readers convert with Number().
+ */
+export interface DeploymentKeyUsageTable {
+  key_id: string;
+  /** YYYY-MM-DD, UTC. */
+  day: string;
+  requests: number | string;
+  prompt_tokens: number | string;
+  completion_tokens: number | string;
+}
+
 export interface Database {
   users: UsersTable;
   tokens: TokensTable;
@@ -130,6 +144,7 @@ export interface Database {
   artifacts: ArtifactsTable;
   deployments: DeploymentsTable;
   deployment_keys: DeploymentKeysTable;
+  deployment_key_usage: DeploymentKeyUsageTable;
 }
 
 export type { Generated };

@@ -26,7 +26,7 @@ import { messagesCheck, stopCheck } from "../routes/inference.js";
 import { targetOf, upstreamOf } from "../store/deployment-store.js";
 import { SEED_RANGE } from "../wire.js";
 import type { DeploymentDirectory } from "./deployment-directory.js";
-import type { KeyUsageRecorder } from "./key-usage-recorder.js";
+import type { KeyUsageRecorder, TokenMeter } from "./key-usage-recorder.js";
 import { forwardChat } from "./upstream-forwarding.js";
 
 function openAiError(
@@ -122,6 +122,7 @@ export function createEdgeApp(
     const deployment = await directory.deployment(slug);
     if (deployment?.enabled !== 1)
       return openAiError(c, 404, `deployment ${slug} not found`, "deployment_not_found");
+    let meter: TokenMeter | undefined;
     if (deployment.auth_mode === "fixed_api_key") {
       const match = /^Bearer\s+(\S+)\s*$/i.exec(c.req.header("authorization") ?? "");
       const keyId = match ? await directory.keyId(deployment.id, match[1]) : null;
@@ -133,8 +134,10 @@ export function createEdgeApp(
           "invalid_api_key",
         );
       }
-      usage.record(keyId);
+      usage.touch(keyId);
       enforceRateLimit(c, ctx.rateLimiters.key, `key:${keyId}`, "for this API key");
+      // Counted once past the limit: every later outcome, errors included, is a served request.
+      meter = usage.request(keyId);
     } else {
       enforceRateLimit(
         c,
@@ -156,7 +159,7 @@ export function createEdgeApp(
           `deployment ${slug} is served by upstream ${upstream.name}, which this server does not declare`,
           "upstream_unavailable",
         );
-      return forwardChat(c, declared, upstream.model, raw as Record<string, unknown>);
+      return forwardChat(c, declared, upstream.model, raw as Record<string, unknown>, meter);
     }
     const body = chatRequest(await readJson(c));
     const target = targetOf(deployment);
@@ -187,7 +190,9 @@ export function createEdgeApp(
       // As OpenAI: an explicit max_tokens that does not fit is refused; without one the completion fills what is left.
       maxTokensPolicy: maxTokens === undefined ? "clamp" : "refuse",
     };
-    return respondWithChat(c, ctx.inference, resolved, params);
+    return respondWithChat(c, ctx.inference, resolved, params, (result) =>
+      meter?.(result.promptTokens, result.completionTokens),
+    );
   };
 
   app.post("/v1/chat/completions", (c) => serve(c, null));

@@ -5,11 +5,14 @@
 // here and the operator's key for the upstream goes instead. The request's
 // "model" becomes the name the upstream serves the target under; every other
 // field passes through untouched, so the upstream's own features (tools,
-// response_format, logprobs) work.
+// response_format, logprobs) work. The tokens the upstream reports in its
+// answer's `usage` go to the key's meter (none reported: 0 tokens).
 import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
 import type { Context } from "hono";
 import { ApiError } from "../http/api-error.js";
 import { nodeResponse } from "../inference/chat-completions.js";
+import type { TokenMeter } from "./key-usage-recorder.js";
+import { UpstreamUsageReader } from "./upstream-usage.js";
 import { type Upstream, upstreamKeyVariable } from "./upstreams.js";
 
 /** Response headers worth relaying; the body arrives already decoded, so no encoding or length headers. */
@@ -20,6 +23,7 @@ export async function forwardChat(
   upstream: Upstream,
   model: string,
   body: Record<string, unknown>,
+  meter?: TokenMeter,
 ): Promise<Response> {
   const res = nodeResponse(c);
   const controller = new AbortController();
@@ -58,8 +62,10 @@ export async function forwardChat(
     if (value !== null) headers[name] = value;
   }
   res.writeHead(answer.status, headers);
+  const usage = new UpstreamUsageReader(answer.headers.get("content-type"));
   try {
     for await (const chunk of answer.body ?? []) {
+      usage.push(chunk);
       if (res.destroyed) break;
       if (!res.write(chunk))
         await new Promise<void>((resolve) => {
@@ -71,6 +77,8 @@ export async function forwardChat(
     // The upstream broke off mid-answer or the client left: end what was sent.
   } finally {
     res.off("close", onClose);
+    const reported = usage.finish();
+    meter?.(reported?.promptTokens ?? 0, reported?.completionTokens ?? 0);
   }
   res.end();
   return RESPONSE_ALREADY_SENT;

@@ -99,6 +99,23 @@ export function inRange(range: NumericRange): Check<number> {
   });
 }
 
+/**
+ * An integer query parameter within the range, or its default when absent;
+ * anything else (a fraction, "1e2", an empty value) is a 400 naming it.
+ */
+export function integerQuery(
+  raw: string | undefined,
+  name: string,
+  range: NumericRange,
+  fallback: number,
+): number {
+  if (raw === undefined) return fallback;
+  const value = /^-?\d{1,16}$/.test(raw) ? Number(raw) : Number.NaN;
+  if (!Number.isSafeInteger(value) || value < (range.min ?? 0) || value > range.max)
+    throw badRequest(`"${name}" (query parameter) must be an integer from ${range.min ?? 0} to ${range.max}`);
+  return value;
+}
+
 export function boolean(): Check<boolean> {
   return (value, path) => (typeof value === "boolean" ? value : fail(path, "must be true or false"));
 }

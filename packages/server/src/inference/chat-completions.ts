@@ -58,13 +58,15 @@ export function nodeResponse(c: Context): ServerResponse {
 /**
  * Runs the chat on the target and answers with a chat.completion, or with
  * SSE chat.completion.chunk lines ending in `data: [DONE]` when streaming.
- * A client that hangs up aborts its generation.
+ * A client that hangs up aborts its generation. `onResult` gets the
+ * generation's result (a cancelled one holds the tokens generated so far).
  */
 export async function respondWithChat(
   c: Context,
   inference: InferenceService,
   target: ResolvedTarget,
   params: ChatParams,
+  onResult?: (result: GenerationResult) => void,
 ): Promise<Response> {
   const id = `chatcmpl-${randomUUID().replaceAll("-", "")}`;
   const created = Math.floor(Date.now() / 1000);
@@ -87,6 +89,7 @@ export async function respondWithChat(
   };
   if (!params.stream) {
     const result = await prepared.complete(request, controller.signal);
+    onResult?.(result);
     const body: ChatCompletion = {
       id,
       object: "chat.completion",
@@ -140,6 +143,7 @@ export async function respondWithChat(
     await chunk({ role: "assistant", content: "" }, null);
     for (;;) {
       if (next.done) {
+        onResult?.(next.value);
         await chunk({}, finishReason(next.value.finishReason), next.value);
         break;
       }

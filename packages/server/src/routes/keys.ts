@@ -1,11 +1,12 @@
-// Deployment API keys: GET|POST /v1/endpoints/:id/keys and
-// DELETE /v1/endpoints/:id/keys/:keyId (revoke: enabled = false).
+// Deployment API keys: GET|POST /v1/endpoints/:id/keys,
+// DELETE /v1/endpoints/:id/keys/:keyId (revoke: enabled = false) and
+// GET /v1/endpoints/:id/keys/:keyId/usage?days=N (per UTC day, oldest first).
 import { Hono } from "hono";
 import type { ApiEnv, ServerContext } from "../context.js";
 import { notFound } from "../http/api-error.js";
 import { readJson } from "../http/body.js";
-import { object, parseBody, string } from "../http/validate.js";
-import { KEY_LABEL_MAX_LENGTH } from "../wire.js";
+import { integerQuery, object, parseBody, string } from "../http/validate.js";
+import { KEY_LABEL_MAX_LENGTH, KEY_USAGE_DAYS_RANGE, KEY_USAGE_SUMMARY_DAYS } from "../wire.js";
 import { deploymentOr404 } from "./access.js";
 
 const issueBody = object({ label: string({ min: 1, max: KEY_LABEL_MAX_LENGTH }) });
@@ -20,6 +21,13 @@ export function keyRoutes(ctx: ServerContext) {
   app.get("/v1/endpoints/:id/keys", async (c) => {
     const deployment = await deploymentOr404(ctx, c, c.req.param("id"));
     return c.json({ keys: await ctx.store.deployments.listKeys(deployment.id) });
+  });
+  app.get("/v1/endpoints/:id/keys/:keyId/usage", async (c) => {
+    const deployment = await deploymentOr404(ctx, c, c.req.param("id"));
+    const days = integerQuery(c.req.query("days"), "days", KEY_USAGE_DAYS_RANGE, KEY_USAGE_SUMMARY_DAYS);
+    const keyId = c.req.param("keyId");
+    if (!(await ctx.store.deployments.hasKey(deployment.id, keyId))) throw notFound(`key ${keyId}`);
+    return c.json({ usage: await ctx.store.keyUsage.daily(keyId, days) });
   });
   app.delete("/v1/endpoints/:id/keys/:keyId", async (c) => {
     const deployment = await deploymentOr404(ctx, c, c.req.param("id"));

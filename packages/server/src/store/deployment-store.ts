@@ -4,14 +4,22 @@ import { type Kysely, sql } from "kysely";
 import type { DatabaseKind } from "../db/connect.js";
 import type { Database, DeploymentKeysTable, DeploymentsTable } from "../db/schema.js";
 import { nowIso, randomBase62, sha256Hex, uuidv7 } from "../ids.js";
-import type { DeploymentKey, DeploymentTarget, DeploymentUpstream, IssuedDeploymentKey } from "../wire.js";
+import type {
+  DeploymentKey,
+  DeploymentTarget,
+  DeploymentUpstream,
+  IssuedDeploymentKey,
+  KeyUsageSummary,
+} from "../wire.js";
+import { KEY_USAGE_SUMMARY_DAYS } from "../wire.js";
+import type { KeyUsageStore } from "./key-usage-store.js";
 import { isUniqueViolation } from "./unique.js";
 
 export type DeploymentRow = DeploymentsTable;
 
 export const KEY_PREFIX_LENGTH = 12;
 
-export const toDeploymentKey = (r: DeploymentKeysTable): DeploymentKey => ({
+export const toDeploymentKey = (r: DeploymentKeysTable, usage: KeyUsageSummary): DeploymentKey => ({
   id: r.id,
   deploymentId: r.deployment_id,
   label: r.label,
@@ -19,6 +27,7 @@ export const toDeploymentKey = (r: DeploymentKeysTable): DeploymentKey => ({
   enabled: r.enabled === 1,
   createdAt: r.created_at,
   lastUsedAt: r.last_used_at,
+  usage,
 });
 
 export const targetOf = (r: DeploymentRow): DeploymentTarget => JSON.parse(r.target) as DeploymentTarget;
@@ -33,6 +42,7 @@ export class DeploymentStore {
   constructor(
     private readonly db: Kysely<Database>,
     private readonly kind: DatabaseKind,
+    private readonly usage: KeyUsageStore,
   ) {}
 
   /** Tells this process and, on PostgreSQL, every other one that deployments changed. */
@@ -80,10 +90,25 @@ export class DeploymentStore {
     return this.get(id);
   }
 
-  /** Deletes the deployment and its keys; the slug becomes free again. */
+  /** Deletes the deployment, its keys and their usage; the slug becomes free again. */
   async delete(id: string): Promise<void> {
     await this.db.transaction().execute(async (trx) => {
+      const keys = await trx
+        .selectFrom("deployment_keys")
+        .select("id")
+        .where("deployment_id", "=", id)
+        .execute();
+      // Keys first: on PostgreSQL this waits for a usage flush holding them, whose rows the next statement then sees.
       await trx.deleteFrom("deployment_keys").where("deployment_id", "=", id).execute();
+      if (keys.length > 0)
+        await trx
+          .deleteFrom("deployment_key_usage")
+          .where(
+            "key_id",
+            "in",
+            keys.map((k) => k.id),
+          )
+          .execute();
       await trx.deleteFrom("deployments").where("id", "=", id).execute();
     });
     await this.changed();
@@ -103,7 +128,8 @@ export class DeploymentStore {
     };
     await this.db.insertInto("deployment_keys").values(row).execute();
     await this.changed();
-    return { ...toDeploymentKey(row), plaintext };
+    const unused = { days: KEY_USAGE_SUMMARY_DAYS, requests: 0, promptTokens: 0, completionTokens: 0 };
+    return { ...toDeploymentKey(row, unused), plaintext };
   }
 
   async listKeys(deploymentId: string): Promise<DeploymentKey[]> {
@@ -113,7 +139,8 @@ export class DeploymentStore {
       .where("deployment_id", "=", deploymentId)
       .orderBy("id")
       .execute();
-    return rows.map(toDeploymentKey);
+    const usage = await this.usage.summaries(rows.map((r) => r.id));
+    return rows.map((r) => toDeploymentKey(r, usage.get(r.id) as KeyUsageSummary));
   }
 
   async revokeKey(deploymentId: string, keyId: string): Promise<DeploymentKey | undefined> {
@@ -130,7 +157,7 @@ export class DeploymentStore {
       .where("id", "=", keyId)
       .where("deployment_id", "=", deploymentId)
       .executeTakeFirst();
-    return row && toDeploymentKey(row);
+    return row && toDeploymentKey(row, (await this.usage.summaries([row.id])).get(row.id) as KeyUsageSummary);
   }
 
   /** The enabled key of this deployment whose hash matches, if any. */
@@ -142,6 +169,17 @@ export class DeploymentStore {
       .where("deployment_id", "=", deploymentId)
       .where("enabled", "=", 1)
       .executeTakeFirst();
+  }
+
+  /** The key of this deployment (enabled or revoked), if any. */
+  async hasKey(deploymentId: string, keyId: string): Promise<boolean> {
+    const row = await this.db
+      .selectFrom("deployment_keys")
+      .select("id")
+      .where("id", "=", keyId)
+      .where("deployment_id", "=", deploymentId)
+      .executeTakeFirst();
+    return row !== undefined;
   }
 
   async touchKeys(lastUsed: Map<string, string>): Promise<void> {

@@ -7,6 +7,7 @@ import { DatasetStore } from "./dataset-store.js";
 import { DeploymentStore } from "./deployment-store.js";
 import { IdentityStore } from "./identity-store.js";
 import { JobStore } from "./job-store.js";
+import { KeyUsageStore } from "./key-usage-store.js";
 import { ProjectStore } from "./project-store.js";
 
 export class Store {
@@ -17,6 +18,7 @@ export class Store {
   readonly datasets: DatasetStore;
   readonly jobs: JobStore;
   readonly deployments: DeploymentStore;
+  readonly keyUsage: KeyUsageStore;
 
   constructor(readonly opened: OpenedDatabase) {
     this.db = opened.db;
@@ -25,7 +27,8 @@ export class Store {
     this.projects = new ProjectStore(this.db);
     this.datasets = new DatasetStore(this.db);
     this.jobs = new JobStore(this.db, this.kind);
-    this.deployments = new DeploymentStore(this.db, this.kind);
+    this.keyUsage = new KeyUsageStore(this.db, this.kind);
+    this.deployments = new DeploymentStore(this.db, this.kind, this.keyUsage);
   }
 
   close(): Promise<void> {
