@@ -14,6 +14,7 @@ import type {
   Dataset,
   Deployment,
   DeploymentKey,
+  DeploymentKeyUsage,
   InferArgs,
   IssuedDeploymentKey,
   Job,
@@ -285,6 +286,16 @@ export class CloudApiClient implements CloudApi {
     const key = keys.find((k) => k.id === keyId);
     if (!key) throw new CloudApiError(404, "not_found", `key ${keyId} not found after revoke`);
     return key;
+  }
+
+  async getDeploymentKeyUsage(
+    deploymentId: string,
+    keyId: string,
+    options: { days?: number } = {},
+  ): Promise<DeploymentKeyUsage> {
+    const path = `/v1/endpoints/${seg(deploymentId)}/keys/${seg(keyId)}/usage`;
+    const query = { days: options.days === undefined ? undefined : String(options.days) };
+    return (await this.json<{ usage: DeploymentKeyUsage }>("GET", path, { scoped: true, query })).usage;
   }
 
   // ------------------------------------------------------------ transport

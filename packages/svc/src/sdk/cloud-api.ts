@@ -14,6 +14,7 @@ import type {
   Dataset,
   Deployment,
   DeploymentKey,
+  DeploymentKeyUsage,
   InferArgs,
   IssuedDeploymentKey,
   Job,
@@ -79,4 +80,10 @@ export interface CloudApi {
   issueDeploymentKey(deploymentId: string, body: { label: string }): Promise<IssuedDeploymentKey>;
   listDeploymentKeys(deploymentId: string): Promise<DeploymentKey[]>;
   revokeDeploymentKey(deploymentId: string, keyId: string): Promise<DeploymentKey>;
+  /** Per-UTC-day usage of a key over the last `days` days (server default 30), oldest first. */
+  getDeploymentKeyUsage(
+    deploymentId: string,
+    keyId: string,
+    options?: { days?: number },
+  ): Promise<DeploymentKeyUsage>;
 }

@@ -6,6 +6,7 @@ import { mkdir, readFile, stat, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
+import OpenAI from "openai";
 import { cliEnv, runSvc, startTestModelServer, TEST_MODEL, type TestServer, tempDir } from "./harness.js";
 
 let server: TestServer;
@@ -153,6 +154,61 @@ test("jobs list/show/follow/cancel over the same client", async () => {
   const missing = await runSvc(["jobs", "show", "00000000-0000-0000-0000-000000000000"], { cwd: dir, env });
   assert.equal(missing.code, 1);
   assert.match(missing.stderr, /^svc jobs: .*\(HTTP 404 \w+\)\n$/);
+});
+
+test("keys list shows each key's requests and tokens of the last 30 days", async () => {
+  const dir = await projectWith(trainerSource("maxSteps: 2"));
+  const slug = `usage-${process.pid}`;
+  const created = await runSvc(["deploy", "create", "--slug", slug, "--base-model", TEST_MODEL], {
+    cwd: dir,
+    env,
+  });
+  assert.equal(created.code, 0, created.stderr);
+  const issue = async (label: string) => {
+    const r = await runSvc(["keys", "issue", slug, "--label", label], { cwd: dir, env });
+    assert.equal(r.code, 0, r.stderr);
+    return r.stdout.trim();
+  };
+  const busy = new OpenAI({ apiKey: await issue("busy"), baseURL: `${server.edgeUrl}/d/${slug}/v1` });
+  await issue("idle");
+  let prompt = 0;
+  let completion = 0;
+  for (const maxTokens of [1, 3]) {
+    const r = await busy.chat.completions.create({
+      model: "x",
+      messages: [{ role: "user", content: "hello" }],
+      max_tokens: maxTokens,
+    });
+    prompt += r.usage?.prompt_tokens ?? 0;
+    completion += r.usage?.completion_tokens ?? 0;
+  }
+  assert.ok(prompt > 0 && completion > 0);
+  // Usage is written about once a second: read until the busy key's requests show.
+  const busyRow = new RegExp(
+    `^[0-9a-f-]{36} +busy +svc_live_\\w{3} +enabled +\\S+ +2 +${prompt} +${completion}$`,
+    "m",
+  );
+  let listed = await runSvc(["keys", "list", slug], { cwd: dir, env });
+  for (const deadline = Date.now() + 30_000; !busyRow.test(listed.stdout) && Date.now() < deadline; ) {
+    await new Promise((r) => setTimeout(r, 200));
+    listed = await runSvc(["keys", "list", slug], { cwd: dir, env });
+  }
+  assert.equal(listed.code, 0, listed.stderr);
+  const lines = listed.stdout.trimEnd().split("\n");
+  assert.match(
+    lines[0],
+    /^ID +LABEL +PREFIX +STATE +LAST USED +REQUESTS 30D +PROMPT TOKENS 30D +COMPLETION TOKENS 30D$/,
+  );
+  assert.match(listed.stdout, busyRow);
+  assert.match(listed.stdout, /^[0-9a-f-]{36} +idle +svc_live_\w{3} +enabled +never +0 +0 +0$/m);
+  const json = JSON.parse((await runSvc(["keys", "list", slug, "--json"], { cwd: dir, env })).stdout);
+  assert.deepEqual(
+    json.map((k: { label: string; usage: unknown }) => [k.label, k.usage]),
+    [
+      ["busy", { days: 30, requests: 2, promptTokens: prompt, completionTokens: completion }],
+      ["idle", { days: 30, requests: 0, promptTokens: 0, completionTokens: 0 }],
+    ],
+  );
 });
 
 async function portFree(port: number): Promise<boolean> {

@@ -281,6 +281,36 @@ test("CloudApiClient: errors carry the upstream status, code and message", async
   assert.deepEqual(moved.target, { kind: "adapter", adapter: { kind: "final", jobId: completedJobId } });
   const key = await scoped.issueDeploymentKey(d.id, { label: "sdk" });
   assert.equal((await scoped.listDeploymentKeys(d.id))[0].lastUsedAt, null);
+  // One edge request: its usage reaches the key's totals and per-day rows (written about once a second).
+  const served = await fetch(`${server.edgeUrl}/d/${d.slug}/v1/chat/completions`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${key.plaintext}`, "content-type": "application/json" },
+    body: JSON.stringify({ messages: [{ role: "user", content: "hi" }], max_tokens: 1 }),
+  });
+  assert.equal(served.status, 200);
+  const { usage } = (await served.json()) as { usage: { prompt_tokens: number; completion_tokens: number } };
+  const deadline = Date.now() + 30_000;
+  let perDay = await scoped.getDeploymentKeyUsage(d.id, key.id, { days: 2 });
+  while (perDay.totals.requests === 0 && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 100));
+    perDay = await scoped.getDeploymentKeyUsage(d.id, key.id, { days: 2 });
+  }
+  const totals = {
+    requests: 1,
+    promptTokens: usage.prompt_tokens,
+    completionTokens: usage.completion_tokens,
+  };
+  assert.deepEqual(perDay.totals, totals);
+  assert.deepEqual(
+    perDay.daily.map((r) => r.day),
+    [perDay.from, perDay.to],
+  );
+  assert.deepEqual((await scoped.listDeploymentKeys(d.id))[0].usage, { days: 30, ...totals });
+  assert.equal((await scoped.getDeploymentKeyUsage(d.id, key.id)).daily.length, 30);
+  await assert.rejects(
+    scoped.getDeploymentKeyUsage(d.id, key.id, { days: 0 }),
+    (e) => e instanceof CloudApiError && e.status === 400 && /"days"/.test(e.message),
+  );
   const revoked = await scoped.revokeDeploymentKey(d.id, key.id);
   assert.equal(revoked.enabled, false);
   await scoped.deleteDeployment(d.id);

@@ -1,19 +1,27 @@
 // svc keys issue <deployment> --label <label> | list <deployment> | revoke <deployment> <keyId>
 
-import { KEY_LABEL_MAX_LENGTH, textLength } from "@svc/server/wire";
+import { KEY_LABEL_MAX_LENGTH, KEY_USAGE_SUMMARY_DAYS, textLength } from "@svc/server/wire";
 import { type Command, parse, requirePositional, stringOption, UsageError } from "../args.js";
 import { printJson, table } from "../output.js";
 import { openDeployment } from "./deploy.js";
+
+/** The 30-day totals of GET /v1/endpoints/:id/keys (KEY_USAGE_SUMMARY_DAYS). */
+const USAGE_COLUMNS = [
+  `REQUESTS ${KEY_USAGE_SUMMARY_DAYS}D`,
+  `PROMPT TOKENS ${KEY_USAGE_SUMMARY_DAYS}D`,
+  `COMPLETION TOKENS ${KEY_USAGE_SUMMARY_DAYS}D`,
+];
 
 export const keysCommand: Command = {
   name: "keys",
   summary: "issue, list or revoke a deployment's API keys",
   usage: [
     "Usage: svc keys issue <deployment> --label <label> [--json]   prints the key once",
-    "       svc keys list <deployment> [--json]                     includes lastUsedAt",
+    "       svc keys list <deployment> [--json]                     lastUsedAt and 30-day usage",
     "       svc keys revoke <deployment> <keyId>",
     "",
-    "<deployment> is a deployment id or slug.",
+    "<deployment> is a deployment id or slug. Usage columns count the edge requests",
+    "each key made in the last 30 days (UTC, today included) and their tokens.",
   ].join("\n"),
   async run(argv) {
     const { values, positionals } = parse(argv, { label: { type: "string" }, json: { type: "boolean" } }, 3);
@@ -47,8 +55,12 @@ export const keysCommand: Command = {
           k.prefix,
           k.enabled ? "enabled" : "revoked",
           k.lastUsedAt ?? "never",
+          String(k.usage.requests),
+          String(k.usage.promptTokens),
+          String(k.usage.completionTokens),
         ]);
-        process.stdout.write(`${table(rows, ["ID", "LABEL", "PREFIX", "STATE", "LAST USED"])}\n`);
+        const header = ["ID", "LABEL", "PREFIX", "STATE", "LAST USED", ...USAGE_COLUMNS];
+        process.stdout.write(`${table(rows, header)}\n`);
       }
       return 0;
     }
