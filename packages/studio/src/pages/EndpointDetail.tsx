@@ -5,6 +5,7 @@ import { useCallback, useEffect, useState } from "react";
 import { errorMessage, getJson, sendJson } from "../api.js";
 import { CodeBlock, CopyButton, ErrorText } from "../components/common.js";
 import { TargetFields } from "../components/TargetFields.js";
+import { keyUsageCells, keyUsageWindow } from "../lib/key-usage.js";
 import {
   QUICKSTART_LANGUAGES,
   QUICKSTART_OPERATIONS,
@@ -254,31 +255,54 @@ function ApiKeys({ d }: { d: Deployment }) {
             <tr>
               <th>Label</th>
               <th>Prefix</th>
+              <th className="right" title={`Edge requests, ${keyUsageWindow(keys[0].usage.days)} (UTC)`}>
+                Requests
+              </th>
+              <th className="right">Prompt tokens</th>
+              <th className="right">Completion tokens</th>
               <th />
             </tr>
           </thead>
           <tbody>
-            {keys.map((k) => (
-              <tr key={k.id} className={k.enabled ? "" : "revoked"} data-key-label={k.label}>
-                <td>{k.enabled ? k.label : <s>{k.label}</s>}</td>
-                <td className="mono">{k.enabled ? `${k.prefix}…` : <s>{k.prefix}…</s>}</td>
-                <td className="right">
-                  {k.enabled ? (
-                    <button
-                      type="button"
-                      className="btn btn-small btn-danger-ghost"
-                      onClick={() => revoke(k)}
-                    >
-                      Revoke
-                    </button>
-                  ) : (
-                    <span className="muted">revoked</span>
-                  )}
-                </td>
-              </tr>
-            ))}
+            {keys.map((k) => {
+              const usage = keyUsageCells(k.usage);
+              return (
+                <tr key={k.id} className={k.enabled ? "" : "revoked"} data-key-label={k.label}>
+                  <td>{k.enabled ? k.label : <s>{k.label}</s>}</td>
+                  <td className="mono">{k.enabled ? `${k.prefix}…` : <s>{k.prefix}…</s>}</td>
+                  <td className="right num" title={usage.title} data-testid="key-requests">
+                    {usage.requests}
+                  </td>
+                  <td className="right num" title={usage.title} data-testid="key-prompt-tokens">
+                    {usage.promptTokens}
+                  </td>
+                  <td className="right num" title={usage.title} data-testid="key-completion-tokens">
+                    {usage.completionTokens}
+                  </td>
+                  <td className="right">
+                    {k.enabled ? (
+                      <button
+                        type="button"
+                        className="btn btn-small btn-danger-ghost"
+                        onClick={() => revoke(k)}
+                      >
+                        Revoke
+                      </button>
+                    ) : (
+                      <span className="muted">revoked</span>
+                    )}
+                  </td>
+                </tr>
+              );
+            })}
           </tbody>
         </table>
+      )}
+      {keys.length > 0 && (
+        <p className="muted" data-testid="key-usage-note">
+          Requests and tokens over the {keyUsageWindow(keys[0].usage.days)} (UTC, today included), as of when
+          this list was read.
+        </p>
       )}
     </section>
   );

@@ -441,6 +441,15 @@ describe("Studio in a browser against svc server", { skip: chromiumMissing, time
     assert.equal(curlRun.status, 0, curlRun.stderr + curlRun.stdout);
     assert.ok(JSON.parse(curlRun.stdout).choices[0].message, curlRun.stdout);
 
+    // The keys table counts the two requests above (usage is written about once a second; a reload reads it again).
+    await until("the key's requests in the keys table", async () => {
+      await page.reload();
+      await keyRow.waitFor();
+      return (await keyRow.getByTestId("key-requests").textContent()) === "2";
+    });
+    assert.match((await keyRow.getByTestId("key-prompt-tokens").textContent()) ?? "", /^[1-9][\d,]*$/);
+    assert.match((await keyRow.getByTestId("key-completion-tokens").textContent()) ?? "", /^\d[\d,]*$/);
+
     // Revoke: struck through, and the edge refuses the key.
     await keyRow.getByRole("button", { name: "Revoke" }).click();
     await keyRow.locator("s").first().waitFor();

@@ -142,6 +142,31 @@ describe("Studio API against svc server", { timeout: 300_000 }, () => {
       body: JSON.stringify({ label: "x".repeat(81) }),
     });
     assert.equal(tooLong.status, 400);
+    // The key's 30-day usage comes through with the list, as Studio's keys table shows it.
+    assert.deepEqual(keys.keys[0].usage, { days: 30, requests: 0, promptTokens: 0, completionTokens: 0 });
+    const keyed = await studioFetch(studio, `/api/deployments/${d.id}`, {
+      method: "PATCH",
+      body: JSON.stringify({ enabled: true, authMode: "fixed_api_key" }),
+    });
+    assert.equal(keyed.status, 200);
+    const served = await fetch(`${server.edgeUrl}/d/api-e2e/v1/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key.plaintext}`, "content-type": "application/json" },
+      body: JSON.stringify({ messages: [{ role: "user", content: "hi" }], max_tokens: 2 }),
+    });
+    assert.equal(served.status, 200);
+    const { usage } = await json(served);
+    let listedUsage: Json = {};
+    for (const deadline = Date.now() + 30_000; listedUsage.requests !== 1 && Date.now() < deadline; ) {
+      await new Promise((r) => setTimeout(r, 100));
+      listedUsage = (await json(await studioFetch(studio, `/api/deployments/${d.id}/keys`))).keys[0].usage;
+    }
+    assert.deepEqual(listedUsage, {
+      days: 30,
+      requests: 1,
+      promptTokens: usage.prompt_tokens,
+      completionTokens: usage.completion_tokens,
+    });
     const revoked = await studioFetch(studio, `/api/deployments/${d.id}/keys/${key.id}`, {
       method: "DELETE",
     });
