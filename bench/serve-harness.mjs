@@ -141,3 +141,16 @@ export function watchMemory(rootPid) {
     },
   };
 }
+
+/** Every event of a job so far, read to the end of its stream (call it once the job has ended). */
+export async function allEvents(base, token, jobId) {
+  const response = await fetch(`${base}/v1/jobs/${jobId}/events`, {
+    headers: { authorization: `Bearer ${token}` },
+  });
+  const text = await response.text();
+  return text
+    .split("\n\n")
+    .map((block) => /^data: (.*)$/m.exec(block)?.[1])
+    .filter(Boolean)
+    .map((d) => JSON.parse(d));
+}

@@ -12,7 +12,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import OpenAI from "openai";
-import { api, identity, startServer, watchMemory } from "./serve-harness.mjs";
+import { allEvents, api, identity, startServer, watchMemory } from "./serve-harness.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const { values } = parseArgs({
@@ -35,18 +35,6 @@ const prompts = readFileSync(join(data, "eval.jsonl"), "utf8")
   .split("\n")
   .filter(Boolean)
   .map((line) => JSON.parse(line).messages.filter((m) => m.role !== "assistant"));
-
-async function events(base, token, jobId) {
-  const response = await fetch(`${base}/v1/jobs/${jobId}/events`, {
-    headers: { authorization: `Bearer ${token}` },
-  });
-  const text = await response.text();
-  return text
-    .split("\n\n")
-    .map((block) => /^data: (.*)$/m.exec(block)?.[1])
-    .filter(Boolean)
-    .map((d) => JSON.parse(d));
-}
 
 const percentile = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))];
 
@@ -120,7 +108,7 @@ async function soak(run) {
   running = false;
   await Promise.all(loops);
   const peaks = memory.stop();
-  const log = await events(server.apiUrl, who.token, job.id);
+  const log = await allEvents(server.apiUrl, who.token, job.id);
   const starts = log.filter((e) => e.type === "training.started").length;
   const trainLogs = log.filter((e) => e.type === "training.log" && typeof e.tokensPerSecond === "number");
   const tokensPerSecond =

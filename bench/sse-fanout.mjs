@@ -5,7 +5,7 @@
 //
 //   npm run build && nice -n 10 node bench/sse-fanout.mjs [--subscribers 200] [--steps 200] [--rounds 2]
 import { parseArgs } from "node:util";
-import { api, identity, startServer, tinyModel } from "./serve-harness.mjs";
+import { allEvents, api, identity, startServer, tinyModel } from "./serve-harness.mjs";
 
 const { values } = parseArgs({
   options: {
@@ -33,18 +33,6 @@ async function follow(url, token) {
     frames += parts.filter((p) => /^id: /m.test(p)).length;
   }
   return frames;
-}
-
-async function allEvents(base, token, jobId) {
-  const response = await fetch(`${base}/v1/jobs/${jobId}/events`, {
-    headers: { authorization: `Bearer ${token}` },
-  });
-  const text = await response.text();
-  return text
-    .split("\n\n")
-    .map((block) => /^data: (.*)$/m.exec(block)?.[1])
-    .filter(Boolean)
-    .map((d) => JSON.parse(d));
 }
 
 const model = await tinyModel({ hiddenSize: 64, intermediateSize: 128, numHiddenLayers: 2 });

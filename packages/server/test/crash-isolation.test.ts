@@ -6,11 +6,12 @@
 // request with the reason and the next request starts a new process.
 import assert from "node:assert/strict";
 import { after, describe, it } from "node:test";
-import OpenAI from "openai";
 import {
   type Backend,
   call,
   createJob,
+  deploymentWithKey,
+  edgeClient,
   eventsUntilEnd,
   newIdentity,
   openEvents,
@@ -53,21 +54,11 @@ for (const backend of ["sqlite", "postgres"] as Backend[]) {
       server = started;
       cleanup = started.cleanup;
       const id = await newIdentity(server.apiUrl);
-      const deployment = (
-        await call(server.apiUrl, "POST", `/v1/endpoints?${id.scope}`, {
-          token: id.token,
-          json: {
-            slug: `crash-${backend}-${process.pid}`,
-            target: { kind: "base_model", baseModel: TINY_MODEL },
-          },
-        })
-      ).body.deployment;
-      const key = (
-        await call(server.apiUrl, "POST", `/v1/endpoints/${deployment.id}/keys`, {
-          token: id.token,
-          json: { label: "k" },
-        })
-      ).body.key;
+      const { deployment, key } = await deploymentWithKey(
+        server.apiUrl,
+        id,
+        `crash-${backend}-${process.pid}`,
+      );
       const job = await createJob(server.apiUrl, id, (await uploadDataset(server.apiUrl, id)).id, {
         maxSteps: 120,
         saveSteps: 5,
@@ -80,11 +71,7 @@ for (const backend of ["sqlite", "postgres"] as Backend[]) {
       // While the job restarts, the API and the edge answer.
       const health = await call(server.apiUrl, "GET", "/healthz");
       assert.equal(health.status, 200);
-      const openai = new OpenAI({
-        apiKey: key.plaintext,
-        baseURL: `${server.edgeUrl}/d/${deployment.slug}/v1`,
-        maxRetries: 0,
-      });
+      const openai = edgeClient(server.edgeUrl, deployment.slug, key.plaintext);
       const completion = await openai.chat.completions.create({
         model: "x",
         messages: [{ role: "user", content: "hi" }],

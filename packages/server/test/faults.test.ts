@@ -5,19 +5,19 @@
 import assert from "node:assert/strict";
 import { rmSync } from "node:fs";
 import { after, describe, it } from "node:test";
-import OpenAI from "openai";
 import {
   type Backend,
   call,
   createJob,
   createPgDatabase,
+  deploymentWithKey,
+  edgeClient,
   eventsUntilEnd,
   newIdentity,
   openEvents,
   readSse,
   type SseFrame,
   startServerProcess,
-  TINY_MODEL,
   tempDir,
   uploadDataset,
 } from "./harness.js";
@@ -58,21 +58,11 @@ for (const backend of ["sqlite", "postgres"] as Backend[]) {
       const first = await start();
       const id = await newIdentity(first.apiUrl);
       const dataset = await uploadDataset(first.apiUrl, id);
-      const deployment = (
-        await call(first.apiUrl, "POST", `/v1/endpoints?${id.scope}`, {
-          token: id.token,
-          json: {
-            slug: `survivor-${backend}-${process.pid}`,
-            target: { kind: "base_model", baseModel: TINY_MODEL },
-          },
-        })
-      ).body.deployment;
-      const key = (
-        await call(first.apiUrl, "POST", `/v1/endpoints/${deployment.id}/keys`, {
-          token: id.token,
-          json: { label: "k" },
-        })
-      ).body.key;
+      const { deployment, key } = await deploymentWithKey(
+        first.apiUrl,
+        id,
+        `survivor-${backend}-${process.pid}`,
+      );
       const job = await createJob(first.apiUrl, id, dataset.id, { maxSteps: 300, saveSteps: 5 });
       const before = await waitFor(first.apiUrl, id.token, job.id, (f) => f.event === "checkpoint.saved");
       await first.kill9();
@@ -106,11 +96,7 @@ for (const backend of ["sqlite", "postgres"] as Backend[]) {
         keys.body.keys.map((k: { id: string }) => k.id),
         [key.id],
       );
-      const openai = new OpenAI({
-        apiKey: key.plaintext,
-        baseURL: `${second.edgeUrl}/d/${deployment.slug}/v1`,
-        maxRetries: 0,
-      });
+      const openai = edgeClient(second.edgeUrl, deployment.slug, key.plaintext);
       const completion = await openai.chat.completions.create({
         model: "x",
         messages: [{ role: "user", content: "hi" }],

@@ -7,6 +7,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createRandomModel } from "@svc/engine";
+import OpenAI from "openai";
 import pg from "pg";
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -400,3 +401,26 @@ export async function until<T>(
     await new Promise((r) => setTimeout(r, 100));
   }
 }
+
+// ---------------------------------------------------------------- deployments
+
+/** A deployment of the tiny base model, with one issued key (its plaintext included). */
+export async function deploymentWithKey(apiUrl: string, id: Identity, slug: string) {
+  const deployment = (
+    await call(apiUrl, "POST", `/v1/endpoints?${id.scope}`, {
+      token: id.token,
+      json: { slug, target: { kind: "base_model", baseModel: TINY_MODEL } },
+    })
+  ).body.deployment as { id: string; slug: string };
+  const key = (
+    await call(apiUrl, "POST", `/v1/endpoints/${deployment.id}/keys`, {
+      token: id.token,
+      json: { label: "k" },
+    })
+  ).body.key as { id: string; plaintext: string };
+  return { deployment, key };
+}
+
+/** The official OpenAI client on a deployment at an edge (path addressing, no retries). */
+export const edgeClient = (edgeUrl: string, slug: string, apiKey: string) =>
+  new OpenAI({ apiKey, baseURL: `${edgeUrl}/d/${slug}/v1`, maxRetries: 0 });

@@ -7,10 +7,12 @@
 // server's event loop: /healthz answers while 1 MB prompts are in flight.
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import OpenAI from "openai";
+import type OpenAI from "openai";
 import {
   type Backend,
   call,
+  deploymentWithKey,
+  edgeClient,
   type Identity,
   newIdentity,
   type ServerProcess,
@@ -31,26 +33,12 @@ for (const backend of ["sqlite", "postgres"] as Backend[]) {
     before(async () => {
       server = await serverFor(backend);
       id = await newIdentity(server.apiUrl);
-      const deployment = (
-        await call(server.apiUrl, "POST", `/v1/endpoints?${id.scope}`, {
-          token: id.token,
-          json: {
-            slug: `limits-${backend}-${process.pid}`,
-            target: { kind: "base_model", baseModel: TINY_MODEL },
-          },
-        })
-      ).body.deployment;
-      const key = (
-        await call(server.apiUrl, "POST", `/v1/endpoints/${deployment.id}/keys`, {
-          token: id.token,
-          json: { label: "k" },
-        })
-      ).body.key;
-      openai = new OpenAI({
-        apiKey: key.plaintext,
-        baseURL: `${server.edgeUrl}/d/${deployment.slug}/v1`,
-        maxRetries: 0,
-      });
+      const { deployment, key } = await deploymentWithKey(
+        server.apiUrl,
+        id,
+        `limits-${backend}-${process.pid}`,
+      );
+      openai = edgeClient(server.edgeUrl, deployment.slug, key.plaintext);
       const models = await call(server.apiUrl, "GET", "/v1/models", { token: id.token });
       contextLength = models.body.models.find((m: { name: string }) => m.name === TINY_MODEL).contextLength;
     });

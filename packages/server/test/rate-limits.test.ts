@@ -9,6 +9,7 @@ import OpenAI from "openai";
 import {
   type Backend,
   call,
+  edgeClient,
   newIdentity,
   type Reply,
   type ServerProcess,
@@ -52,8 +53,7 @@ for (const backend of ["sqlite", "postgres"] as Backend[]) {
             json: { label: "k" },
           })
         ).body.key.plaintext as string;
-      const client = (key: string) =>
-        new OpenAI({ apiKey: key, baseURL: `${server.edgeUrl}/d/${deployment.slug}/v1`, maxRetries: 0 });
+      const client = (key: string) => edgeClient(server.edgeUrl, deployment.slug, key);
       const chat = (openai: OpenAI) =>
         openai.chat.completions.create({
           model: "x",

@@ -11,16 +11,9 @@ import type { ChatCompletion, ChatCompletionChunk, ChatMessage } from "../wire.j
 import type { ChatGeneration, PromptLimits } from "./inference-protocol.js";
 import type { InferenceService, ResolvedTarget } from "./inference-service.js";
 
-export interface ChatParams {
-  messages: ChatMessage[];
-  temperature?: number;
-  topP?: number;
-  maxTokens?: number;
-  stop?: string[];
-  seed?: number;
+/** A chat request as the routes read it: the generation, and whether to stream it. */
+export interface ChatParams extends ChatGeneration {
   stream: boolean;
-  /** "refuse" when the client set max_tokens itself (the edge, as OpenAI does); default "clamp". */
-  maxTokensPolicy?: "clamp" | "refuse";
 }
 
 /**
@@ -78,16 +71,8 @@ export async function respondWithChat(
     if (!res.writableFinished) controller.abort();
   };
   res.once("close", onClose);
-  const request: ChatGeneration = {
-    messages: params.messages,
-    temperature: params.temperature,
-    topP: params.topP,
-    maxTokens: params.maxTokens,
-    stop: params.stop,
-    seed: params.seed,
-    maxTokensPolicy: params.maxTokensPolicy,
-  };
-  if (!params.stream) {
+  const { stream, ...request } = params;
+  if (!stream) {
     const result = await prepared.complete(request, controller.signal);
     onResult?.(result);
     const body: ChatCompletion = {

@@ -75,7 +75,9 @@ export function inferenceRoutes(ctx: ServerContext) {
       if (names.length !== 1) throw badRequest(`"baseModel" or "adapter" is required`);
       target = ctx.inference.baseModel(names[0], "baseModel");
     }
-    const params: ChatParams = { ...body, stream: body.stream ?? false };
+    // Only the generation's own fields cross to the inference process.
+    const { adapter: _adapter, baseModel: _baseModel, stream, ...generation } = body;
+    const params: ChatParams = { ...generation, stream: stream ?? false };
     return respondWithChat(c, ctx.inference, target, params);
   });
   return app;
