@@ -103,16 +103,24 @@ export class InferenceHost {
     const abort = () => proc.send({ type: "abort", id } satisfies InferenceCommand);
     signal?.addEventListener("abort", abort, { once: true });
     if (signal?.aborted) abort();
+    let settled = false;
     try {
       for (;;) {
         while (queue.length === 0) await new Promise<void>((resolve) => (wake = resolve));
         wake = null;
         const delivery = queue.shift() as Delivery;
         if (delivery.type === "chunk") yield delivery.chunk;
-        else if (delivery.type === "result") return delivery.result;
-        else if (delivery.type === "error" || delivery.type === "gone") throw errorOf(delivery);
+        else if (delivery.type === "result") {
+          settled = true;
+          return delivery.result;
+        } else if (delivery.type === "error" || delivery.type === "gone") {
+          settled = true;
+          throw errorOf(delivery);
+        }
       }
     } finally {
+      // A consumer that stopped early: the generation stops too, freeing its batch slot.
+      if (!settled) abort();
       release();
       signal?.removeEventListener("abort", abort);
     }

@@ -127,6 +127,18 @@ export function forkEngineProcess(entry: URL, label: string): EngineProcess {
       const oomKills = oomBefore !== null && oomAfter !== null ? oomAfter - oomBefore : 0;
       resolve(describeExit(code, signal, tail, oomKills));
     });
+    // A fork that fails, or a message sent as the channel closes (EPIPE), is an
+    // "error" event: unhandled, it would take the server down with the child.
+    child.on("error", (error) => {
+      console.error(`${label} ${(error as Error).message}`);
+      if (child.pid === undefined)
+        resolve({
+          code: null,
+          signal: null,
+          crashed: true,
+          reason: `could not start (${(error as Error).message})`,
+        });
+    });
   });
   return {
     child,
