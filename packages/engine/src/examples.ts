@@ -141,11 +141,12 @@ function tokenBoundaries(tokenizer: Tokenizer, text: string, ids: number[], poin
   return boundaries;
 }
 
-export function tokenizeExample(
-  tokenizer: Tokenizer,
-  row: DatasetRow,
-  options: TokenizeExampleOptions = {},
-): TokenizedExample {
+/** Whether any label but labels[0] (never scored: nothing precedes position 0) is trained. */
+export function hasTrainedTokens(labels: Int32Array): boolean {
+  return labels.some((label, i) => i > 0 && label !== IGNORE_INDEX);
+}
+
+export function checkExampleOptions(options: TokenizeExampleOptions): void {
   const { maxLength, lossOn = "assistant" } = options;
   if (maxLength !== undefined && (!Number.isInteger(maxLength) || maxLength < 2)) {
     throw new EngineError("invalid_argument", `maxLength must be an integer of at least 2, got ${maxLength}`);
@@ -156,7 +157,14 @@ export function tokenizeExample(
       `lossOn must be "assistant" or "all", got ${JSON.stringify(lossOn)}`,
     );
   }
-  const messages = rowMessages(row);
+}
+
+/** The whole conversation rendered, tokenized and labelled, not truncated. */
+export function labelMessages(
+  tokenizer: Tokenizer,
+  messages: DatasetMessage[],
+  lossOn: "assistant" | "all" = "assistant",
+): TokenizedExample {
   const text = tokenizer.applyChatTemplate(messages);
   const ids = tokenizer.encode(text);
 
@@ -175,22 +183,40 @@ export function tokenizeExample(
       for (let i = boundaries[2 * k]; i < boundaries[2 * k + 1]; i++) labels[i] = ids[i];
     }
   }
+  return { inputIds: Int32Array.from(ids), labels };
+}
 
-  // Truncate from the end: the start of the conversation gives the answers their context.
-  const length = maxLength === undefined ? ids.length : Math.min(ids.length, maxLength);
+/** The error of a row that has no trained token at all, whatever its length. */
+export function nothingToTrain(length: number): EngineError {
+  return new EngineError("invalid_dataset", `the example has no tokens to train on (${length} tokens)`);
+}
+
+/**
+ * A row as one example, truncated FROM THE END to maxLength (truncation "end";
+ * truncation.ts holds the other modes): the start of the conversation gives the
+ * answers their context. Throws when no trained token remains.
+ */
+export function tokenizeExample(
+  tokenizer: Tokenizer,
+  row: DatasetRow,
+  options: TokenizeExampleOptions = {},
+): TokenizedExample {
+  checkExampleOptions(options);
+  const { maxLength, lossOn = "assistant" } = options;
+  const full = labelMessages(tokenizer, rowMessages(row), lossOn);
+  const total = full.inputIds.length;
+  const length = maxLength === undefined ? total : Math.min(total, maxLength);
   const example: TokenizedExample = {
-    inputIds: Int32Array.from(ids.slice(0, length)),
-    labels: labels.slice(0, length),
+    inputIds: full.inputIds.slice(0, length),
+    labels: full.labels.slice(0, length),
   };
-  // labels[0] is never scored (nothing precedes position 0), so it does not count.
-  if (!example.labels.some((label, i) => i > 0 && label !== IGNORE_INDEX)) {
-    const firstTrained = labels.findIndex((label, i) => i > 0 && label !== IGNORE_INDEX);
+  if (!hasTrainedTokens(example.labels)) {
+    const firstTrained = full.labels.findIndex((label, i) => i > 0 && label !== IGNORE_INDEX);
+    if (firstTrained < 0) throw nothingToTrain(total);
     throw new EngineError(
       "invalid_dataset",
-      firstTrained < 0
-        ? `the example has no tokens to train on (${ids.length} tokens)`
-        : `no trained tokens remain after truncating to maxLength ${maxLength}: ` +
-            `the first assistant token is token ${firstTrained + 1} of ${ids.length}`,
+      `no trained tokens remain after truncating to maxLength ${maxLength}: ` +
+        `the first assistant token is token ${firstTrained + 1} of ${total}`,
     );
   }
   return example;

@@ -14,6 +14,7 @@ export { loadAdapter, type SaveAdapterOptions, saveAdapter } from "./peft.js";
 export { createRandomModel, type RandomModelOptions } from "./testing/random-model.js";
 export { writeTestTokenizer } from "./testing/test-tokenizer.js";
 export { loadTokenizer } from "./tokenizer.js";
-export { plannedSteps, train } from "./train.js";
+export { plannedSteps, prepareSets, train } from "./train.js";
+export { type FittedRow, fitRow, TRUNCATION_MODES } from "./truncation.js";
 export * from "./types.js";
 export type { LayerWeights, LlamaWeights, LoraLayers, LoraPair } from "./weights.js";

@@ -7,7 +7,6 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { countTargets, countTokens, makeBatch } from "./batching.js";
 import { EngineError } from "./errors.js";
-import { tokenizeExample } from "./examples.js";
 import { initLoraAdapter, loraLayersOf, loraParams, zerosLike } from "./lora.js";
 import { type Batch, LlamaGraph } from "./model.js";
 import { AdamW, clipGradNorm } from "./optim.js";
@@ -15,11 +14,14 @@ import { saveAdapter } from "./peft.js";
 import { Rng } from "./rng.js";
 import { learningRateAt } from "./schedule.js";
 import { restoreCheckpoint, type TrainerState, writeOptimizerState } from "./train-checkpoint.js";
+import { prepareSet, TRUNCATION_MODES } from "./truncation.js";
 import type {
   CheckpointInfo,
   DatasetRow,
   LrSchedulerType,
+  PreparedSets,
   TokenizedExample,
+  Tokenizer,
   TrainHyperparameters,
   TrainOptions,
   TrainProgress,
@@ -50,6 +52,7 @@ export function resolveHyperparameters(h: TrainHyperparameters): Settings {
     saveSteps: h.saveSteps,
     maxLength: h.maxLength ?? 512,
     lossOn: h.lossOn ?? "assistant",
+    truncation: h.truncation ?? "keep_answers",
     seed: h.seed ?? 42,
   };
   const bad = (field: string, want: string, value: unknown) =>
@@ -90,30 +93,36 @@ export function resolveHyperparameters(h: TrainHyperparameters): Settings {
     throw bad("lrSchedulerType", '"linear", "cosine" or "constant"', s.lrSchedulerType);
   }
   if (s.lossOn !== "assistant" && s.lossOn !== "all") throw bad("lossOn", '"assistant" or "all"', s.lossOn);
+  if (!TRUNCATION_MODES.includes(s.truncation)) {
+    throw bad("truncation", '"keep_answers", "end" or "strict"', s.truncation);
+  }
   if (!s.lora || typeof s.lora !== "object")
     throw bad("lora", "an object { r, alpha, targetModules }", s.lora);
   return s;
 }
 
-function tokenizeSet(
-  rows: DatasetRow[],
-  set: string,
-  options: TrainOptions,
-  settings: Settings,
-): TokenizedExample[] {
-  return rows.map((row, i) => {
-    try {
-      return tokenizeExample(options.model.tokenizer, row, {
-        maxLength: settings.maxLength,
-        lossOn: settings.lossOn,
-      });
-    } catch (error) {
-      if (error instanceof EngineError) {
-        throw new EngineError(error.code, `${set} row ${i + 1}: ${error.message}`, error.file, i + 1);
-      }
-      throw error;
-    }
-  });
+/**
+ * The sets fitted to maxLength under hyperparameters.truncation, with the rows
+ * cut and dropped (truncation.ts). train() calls it, or takes its result from
+ * a caller that reports it before training starts. rowNumbers name rows in
+ * errors and in the report when the sets were split from one file.
+ */
+export function prepareSets(
+  tokenizer: Tokenizer,
+  trainSet: DatasetRow[],
+  evalSet: DatasetRow[] | undefined,
+  hyperparameters: TrainHyperparameters,
+  rowNumbers: { train?: number[]; eval?: number[] } = {},
+): PreparedSets {
+  const s = resolveHyperparameters(hyperparameters);
+  if (!Array.isArray(trainSet) || trainSet.length === 0) {
+    throw new EngineError("invalid_argument", "trainSet is empty: training needs at least one example");
+  }
+  const fit = { maxLength: s.maxLength, lossOn: s.lossOn, truncation: s.truncation };
+  return {
+    train: prepareSet(tokenizer, trainSet, "trainSet", fit, rowNumbers.train),
+    eval: evalSet?.length ? prepareSet(tokenizer, evalSet, "evalSet", fit, rowNumbers.eval) : null,
+  };
 }
 
 /** The order of the training examples in one epoch (a pure function of seed and epoch). */
@@ -141,13 +150,11 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
   const settings = resolveHyperparameters(options.hyperparameters);
   const { model, outputDir, signal } = options;
   const config = model.config;
-  if (!Array.isArray(options.trainSet) || options.trainSet.length === 0) {
-    throw new EngineError("invalid_argument", "trainSet is empty: training needs at least one example");
-  }
-  const trainExamples = tokenizeSet(options.trainSet, "trainSet", options, settings);
-  const evalExamples = options.evalSet?.length
-    ? tokenizeSet(options.evalSet, "evalSet", options, settings)
-    : [];
+  const prepared =
+    options.prepared ??
+    prepareSets(model.tokenizer, options.trainSet, options.evalSet, options.hyperparameters);
+  const trainExamples = prepared.train.examples;
+  const evalExamples = prepared.eval?.examples ?? [];
 
   const n = trainExamples.length;
   const B = settings.batchSize;

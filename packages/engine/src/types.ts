@@ -108,6 +108,8 @@ export interface Model {
 // ---------------------------------------------------------------- training (train.ts)
 
 export type LrSchedulerType = "linear" | "cosine" | "constant";
+/** What happens to a row over maxLength; truncation.ts says how each mode cuts. */
+export type TruncationMode = "keep_answers" | "end" | "strict";
 
 export interface TrainHyperparameters {
   lora: LoraSpec;
@@ -127,6 +129,7 @@ export interface TrainHyperparameters {
   evalSteps?: number; // eval every N steps when an eval set exists (default: only at the end)
   saveSteps?: number; // checkpoint every N steps (default: none besides the final adapter)
   maxLength?: number; // truncate examples to this many tokens (default 512)
+  truncation?: TruncationMode; // how a row over maxLength is cut (default "keep_answers"; truncation.ts)
   lossOn?: "assistant" | "all"; // default "assistant"
   seed?: number; // default 42
 }
@@ -158,8 +161,23 @@ export interface TrainOptions {
   signal?: AbortSignal;
   /** Resume from a checkpoint folder written by an earlier run with the same data and hyperparameters. */
   resumeFrom?: string;
+  /** prepareSets' result for these sets and hyperparameters (a caller that reports it first); train() prepares them otherwise. */
+  prepared?: PreparedSets;
   onProgress?: (progress: TrainProgress) => void | Promise<void>;
   onCheckpoint?: (checkpoint: CheckpointInfo) => void | Promise<void>;
+}
+
+/** One set fitted to maxLength: the examples that train, and the 1-based numbers of the rows cut or dropped. */
+export interface PreparedSet {
+  examples: TokenizedExample[];
+  rows: number;
+  truncated: number[];
+  dropped: { row: number; reason: string }[];
+}
+
+export interface PreparedSets {
+  train: PreparedSet;
+  eval: PreparedSet | null;
 }
 
 export interface TrainResult {
