@@ -92,6 +92,10 @@ export type JobStatus = "queued" | "running" | "completed" | "failed" | "cancell
 export const LR_SCHEDULER_TYPES = ["linear", "cosine", "constant"] as const;
 export type LrSchedulerType = (typeof LR_SCHEDULER_TYPES)[number];
 
+/** What happens to a row over lora.maxLength (docs/datasets.md#truncation); the default is "keep_answers". */
+export const TRUNCATION_MODES = ["keep_answers", "end", "strict"] as const;
+export type TruncationMode = (typeof TRUNCATION_MODES)[number];
+
 /** hyperparameters.lora of a job whose request leaves the LoRA settings out. */
 export const DEFAULT_LORA = { r: 8, alpha: 16 } as const;
 
@@ -108,6 +112,7 @@ export interface JobHyperparameters {
   evalSteps?: number;
   saveSteps?: number;
   seed?: number;
+  truncation?: TruncationMode;
 }
 
 export interface CreateJobRequest {
@@ -165,7 +170,23 @@ export interface TrainingStartedEvent extends JobEventBase {
    * run's training.log frames past it are superseded by this run's.
    */
   resumedFromStep?: number;
+  /** Rows of both sets cut to fit maxLength (absent from events recorded before truncation was reported). */
+  truncatedRows?: number;
+  /** Rows of both sets left out because nothing trained fits in maxLength. */
+  droppedRows?: number;
+  /** The first rows cut or dropped (at most ROW_NOTES_SHOWN), dropped ones first. */
+  rowNotes?: TruncationRowNote[];
 }
+
+/** One row cut or dropped; `row` is 1-based in the dataset file the row came from. */
+export interface TruncationRowNote {
+  set: "train" | "eval";
+  row: number;
+  action: "truncated" | "dropped";
+  reason?: string;
+}
+
+export const ROW_NOTES_SHOWN = 10;
 
 export interface TrainingLogEvent extends JobEventBase {
   type: "training.log";

@@ -25,6 +25,7 @@ import {
   type JobHyperparameters,
   type JobLimits,
   LR_SCHEDULER_TYPES,
+  TRUNCATION_MODES,
 } from "../wire.js";
 import { engineHyperparameters } from "../worker/job-runner.js";
 import { jobOr404, projectFromQuery } from "./access.js";
@@ -51,6 +52,7 @@ function hyperparametersCheck(limits: JobLimits): Check<JobHyperparameters> {
     evalSteps: optional(inRange(range.evalSteps)),
     saveSteps: optional(inRange(range.saveSteps)),
     seed: optional(inRange(range.seed)),
+    truncation: optional(oneOf(TRUNCATION_MODES)),
   });
   return (value, path) => {
     const parsed = check(value, path);

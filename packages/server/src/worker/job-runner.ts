@@ -313,6 +313,9 @@ export class JobRunner {
               totalSteps: message.totalSteps,
               trainExamples: message.trainExamples,
               evalExamples: message.evalExamples,
+              truncatedRows: message.truncatedRows,
+              droppedRows: message.droppedRows,
+              rowNotes: message.rowNotes,
               ...(resumedFromStep !== null ? { resumedFromStep } : {}),
             },
           ]);

@@ -2,8 +2,9 @@
 // runner), so a crash in the native kernels costs this job's process only:
 // reads the datasets, loads the base model, calls the engine's train() and
 // reports progress, checkpoints and the result as IPC messages.
-import { type DatasetRow, loadModel, plannedSteps, readDataset, train } from "@svc/engine";
+import { type DatasetRow, loadModel, plannedSteps, prepareSets, readDataset, train } from "@svc/engine";
 import { exitWithParent } from "../process/engine-process.js";
+import { ROW_NOTES_SHOWN, type TruncationRowNote } from "../wire.js";
 import type {
   TrainingProcessCommand,
   TrainingProcessInput,
@@ -49,22 +50,60 @@ function shuffled<T>(rows: T[], seed: number): T[] {
 async function main(): Promise<void> {
   let lastStep: number | null = null;
   try {
-    let trainSet: DatasetRow[] = await readDataset(input.trainPath);
+    const rows = await readDataset(input.trainPath);
+    let trainSet: DatasetRow[] = rows;
     let evalSet = input.evalPath ? await readDataset(input.evalPath) : undefined;
+    // 1-based rows of the files the sets came from, so truncation notes name a file's row.
+    let trainNumbers: number[] | undefined;
+    let evalNumbers: number[] | undefined;
     if (!evalSet && input.evalFraction) {
-      const all = shuffled(trainSet, input.hyperparameters.seed ?? 42);
-      const count = Math.min(all.length - 1, Math.max(1, Math.round(all.length * input.evalFraction)));
+      const order = shuffled(
+        rows.map((_, i) => i),
+        input.hyperparameters.seed ?? 42,
+      );
+      const count = Math.min(order.length - 1, Math.max(1, Math.round(order.length * input.evalFraction)));
       if (count >= 1) {
-        evalSet = all.slice(0, count);
-        trainSet = all.slice(count);
+        evalNumbers = order.slice(0, count).map((i) => i + 1);
+        trainNumbers = order.slice(count).map((i) => i + 1);
+        evalSet = evalNumbers.map((n) => rows[n - 1]);
+        trainSet = trainNumbers.map((n) => rows[n - 1]);
       }
     }
     const model = await loadModel(input.modelDir);
+    // Prepared before "started", so the event reports what was cut and dropped; train() reuses them.
+    const prepared = prepareSets(model.tokenizer, trainSet, evalSet, input.hyperparameters, {
+      train: trainNumbers,
+      eval: evalNumbers,
+    });
+    const sets = [
+      ["train", prepared.train],
+      ["eval", prepared.eval],
+    ] as const;
+    const notes: TruncationRowNote[] = [];
+    let truncatedRows = 0;
+    let droppedRows = 0;
+    for (const [set, p] of sets) {
+      if (!p) continue;
+      truncatedRows += p.truncated.length;
+      droppedRows += p.dropped.length;
+      for (const d of p.dropped) notes.push({ set, row: d.row, action: "dropped", reason: d.reason });
+    }
+    for (const [set, p] of sets)
+      for (const row of p?.truncated ?? []) notes.push({ set, row, action: "truncated" });
+    if (droppedRows > 0) {
+      const first = notes[0];
+      console.warn(
+        `svc: ${droppedRows} rows dropped, nothing trained fits in maxLength (first: ${first.set} row ${first.row}: ${first.reason})`,
+      );
+    }
     await post({
       type: "started",
-      totalSteps: plannedSteps(trainSet.length, input.hyperparameters),
-      trainExamples: trainSet.length,
-      evalExamples: evalSet?.length ?? 0,
+      totalSteps: plannedSteps(prepared.train.examples.length, input.hyperparameters),
+      trainExamples: prepared.train.examples.length,
+      evalExamples: prepared.eval?.examples.length ?? 0,
+      truncatedRows,
+      droppedRows,
+      rowNotes: notes.slice(0, ROW_NOTES_SHOWN),
     });
     if (input.dryRun) {
       await post({ type: "result", result: null, trainSeconds: 0 });
@@ -79,6 +118,7 @@ async function main(): Promise<void> {
       outputDir: input.outputDir,
       signal: controller.signal,
       resumeFrom: input.resumeFrom ?? undefined,
+      prepared,
       onProgress: (progress) => {
         lastStep = progress.step;
         void post({ type: "progress", progress });

@@ -1,5 +1,6 @@
 // Messages between a job runner and its training process.
 import type { TrainHyperparameters, TrainProgress, TrainResult } from "@svc/engine";
+import type { TruncationRowNote } from "../wire.js";
 
 export interface TrainingProcessInput {
   modelDir: string;
@@ -13,7 +14,15 @@ export interface TrainingProcessInput {
 }
 
 export type TrainingProcessMessage =
-  | { type: "started"; totalSteps: number; trainExamples: number; evalExamples: number }
+  | {
+      type: "started";
+      totalSteps: number;
+      trainExamples: number;
+      evalExamples: number;
+      truncatedRows: number;
+      droppedRows: number;
+      rowNotes: TruncationRowNote[];
+    }
   | { type: "progress"; progress: TrainProgress }
   | { type: "checkpoint"; step: number; dir: string }
   | { type: "result"; result: TrainResult | null; trainSeconds: number }
