@@ -80,6 +80,30 @@ test("printer writes plain lines when not a TTY", () => {
   );
 });
 
+test("the started line counts the rows truncated and dropped to fit maxLength, naming dropped ones", () => {
+  const line = formatEventLine(
+    {
+      ...base,
+      type: "training.started",
+      totalSteps: 4,
+      baseModel: "m",
+      trainExamples: 9,
+      evalExamples: 0,
+      truncatedRows: 1,
+      droppedRows: 1,
+      rowNotes: [
+        { set: "train", row: 10, action: "dropped", reason: "the answer alone needs 300 tokens" },
+        { set: "train", row: 9, action: "truncated" },
+      ],
+    },
+    null,
+  );
+  assert.equal(
+    line,
+    "started: 4 steps, 9 train / 0 eval examples, base model m; 1 row truncated, 1 row dropped (train row 10)",
+  );
+});
+
 test("printer redraws one bar line on a TTY", () => {
   const s = sink(true);
   const p = new JobProgressPrinter(s.out);

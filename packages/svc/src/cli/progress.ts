@@ -19,11 +19,24 @@ function stepText(step: number, total: number | null): string {
   return total ? `step ${step}/${total}` : `step ${step}`;
 }
 
+/** What the started line adds when rows were cut or dropped to fit maxLength; nothing otherwise. */
+function rowsCut(e: Extract<JobEvent, { type: "training.started" }>): string {
+  const truncated = e.truncatedRows ?? 0;
+  const dropped = e.droppedRows ?? 0;
+  if (truncated === 0 && dropped === 0) return "";
+  const rows = (n: number) => `${n} row${n === 1 ? "" : "s"}`;
+  const named = (e.rowNotes ?? [])
+    .filter((n) => n.action === "dropped")
+    .slice(0, 3)
+    .map((n) => `${n.set} row ${n.row}`);
+  return `; ${rows(truncated)} truncated, ${rows(dropped)} dropped${named.length ? ` (${named.join(", ")}${dropped > named.length ? ", ..." : ""})` : ""}`;
+}
+
 /** One plain line per event, or null for events that print nothing. */
 export function formatEventLine(event: JobEvent, totalSteps: number | null): string | null {
   switch (event.type) {
     case "training.started":
-      return `started: ${event.totalSteps} steps, ${event.trainExamples} train / ${event.evalExamples} eval examples, base model ${event.baseModel}`;
+      return `started: ${event.totalSteps} steps, ${event.trainExamples} train / ${event.evalExamples} eval examples, base model ${event.baseModel}${rowsCut(event)}`;
     case "training.log":
       return `${stepText(event.step, totalSteps)}${metrics(event)}`;
     case "checkpoint.saved":

@@ -40,16 +40,18 @@ test("bad options name their field", () => {
     [{ lora: { r: 0, alpha: 16 } }, /lora\.r: expected a positive integer/],
     [{ learningRate: -1 }, /learningRate: expected a positive number/],
     [{ lrSchedulerType: "step" }, /lrSchedulerType/],
+    [{ truncation: "middle" }, /truncation: expected "keep_answers", "end" or "strict"/],
     [{ callbacks: { onDone: () => {} } }, /callbacks\.onDone/],
   ];
   for (const [patch, re] of bad) assert.throws(() => createTrainer({ ...ok, ...patch } as never), re);
 });
 
 test("hyperparameters carry only what was set, with default LoRA", () => {
-  assert.deepEqual(hyperparametersOf({ ...ok, maxSteps: 5, seed: 0 }), {
+  assert.deepEqual(hyperparametersOf({ ...ok, maxSteps: 5, seed: 0, truncation: "end" }), {
     lora: { r: 8, alpha: 16 },
     maxSteps: 5,
     seed: 0,
+    truncation: "end",
   });
   assert.deepEqual(hyperparametersOf({ ...ok, lora: { r: 4, alpha: 8, maxLength: 64 } }).lora, {
     r: 4,

@@ -7,6 +7,7 @@ import {
   type Job,
   type JobHyperparameters,
   LR_SCHEDULER_TYPES,
+  TRUNCATION_MODES,
 } from "@svc/server/wire";
 import type { BoundInfer } from "./infer.js";
 import { assertSupportedModel, type SupportedModel } from "./models.js";
@@ -116,6 +117,9 @@ export function validateTrainerOptions(o: TrainerOptions): void {
   if (o.lrSchedulerType !== undefined && !LR_SCHEDULER_TYPES.includes(o.lrSchedulerType)) {
     fail("lrSchedulerType", '"linear", "cosine" or "constant"', o.lrSchedulerType);
   }
+  if (o.truncation !== undefined && !TRUNCATION_MODES.includes(o.truncation)) {
+    fail("truncation", '"keep_answers", "end" or "strict"', o.truncation);
+  }
   positiveInt("warmupSteps", o.warmupSteps, true);
   positiveNumber("weightDecay", o.weightDecay, true);
   positiveInt("evalSteps", o.evalSteps);
@@ -148,6 +152,7 @@ export function hyperparametersOf(o: TrainerOptions): JobHyperparameters {
     "evalSteps",
     "saveSteps",
     "seed",
+    "truncation",
   ];
   for (const k of keys) if (o[k] !== undefined) (h as unknown as Record<string, unknown>)[k] = o[k];
   return h;
