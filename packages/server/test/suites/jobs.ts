@@ -49,6 +49,10 @@ export function jobTests(server: () => ServerProcess) {
         { ...base, hyperparameters: { lora: { r: 4, alpha: 8 }, turbo: true } },
         /"hyperparameters.turbo" is not a known field/,
       ],
+      [
+        { ...base, hyperparameters: { lora: { r: 4, alpha: 8 }, truncation: "middle" } },
+        /"hyperparameters.truncation" must be one of "keep_answers", "end", "strict"/,
+      ],
       [{ ...base, dryRun: "yes" }, /"dryRun" must be true or false/],
     ];
     for (const [json, message] of cases) {
