@@ -106,6 +106,21 @@ for (const backend of ["sqlite", "postgres"] as Backend[]) {
       assert.ok(clamped.body.usage.prompt_tokens + clamped.body.usage.completion_tokens <= contextLength);
     });
 
+    it("answers chat messages holding NUL: a byte-level model may write one, and its answer comes back as history", async () => {
+      const messages: OpenAI.ChatCompletionMessageParam[] = [
+        { role: "user", content: "hi" },
+        { role: "assistant", content: "a\u0000b" },
+        { role: "user", content: "again\u0000" },
+      ];
+      const edge = await openai.chat.completions.create({ model: "x", messages, max_tokens: 2 });
+      assert.equal(edge.usage?.completion_tokens, 2);
+      const api = await call(server.apiUrl, "POST", `/v1/inference/chat?${id.scope}`, {
+        token: id.token,
+        json: { baseModel: TINY_MODEL, messages, maxTokens: 2 },
+      });
+      assert.equal(api.status, 200, JSON.stringify(api.body));
+    });
+
     it("answers /healthz within 200 ms while four 1 MB prompts are in flight", async () => {
       const prompts = Array.from({ length: 4 }, () =>
         fetch(`${server.apiUrl}/v1/inference/chat?${id.scope}`, {

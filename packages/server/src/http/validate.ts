@@ -46,11 +46,18 @@ export function refuseNulInUrl(url: string): void {
 }
 
 export function string(
-  opts: { min?: number; max?: number; pattern?: RegExp; patternText?: string } = {},
+  opts: {
+    min?: number;
+    max?: number;
+    pattern?: RegExp;
+    patternText?: string;
+    /** Text that is never stored (chat message content): a model may write NUL, and its answer comes back as history. */
+    allowNul?: boolean;
+  } = {},
 ): Check<string> {
   return (value, path) => {
     if (typeof value !== "string") return fail(path, `must be a string (got ${describe(value)})`);
-    refuseNul(value, path);
+    if (!opts.allowNul) refuseNul(value, path);
     const min = opts.min ?? 0;
     const length = min > 0 || opts.max !== undefined ? textLength(value) : 0;
     if (length < min)

@@ -36,7 +36,10 @@ export const adapterRefCheck: Check<AdapterRef> = byKind<AdapterRef>({
 });
 
 export const messagesCheck = array(
-  object({ role: oneOf(["system", "user", "assistant", "tool"]), content: string({ max: 200_000 }) }),
+  object({
+    role: oneOf(["system", "user", "assistant", "tool"]),
+    content: string({ max: 200_000, allowNul: true }),
+  }),
   { min: 1, max: 500 },
 );
 

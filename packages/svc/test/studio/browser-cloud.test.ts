@@ -317,12 +317,16 @@ describe("Studio in a browser against svc server", { skip: chromiumMissing, time
     await page.getByTestId("pg-checkpoint").selectOption("6");
     await page.getByLabel("Max tokens").fill("5");
     await page.getByTestId("pg-input").fill("And 3 plus 3?");
+    // The reply is sampled from a 6-step checkpoint of a random model: it may close its turn
+    // at once (empty text, and the Playground then shows no bubble), so wait for the answer itself.
+    const answered = page.waitForResponse((r) => r.url().endsWith("/api/inference/chat"));
     await page.getByTestId("pg-send").click();
+    const response = await answered;
+    assert.equal(response.status(), 200, await response.text());
+    await response.finished();
     await until(
-      "a checkpoint reply",
-      async () =>
-        (await page.locator(".bubble-assistant").count()) === 2 &&
-        (await page.getByTestId("pg-send").count()) === 1,
+      "the checkpoint reply to finish",
+      async () => (await page.getByTestId("pg-send").count()) === 1,
     );
     page.off("request", onChat);
     const chat = sent[0] as { adapter: unknown; maxTokens: number; temperature: number; topP: number };
