@@ -7,11 +7,11 @@
 import assert from "node:assert/strict";
 import { after, describe, it } from "node:test";
 import {
+  assertEdgeAnswers,
   type Backend,
   call,
   createJob,
   deploymentWithKey,
-  edgeClient,
   eventsUntilEnd,
   newIdentity,
   openEvents,
@@ -71,13 +71,7 @@ for (const backend of ["sqlite", "postgres"] as Backend[]) {
       // While the job restarts, the API and the edge answer.
       const health = await call(server.apiUrl, "GET", "/healthz");
       assert.equal(health.status, 200);
-      const openai = edgeClient(server.edgeUrl, deployment.slug, key.plaintext);
-      const completion = await openai.chat.completions.create({
-        model: "x",
-        messages: [{ role: "user", content: "hi" }],
-        max_tokens: 2,
-      });
-      assert.equal(completion.object, "chat.completion");
+      await assertEdgeAnswers(server.edgeUrl, deployment.slug, key.plaintext);
 
       const frames = await eventsUntilEnd(server.apiUrl, id.token, job.id, 120_000);
       const events = frames.map((f) => f.event);

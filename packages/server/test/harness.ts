@@ -9,6 +9,9 @@ import { fileURLToPath } from "node:url";
 import { createRandomModel } from "@svc/engine";
 import OpenAI from "openai";
 import pg from "pg";
+import { eventsUntilEnd } from "./job-events.js";
+
+export * from "./job-events.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 /** packages/server/dist/src/main.js */
@@ -286,99 +289,6 @@ export async function createJob(
   return reply.body.job as { id: string; status: string };
 }
 
-// ---------------------------------------------------------------- SSE
-
-export interface SseFrame {
-  id: string | null;
-  event: string | null;
-  data: string;
-}
-
-export interface SseRead {
-  frames: SseFrame[];
-  comments: string[];
-  /** True when the server closed the stream (rather than the reader stopping). */
-  closedByServer: boolean;
-}
-
-/**
- * Reads an SSE response until the server closes it, `stopWhen` returns true
- * for a frame, or `timeoutMs` passes.
- */
-export async function readSse(
-  response: Response,
-  options: { stopWhen?: (f: SseFrame) => boolean; timeoutMs?: number } = {},
-): Promise<SseRead> {
-  const reader = response.body!.getReader();
-  const decoder = new TextDecoder();
-  const frames: SseFrame[] = [];
-  const comments: string[] = [];
-  let buffer = "";
-  let closedByServer = false;
-  const deadline = Date.now() + (options.timeoutMs ?? 30_000);
-  const timer = setTimeout(() => void reader.cancel(), options.timeoutMs ?? 30_000);
-  try {
-    outer: for (;;) {
-      const { done, value } = await reader.read();
-      if (done) {
-        closedByServer = Date.now() < deadline;
-        break;
-      }
-      buffer += decoder.decode(value, { stream: true });
-      for (let at = buffer.indexOf("\n\n"); at >= 0; at = buffer.indexOf("\n\n")) {
-        const block = buffer.slice(0, at);
-        buffer = buffer.slice(at + 2);
-        const frame: SseFrame = { id: null, event: null, data: "" };
-        let isFrame = false;
-        for (const line of block.split("\n")) {
-          if (line.startsWith(":")) {
-            comments.push(line.slice(1).trim());
-            continue;
-          }
-          isFrame = true;
-          if (line.startsWith("id:")) frame.id = line.slice(3).trim();
-          else if (line.startsWith("event:")) frame.event = line.slice(6).trim();
-          else if (line.startsWith("data:"))
-            frame.data += (frame.data ? "\n" : "") + line.slice(5).trimStart();
-        }
-        if (isFrame) {
-          frames.push(frame);
-          if (options.stopWhen?.(frame)) {
-            await reader.cancel();
-            break outer;
-          }
-        }
-      }
-    }
-  } finally {
-    clearTimeout(timer);
-  }
-  return { frames, comments, closedByServer };
-}
-
-export function openEvents(
-  apiUrl: string,
-  token: string,
-  jobId: string,
-  headers: Record<string, string> = {},
-  query = "",
-): Promise<Response> {
-  return fetch(`${apiUrl}/v1/jobs/${jobId}/events${query}`, {
-    headers: { authorization: `Bearer ${token}`, ...headers },
-  });
-}
-
-/** Waits (reading the SSE stream) until the job has ended; returns every frame. */
-export async function eventsUntilEnd(
-  apiUrl: string,
-  token: string,
-  jobId: string,
-  timeoutMs = 60_000,
-): Promise<SseFrame[]> {
-  const read = await readSse(await openEvents(apiUrl, token, jobId), { timeoutMs });
-  return read.frames;
-}
-
 /** A fresh identity whose finished job ran 2 steps and saved a checkpoint at step 1. */
 export async function identityWithFinishedJob(apiUrl: string): Promise<{ id: Identity; jobId: string }> {
   const id = await newIdentity(apiUrl);
@@ -424,3 +334,14 @@ export async function deploymentWithKey(apiUrl: string, id: Identity, slug: stri
 /** The official OpenAI client on a deployment at an edge (path addressing, no retries). */
 export const edgeClient = (edgeUrl: string, slug: string, apiKey: string) =>
   new OpenAI({ apiKey, baseURL: `${edgeUrl}/d/${slug}/v1`, maxRetries: 0 });
+
+/** The deployment answers a short chat at `edgeUrl` through the official client. */
+export async function assertEdgeAnswers(edgeUrl: string, slug: string, apiKey: string): Promise<void> {
+  const completion = await edgeClient(edgeUrl, slug, apiKey).chat.completions.create({
+    model: "x",
+    messages: [{ role: "user", content: "hi" }],
+    max_tokens: 2,
+  });
+  if (completion.object !== "chat.completion")
+    throw new Error(`the edge answered ${JSON.stringify(completion)}`);
+}

@@ -28,13 +28,33 @@ after(async () => {
   for (const cleanup of cleanups.reverse()) await cleanup();
 });
 
-it("runs jobs on `svc worker` processes and streams their events through the API process", async () => {
+/** A fresh PostgreSQL database and data dir that the processes of one test share; removed after the file. */
+async function sharedStorage(prefix: string) {
   const database = await createPgDatabase();
-  const dataDir = tempDir("scale");
+  const dataDir = tempDir(prefix);
   cleanups.push(async () => {
     await database.drop();
     rmSync(dataDir, { recursive: true, force: true });
   });
+  return { database, dataDir };
+}
+
+/** `svc worker` flags over that storage, serving the tiny model and polling fast. */
+const workerFlags = async (databaseUrl: string, dataDir: string) => [
+  "--database-url",
+  databaseUrl,
+  "--data-dir",
+  dataDir,
+  "--bundled-models",
+  "none",
+  "--model",
+  `${TINY_MODEL}=${await tinyModel()}`,
+  "--job-poll-ms",
+  "100",
+];
+
+it("runs jobs on `svc worker` processes and streams their events through the API process", async () => {
+  const { database, dataDir } = await sharedStorage("scale");
   const server = await startServerProcess({ dataDir, databaseUrl: database.url, args: ["--workers", "0"] });
   cleanups.push(async () => void (await server.stop()));
   const id = await newIdentity(server.apiUrl);
@@ -51,18 +71,7 @@ it("runs jobs on `svc worker` processes and streams their events through the API
     "queued",
   );
 
-  const workerArgs = [
-    "--database-url",
-    database.url,
-    "--data-dir",
-    dataDir,
-    "--bundled-models",
-    "none",
-    "--model",
-    `${TINY_MODEL}=${await tinyModel()}`,
-    "--job-poll-ms",
-    "100",
-  ];
+  const workerArgs = await workerFlags(database.url, dataDir);
   const workers = await Promise.all([spawnReady("worker", workerArgs), spawnReady("worker", workerArgs)]);
   cleanups.push(async () => {
     for (const w of workers) {
@@ -105,12 +114,7 @@ it("refuses `svc worker` without a PostgreSQL URL (exit 2, one clear line)", asy
 });
 
 it("applies a deployment change made through one API process to the next request at another one's edge", async () => {
-  const database = await createPgDatabase();
-  const dataDir = tempDir("two-api");
-  cleanups.push(async () => {
-    await database.drop();
-    rmSync(dataDir, { recursive: true, force: true });
-  });
+  const { database, dataDir } = await sharedStorage("two-api");
   const [a, b] = await Promise.all([
     // A cache that would outlive the test: only the change notification can refresh it.
     startServerProcess({ dataDir, databaseUrl: database.url, args: ["--edge-cache-ms", "600000"] }),
@@ -181,12 +185,7 @@ it("applies a deployment change made through one API process to the next request
 });
 
 it("a job whose `svc worker` is killed (kill -9) is resumed by another worker within the lease plus half a lease, and leaves no training process behind", async (t) => {
-  const database = await createPgDatabase();
-  const dataDir = tempDir("scale-dead");
-  cleanups.push(async () => {
-    await database.drop();
-    rmSync(dataDir, { recursive: true, force: true });
-  });
+  const { database, dataDir } = await sharedStorage("scale-dead");
   // Default lease (10 s) everywhere: the detection time under test is the shipped one.
   const server = await startServerProcess({ dataDir, databaseUrl: database.url, args: ["--workers", "0"] });
   cleanups.push(async () => void (await server.stop()));
@@ -195,18 +194,7 @@ it("a job whose `svc worker` is killed (kill -9) is resumed by another worker wi
     maxSteps: 100_000,
     saveSteps: 5,
   });
-  const workerArgs = [
-    "--database-url",
-    database.url,
-    "--data-dir",
-    dataDir,
-    "--bundled-models",
-    "none",
-    "--model",
-    `${TINY_MODEL}=${await tinyModel()}`,
-    "--job-poll-ms",
-    "100",
-  ];
+  const workerArgs = await workerFlags(database.url, dataDir);
   const first = await spawnReady("worker", workerArgs);
   cleanups.push(async () => {
     first.proc.kill("SIGKILL");
