@@ -6,45 +6,21 @@ import { after, before, test } from "node:test";
 import { isEngineError } from "./errors.js";
 import { createGenerator } from "./generate.js";
 import { loadModel } from "./load.js";
-import { loraLayersOf } from "./lora.js";
-import { LlamaGraph } from "./model.js";
 import { saveAdapter } from "./peft.js";
 import { argmax } from "./sampling.js";
+import { byteTokenModel, memoryModel } from "./testing/memory-model.js";
 import { createRandomModel } from "./testing/random-model.js";
-import { randomLlamaWeights, randomLoraAdapter, smallTestConfig } from "./testing/random-weights.js";
-import { writeTestTokenizer } from "./testing/test-tokenizer.js";
-import { loadTokenizer } from "./tokenizer.js";
+import { randomLoraAdapter } from "./testing/random-weights.js";
 import {
   ALL_LORA_TARGETS,
   type GenerationChunk,
   type GenerationRequest,
   type GenerationResult,
   type Generator,
-  type LlamaConfig,
   type LoraAdapter,
   type Model,
   type Tokenizer,
 } from "./types.js";
-import type { LlamaWeights } from "./weights.js";
-
-/** A Model over in-memory random weights, with the training forward as its logits(). */
-function memoryModel(
-  config: LlamaConfig,
-  weights: LlamaWeights,
-  tokenizer: Tokenizer,
-  adapter: LoraAdapter | null = null,
-): Model {
-  const graph = new LlamaGraph(config, weights);
-  return {
-    dir: "<memory>",
-    weights,
-    config,
-    tokenizer,
-    adapter,
-    logits: (ids) => graph.logits(ids, adapter ? loraLayersOf(adapter, config) : null),
-    withAdapter: (other) => memoryModel(config, weights, tokenizer, other),
-  };
-}
 
 let dir: string;
 let model: Model;
@@ -53,10 +29,8 @@ let adapterB: LoraAdapter;
 
 before(async () => {
   dir = await mkdtemp(join(tmpdir(), "svc-generate-"));
-  const { vocabSize } = await writeTestTokenizer(dir); // one token per byte: multi-byte characters span tokens
-  const tokenizer = await loadTokenizer(dir);
-  const config = smallTestConfig({ vocabSize, numHiddenLayers: 2, maxPositionEmbeddings: 512 });
-  model = memoryModel(config, randomLlamaWeights(config, 3), tokenizer);
+  model = await byteTokenModel(dir); // one token per byte: multi-byte characters span tokens
+  const { config } = model;
   adapterA = randomLoraAdapter(config, { r: 4, alpha: 8, targetModules: [...ALL_LORA_TARGETS] }, 4);
   adapterB = randomLoraAdapter(config, { r: 8, alpha: 8, targetModules: ["q_proj", "up_proj", "o_proj"] }, 5);
 });
@@ -331,46 +305,6 @@ test("generate: bad requests are refused with an error naming the field", () => 
       JSON.stringify(request),
     );
   }
-});
-
-test("generate: a prompt that fills the context, or an explicit maxTokens past it under 'refuse', is context_length_exceeded", () => {
-  const generator = createGenerator(model, { maxContext: 64 });
-  const cases: [GenerationRequest, RegExp][] = [
-    [{ promptIds: new Array(64).fill(5) }, /64 tokens; the context holds 64/],
-    [
-      { promptIds: new Array(60).fill(5), maxTokens: 5, maxTokensPolicy: "refuse" },
-      /holds 64 tokens, but 65 were requested \(60 in the messages, 5 in the completion\)/,
-    ],
-  ];
-  for (const [request, message] of cases) {
-    assert.throws(
-      () => generator.generate(request),
-      (error) => isEngineError(error, "context_length_exceeded") && message.test(error.message),
-      JSON.stringify(request),
-    );
-  }
-  // Within the context, "refuse" accepts: 60 + 4 = 64 positions.
-  assert.doesNotThrow(() =>
-    generator.generate({ promptIds: new Array(60).fill(5), maxTokens: 4, maxTokensPolicy: "refuse" }),
-  );
-});
-
-test("tokenizer: maxTokenBytes bounds the text bytes of every token", () => {
-  const { tokenizer } = model;
-  assert.ok(tokenizer.maxTokenBytes >= 1);
-  for (let id = 0; id < tokenizer.vocabSize; id++)
-    assert.ok(Buffer.byteLength(tokenizer.decode([id])) <= tokenizer.maxTokenBytes, `token ${id}`);
-});
-
-test("generate: completion is clamped to the context window ('length')", async () => {
-  const generator = createGenerator(model, { maxContext: 20 });
-  const result = await generator.complete({
-    promptIds: new Array(15).fill(40),
-    temperature: 0,
-    maxTokens: 50,
-  });
-  assert.equal(result.finishReason, "length");
-  assert.equal(result.completionTokens, 5);
 });
 
 test("generate: on a model folder loaded with a PEFT adapter folder, greedy matches model.logits", async () => {

@@ -1,0 +1,39 @@
+// In-memory models for generation tests: random weights over the byte-level
+// test tokenizer, with the training forward as logits().
+import { loraLayersOf } from "../lora.js";
+import { LlamaGraph } from "../model.js";
+import { loadTokenizer } from "../tokenizer.js";
+import type { LlamaConfig, LoraAdapter, Model, Tokenizer } from "../types.js";
+import type { LlamaWeights } from "../weights.js";
+import { randomLlamaWeights, smallTestConfig } from "./random-weights.js";
+import { writeTestTokenizer } from "./test-tokenizer.js";
+
+/** A Model over in-memory weights, with the training forward as its logits(). */
+export function memoryModel(
+  config: LlamaConfig,
+  weights: LlamaWeights,
+  tokenizer: Tokenizer,
+  adapter: LoraAdapter | null = null,
+): Model {
+  const graph = new LlamaGraph(config, weights);
+  return {
+    dir: "<memory>",
+    weights,
+    config,
+    tokenizer,
+    adapter,
+    logits: (ids) => graph.logits(ids, adapter ? loraLayersOf(adapter, config) : null),
+    withAdapter: (other) => memoryModel(config, weights, tokenizer, other),
+  };
+}
+
+/**
+ * A small random model (2 layers, 512 positions) whose tokenizer, written to
+ * `dir`, has one token per byte: multi-byte characters span tokens.
+ */
+export async function byteTokenModel(dir: string): Promise<Model> {
+  const { vocabSize } = await writeTestTokenizer(dir);
+  const tokenizer = await loadTokenizer(dir);
+  const config = smallTestConfig({ vocabSize, numHiddenLayers: 2, maxPositionEmbeddings: 512 });
+  return memoryModel(config, randomLlamaWeights(config, 3), tokenizer);
+}
