@@ -36,6 +36,8 @@ export class InferenceHost {
   private current: EngineProcess | null = null;
   private nextId = 1;
   private readonly pending = new Map<number, (delivery: Delivery) => void>();
+  /** Prompt limits per model folder (see prepare). */
+  private readonly limits = new Map<string, PromptLimits>();
   private closed = false;
 
   /** The process id of the running inference process, if one runs. */
@@ -71,15 +73,25 @@ export class InferenceHost {
     return { id, proc, release: () => this.pending.delete(id) };
   }
 
-  /** Loads the model and adapter (cached in the process); resolves with the model's prompt limits. */
+  /**
+   * The model's prompt limits. The first request for a model folder asks the
+   * process, which loads the model and adapter (a load error rejects here);
+   * the limits depend on the folder alone, so later requests skip the round
+   * trip (their generation loads an adapter it lacks, and a load error then
+   * still comes before any response header: the first result is awaited first).
+   */
   prepare(target: GenerationTarget): Promise<PromptLimits> {
+    const known = this.limits.get(target.modelDir);
+    if (known) return Promise.resolve(known);
     return new Promise((resolve, reject) => {
       const { release } = this.open(
         (id) => ({ type: "prepare", id, ...target }),
         (delivery) => {
           release();
-          if (delivery.type === "prepared") resolve(delivery.limits);
-          else if (delivery.type === "error" || delivery.type === "gone") reject(errorOf(delivery));
+          if (delivery.type === "prepared") {
+            this.limits.set(target.modelDir, delivery.limits);
+            resolve(delivery.limits);
+          } else if (delivery.type === "error" || delivery.type === "gone") reject(errorOf(delivery));
         },
       );
     });

@@ -90,7 +90,10 @@ export class InferenceService {
     };
   }
 
-  /** Loads the target's model and adapter in the inference process (load errors reject here). */
+  /**
+   * The target's prompt limits and its generation (InferenceHost.prepare says
+   * when the model and adapter load; a load error rejects here or at the first result).
+   */
   async prepare(target: ResolvedTarget): Promise<PreparedChat> {
     const folders = { modelDir: target.modelDir, adapterDir: target.adapterDir };
     const limits = await this.host.prepare(folders);
