@@ -1,6 +1,6 @@
 // Real processes for the CLI tests: the `svc` binary, a `svc server` on ephemeral
 // ports with its own data directory, temporary HOMEs and projects.
-import { type ChildProcess, spawn } from "node:child_process";
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { mkdtemp } from "node:fs/promises";
 import { type AddressInfo, createServer as createNetServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -251,3 +251,16 @@ export function startProcess(
       }),
   };
 }
+
+/** Whether util-linux `script` is installed: it runs a command on a pseudo-terminal. */
+export const HAS_SCRIPT = (() => {
+  try {
+    execFileSync("script", ["--version"], { stdio: "ignore" });
+    return true;
+  } catch {
+    return false;
+  }
+})();
+
+/** `script`'s arguments to run a shell command line on a pseudo-terminal, quietly, flushing as it goes. */
+export const ptyArgs = (command: string) => ["-qfec", command, "/dev/null"];

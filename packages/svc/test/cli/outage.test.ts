@@ -4,7 +4,6 @@
 // remote API that stays down makes svc start give up after SVC_API_GIVE_UP_MS
 // with the command that resumes following, which works once the API is back.
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
 import { mkdir, readFile, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
@@ -13,6 +12,8 @@ import {
   cliEnv,
   createTestModel,
   freePort,
+  HAS_SCRIPT,
+  ptyArgs,
   REPO_ROOT,
   runSvc,
   SVC_BIN,
@@ -22,15 +23,6 @@ import {
   type TestServer,
   tempDir,
 } from "./harness.js";
-
-const hasScript = (() => {
-  try {
-    execFileSync("script", ["--version"], { stdio: "ignore" });
-    return true;
-  } catch {
-    return false;
-  }
-})();
 
 // Big enough that 60 steps take seconds even on a quiet machine, so the kill lands mid-run.
 let model: string;
@@ -95,7 +87,7 @@ async function killLocalServerDuringStart(onTerminal: boolean) {
   const project = await makeProject();
   const svcStart = [process.execPath, SVC_BIN, "start"];
   const p = onTerminal
-    ? startProcess("script", ["-qfec", svcStart.map((a) => `'${a}'`).join(" "), "/dev/null"], {
+    ? startProcess("script", ptyArgs(svcStart.map((a) => `'${a}'`).join(" ")), {
         cwd: project,
         env,
       })
@@ -169,7 +161,7 @@ test("kill -9 of the auto-started server during svc start (plain lines): notice,
 });
 
 test("kill -9 of the auto-started server during svc start on a terminal: the progress bar continues", {
-  skip: !hasScript && "no `script`",
+  skip: !HAS_SCRIPT && "no `script`",
 }, async (t) => {
   const run = await killLocalServerDuringStart(true);
   assert.equal(run.r.code, 0, run.out);

@@ -1,12 +1,13 @@
 // On a terminal (a pseudo-terminal from util-linux `script`): svc init asks for
 // the template and directory, and svc start draws one progress bar line.
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import {
   cliEnv,
+  HAS_SCRIPT,
+  ptyArgs,
   runProcess,
   SVC_BIN,
   startTestModelServer,
@@ -15,20 +16,11 @@ import {
   tempDir,
 } from "./harness.js";
 
-const hasScript = (() => {
-  try {
-    execFileSync("script", ["--version"], { stdio: "ignore" });
-    return true;
-  } catch {
-    return false;
-  }
-})();
-
 let server: TestServer;
 let env: NodeJS.ProcessEnv;
 
 before(async () => {
-  if (!hasScript) return;
+  if (!HAS_SCRIPT) return;
   const home = await tempDir("tty-home");
   server = await startTestModelServer(home);
   env = cliEnv(home, server.apiUrl, { COLUMNS: "120" });
@@ -40,11 +32,11 @@ after(async () => {
 
 function onTerminal(args: string[], cwd: string, input?: string) {
   const command = [process.execPath, SVC_BIN, ...args].map((a) => `'${a}'`).join(" ");
-  return runProcess("script", ["-qfec", command, "/dev/null"], { cwd, env, input, timeoutMs: 120_000 });
+  return runProcess("script", ptyArgs(command), { cwd, env, input, timeoutMs: 120_000 });
 }
 
 test("svc init on a terminal asks for the template and the directory", {
-  skip: !hasScript && "no `script`",
+  skip: !HAS_SCRIPT && "no `script`",
 }, async () => {
   const work = await tempDir("tty-init");
   const r = await onTerminal(["init"], work, "pii-redaction\n./mine\n");
@@ -55,7 +47,7 @@ test("svc init on a terminal asks for the template and the directory", {
   assert.match(await readFile(join(work, "mine", "src", "svc", "index.ts"), "utf8"), /name: "pii-redaction"/);
 });
 
-test("svc start on a terminal redraws one progress bar", { skip: !hasScript && "no `script`" }, async () => {
+test("svc start on a terminal redraws one progress bar", { skip: !HAS_SCRIPT && "no `script`" }, async () => {
   const dir = await tempDir("tty-project");
   await mkdir(join(dir, "src", "svc"), { recursive: true });
   await writeFile(
