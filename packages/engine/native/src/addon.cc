@@ -7,45 +7,11 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "isas.h"
 #include "kernel_table.h"
 #include "runtime.h"
 
-const SvcKernelTable* svc_table_baseline();
-#if defined(SVC_X86)
-const SvcKernelTable* svc_table_avx2();
-const SvcKernelTable* svc_table_avx512();
-#endif
-
 namespace {
-
-struct IsaEntry {
-  const char* name;
-  const SvcKernelTable* (*table)();
-  bool (*supported)();
-};
-
-#if defined(SVC_X86)
-bool has_avx512() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
-         __builtin_cpu_supports("fma");
-}
-bool has_avx2() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-}
-#endif
-bool always() { return true; }
-
-// Best first.
-const IsaEntry kIsas[] = {
-#if defined(SVC_X86)
-    {"avx512", svc_table_avx512, has_avx512},
-    {"avx2", svc_table_avx2, has_avx2},
-#endif
-    {"baseline", svc_table_baseline, always},
-};
 
 constexpr size_t kMaxArgs = 14;
 constexpr double kMaxSafe = 9007199254740991.0;
@@ -372,8 +338,8 @@ napi_value Create(napi_env env, napi_callback_info info) {
     return nullptr;
   }
   napi_get_value_string_utf8(env, arg, name, sizeof name, &len);
-  const IsaEntry* entry = nullptr;
-  for (const IsaEntry& e : kIsas)
+  const SvcIsa* entry = nullptr;
+  for (const SvcIsa& e : kSvcIsas)
     if (strcmp(e.name, name) == 0) entry = &e;
   if (!entry || !entry->supported()) {
     char msg[128];
@@ -413,7 +379,7 @@ napi_value Init(napi_env env, napi_value exports) {
   napi_value list, fn, threads;
   napi_create_array(env, &list);
   uint32_t i = 0;
-  for (const IsaEntry& e : kIsas)
+  for (const SvcIsa& e : kSvcIsas)
     if (e.supported()) napi_set_element(env, list, i++, str(env, e.name));
   set(env, exports, "supportedIsas", list);  // best first
   napi_create_int32(env, svc_num_threads(), &threads);

@@ -27,14 +27,9 @@
 #include <thread>
 #include <vector>
 
+#include "../src/isas.h"
 #include "../src/kernel_table.h"
 #include "../src/runtime.h"
-
-const SvcKernelTable* svc_table_baseline();
-#if defined(SVC_X86)
-const SvcKernelTable* svc_table_avx2();
-const SvcKernelTable* svc_table_avx512();
-#endif
 
 namespace {
 
@@ -325,22 +320,8 @@ int main(int argc, char** argv) {
   printf("pool_stress: %ld inner calls, made by tasks run serially (pool busy), took the pool once free\n",
          inner_calls_on_pool.load());
 
-  struct {
-    const char* name;
-    const SvcKernelTable* (*table)();
-    bool supported;
-  } isas[] = {
-#if defined(SVC_X86)
-      {"avx512", svc_table_avx512,
-       __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
-           __builtin_cpu_supports("fma")},
-      {"avx2", svc_table_avx2, __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")},
-#endif
-      {"baseline", svc_table_baseline, true},
-  };
-  for (auto& isa : isas) {
-    if (!isa.supported) {
+  for (const SvcIsa& isa : kSvcIsas) {
+    if (!isa.supported()) {
       printf("pool_stress: %s not supported by this CPU, skipped\n", isa.name);
       continue;
     }
