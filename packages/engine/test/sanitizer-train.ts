@@ -36,12 +36,8 @@ interface Job {
 
 async function trainInWorker(job: Job): Promise<number[]> {
   const model = await loadModel(job.modelDir);
-  const trainSet: DatasetRow[] = facts.map(([prompt, answer]) => ({
-    messages: [
-      { role: "user", content: prompt },
-      { role: "assistant", content: answer },
-    ],
-  }));
+  // A prompt/completion row renders as one user turn and one assistant turn.
+  const trainSet: DatasetRow[] = facts.map(([prompt, completion]) => ({ prompt, completion }));
   const losses: number[] = [];
   const result = await train({
     model,
