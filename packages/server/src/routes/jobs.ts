@@ -3,6 +3,7 @@
 import { ALL_LORA_TARGETS, plannedSteps } from "@svc/engine";
 import { Hono } from "hono";
 import type { ApiEnv, ServerContext } from "../context.js";
+import { engineHyperparameters } from "../engine-hyperparameters.js";
 import { badRequest, conflict } from "../http/api-error.js";
 import { readJson } from "../http/body.js";
 import {
@@ -27,7 +28,6 @@ import {
   LR_SCHEDULER_TYPES,
   TRUNCATION_MODES,
 } from "../wire.js";
-import { engineHyperparameters } from "../worker/job-runner.js";
 import { jobOr404, projectFromQuery } from "./access.js";
 
 /** hyperparameters, ranged by wire-limits.ts under this server's job limits; a missing `lora` is DEFAULT_LORA (as documented). */

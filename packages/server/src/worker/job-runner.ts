@@ -6,8 +6,8 @@
 // later. A training process that dies without a final report (a native crash,
 // out of memory) is logged with its signal and restarted: from the job's last
 // checkpoint, or from the first step when it has none (once).
-import { ALL_LORA_TARGETS, type LoraTarget, type TrainHyperparameters } from "@svc/engine";
 import type { DataDir } from "../data-dir.js";
+import { engineHyperparameters } from "../engine-hyperparameters.js";
 import { randomBase62 } from "../ids.js";
 import type { ModelRegistry } from "../models/model-registry.js";
 import { type EngineExit, type EngineProcess, forkEngineProcess } from "../process/engine-process.js";
@@ -42,19 +42,6 @@ export const JOB_RUNNER_DEFAULTS = {
   restartWithoutCheckpoint: true,
   stopTimeoutMs: 60_000,
 } as const;
-
-export function engineHyperparameters(hp: JobHyperparameters): TrainHyperparameters {
-  const { lora, ...rest } = hp;
-  return {
-    ...rest,
-    ...(lora.maxLength !== undefined ? { maxLength: lora.maxLength } : {}),
-    lora: {
-      r: lora.r,
-      alpha: lora.alpha,
-      targetModules: (lora.targetModules as LoraTarget[] | undefined) ?? [...ALL_LORA_TARGETS],
-    },
-  };
-}
 
 interface RunningJob {
   process: EngineProcess | null;
