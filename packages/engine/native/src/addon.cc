@@ -7,119 +7,12 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "addon_args.h"
 #include "isas.h"
 #include "kernel_table.h"
 #include "runtime.h"
 
 namespace {
-
-constexpr size_t kMaxArgs = 14;
-constexpr double kMaxSafe = 9007199254740991.0;
-
-struct Call {
-  napi_env env;
-  const char* fn;
-  const SvcKernelTable* t;
-  napi_value argv[kMaxArgs];
-  size_t argc;
-};
-
-bool fail(Call& c, bool range, const char* arg, const char* fmt, double a = 0, double b = 0) {
-  char detail[160], msg[256];
-  snprintf(detail, sizeof detail, fmt, a, b);
-  snprintf(msg, sizeof msg, "%s: argument '%s' %s", c.fn, arg, detail);
-  if (range) napi_throw_range_error(c.env, "ERR_OUT_OF_RANGE", msg);
-  else napi_throw_type_error(c.env, "ERR_INVALID_ARG_TYPE", msg);
-  return false;
-}
-
-bool start(napi_env env, napi_callback_info info, Call& c, const char* fn) {
-  c.env = env;
-  c.fn = fn;
-  c.argc = kMaxArgs;
-  void* data = nullptr;
-  if (napi_get_cb_info(env, info, &c.argc, c.argv, nullptr, &data) != napi_ok) return false;
-  c.t = static_cast<const SvcKernelTable*>(data);
-  napi_value undef;
-  napi_get_undefined(env, &undef);
-  for (size_t i = c.argc; i < kMaxArgs; i++) c.argv[i] = undef;
-  return true;
-}
-
-bool is_nullish(Call& c, int i) {
-  napi_valuetype t;
-  napi_typeof(c.env, c.argv[i], &t);
-  return t == napi_null || t == napi_undefined;
-}
-
-bool num(Call& c, int i, const char* name, double* out) {
-  napi_valuetype t;
-  napi_typeof(c.env, c.argv[i], &t);
-  if (t != napi_number) return fail(c, false, name, "must be a number");
-  napi_get_value_double(c.env, c.argv[i], out);
-  return true;
-}
-
-bool dim(Call& c, int i, const char* name, long* out) {
-  double d;
-  if (!num(c, i, name, &d)) return false;
-  if (!(d >= 0 && d <= kMaxSafe && d == floor(d)))
-    return fail(c, true, name, "must be a non-negative integer, got %g", d);
-  *out = (long)d;
-  return true;
-}
-
-bool flag(Call& c, int i, const char* name, bool* out) {
-  napi_valuetype t;
-  napi_typeof(c.env, c.argv[i], &t);
-  if (t != napi_boolean) return fail(c, false, name, "must be a boolean");
-  napi_get_value_bool(c.env, c.argv[i], out);
-  return true;
-}
-
-// A typed array of the given type holding at least `need` elements; nullptr for
-// null/undefined when `nullable`.
-bool array(Call& c, int i, const char* name, napi_typedarray_type want, double need, void** out,
-           bool nullable = false) {
-  *out = nullptr;
-  if (nullable && is_nullish(c, i)) return true;
-  const char* tname = want == napi_float32_array ? "a Float32Array" : "an Int32Array";
-  bool is_ta = false;
-  napi_is_typedarray(c.env, c.argv[i], &is_ta);
-  napi_typedarray_type type = napi_int8_array;
-  size_t length = 0;
-  void* data = nullptr;
-  if (is_ta) napi_get_typedarray_info(c.env, c.argv[i], &type, &length, &data, nullptr, nullptr);
-  if (!is_ta || type != want) {
-    char m[64];  // no '%' in it: it is passed on as a format
-    snprintf(m, sizeof m, nullable ? "must be %s or null" : "must be %s", tname);
-    return fail(c, false, name, m);
-  }
-  if ((double)length < need)
-    return fail(c, true, name, "has %.0f elements but the shapes need %.0f", (double)length, need);
-  *out = data;
-  return true;
-}
-
-bool f32(Call& c, int i, const char* name, double need, float** out, bool nullable = false) {
-  void* p;
-  if (!array(c, i, name, napi_float32_array, need, &p, nullable)) return false;
-  *out = static_cast<float*>(p);
-  return true;
-}
-
-bool i32(Call& c, int i, const char* name, double need, int32_t** out) {
-  void* p;
-  if (!array(c, i, name, napi_int32_array, need, &p)) return false;
-  *out = static_cast<int32_t*>(p);
-  return true;
-}
-
-napi_value undefined(napi_env env) {
-  napi_value u;
-  napi_get_undefined(env, &u);
-  return u;
-}
 
 napi_value Matmul(napi_env env, napi_callback_info info) {
   Call c;
@@ -172,7 +65,7 @@ napi_value RmsnormBackward(napi_env env, napi_callback_info info) {
 napi_value Rope(napi_env env, napi_callback_info info) {
   Call c;
   if (!start(env, info, c, "rope")) return nullptr;
-  long T, nh, hd;
+  long T, nh, hd, rot;
   bool inverse;
   float *x, *cs, *sn;
   int32_t* pos;
@@ -180,7 +73,11 @@ napi_value Rope(napi_env env, napi_callback_info info) {
       !flag(c, 7, "inverse", &inverse))
     return nullptr;
   if (hd % 2) return fail(c, true, "headDim", "must be even, got %.0f", hd), nullptr;
-  long half = hd / 2;
+  if (!opt_dim(c, 8, "rotaryDim", hd, &rot)) return nullptr;
+  if (rot != hd && (rot % 2 || rot < 2 || rot > hd))
+    return fail(c, true, "rotaryDim", "must be even and in [2, headDim (%.0f)], got %.0f", hd, rot),
+           nullptr;
+  long half = rot / 2;
   if (!f32(c, 0, "x", (double)T * nh * hd, &x) || !f32(c, 1, "cos", half, &cs) ||
       !f32(c, 2, "sin", half, &sn) || !i32(c, 3, "positions", T, &pos))
     return nullptr;
@@ -196,7 +93,7 @@ napi_value Rope(napi_env env, napi_callback_info info) {
                     pos[t], rowsAvail),
                nullptr;
   }
-  c.t->rope(x, cs, sn, pos, T, nh, hd, inverse);
+  c.t->rope(x, cs, sn, pos, T, nh, hd, inverse, rot);
   return undefined(env);
 }
 
@@ -224,21 +121,53 @@ napi_value SwigluBackward(napi_env env, napi_callback_info info) {
   return undefined(env);
 }
 
-bool heads(Call& c, long nh, long nkv) {
-  if (nkv == 0 || nh % nkv != 0)
-    return fail(c, true, "nKv", "must divide nHeads (%.0f), got %.0f", nh, nkv);
-  return true;
+napi_value GegluForward(napi_env env, napi_callback_info info) {
+  Call c;
+  if (!start(env, info, c, "gegluForward")) return nullptr;
+  long n;
+  float *g, *u, *o;
+  if (!dim(c, 3, "n", &n)) return nullptr;
+  if (!f32(c, 0, "gate", n, &g) || !f32(c, 1, "up", n, &u) || !f32(c, 2, "out", n, &o)) return nullptr;
+  c.t->geglu_forward(g, u, o, n);
+  return undefined(env);
+}
+
+napi_value GegluBackward(napi_env env, napi_callback_info info) {
+  Call c;
+  if (!start(env, info, c, "gegluBackward")) return nullptr;
+  long n;
+  float *d, *g, *u, *dg, *du;
+  if (!dim(c, 5, "n", &n)) return nullptr;
+  if (!f32(c, 0, "dOut", n, &d) || !f32(c, 1, "gate", n, &g) || !f32(c, 2, "up", n, &u) ||
+      !f32(c, 3, "dGate", n, &dg) || !f32(c, 4, "dUp", n, &du))
+    return nullptr;
+  c.t->geglu_backward(d, g, u, dg, du, n);
+  return undefined(env);
+}
+
+napi_value AddBias(napi_env env, napi_callback_info info) {
+  Call c;
+  if (!start(env, info, c, "addBias")) return nullptr;
+  long rows, d;
+  double alpha = 1;
+  float *y, *b;
+  if (!dim(c, 2, "rows", &rows) || !dim(c, 3, "dim", &d)) return nullptr;
+  if (!is_nullish(c, 4) && !num(c, 4, "alpha", &alpha)) return nullptr;
+  if (!f32(c, 0, "y", (double)rows * d, &y) || !f32(c, 1, "bias", d, &b)) return nullptr;
+  c.t->add_bias(y, b, rows, d, (float)alpha);
+  return undefined(env);
 }
 
 napi_value AttentionForward(napi_env env, napi_callback_info info) {
   Call c;
   if (!start(env, info, c, "attentionForward")) return nullptr;
-  long T, S, nh, nkv, hd, stride;
+  long T, S, nh, nkv, hd, stride, window;
   double scale;
   float *q, *k, *v, *out, *lse;
   if (!dim(c, 5, "T", &T) || !dim(c, 6, "S", &S) || !dim(c, 7, "nHeads", &nh) ||
       !dim(c, 8, "nKv", &nkv) || !dim(c, 9, "headDim", &hd) || !num(c, 10, "scale", &scale) ||
-      !dim(c, 11, "kvStride", &stride) || !heads(c, nh, nkv))
+      !dim(c, 11, "kvStride", &stride) || !opt_dim(c, 12, "window", 0, &window) ||
+      !heads(c, nh, nkv))
     return nullptr;
   if (T > S) return fail(c, true, "T", "(%.0f) must not exceed S (%.0f)", T, S), nullptr;
   if (stride < nkv * hd)
@@ -248,18 +177,19 @@ napi_value AttentionForward(napi_env env, napi_callback_info info) {
   if (!f32(c, 0, "q", qn, &q) || !f32(c, 1, "k", kvn, &k) || !f32(c, 2, "v", kvn, &v) ||
       !f32(c, 3, "out", qn, &out) || !f32(c, 4, "lse", (double)nh * T, &lse, true))
     return nullptr;
-  c.t->attention_forward(q, k, v, out, lse, T, S, nh, nkv, hd, (float)scale, stride);
+  c.t->attention_forward(q, k, v, out, lse, T, S, nh, nkv, hd, (float)scale, stride, window);
   return undefined(env);
 }
 
 napi_value AttentionBackward(napi_env env, napi_callback_info info) {
   Call c;
   if (!start(env, info, c, "attentionBackward")) return nullptr;
-  long T, nh, nkv, hd;
+  long T, nh, nkv, hd, window;
   double scale;
   float *dout, *q, *k, *v, *out, *lse, *dq, *dk, *dv;
   if (!dim(c, 9, "T", &T) || !dim(c, 10, "nHeads", &nh) || !dim(c, 11, "nKv", &nkv) ||
-      !dim(c, 12, "headDim", &hd) || !num(c, 13, "scale", &scale) || !heads(c, nh, nkv))
+      !dim(c, 12, "headDim", &hd) || !num(c, 13, "scale", &scale) ||
+      !opt_dim(c, 14, "window", 0, &window) || !heads(c, nh, nkv))
     return nullptr;
   double qn = (double)T * nh * hd, kvn = (double)T * nkv * hd;
   if (!f32(c, 0, "dOut", qn, &dout) || !f32(c, 1, "q", qn, &q) || !f32(c, 2, "k", kvn, &k) ||
@@ -267,7 +197,7 @@ napi_value AttentionBackward(napi_env env, napi_callback_info info) {
       !f32(c, 5, "lse", (double)nh * T, &lse) || !f32(c, 6, "dq", qn, &dq) ||
       !f32(c, 7, "dk", kvn, &dk) || !f32(c, 8, "dv", kvn, &dv))
     return nullptr;
-  c.t->attention_backward(dout, q, k, v, out, lse, dq, dk, dv, T, nh, nkv, hd, (float)scale);
+  c.t->attention_backward(dout, q, k, v, out, lse, dq, dk, dv, T, nh, nkv, hd, (float)scale, window);
   return undefined(env);
 }
 
@@ -359,6 +289,9 @@ napi_value Create(napi_env env, napi_callback_info info) {
       {"rope", Rope},
       {"swigluForward", SwigluForward},
       {"swigluBackward", SwigluBackward},
+      {"gegluForward", GegluForward},
+      {"gegluBackward", GegluBackward},
+      {"addBias", AddBias},
       {"attentionForward", AttentionForward},
       {"attentionBackward", AttentionBackward},
       {"crossEntropy", CrossEntropy},

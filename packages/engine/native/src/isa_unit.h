@@ -6,6 +6,8 @@
 #include "attention.h"
 
 static const SvcKernelTable kTable = {
-    SVC_ISA_NAME,   matmul,          rmsnorm_forward,   rmsnorm_backward,   rope,  swiglu_forward,
-    swiglu_backward, attention_forward, attention_backward, cross_entropy, adamw,
+    SVC_ISA_NAME,      matmul,          rmsnorm_forward, rmsnorm_backward,
+    rope,              swiglu_forward,  swiglu_backward, geglu_forward,
+    geglu_backward,    add_bias,        attention_forward, attention_backward,
+    cross_entropy,     adamw,
 };

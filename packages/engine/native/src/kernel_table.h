@@ -11,17 +11,23 @@ struct SvcKernelTable {
                           float eps);
   void (*rmsnorm_backward)(const float* dy, const float* x, const float* w, const float* rstd,
                            float* dx, float* dw, long rows, long dim);
+  // Rotates the first rotaryDim (even, <= headDim) dims of each head.
   void (*rope)(float* x, const float* cos, const float* sin, const int32_t* pos, long T, long nHeads,
-               long headDim, bool inverse);
+               long headDim, bool inverse, long rotaryDim);
   void (*swiglu_forward)(const float* gate, const float* up, float* out, long n);
   void (*swiglu_backward)(const float* dOut, const float* gate, const float* up, float* dGate,
                           float* dUp, long n);
+  void (*geglu_forward)(const float* gate, const float* up, float* out, long n);
+  void (*geglu_backward)(const float* dOut, const float* gate, const float* up, float* dGate,
+                         float* dUp, long n);
+  void (*add_bias)(float* y, const float* bias, long rows, long dim, float alpha);
+  // window: a sliding window of that many keys; 0 = full causal attention.
   void (*attention_forward)(const float* q, const float* k, const float* v, float* out, float* lse,
                             long T, long S, long nHeads, long nKv, long headDim, float scale,
-                            long kvStride);
+                            long kvStride, long window);
   void (*attention_backward)(const float* dOut, const float* q, const float* k, const float* v,
                              const float* out, const float* lse, float* dq, float* dk, float* dv,
-                             long T, long nHeads, long nKv, long headDim, float scale);
+                             long T, long nHeads, long nKv, long headDim, float scale, long window);
   double (*cross_entropy)(const float* logits, const int32_t* targets, long rows, long vocab,
                           float* dLogits, float gradScale);
   void (*adamw)(float* p, const float* g, float* m, float* v, long n, float lr, float beta1,

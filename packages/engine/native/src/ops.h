@@ -89,9 +89,11 @@ static void rmsnorm_backward(const float* dy, const float* x, const float* w, co
     for (long t = 0; t < tasks; t++) axpy(dw, partial + t * dim, 1.0f, dim);
 }
 
+// Partial rotary (rotaryDim < headDim) rotates the head's first rotaryDim dims
+// and leaves the rest as they are; the tables are [maxPos, rotaryDim/2].
 static void rope(float* x, const float* cos, const float* sin, const int32_t* pos, long T,
-                 long nHeads, long headDim, bool inverse) {
-  long half = headDim / 2;
+                 long nHeads, long headDim, bool inverse, long rotaryDim) {
+  long half = rotaryDim / 2;
   float sign = inverse ? -1.f : 1.f;
   par_range(T, ceil_div(16384, nHeads * headDim + 1), [&](long t0, long t1) {
     for (long t = t0; t < t1; t++) {
@@ -147,6 +149,64 @@ static void swiglu_backward(const float* dOut, const float* gate, const float* u
       dUp[i] = dOut[i] * g * sig;
       dGate[i] = dOut[i] * up[i] * sig * (1.0f + g * (1.0f - sig));
     }
+  });
+}
+
+// gelu_tanh(x) = 0.5·x·(1 + tanh(u)), u = √(2/π)·(x + 0.044715·x³), computed as
+// x·σ(2u) (the same function): one exp, and no cancellation in 1 + tanh(u) for
+// negative x. x is clamped to ±40 inside σ, where σ is already exactly 0 or 1
+// (vexp clamps its argument and saturates), so x³ never overflows.
+constexpr float GELU_2BETA = 1.5957691216057308f;  // 2·√(2/π)
+constexpr float GELU_KAPPA = 0.044715f;
+
+// (Operands in this order keep a NaN: vmax/vmin return their second one on a NaN.)
+static inline vf vgelu_clamp(vf x) { return vmin(vset1(40.f), vmax(vset1(-40.f), x)); }
+static inline float sgelu_clamp(float x) { return x < -40.f ? -40.f : x > 40.f ? 40.f : x; }
+// e^(-2u) of a clamped x: in [~1e-38, inf]; σ(2u) = 1 / (1 + e).
+static inline vf vgelu_exp(vf xc) { return vexp(-GELU_2BETA * (xc + GELU_KAPPA * xc * xc * xc)); }
+static inline float sgelu_exp(float xc) {
+  return sexp(-GELU_2BETA * (xc + GELU_KAPPA * xc * xc * xc));
+}
+
+static void geglu_forward(const float* gate, const float* up, float* out, long n) {
+  par_range(n, 32768, [&](long i0, long i1) {
+    long i = i0;
+    for (; i + W <= i1; i += W) {
+      vf x = vload(gate + i);
+      vstore(out + i, x / (1.0f + vgelu_exp(vgelu_clamp(x))) * vload(up + i));
+    }
+    for (; i < i1; i++) out[i] = gate[i] / (1.0f + sgelu_exp(sgelu_clamp(gate[i]))) * up[i];
+  });
+}
+
+// d/dx x·σ(2u) = σ + x·σ·(1−σ)·2u', u' = √(2/π)·(1 + 3·0.044715·x²), with
+// 1−σ = 1/(1 + 1/e) (not 1 − σ, which cancels where σ nears 1); e = inf gives
+// σ = 0 and 1−σ = 1. Beyond the clamp the second term is below 1e-33.
+static void geglu_backward(const float* dOut, const float* gate, const float* up, float* dGate,
+                           float* dUp, long n) {
+  par_range(n, 32768, [&](long i0, long i1) {
+    long i = i0;
+    for (; i + W <= i1; i += W) {
+      vf x = vload(gate + i), xc = vgelu_clamp(x), e = vgelu_exp(xc);
+      vf s = 1.0f / (1.0f + e), oms = 1.0f / (1.0f + 1.0f / e), d = vload(dOut + i);
+      vf dg = s + xc * s * oms * GELU_2BETA * (1.0f + 3.0f * GELU_KAPPA * xc * xc);
+      vstore(dUp + i, d * x * s);
+      vstore(dGate + i, d * vload(up + i) * dg);
+    }
+    for (; i < i1; i++) {
+      float x = gate[i], xc = sgelu_clamp(x), e = sgelu_exp(xc);
+      float s = 1.0f / (1.0f + e), oms = 1.0f / (1.0f + 1.0f / e);
+      float dg = s + xc * s * oms * GELU_2BETA * (1.0f + 3.0f * GELU_KAPPA * xc * xc);
+      dUp[i] = dOut[i] * x * s;
+      dGate[i] = dOut[i] * up[i] * dg;
+    }
+  });
+}
+
+// y[r, :] += alpha * bias[:]
+static void add_bias(float* y, const float* bias, long rows, long dim, float alpha) {
+  par_range(rows, ceil_div(32768, dim + 1), [&](long r0, long r1) {
+    for (long r = r0; r < r1; r++) axpy(y + r * dim, bias, alpha, dim);
   });
 }
 

@@ -82,8 +82,8 @@ void rmsnorm_backward(const float* dy, const float* x, const float* w, const flo
 }
 EXPORT(rope)
 void rope(float* x, const float* cos, const float* sin, const int* pos, long T, long nHeads,
-          long headDim, int inverse) {
-  kTable.rope(x, cos, sin, pos, T, nHeads, headDim, inverse);
+          long headDim, int inverse, long rotaryDim) {
+  kTable.rope(x, cos, sin, pos, T, nHeads, headDim, inverse, rotaryDim);
 }
 EXPORT(swiglu_forward)
 void swiglu_forward(const float* gate, const float* up, float* out, long n) {
@@ -94,16 +94,31 @@ void swiglu_backward(const float* dOut, const float* gate, const float* up, floa
                      long n) {
   kTable.swiglu_backward(dOut, gate, up, dGate, dUp, n);
 }
+EXPORT(geglu_forward)
+void geglu_forward(const float* gate, const float* up, float* out, long n) {
+  kTable.geglu_forward(gate, up, out, n);
+}
+EXPORT(geglu_backward)
+void geglu_backward(const float* dOut, const float* gate, const float* up, float* dGate, float* dUp,
+                    long n) {
+  kTable.geglu_backward(dOut, gate, up, dGate, dUp, n);
+}
+EXPORT(add_bias)
+void add_bias(float* y, const float* bias, long rows, long dim, float alpha) {
+  kTable.add_bias(y, bias, rows, dim, alpha);
+}
 EXPORT(attention_forward)
 void attention_forward(const float* q, const float* k, const float* v, float* out, float* lse, long T,
-                       long S, long nHeads, long nKv, long headDim, float scale, long kvStride) {
-  kTable.attention_forward(q, k, v, out, lse, T, S, nHeads, nKv, headDim, scale, kvStride);
+                       long S, long nHeads, long nKv, long headDim, float scale, long kvStride,
+                       long window) {
+  kTable.attention_forward(q, k, v, out, lse, T, S, nHeads, nKv, headDim, scale, kvStride, window);
 }
 EXPORT(attention_backward)
 void attention_backward(const float* dOut, const float* q, const float* k, const float* v,
                         const float* out, const float* lse, float* dq, float* dk, float* dv, long T,
-                        long nHeads, long nKv, long headDim, float scale) {
-  kTable.attention_backward(dOut, q, k, v, out, lse, dq, dk, dv, T, nHeads, nKv, headDim, scale);
+                        long nHeads, long nKv, long headDim, float scale, long window) {
+  kTable.attention_backward(dOut, q, k, v, out, lse, dq, dk, dv, T, nHeads, nKv, headDim, scale,
+                            window);
 }
 EXPORT(cross_entropy)
 double cross_entropy(const float* logits, const int* targets, long rows, long vocab, float* dLogits,

@@ -2,7 +2,7 @@
 // the WebAssembly build is available. Same algorithms as the native code, with
 // float64 accumulators and scratch arrays reused across calls; arguments are
 // checked by the caller (validate.ts).
-import { referenceKernels } from "./reference.js";
+import { GELU_BETA, GELU_KAPPA, referenceKernels } from "./reference.js";
 import type { Kernels } from "./types.js";
 
 let scratchA: Float32Array = new Float32Array(0);
@@ -215,7 +215,35 @@ export const jsKernels: Kernels = {
     }
   },
 
-  attentionForward(q, k, v, out, lse, T, S, nHeads, nKv, D, scale, kvStride) {
+  // gelu_tanh(x) = 0.5·x·(1 + tanh(u)) = x·σ(2u): one exp, no cancellation in
+  // 1 + tanh(u) for negative x, and exp overflowing to Infinity just gives σ = 0.
+  gegluForward(gate, up, out, n) {
+    for (let i = 0; i < n; i++) {
+      const x = gate[i];
+      out[i] = (x / (1 + Math.exp(-2 * GELU_BETA * (x + GELU_KAPPA * x * x * x)))) * up[i];
+    }
+  },
+
+  gegluBackward(dOut, gate, up, dGate, dUp, n) {
+    for (let i = 0; i < n; i++) {
+      const x = gate[i];
+      const s = 1 / (1 + Math.exp(-2 * GELU_BETA * (x + GELU_KAPPA * x * x * x)));
+      // d/dx x·σ(2u) = σ + x·σ(1-σ)·2u', u' = β(1 + 3κx²)
+      const dGelu = s + x * s * (1 - s) * (2 * GELU_BETA) * (1 + 3 * GELU_KAPPA * x * x);
+      const d = dOut[i];
+      dUp[i] = d * x * s;
+      dGate[i] = d * up[i] * dGelu;
+    }
+  },
+
+  addBias(y, bias, rows, dim, alpha = 1) {
+    for (let r = 0; r < rows; r++) {
+      const o = r * dim;
+      for (let c = 0; c < dim; c++) y[o + c] += alpha * bias[c];
+    }
+  },
+
+  attentionForward(q, k, v, out, lse, T, S, nHeads, nKv, D, scale, kvStride, window = 0) {
     const group = nHeads / nKv;
     scratchF64 = scratchF64.length >= S + D ? scratchF64 : new Float64Array(S + D);
     const p = scratchF64;
@@ -223,9 +251,10 @@ export const jsKernels: Kernels = {
       const kh = Math.floor(h / group) * D;
       for (let t = 0; t < T; t++) {
         const n = S - T + t + 1;
+        const first = window > 0 ? Math.max(0, n - window) : 0; // keys first..n-1
         const qo = (t * nHeads + h) * D;
         let max = Number.NEGATIVE_INFINITY;
-        for (let s = 0; s < n; s++) {
+        for (let s = first; s < n; s++) {
           const ko = s * kvStride + kh;
           let dot = 0;
           for (let d = 0; d < D; d++) dot += q[qo + d] * k[ko + d];
@@ -233,13 +262,13 @@ export const jsKernels: Kernels = {
           if (p[s] > max) max = p[s];
         }
         let sum = 0;
-        for (let s = 0; s < n; s++) {
+        for (let s = first; s < n; s++) {
           p[s] = Math.exp(p[s] - max);
           sum += p[s];
         }
         const acc = S;
         p.fill(0, acc, acc + D);
-        for (let s = 0; s < n; s++) {
+        for (let s = first; s < n; s++) {
           const w = p[s];
           const vo = s * kvStride + kh;
           for (let d = 0; d < D; d++) p[acc + d] += w * v[vo + d];
@@ -250,7 +279,7 @@ export const jsKernels: Kernels = {
     }
   },
 
-  attentionBackward(dOut, q, k, v, out, lse, dq, dk, dv, T, nHeads, nKv, D, scale) {
+  attentionBackward(dOut, q, k, v, out, lse, dq, dk, dv, T, nHeads, nKv, D, scale, window = 0) {
     const group = nHeads / nKv;
     const stride = nKv * D;
     dk.fill(0, 0, T * stride);
@@ -265,7 +294,8 @@ export const jsKernels: Kernels = {
         let Dt = 0;
         for (let d = 0; d < D; d++) Dt += dOut[qo + d] * out[qo + d];
         const l = lse[h * T + t];
-        for (let s = 0; s <= t; s++) {
+        const first = window > 0 ? Math.max(0, t - window + 1) : 0;
+        for (let s = first; s <= t; s++) {
           const ko = s * stride + kh;
           let dot = 0;
           let dp = 0;
@@ -278,7 +308,7 @@ export const jsKernels: Kernels = {
           P[T + s] = pr * (dp - Dt) * scale;
         }
         P.fill(0, dqAcc, dqAcc + D);
-        for (let s = 0; s <= t; s++) {
+        for (let s = first; s <= t; s++) {
           const ko = s * stride + kh;
           const pr = P[s];
           const ds = P[T + s];

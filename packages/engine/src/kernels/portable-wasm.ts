@@ -61,9 +61,13 @@ interface WasmExports {
     nHeads: number,
     headDim: number,
     inverse: number,
+    rotaryDim: number,
   ): void;
   swiglu_forward(gate: number, up: number, out: number, n: number): void;
   swiglu_backward(dOut: number, gate: number, up: number, dGate: number, dUp: number, n: number): void;
+  geglu_forward(gate: number, up: number, out: number, n: number): void;
+  geglu_backward(dOut: number, gate: number, up: number, dGate: number, dUp: number, n: number): void;
+  add_bias(y: number, bias: number, rows: number, dim: number, alpha: number): void;
   attention_forward(
     q: number,
     k: number,
@@ -77,6 +81,7 @@ interface WasmExports {
     headDim: number,
     scale: number,
     kvStride: number,
+    window: number,
   ): void;
   attention_backward(
     dOut: number,
@@ -93,6 +98,7 @@ interface WasmExports {
     nKv: number,
     headDim: number,
     scale: number,
+    window: number,
   ): void;
   cross_entropy(
     logits: number,
@@ -190,8 +196,8 @@ export function loadWasmKernels(path = defaultWasmPath): Kernels {
       unstage(dx, pdx, n);
       unstage(dWeight, pdw, dim);
     },
-    rope(x, cos, sin, positions, T, nHeads, headDim, inverse) {
-      const half = headDim / 2;
+    rope(x, cos, sin, positions, T, nHeads, headDim, inverse, rotaryDim = headDim) {
+      const half = rotaryDim / 2;
       let rows = 0;
       for (let t = 0; t < T; t++) rows = Math.max(rows, positions[t] + 1);
       const n = T * nHeads * headDim;
@@ -201,7 +207,7 @@ export function loadWasmKernels(path = defaultWasmPath): Kernels {
         [sin, rows * half, true],
         [positions, T, true],
       ]);
-      w.rope(px, pc, ps, pp, T, nHeads, headDim, +inverse);
+      w.rope(px, pc, ps, pp, T, nHeads, headDim, +inverse, rotaryDim);
       unstage(x, px, n);
     },
     swigluForward(gate, up, out, n) {
@@ -225,21 +231,54 @@ export function loadWasmKernels(path = defaultWasmPath): Kernels {
       unstage(dGate, pdg, n);
       unstage(dUp, pdu, n);
     },
-    attentionForward(q, k, v, out, lse, T, S, nHeads, nKv, headDim, scale, kvStride) {
+    gegluForward(gate, up, out, n) {
+      const [pg, pu, po] = stage([
+        [gate, n, true],
+        [up, n, true],
+        [out, n, false],
+      ]);
+      w.geglu_forward(pg, pu, po, n);
+      unstage(out, po, n);
+    },
+    gegluBackward(dOut, gate, up, dGate, dUp, n) {
+      const [pd, pg, pu, pdg, pdu] = stage([
+        [dOut, n, true],
+        [gate, n, true],
+        [up, n, true],
+        [dGate, n, false],
+        [dUp, n, false],
+      ]);
+      w.geglu_backward(pd, pg, pu, pdg, pdu, n);
+      unstage(dGate, pdg, n);
+      unstage(dUp, pdu, n);
+    },
+    addBias(y, bias, rows, dim, alpha = 1) {
+      const [py, pb] = stage([
+        [y, rows * dim, true],
+        [bias, dim, true],
+      ]);
+      w.add_bias(py, pb, rows, dim, alpha);
+      unstage(y, py, rows * dim);
+    },
+    attentionForward(q, k, v, out, lse, T, S, nHeads, nKv, headDim, scale, kvStride, window = 0) {
+      // With a window, keys before the first query's window are never read: copy
+      // only the rest, as a cache that starts there (same result, less to stage).
+      const skip = window > 0 ? Math.max(0, S - T - window + 1) : 0;
+      const s = S - skip;
       const qn = T * nHeads * headDim;
-      const kvn = S === 0 ? 0 : (S - 1) * kvStride + nKv * headDim;
+      const kvn = s === 0 ? 0 : (s - 1) * kvStride + nKv * headDim;
       const [pq, pk, pv, po, pl] = stage([
         [q, qn, true],
-        [k, kvn, true],
-        [v, kvn, true],
+        [k.subarray(skip * kvStride), kvn, true],
+        [v.subarray(skip * kvStride), kvn, true],
         [out, qn, false],
         [lse, nHeads * T, false],
       ]);
-      w.attention_forward(pq, pk, pv, po, pl, T, S, nHeads, nKv, headDim, scale, kvStride);
+      w.attention_forward(pq, pk, pv, po, pl, T, s, nHeads, nKv, headDim, scale, kvStride, window);
       unstage(out, po, qn);
       unstage(lse, pl, nHeads * T);
     },
-    attentionBackward(dOut, q, k, v, out, lse, dq, dk, dv, T, nHeads, nKv, headDim, scale) {
+    attentionBackward(dOut, q, k, v, out, lse, dq, dk, dv, T, nHeads, nKv, headDim, scale, window = 0) {
       const qn = T * nHeads * headDim;
       const kvn = T * nKv * headDim;
       const [pdo, pq, pk, pv, po, pl, pdq, pdk, pdv] = stage([
@@ -253,7 +292,7 @@ export function loadWasmKernels(path = defaultWasmPath): Kernels {
         [dk, kvn, false],
         [dv, kvn, false],
       ]);
-      w.attention_backward(pdo, pq, pk, pv, po, pl, pdq, pdk, pdv, T, nHeads, nKv, headDim, scale);
+      w.attention_backward(pdo, pq, pk, pv, po, pl, pdq, pdk, pdv, T, nHeads, nKv, headDim, scale, window);
       unstage(dq, pdq, qn);
       unstage(dk, pdk, kvn);
       unstage(dv, pdv, kvn);

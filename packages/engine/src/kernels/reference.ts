@@ -4,6 +4,15 @@
 // nothing to gain.
 import type { Kernels } from "./types.js";
 
+/** gelu_tanh's constants: √(2/π) and the cubic's coefficient. */
+export const GELU_BETA = Math.sqrt(2 / Math.PI);
+export const GELU_KAPPA = 0.044715;
+
+/** The first key that the query at absolute position p sees (window 0: no window). */
+function firstKey(p: number, window: number): number {
+  return window > 0 ? Math.max(0, p - window + 1) : 0;
+}
+
 export const referenceKernels: Kernels = {
   name: "portable",
   isa: "reference",
@@ -46,8 +55,9 @@ export const referenceKernels: Kernels = {
     }
   },
 
-  rope(x, cos, sin, positions, T, nHeads, headDim, inverse) {
-    const half = headDim / 2;
+  rope(x, cos, sin, positions, T, nHeads, headDim, inverse, rotaryDim = headDim) {
+    // Dims rotaryDim..headDim-1 are never touched: they pass through.
+    const half = rotaryDim / 2;
     const sign = inverse ? -1 : 1;
     for (let t = 0; t < T; t++) {
       const row = positions[t] * half;
@@ -82,16 +92,41 @@ export const referenceKernels: Kernels = {
     }
   },
 
-  attentionForward(q, k, v, out, lse, T, S, nHeads, nKv, headDim, scale, kvStride) {
+  gegluForward(gate, up, out, n) {
+    for (let i = 0; i < n; i++) {
+      const x = gate[i];
+      const t = Math.tanh(GELU_BETA * (x + GELU_KAPPA * x * x * x));
+      out[i] = 0.5 * x * (1 + t) * up[i];
+    }
+  },
+
+  gegluBackward(dOut, gate, up, dGate, dUp, n) {
+    for (let i = 0; i < n; i++) {
+      const x = gate[i];
+      const t = Math.tanh(GELU_BETA * (x + GELU_KAPPA * x * x * x));
+      const gelu = 0.5 * x * (1 + t);
+      // d/dx of 0.5·x·(1 + tanh(u)), u = β(x + κx³): tanh' = 1 - tanh², u' = β(1 + 3κx²)
+      const dGelu = 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * GELU_BETA * (1 + 3 * GELU_KAPPA * x * x);
+      dUp[i] = dOut[i] * gelu;
+      dGate[i] = dOut[i] * up[i] * dGelu;
+    }
+  },
+
+  addBias(y, bias, rows, dim, alpha = 1) {
+    for (let r = 0; r < rows; r++) for (let c = 0; c < dim; c++) y[r * dim + c] += alpha * bias[c];
+  },
+
+  attentionForward(q, k, v, out, lse, T, S, nHeads, nKv, headDim, scale, kvStride, window = 0) {
     const group = nHeads / nKv;
     const scores = new Float64Array(S);
     for (let h = 0; h < nHeads; h++) {
       const kh = Math.floor(h / group);
       for (let t = 0; t < T; t++) {
         const last = S - T + t;
+        const first = firstKey(last, window);
         const qo = (t * nHeads + h) * headDim;
         let max = -Infinity;
-        for (let s = 0; s <= last; s++) {
+        for (let s = first; s <= last; s++) {
           const ko = s * kvStride + kh * headDim;
           let dot = 0;
           for (let d = 0; d < headDim; d++) dot += q[qo + d] * k[ko + d];
@@ -99,11 +134,11 @@ export const referenceKernels: Kernels = {
           if (scores[s] > max) max = scores[s];
         }
         let sum = 0;
-        for (let s = 0; s <= last; s++) sum += Math.exp(scores[s] - max);
+        for (let s = first; s <= last; s++) sum += Math.exp(scores[s] - max);
         if (lse) lse[h * T + t] = max + Math.log(sum);
         for (let d = 0; d < headDim; d++) {
           let acc = 0;
-          for (let s = 0; s <= last; s++)
+          for (let s = first; s <= last; s++)
             acc += Math.exp(scores[s] - max) * v[s * kvStride + kh * headDim + d];
           out[qo + d] = acc / sum;
         }
@@ -111,7 +146,7 @@ export const referenceKernels: Kernels = {
     }
   },
 
-  attentionBackward(dOut, q, k, v, out, lse, dq, dk, dv, T, nHeads, nKv, headDim, scale) {
+  attentionBackward(dOut, q, k, v, out, lse, dq, dk, dv, T, nHeads, nKv, headDim, scale, window = 0) {
     const group = nHeads / nKv;
     const kvStride = nKv * headDim;
     dq.fill(0, 0, T * nHeads * headDim);
@@ -124,7 +159,7 @@ export const referenceKernels: Kernels = {
         // D = sum_d dOut*out (the softmax backward's row term)
         let D = 0;
         for (let d = 0; d < headDim; d++) D += dOut[qo + d] * out[qo + d];
-        for (let s = 0; s <= t; s++) {
+        for (let s = firstKey(t, window); s <= t; s++) {
           const ko = s * kvStride + kh * headDim;
           let dot = 0;
           for (let d = 0; d < headDim; d++) dot += q[qo + d] * k[ko + d];

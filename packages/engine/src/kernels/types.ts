@@ -66,8 +66,12 @@ export interface Kernels {
 
   /**
    * Rotary embedding in place, Hugging Face Llama convention (rotate_half: the
-   * first and second halves of each head are the pair), on x[T, nHeads, headDim].
-   * cos/sin are [maxPos, headDim/2]; positions[T] selects the row of each token.
+   * first and second halves of the rotated dims are the pair), on
+   * x[T, nHeads, headDim]. Only the first rotaryDim dims of each head rotate
+   * (default headDim; less for partial rotary, Phi-3's partial_rotary_factor):
+   * dim i pairs with i + rotaryDim/2, and dims rotaryDim..headDim-1 pass through.
+   * A given rotaryDim must be even, 2 <= rotaryDim <= headDim.
+   * cos/sin are [maxPos, rotaryDim/2]; positions[T] selects the row of each token.
    * inverse=true applies the inverse rotation (the backward pass).
    */
   rope(
@@ -79,6 +83,7 @@ export interface Kernels {
     nHeads: number,
     headDim: number,
     inverse: boolean,
+    rotaryDim?: number,
   ): void;
 
   /** out[i] = silu(gate[i]) * up[i] for i < n. */
@@ -95,10 +100,37 @@ export interface Kernels {
   ): void;
 
   /**
+   * out[i] = gelu_tanh(gate[i]) * up[i] for i < n, with PyTorch's
+   * gelu(approximate="tanh") ("gelu_pytorch_tanh" in Hugging Face configs):
+   * gelu_tanh(x) = 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))). Finite for any
+   * finite input (the tanh saturates, nothing overflows).
+   */
+  gegluForward(gate: Float32Array, up: Float32Array, out: Float32Array, n: number): void;
+
+  /** Backward of gegluForward: writes dGate[i] = dOut[i]·up[i]·gelu_tanh'(gate[i]) and dUp[i]. */
+  gegluBackward(
+    dOut: Float32Array,
+    gate: Float32Array,
+    up: Float32Array,
+    dGate: Float32Array,
+    dUp: Float32Array,
+    n: number,
+  ): void;
+
+  /**
+   * y[r,c] += alpha * bias[c] on y[rows, dim] (alpha default 1): a Linear
+   * layer's bias (Qwen2's q/k/v projections) added to its output rows.
+   */
+  addBias(y: Float32Array, bias: Float32Array, rows: number, dim: number, alpha?: number): void;
+
+  /**
    * Causal self-attention for one sequence with grouped-query heads.
    * q[T, nHeads, headDim], k/v[S, nKv, headDim] where the T queries are the
    * last T of the S positions (S = T for training; S = past + T with a KV cache).
-   * Query t (absolute position S-T+t) attends to keys 0..S-T+t.
+   * Query t (absolute position p = S-T+t) attends to keys 0..p, or with a
+   * sliding window W > 0 to the last W of them, keys j with p-W < j <= p
+   * (Hugging Face's sliding_window: Mistral, Gemma 3's local layers, Qwen2);
+   * window 0 or omitted is full causal attention.
    * out[T, nHeads, headDim]; lse[nHeads, T] (log-sum-exp of the scaled scores,
    * kept for the backward pass) is written when given.
    * kvStride: elements between consecutive positions in k and v (nKv*headDim
@@ -117,11 +149,12 @@ export interface Kernels {
     headDim: number,
     scale: number,
     kvStride: number,
+    window?: number,
   ): void;
 
   /**
-   * Backward of attentionForward with S = T (training). Writes dq, dk, dv
-   * (overwritten). Needs the forward's out and lse.
+   * Backward of attentionForward with S = T (training) and the same window.
+   * Writes dq, dk, dv (overwritten). Needs the forward's out and lse.
    */
   attentionBackward(
     dOut: Float32Array,
@@ -138,6 +171,7 @@ export interface Kernels {
     nKv: number,
     headDim: number,
     scale: number,
+    window?: number,
   ): void;
 
   /**

@@ -35,6 +35,11 @@ function i32(fn: string, arg: string, v: unknown, need: number): asserts v is In
   if (v.length < need) fail(fn, arg, `has ${v.length} elements but the shapes need ${need}`, true);
 }
 
+/** Whether an optional argument was given (null or undefined: its default). */
+function optional(v: unknown): boolean {
+  return v !== undefined && v !== null;
+}
+
 function heads(fn: string, nHeads: number, nKv: number): void {
   if (nKv === 0 || nHeads % nKv !== 0) fail(fn, "nKv", `must divide nHeads (${nHeads}), got ${nKv}`, true);
 }
@@ -52,7 +57,7 @@ export function withValidation(impl: Kernels): Kernels {
       flag(fn, "transA", transA);
       flag(fn, "transB", transB);
       flag(fn, "accumulate", accumulate);
-      if (alpha !== undefined && alpha !== null) num(fn, "alpha", alpha);
+      if (optional(alpha)) num(fn, "alpha", alpha);
       f32(fn, "a", a, m * k);
       f32(fn, "b", b, k * n);
       f32(fn, "c", c, m * n);
@@ -81,14 +86,17 @@ export function withValidation(impl: Kernels): Kernels {
       f32(fn, "dWeight", dWeight, d, true);
       impl.rmsnormBackward(dy, x, weight, rstd, dx, dWeight ?? null, rows, d);
     },
-    rope(x, cos, sin, positions, T, nHeads, headDim, inverse) {
+    rope(x, cos, sin, positions, T, nHeads, headDim, inverse, rotaryDim) {
       const fn = "rope";
       dim(fn, "T", T);
       dim(fn, "nHeads", nHeads);
       dim(fn, "headDim", headDim);
       flag(fn, "inverse", inverse);
       if (headDim % 2) fail(fn, "headDim", `must be even, got ${headDim}`, true);
-      const half = headDim / 2;
+      const rot = optional(rotaryDim) ? dim(fn, "rotaryDim", rotaryDim) : headDim;
+      if (rot !== headDim && (rot % 2 || rot < 2 || rot > headDim))
+        fail(fn, "rotaryDim", `must be even and in [2, headDim (${headDim})], got ${rot}`, true);
+      const half = rot / 2;
       f32(fn, "x", x, T * nHeads * headDim);
       f32(fn, "cos", cos, half);
       f32(fn, "sin", sin, half);
@@ -101,7 +109,7 @@ export function withValidation(impl: Kernels): Kernels {
             fail(fn, "positions", `holds ${p}, outside the cos/sin table of ${rows} rows`, true);
         }
       }
-      impl.rope(x, cos, sin, positions, T, nHeads, headDim, inverse);
+      impl.rope(x, cos, sin, positions, T, nHeads, headDim, inverse, rot);
     },
     swigluForward(gate, up, out, n) {
       const fn = "swigluForward";
@@ -121,7 +129,34 @@ export function withValidation(impl: Kernels): Kernels {
       f32(fn, "dUp", dUp, n);
       impl.swigluBackward(dOut, gate, up, dGate, dUp, n);
     },
-    attentionForward(q, k, v, out, lse, T, S, nHeads, nKv, headDim, scale, kvStride) {
+    gegluForward(gate, up, out, n) {
+      const fn = "gegluForward";
+      dim(fn, "n", n);
+      f32(fn, "gate", gate, n);
+      f32(fn, "up", up, n);
+      f32(fn, "out", out, n);
+      impl.gegluForward(gate, up, out, n);
+    },
+    gegluBackward(dOut, gate, up, dGate, dUp, n) {
+      const fn = "gegluBackward";
+      dim(fn, "n", n);
+      f32(fn, "dOut", dOut, n);
+      f32(fn, "gate", gate, n);
+      f32(fn, "up", up, n);
+      f32(fn, "dGate", dGate, n);
+      f32(fn, "dUp", dUp, n);
+      impl.gegluBackward(dOut, gate, up, dGate, dUp, n);
+    },
+    addBias(y, bias, rows, d, alpha) {
+      const fn = "addBias";
+      dim(fn, "rows", rows);
+      dim(fn, "dim", d);
+      if (optional(alpha)) num(fn, "alpha", alpha);
+      f32(fn, "y", y, rows * d);
+      f32(fn, "bias", bias, d);
+      impl.addBias(y, bias, rows, d, alpha ?? 1);
+    },
+    attentionForward(q, k, v, out, lse, T, S, nHeads, nKv, headDim, scale, kvStride, window) {
       const fn = "attentionForward";
       dim(fn, "T", T);
       dim(fn, "S", S);
@@ -130,6 +165,7 @@ export function withValidation(impl: Kernels): Kernels {
       dim(fn, "headDim", headDim);
       num(fn, "scale", scale);
       dim(fn, "kvStride", kvStride);
+      const win = optional(window) ? dim(fn, "window", window) : 0;
       heads(fn, nHeads, nKv);
       if (T > S) fail(fn, "T", `(${T}) must not exceed S (${S})`, true);
       if (kvStride < nKv * headDim)
@@ -141,15 +177,16 @@ export function withValidation(impl: Kernels): Kernels {
       f32(fn, "v", v, kvn);
       f32(fn, "out", out, qn);
       f32(fn, "lse", lse, nHeads * T, true);
-      impl.attentionForward(q, k, v, out, lse ?? null, T, S, nHeads, nKv, headDim, scale, kvStride);
+      impl.attentionForward(q, k, v, out, lse ?? null, T, S, nHeads, nKv, headDim, scale, kvStride, win);
     },
-    attentionBackward(dOut, q, k, v, out, lse, dq, dk, dv, T, nHeads, nKv, headDim, scale) {
+    attentionBackward(dOut, q, k, v, out, lse, dq, dk, dv, T, nHeads, nKv, headDim, scale, window) {
       const fn = "attentionBackward";
       dim(fn, "T", T);
       dim(fn, "nHeads", nHeads);
       dim(fn, "nKv", nKv);
       dim(fn, "headDim", headDim);
       num(fn, "scale", scale);
+      const win = optional(window) ? dim(fn, "window", window) : 0;
       heads(fn, nHeads, nKv);
       const qn = T * nHeads * headDim;
       const kvn = T * nKv * headDim;
@@ -162,7 +199,7 @@ export function withValidation(impl: Kernels): Kernels {
       f32(fn, "dq", dq, qn);
       f32(fn, "dk", dk, kvn);
       f32(fn, "dv", dv, kvn);
-      impl.attentionBackward(dOut, q, k, v, out, lse, dq, dk, dv, T, nHeads, nKv, headDim, scale);
+      impl.attentionBackward(dOut, q, k, v, out, lse, dq, dk, dv, T, nHeads, nKv, headDim, scale, win);
     },
     crossEntropy(logits, targets, rows, vocab, dLogits, gradScale) {
       const fn = "crossEntropy";
