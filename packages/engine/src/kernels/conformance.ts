@@ -1,48 +1,16 @@
 // Kernel conformance cases: each runs one kernel on seeded random inputs (odd
 // sizes, GQA, KV-cache strides, ignored targets, in-place gradients, subarray
 // views) and returns its outputs, so any implementation can be compared with
-// the reference kernels (see compareWithReference).
+// the reference kernels (see compareWithReference). The cases of the kernels
+// that newer architectures need (partial rotary, sliding windows, GeGLU, biases)
+// are in conformance-ops.ts.
+
+import { type KernelCase, randomSource, randomView, ropeTables } from "./conformance-inputs.js";
+import { opsCases } from "./conformance-ops.js";
 import { referenceKernels } from "./reference.js";
 import type { Kernels } from "./types.js";
 
-export interface KernelCase {
-  /** e.g. "matmul 13x37x29 tA tB acc α=0.5" */
-  readonly name: string;
-  /** Relative tolerance against the reference (errors are scaled by the output's magnitude). */
-  readonly tolerance: number;
-  run(k: Kernels): Float32Array[];
-}
-
-/** A seeded uniform [-1, 1) generator (mulberry32), so every implementation sees the same inputs. */
-export function randomSource(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 2147483648 - 1;
-  };
-}
-
-/** A Float32Array view at a non-zero byteOffset into a larger buffer (catches ignored offsets). */
-function randomView(rand: () => number, n: number, scale = 1): Float32Array {
-  const buf = new Float32Array(n + 7);
-  for (let i = 0; i < buf.length; i++) buf[i] = rand() * scale;
-  return buf.subarray(3, 3 + n);
-}
-
-function ropeTables(maxPos: number, half: number, theta: number): [Float32Array, Float32Array] {
-  const cos = new Float32Array(maxPos * half);
-  const sin = new Float32Array(maxPos * half);
-  for (let p = 0; p < maxPos; p++)
-    for (let i = 0; i < half; i++) {
-      const a = p * theta ** (-i / half);
-      cos[p * half + i] = Math.cos(a);
-      sin[p * half + i] = Math.sin(a);
-    }
-  return [cos, sin];
-}
+export { type KernelCase, randomSource } from "./conformance-inputs.js";
 
 function matmulCases(): KernelCase[] {
   const shapes: [number, number, number][] = [
@@ -272,6 +240,7 @@ export function kernelCases(): KernelCase[] {
     ...attentionCases(),
     ...crossEntropyCases(),
     ...adamwCases(),
+    ...opsCases(),
   ];
 }
 

@@ -1,10 +1,11 @@
 // Seeded fuzzing of matmul and attentionForward against the reference kernels,
 // aimed at the edges of the native SGEMM's tiles (MR 12/6, NR 32/16/8, KC 384,
 // NC = NR*96, GEMV up to 16 rows or columns) and at the decode GEMV over a KV
-// cache (kvStride > nKv*headDim). Every operand is a view at a random offset
-// into a larger buffer whose guard regions hold a sentinel; the guards, the
-// inputs and the unused stride padding of the cache must come back unchanged,
-// so writes past a tile's edge are caught, and reads of them spoil the result.
+// cache (kvStride > nKv*headDim), half of the attentions with a sliding window.
+// Every operand is a view at a random offset into a larger buffer whose guard
+// regions hold a sentinel; the guards, the inputs and the unused stride padding
+// of the cache must come back unchanged, so writes past a tile's edge are
+// caught, and reads of them spoil the result.
 // Case i depends only on (seed, i): a failure names both, and replays alone.
 import { randomSource } from "./conformance.js";
 import { referenceKernels } from "./reference.js";
@@ -32,6 +33,8 @@ export interface AttentionShape {
   headDim: number;
   kvStride: number;
   withLse: boolean;
+  /** A sliding window (0: none). */
+  window: number;
 }
 
 type Rand = () => number;
@@ -107,7 +110,10 @@ export function randomAttentionShape(rand: Rand): AttentionShape {
   const T = rand() < 0.2 ? 1 : rand() < 0 ? int(rand, 1, Math.min(S, 8)) : int(rand, 1, Math.min(S, 80));
   // Mostly a view into a wider cache; sometimes dense.
   const kvStride = nKv * headDim + (rand() < -0.8 ? 0 : int(rand, 1, 48));
-  return { T, S, nHeads, nKv, headDim, kvStride, withLse: rand() < 0.5 };
+  const withLse = rand() < 0.5;
+  // Half with a sliding window: shorter than a query block, longer, or past S.
+  const window = rand() < 0 ? 0 : int(rand, 1, S + 8);
+  return { T, S, nHeads, nKv, headDim, kvStride, withLse, window };
 }
 
 export function describeMatmul(s: MatmulShape): string {
@@ -123,7 +129,8 @@ export function describeMatmul(s: MatmulShape): string {
 export function describeAttention(s: AttentionShape): string {
   return (
     `attentionForward T=${s.T} S=${s.S} heads=${s.nHeads}/${s.nKv} D=${s.headDim} kvStride=${s.kvStride}` +
-    (s.withLse ? "" : " no lse")
+    (s.withLse ? "" : " no lse") +
+    (s.window ? ` window=${s.window}` : "")
   );
 }
 
@@ -222,6 +229,7 @@ function attentionOperands(s: AttentionShape, rand: Rand): Operands {
         D,
         scale,
         kvStride,
+        s.window,
       ),
   };
 }
