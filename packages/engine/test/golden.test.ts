@@ -18,7 +18,7 @@ import { createGenerator } from "../src/generate.js";
 import { getKernels, type Kernels } from "../src/kernels/index.js";
 import { loadModel } from "../src/load.js";
 import { loraLayersOf, loraParams, zerosLike } from "../src/lora.js";
-import { LlamaGraph } from "../src/model.js";
+import { ModelGraph } from "../src/model.js";
 import { AdamW, clipGradNorm } from "../src/optim.js";
 import { loadAdapter } from "../src/peft.js";
 import { readSafetensors } from "../src/safetensors.js";
@@ -119,8 +119,9 @@ if (requested === undefined) {
       const model = await loadModel(dir);
       const adapter = loadAdapter(join(dir, "adapter"));
       const lora = loraLayersOf(adapter, model.config);
-      const grads = zerosLike(lora);
-      const graph = new LlamaGraph(model.config, model.weights);
+      const gradAdapter = zerosLike(adapter);
+      const grads = loraLayersOf(gradAdapter, model.config);
+      const graph = new ModelGraph(model.config, model.weights);
       const examples = golden.input_ids.map((padded, i) => ({
         inputIds: Int32Array.from(padded.slice(0, golden.lengths[i])),
         labels: Int32Array.from(golden.labels[i].slice(0, golden.lengths[i])),
@@ -134,8 +135,8 @@ if (requested === undefined) {
       graph.backward(lora, grads);
 
       const gradOf = new Map<Float32Array, Float32Array>();
-      const params = loraParams(lora);
-      const gradList = loraParams(grads);
+      const params = loraParams(adapter);
+      const gradList = loraParams(gradAdapter);
       for (const [i, p] of params.entries()) gradOf.set(p, gradList[i]);
       let checked = 0;
       for (const [tensorName, param] of adapter.tensors) {
