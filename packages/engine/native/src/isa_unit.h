@@ -3,6 +3,7 @@
 #include "simd.h"
 #include "gemm.h"
 #include "ops.h"
+#include "attention.h"
 
 static const SvcKernelTable kTable = {
     SVC_ISA_NAME,   matmul,          rmsnorm_forward,   rmsnorm_backward,   rope,  swiglu_forward,
