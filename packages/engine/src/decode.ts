@@ -30,6 +30,7 @@ export class BatchDecoder {
   readonly config: ModelConfig;
   readonly maxContext: number;
   private readonly graph: ModelGraph;
+  private readonly longAfter: number; // longrope: the original context, past which the long factors apply
   private ids = new Int32Array(0);
   private positions = new Int32Array(0);
   private logits = new Float32Array(0); // [wanted, vocab], reused by the next step
@@ -38,6 +39,7 @@ export class BatchDecoder {
     this.config = config;
     this.maxContext = maxContext;
     this.graph = new ModelGraph(config, weights, { inferenceOnly: true });
+    this.longAfter = Math.min(...config.ropes.map((r) => r.long?.originalMaxPositions ?? Infinity));
   }
 
   /**
@@ -50,11 +52,12 @@ export class BatchDecoder {
     const vocab = this.config.vocabSize;
     // entries with the same adapter side by side: each adapter's rows are one block
     const order = orderByAdapter(entries);
+    const feeds = entries.map((entry) => this.feed(entry));
     const rowOf = new Array<number>(entries.length);
     let N = 0;
     for (const e of order) {
       const entry = entries[e];
-      const T = entry.tokenIds.length;
+      const T = feeds[e].length;
       if (T === 0) throw new EngineError("invalid_argument", "decode step: an entry has no new tokens");
       const limit = Math.min(entry.cache.maxLength, this.maxContext);
       if (entry.cache.length + T > limit) {
@@ -75,9 +78,10 @@ export class BatchDecoder {
     for (const e of order) {
       const entry = entries[e];
       const row = rowOf[e];
-      const T = entry.tokenIds.length;
+      const ids = feeds[e];
+      const T = ids.length;
       for (let t = 0; t < T; t++) {
-        const id = entry.tokenIds[t];
+        const id = ids[t];
         if (!(Number.isInteger(id) && id >= 0 && id < vocab)) {
           throw new EngineError("invalid_argument", `token id ${id} is outside the vocabulary [0, ${vocab})`);
         }
@@ -90,16 +94,36 @@ export class BatchDecoder {
       else lora.push({ row, rows: T, lora: entry.lora });
     }
     this.graph.run({ N, ids: this.ids, positions: this.positions, segments, lora });
-    for (const entry of entries) entry.cache.length += entry.tokenIds.length;
+    for (const [e, entry] of entries.entries()) {
+      entry.cache.ids.set(feeds[e], entry.cache.length);
+      entry.cache.length += feeds[e].length;
+    }
 
     const wanted: number[] = [];
     for (let e = 0; e < entries.length; e++) {
-      if (entries[e].wantLogits) wanted.push(rowOf[e] + entries[e].tokenIds.length - 1);
+      if (entries[e].wantLogits) wanted.push(rowOf[e] + feeds[e].length - 1);
     }
     if (this.logits.length < wanted.length * vocab) this.logits = new Float32Array(wanted.length * vocab * 2);
     const out = this.logits.subarray(0, wanted.length * vocab);
     if (wanted.length > 0) this.graph.logitsOfRows(wanted, out);
     return out;
+  }
+
+  /**
+   * The tokens an entry runs this step: its new ones, or, for a longrope
+   * model whose sequence grows past the original context in this step, the
+   * whole sequence again from an emptied cache (transformers recomputes the
+   * cache then, with the long factors).
+   */
+  private feed(entry: DecodeEntry): ArrayLike<number> {
+    const past = entry.cache.length;
+    const T = entry.tokenIds.length;
+    if (past === 0 || past > this.longAfter || past + T <= this.longAfter) return entry.tokenIds;
+    const all = new Int32Array(past + T);
+    all.set(entry.cache.ids.subarray(0, past));
+    all.set(Array.from(entry.tokenIds), past);
+    entry.cache.length = 0;
+    return all;
   }
 }
 

@@ -40,6 +40,8 @@ export interface KvCache {
   length: number;
   readonly k: Float32Array[]; // per layer [maxLength, K]
   readonly v: Float32Array[]; // per layer [maxLength, K]
+  /** The token ids the cache holds (a longrope model recomputes the cache from them). */
+  readonly ids: Int32Array; // [maxLength]
 }
 
 /**
@@ -51,6 +53,12 @@ export interface Segment {
   row: number;
   rows: number;
   cache: KvCache | null;
+  /**
+   * The sequence length a longrope model picks its factors by (transformers:
+   * max position + 1 of the forward call; a padded batch's padded length).
+   * Default: the positions the sequence holds after this pass.
+   */
+  ropeLength?: number;
 }
 
 /** One forward pass over N rows: token ids, positions, attention segments and LoRA groups. */
@@ -112,7 +120,7 @@ export function createKvCache(config: ModelConfig, maxLength: number): KvCache {
     k.push(new Float32Array(maxLength * kvDim));
     v.push(new Float32Array(maxLength * kvDim));
   }
-  return { maxLength, length: 0, k, v };
+  return { maxLength, length: 0, k, v, ids: new Int32Array(maxLength) };
 }
 
 export class ModelGraph {
@@ -128,6 +136,8 @@ export class ModelGraph {
   private s!: Scratch;
   private ropeCos: Float32Array[] = [];
   private ropeSin: Float32Array[] = [];
+  private longCos: (Float32Array | null)[] = []; // longrope's long-factor tables
+  private longSin: (Float32Array | null)[] = [];
   private ropeLen = 0;
   private headRows!: Float32Array; // [chunk,C] gathered rows for the LM head
   private headTargets!: Int32Array; // [chunk]
@@ -154,10 +164,15 @@ export class ModelGraph {
       const grown = Math.max(maxPos, Math.min(2 * this.ropeLen, cfg.maxPositionEmbeddings));
       this.ropeCos = [];
       this.ropeSin = [];
+      this.longCos = [];
+      this.longSin = [];
       for (const rope of cfg.ropes) {
         const tables = ropeTables(rope, grown);
         this.ropeCos.push(tables.cos);
         this.ropeSin.push(tables.sin);
+        const long = rope.long ? ropeTables({ ...rope, invFreq: rope.long.invFreq }, grown) : null;
+        this.longCos.push(long?.cos ?? null);
+        this.longSin.push(long?.sin ?? null);
       }
       this.ropeLen = grown;
     }
@@ -253,18 +268,31 @@ export class ModelGraph {
     const index = this.config.layers[layer].rope;
     if (index < 0) return;
     const t = tick();
-    const rotary = this.config.ropes[index].rotaryDim;
-    this.kern.rope(
-      x,
-      this.ropeCos[index],
-      this.ropeSin[index],
-      positions,
-      N,
-      heads,
-      this.config.headDim,
-      inverse,
-      rotary,
-    );
+    const rope = this.config.ropes[index];
+    const D = this.config.headDim;
+    const cos = this.ropeCos[index];
+    const sin = this.ropeSin[index];
+    if (!rope.long) {
+      this.kern.rope(x, cos, sin, positions, N, heads, D, inverse, rope.rotaryDim);
+    } else {
+      // longrope: each sequence rotates by the short or the long factors, by its length
+      const width = heads * D;
+      for (const seg of this.pass?.segments ?? []) {
+        const length = seg.ropeLength ?? (seg.cache?.length ?? 0) + seg.rows;
+        const long = length > rope.long.originalMaxPositions;
+        this.kern.rope(
+          x.subarray(seg.row * width, (seg.row + seg.rows) * width),
+          long ? (this.longCos[index] as Float32Array) : cos,
+          long ? (this.longSin[index] as Float32Array) : sin,
+          positions.subarray(seg.row, seg.row + seg.rows),
+          seg.rows,
+          heads,
+          D,
+          inverse,
+          rope.rotaryDim,
+        );
+      }
+    }
     tock(inverse ? "bwd.rope" : "fwd.rope", t);
   }
 
@@ -466,7 +494,7 @@ export class ModelGraph {
     const segments: Segment[] = [];
     for (let b = 0; b < B; b++) {
       for (let t = 0; t < T; t++) positions[b * T + t] = t;
-      if (lengths[b] > 0) segments.push({ row: b * T, rows: lengths[b], cache: null });
+      if (lengths[b] > 0) segments.push({ row: b * T, rows: lengths[b], cache: null, ropeLength: T });
     }
     this.run({ N, ids: inputIds, positions, segments, lora: [{ row: 0, rows: N, lora }] });
     this.batch = batch;

@@ -73,7 +73,7 @@ export function parseRope(params: Record<string, unknown>, ctx: RopeContext): Pa
   const posFreq = (i: number) => f32(theta ** f32((2 * i) / dim));
   const invFreq = new Float32Array(half);
   let attentionFactor = 1;
-  let contextLimit = ctx.maxPositionEmbeddings;
+  const contextLimit = ctx.maxPositionEmbeddings;
   switch (type) {
     case "default":
       for (let i = 0; i < half; i++) invFreq[i] = f32(1 / posFreq(i));
@@ -144,20 +144,35 @@ export function parseRope(params: Record<string, unknown>, ctx: RopeContext): Pa
       break;
     }
     case "longrope": {
-      // transformers switches to long_factor for a sequence longer than the
-      // original context; the engine stays within it, where short_factor holds.
-      const original = num("original_max_position_embeddings", ctx.originalMaxPositionEmbeddings);
-      const short = params.short_factor;
-      if (!Array.isArray(short) || short.length !== half || short.some((v) => typeof v !== "number")) {
-        throw refuse(`"short_factor" must be a list of ${half} numbers`);
-      }
-      if (!Array.isArray(params.long_factor)) throw refuse(`"long_factor" must be a list of ${half} numbers`);
+      // short_factor for a sequence within the original context, long_factor
+      // past it (transformers picks per forward pass, by the sequence's length)
+      const original = ctx.originalMaxPositionEmbeddings ?? num("original_max_position_embeddings");
+      const factors = (key: string): number[] => {
+        const v = params[key];
+        if (!Array.isArray(v) || v.length !== half || v.some((x) => typeof x !== "number")) {
+          throw refuse(`"${key}" must be a list of ${half} numbers`);
+        }
+        return v as number[];
+      };
+      const short = factors("short_factor");
+      const long = factors("long_factor");
       const factor = num("factor", ctx.maxPositionEmbeddings / original);
       if (params.attention_factor != null) attentionFactor = num("attention_factor");
       else attentionFactor = factor <= 1 ? 1 : Math.sqrt(1 + Math.log(factor) / Math.log(original));
-      for (let i = 0; i < half; i++) invFreq[i] = f32(1 / f32(f32(short[i] as number) * posFreq(i)));
-      contextLimit = Math.min(contextLimit, original);
-      break;
+      const longInv = new Float32Array(half);
+      for (let i = 0; i < half; i++) {
+        invFreq[i] = f32(1 / f32(f32(short[i]) * posFreq(i)));
+        longInv[i] = f32(1 / f32(f32(long[i]) * posFreq(i)));
+      }
+      return {
+        spec: {
+          rotaryDim: dim,
+          invFreq,
+          attentionFactor,
+          long: { invFreq: longInv, originalMaxPositions: original },
+        },
+        contextLimit,
+      };
     }
     default:
       throw refuse(`rope type "${type}" is not supported (default, linear, llama3, yarn, longrope)`);
@@ -166,7 +181,10 @@ export function parseRope(params: Record<string, unknown>, ctx: RopeContext): Pa
 }
 
 /** cos/sin tables [maxPos, rotaryDim/2] of a rope: angle = pos·invFreq in float32, times the attention factor. */
-export function ropeTables(rope: RopeSpec, maxPos: number): { cos: Float32Array; sin: Float32Array } {
+export function ropeTables(
+  rope: Pick<RopeSpec, "rotaryDim" | "invFreq" | "attentionFactor">,
+  maxPos: number,
+): { cos: Float32Array; sin: Float32Array } {
   const half = rope.rotaryDim / 2;
   const cos = new Float32Array(maxPos * half);
   const sin = new Float32Array(maxPos * half);

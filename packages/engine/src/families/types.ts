@@ -27,6 +27,11 @@ export interface RopeSpec {
   invFreq: Float32Array;
   /** Multiplies cos and sin (yarn and longrope; 1 otherwise). */
   attentionFactor: number;
+  /**
+   * Longrope: the inverse frequencies transformers switches to for a forward
+   * pass of a sequence longer than originalMaxPositions (its long_factor).
+   */
+  long?: { invFreq: Float32Array; originalMaxPositions: number };
 }
 
 /** What differs between layers: their rotary embedding (or none) and attention window. */
