@@ -1,12 +1,15 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { BatchDecoder, createKvCache, type DecodeEntry } from "./decode.js";
+import { type FamilyName, parseModelConfig } from "./families/index.js";
 import { loraLayersOf } from "./lora.js";
-import { LlamaGraph } from "./model.js";
+import { ModelGraph } from "./model.js";
 import { Rng } from "./rng.js";
-import { randomLlamaWeights, randomLoraAdapter, smallTestConfig } from "./testing/random-weights.js";
-import { ALL_LORA_TARGETS, type LlamaConfig } from "./types.js";
-import type { LlamaWeights, LoraLayers } from "./weights.js";
+import { FAMILY_CONFIGS } from "./testing/family-configs.js";
+import type { TestConfigOptions } from "./testing/random-weights.js";
+import { randomLoraAdapter, randomModelWeights, smallTestConfig } from "./testing/random-weights.js";
+import type { ModelConfig } from "./types.js";
+import type { LoraLayers, ModelWeights } from "./weights.js";
 
 function assertClose(actual: Float32Array, expected: Float32Array, rtol: number, what: string): void {
   assert.equal(actual.length, expected.length, `${what}: length`);
@@ -25,26 +28,23 @@ function randomIds(n: number, vocab: number, seed: number): number[] {
 }
 
 interface Fixture {
-  config: LlamaConfig;
-  weights: LlamaWeights;
-  graph: LlamaGraph;
+  config: ModelConfig;
+  weights: ModelWeights;
+  graph: ModelGraph;
   loraA: LoraLayers;
   loraB: LoraLayers;
 }
 
-function fixture(overrides: Partial<LlamaConfig> = {}): Fixture {
-  const config = smallTestConfig(overrides);
-  const weights = randomLlamaWeights(config, 11);
-  const adapterA = randomLoraAdapter(config, { r: 4, alpha: 8, targetModules: [...ALL_LORA_TARGETS] }, 21);
-  const adapterB = randomLoraAdapter(
-    config,
-    { r: 2, alpha: 4, targetModules: ["q_proj", "v_proj", "down_proj"] },
-    22,
-  );
+function fixture(overrides: TestConfigOptions | ModelConfig = {}): Fixture {
+  const config = "family" in overrides ? overrides : smallTestConfig(overrides);
+  const weights = randomModelWeights(config, 11);
+  const adapterA = randomLoraAdapter(config, { r: 4, alpha: 8, targetModules: ["all-linear"] }, 21);
+  const targetsB = config.family === "phi3" ? ["qkv_proj", "down_proj"] : ["q_proj", "v_proj", "down_proj"];
+  const adapterB = randomLoraAdapter(config, { r: 2, alpha: 4, targetModules: targetsB }, 22);
   return {
     config,
     weights,
-    graph: new LlamaGraph(config, weights),
+    graph: new ModelGraph(config, weights),
     loraA: loraLayersOf(adapterA, config),
     loraB: loraLayersOf(adapterB, config),
   };
@@ -77,6 +77,25 @@ for (const [name, overrides] of [
         assertClose(logits, expected.subarray(t * V, (t + 1) * V), 1e-4, `decode logits at ${t}`);
       }
       assert.equal(cache.length, ids.length);
+    }
+  });
+}
+
+for (const family of Object.keys(FAMILY_CONFIGS) as FamilyName[]) {
+  test(`decode: ${family}: prefill then one-token steps past its windows give the full forward's logits`, () => {
+    const f = fixture(parseModelConfig(FAMILY_CONFIGS[family]));
+    const V = f.config.vocabSize;
+    const ids = randomIds(12, V, 5);
+    for (const lora of [null, f.loraA]) {
+      const expected = fullLogits(f, ids, lora);
+      const decoder = new BatchDecoder(f.weights, f.config, 64);
+      const cache = createKvCache(f.config, ids.length);
+      const prefill = decoder.step([{ cache, tokenIds: ids.slice(0, 5), lora, wantLogits: true }]);
+      assertClose(prefill, expected.subarray(4 * V, 5 * V), 1e-4, "prefill logits");
+      for (let t = 5; t < ids.length; t++) {
+        const logits = decoder.step([{ cache, tokenIds: [ids[t]], lora, wantLogits: true }]);
+        assertClose(logits, expected.subarray(t * V, (t + 1) * V), 1e-4, `decode logits at ${t}`);
+      }
     }
   });
 }

@@ -11,15 +11,14 @@ import { argmax } from "./sampling.js";
 import { byteTokenModel, memoryModel } from "./testing/memory-model.js";
 import { createRandomModel } from "./testing/random-model.js";
 import { randomLoraAdapter } from "./testing/random-weights.js";
-import {
-  ALL_LORA_TARGETS,
-  type GenerationChunk,
-  type GenerationRequest,
-  type GenerationResult,
-  type Generator,
-  type LoraAdapter,
-  type Model,
-  type Tokenizer,
+import type {
+  GenerationChunk,
+  GenerationRequest,
+  GenerationResult,
+  Generator,
+  LoraAdapter,
+  Model,
+  Tokenizer,
 } from "./types.js";
 
 let dir: string;
@@ -31,7 +30,7 @@ before(async () => {
   dir = await mkdtemp(join(tmpdir(), "svc-generate-"));
   model = await byteTokenModel(dir); // one token per byte: multi-byte characters span tokens
   const { config } = model;
-  adapterA = randomLoraAdapter(config, { r: 4, alpha: 8, targetModules: [...ALL_LORA_TARGETS] }, 4);
+  adapterA = randomLoraAdapter(config, { r: 4, alpha: 8, targetModules: ["all-linear"] }, 4);
   adapterB = randomLoraAdapter(config, { r: 8, alpha: 8, targetModules: ["q_proj", "up_proj", "o_proj"] }, 5);
 });
 
@@ -319,7 +318,7 @@ test("generate: on a model folder loaded with a PEFT adapter folder, greedy matc
   const base = await loadModel(modelDir);
   const adapterDir = join(dir, "adapter");
   saveAdapter(
-    randomLoraAdapter(base.config, { r: 4, alpha: 16, targetModules: [...ALL_LORA_TARGETS] }, 9),
+    randomLoraAdapter(base.config, { r: 4, alpha: 16, targetModules: ["all-linear"] }, 9),
     adapterDir,
   );
   const tuned = await loadModel(modelDir, { adapter: adapterDir });

@@ -1,15 +1,17 @@
-// @svc/engine's public API: load a Hugging Face Llama folder, train LoRA
+// @svc/engine's public API: load a Hugging Face model folder of a supported family, train LoRA
 // adapters, generate, and read/write adapters in PEFT's layout.
 export const ENGINE_VERSION = "0.1.0";
 
+export { readModelConfig } from "./config.js";
 export { parseDataset, readDataset } from "./dataset.js";
 export { EngineError, type EngineErrorCode, isEngineError } from "./errors.js";
 export { tokenizeExample } from "./examples.js";
+export { FAMILIES, loraModulesOf, parameterCount, parseModelConfig } from "./families/index.js";
 export { createGenerator, type GeneratorOptions } from "./generate.js";
 export { getKernels } from "./kernels/index.js";
 export type { Kernels } from "./kernels/types.js";
-export { LlamaModel, loadModel } from "./load.js";
-export { initLoraAdapter } from "./lora.js";
+export { LoadedModel, loadModel } from "./load.js";
+export { initLoraAdapter, resolveTargetModules } from "./lora.js";
 export { loadAdapter, type SaveAdapterOptions, saveAdapter } from "./peft.js";
 export { createRandomModel, type RandomModelOptions } from "./testing/random-model.js";
 export { writeTestTokenizer } from "./testing/test-tokenizer.js";
@@ -17,4 +19,4 @@ export { loadTokenizer } from "./tokenizer.js";
 export { plannedSteps, prepareSets, train } from "./train.js";
 export { type FittedRow, fitRow, TRUNCATION_MODES } from "./truncation.js";
 export * from "./types.js";
-export type { LayerWeights, LlamaWeights, LoraLayers, LoraPair } from "./weights.js";
+export type { LayerWeights, LoraLayers, LoraPair, ModelWeights } from "./weights.js";

@@ -46,11 +46,25 @@ test("missing files, other architectures and shape mismatches name the file and 
 
   writeFileSync(
     configPath,
-    JSON.stringify({ ...JSON.parse(original), architectures: ["MistralForCausalLM"], model_type: "mistral" }),
+    JSON.stringify({
+      ...JSON.parse(original),
+      architectures: ["GPTNeoXForCausalLM"],
+      model_type: "gpt_neox",
+    }),
   );
   await assert.rejects(
     loadModel(dir),
-    (e) => isEngineError(e, "unsupported_architecture") && /Mistral/.test(e.message),
+    (e) => isEngineError(e, "unsupported_architecture") && /GPTNeoX/.test(e.message),
+  );
+
+  // a Qwen2 config over these Llama tensors: its q/k/v biases are missing
+  writeFileSync(
+    configPath,
+    JSON.stringify({ ...JSON.parse(original), architectures: ["Qwen2ForCausalLM"], model_type: "qwen2" }),
+  );
+  await assert.rejects(
+    loadModel(dir),
+    (e) => isEngineError(e, "shape_mismatch") && /q_proj\.bias/.test(e.message),
   );
 
   writeFileSync(
@@ -62,7 +76,7 @@ test("missing files, other architectures and shape mismatches name the file and 
     (e) =>
       isEngineError(e, "shape_mismatch") &&
       /model\.safetensors/.test(e.message) &&
-      /expected \[40\]/.test(e.message),
+      /expected \[(32,)?40\]/.test(e.message),
   );
 
   writeFileSync(configPath, JSON.stringify({ ...JSON.parse(original), tie_word_embeddings: false }));

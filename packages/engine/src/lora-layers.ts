@@ -3,13 +3,13 @@
 // reused by every request that names the same adapter. The view shares the
 // adapter's arrays, so no weights are copied.
 import { loraLayersOf } from "./lora.js";
-import type { LlamaConfig, LoraAdapter } from "./types.js";
+import type { LoraAdapter, ModelConfig } from "./types.js";
 import type { LoraLayers } from "./weights.js";
 
-const layersByAdapter = new WeakMap<LoraAdapter, { config: LlamaConfig; layers: LoraLayers }>();
+const layersByAdapter = new WeakMap<LoraAdapter, { config: ModelConfig; layers: LoraLayers }>();
 
 /** The adapter's LoraLayers for a model of this config (cached by adapter object). */
-export function loraLayersFor(adapter: LoraAdapter, config: LlamaConfig): LoraLayers {
+export function loraLayersFor(adapter: LoraAdapter, config: ModelConfig): LoraLayers {
   const cached = layersByAdapter.get(adapter);
   if (cached && cached.config === config) return cached.layers;
   const layers = loraLayersOf(adapter, config, "adapter");

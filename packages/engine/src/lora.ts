@@ -1,26 +1,59 @@
-// LoRA adapters in memory. A LoraAdapter holds PEFT-named tensors; LoraLayers
-// (weights.ts) is a per-layer view of the same arrays that the model reads, so
-// an optimizer step on the adapter's tensors is seen by the model directly.
+// LoRA adapters in memory. A LoraAdapter holds PEFT-named tensors, one A/B
+// pair per adapted module (PEFT's names: q_proj, or Phi-3's fused qkv_proj);
+// LoraLayers (weights.ts) is a per-layer, per-slot view of the same arrays that
+// the graph reads, so an optimizer step on the adapter's tensors is seen by the
+// graph directly. A fused module's slots share its A and split its B by rows.
 import { EngineError } from "./errors.js";
+import { type LoraModule, loraModulesOf, type ModelConfig, type Slot } from "./families/index.js";
 import { Rng } from "./rng.js";
-import {
-  ALL_LORA_TARGETS,
-  type LlamaConfig,
-  type LoraAdapter,
-  type LoraSpec,
-  type LoraTarget,
-} from "./types.js";
+import type { LoraAdapter, LoraSpec } from "./types.js";
 import { type LoraLayers, type LoraPair, projectionShape } from "./weights.js";
 
-const ATTENTION_TARGETS = new Set<LoraTarget>(["q_proj", "k_proj", "v_proj", "o_proj"]);
-
 /** PEFT's tensor name for one LoRA factor, e.g. base_model.model.model.layers.3.mlp.up_proj.lora_B.weight. */
-export function loraTensorName(layer: number, target: LoraTarget, factor: "A" | "B"): string {
-  const group = ATTENTION_TARGETS.has(target) ? "self_attn" : "mlp";
-  return `base_model.model.model.layers.${layer}.${group}.${target}.lora_${factor}.weight`;
+export function loraTensorName(layer: number, module: LoraModule, factor: "A" | "B"): string {
+  return `base_model.model.model.layers.${layer}.${module.parent}.${module.name}.lora_${factor}.weight`;
 }
 
-export function validateLoraSpec(spec: LoraSpec): void {
+/** A module's input size and (fused) output size. */
+export function moduleShape(config: ModelConfig, module: LoraModule): { in: number; out: number } {
+  let out = 0;
+  for (const slot of module.slots) out += projectionShape(config, slot).out;
+  return { in: projectionShape(config, module.slots[0]).in, out };
+}
+
+/**
+ * The adapted modules of a target list: PEFT module names of this model's
+ * family, or "all-linear" (every linear layer but the output head, as PEFT).
+ * Returned in the family's order; an unknown name is refused.
+ */
+export function resolveTargetModules(
+  config: ModelConfig,
+  targets: readonly string[] | "all-linear",
+): string[] {
+  const modules = loraModulesOf(config);
+  const names = modules.map((m) => m.name);
+  if (targets === "all-linear") return names;
+  if (!Array.isArray(targets) || targets.length === 0) {
+    throw new EngineError("invalid_argument", "lora.targetModules must name at least one module");
+  }
+  for (const t of targets) {
+    if (t === "all-linear" && targets.length === 1) return names;
+    if (!names.includes(t)) {
+      throw new EngineError(
+        "invalid_argument",
+        `lora.targetModules: "${t}" is not a linear layer of ${config.architecture} (one of ${names.join(", ")}, or "all-linear")`,
+      );
+    }
+  }
+  return names.filter((n) => targets.includes(n));
+}
+
+function modulesOf(config: ModelConfig, spec: LoraSpec): LoraModule[] {
+  const wanted = resolveTargetModules(config, spec.targetModules);
+  return loraModulesOf(config).filter((m) => wanted.includes(m.name));
+}
+
+export function validateLoraSpec(spec: LoraSpec, config?: ModelConfig): void {
   if (!Number.isInteger(spec.r) || spec.r <= 0) {
     throw new EngineError("invalid_argument", `lora.r must be a positive integer (got ${spec.r})`);
   }
@@ -28,94 +61,78 @@ export function validateLoraSpec(spec: LoraSpec): void {
     throw new EngineError("invalid_argument", `lora.alpha must be a positive number (got ${spec.alpha})`);
   }
   if (!Array.isArray(spec.targetModules) || spec.targetModules.length === 0) {
-    throw new EngineError("invalid_argument", "lora.targetModules must name at least one projection");
+    throw new EngineError("invalid_argument", "lora.targetModules must name at least one module");
   }
-  for (const t of spec.targetModules) {
-    if (!ALL_LORA_TARGETS.includes(t)) {
-      throw new EngineError(
-        "invalid_argument",
-        `lora.targetModules: "${t}" is not one of ${ALL_LORA_TARGETS.join(", ")}`,
-      );
-    }
-  }
+  if (config) resolveTargetModules(config, spec.targetModules);
 }
 
 /**
  * A fresh adapter initialised like PEFT: A ~ kaiming_uniform(a=√5), i.e.
  * U(-1/√in, 1/√in), from the seed; B = 0 so the adapter starts as the identity.
  */
-export function initLoraAdapter(config: LlamaConfig, spec: LoraSpec, seed: number): LoraAdapter {
-  validateLoraSpec(spec);
+export function initLoraAdapter(config: ModelConfig, spec: LoraSpec, seed: number): LoraAdapter {
+  validateLoraSpec(spec, config);
+  const modules = modulesOf(config, spec);
   const rng = new Rng(seed);
   const tensors = new Map<string, Float32Array>();
   for (let l = 0; l < config.numHiddenLayers; l++) {
-    for (const target of ALL_LORA_TARGETS) {
-      if (!spec.targetModules.includes(target)) continue;
-      const { in: fanIn, out } = projectionShape(config, target);
+    for (const module of modules) {
+      const { in: fanIn, out } = moduleShape(config, module);
       const bound = 1 / Math.sqrt(fanIn);
       const a = new Float32Array(spec.r * fanIn);
       for (let i = 0; i < a.length; i++) a[i] = (2 * rng.next() - 1) * bound;
-      tensors.set(loraTensorName(l, target, "A"), a);
-      tensors.set(loraTensorName(l, target, "B"), new Float32Array(out * spec.r));
+      tensors.set(loraTensorName(l, module, "A"), a);
+      tensors.set(loraTensorName(l, module, "B"), new Float32Array(out * spec.r));
     }
   }
-  return { spec: { ...spec, targetModules: [...spec.targetModules] }, tensors };
+  return { spec: { ...spec, targetModules: modules.map((m) => m.name) }, tensors };
 }
 
-/** The per-layer view of an adapter's tensors (no copies); checks every shape. */
-export function loraLayersOf(adapter: LoraAdapter, config: LlamaConfig, file = "adapter"): LoraLayers {
-  const { r, alpha, targetModules } = adapter.spec;
-  const layers: Partial<Record<LoraTarget, LoraPair>>[] = [];
+/** The per-layer, per-slot view of an adapter's tensors (no copies); checks every shape. */
+export function loraLayersOf(adapter: LoraAdapter, config: ModelConfig, file = "adapter"): LoraLayers {
+  const { r, alpha } = adapter.spec;
+  const modules = modulesOf(config, adapter.spec);
+  const layers: Partial<Record<Slot, LoraPair>>[] = [];
   for (let l = 0; l < config.numHiddenLayers; l++) {
-    const pairs: Partial<Record<LoraTarget, LoraPair>> = {};
-    for (const target of targetModules) {
-      const { in: fanIn, out } = projectionShape(config, target);
-      const a = adapter.tensors.get(loraTensorName(l, target, "A"));
-      const b = adapter.tensors.get(loraTensorName(l, target, "B"));
+    const pairs: Partial<Record<Slot, LoraPair>> = {};
+    for (const module of modules) {
+      const { in: fanIn, out } = moduleShape(config, module);
+      const a = adapter.tensors.get(loraTensorName(l, module, "A"));
+      const b = adapter.tensors.get(loraTensorName(l, module, "B"));
       if (!a || !b) {
         throw new EngineError(
           "shape_mismatch",
-          `${file}: missing tensor ${loraTensorName(l, target, a ? "B" : "A")}`,
+          `${file}: missing tensor ${loraTensorName(l, module, a ? "B" : "A")}`,
           file,
         );
       }
       if (a.length !== r * fanIn || b.length !== out * r) {
         throw new EngineError(
           "shape_mismatch",
-          `${file}: layer ${l} ${target} LoRA factors have ${a.length} and ${b.length} values; expected A [${r}, ${fanIn}] and B [${out}, ${r}]`,
+          `${file}: layer ${l} ${module.name} LoRA factors have ${a.length} and ${b.length} values; expected A [${r}, ${fanIn}] and B [${out}, ${r}]`,
           file,
         );
       }
-      pairs[target] = { a, b };
+      let row = 0;
+      for (const slot of module.slots) {
+        const rows = projectionShape(config, slot).out;
+        pairs[slot] = { a, b: b.subarray(row * r, (row + rows) * r) };
+        row += rows;
+      }
     }
     layers.push(pairs);
   }
   return { r, scale: alpha / r, layers };
 }
 
-/** Zeroed arrays shaped like a LoraLayers view (gradients, optimizer moments). */
-export function zerosLike(lora: LoraLayers): LoraLayers {
-  return {
-    r: lora.r,
-    scale: lora.scale,
-    layers: lora.layers.map((pairs) => {
-      const out: Partial<Record<LoraTarget, LoraPair>> = {};
-      for (const [target, pair] of Object.entries(pairs) as [LoraTarget, LoraPair][]) {
-        out[target] = { a: new Float32Array(pair.a.length), b: new Float32Array(pair.b.length) };
-      }
-      return out;
-    }),
-  };
+/** An adapter of zeros shaped like this one (gradients): view it with loraLayersOf. */
+export function zerosLike(adapter: LoraAdapter): LoraAdapter {
+  const tensors = new Map<string, Float32Array>();
+  for (const [name, t] of adapter.tensors) tensors.set(name, new Float32Array(t.length));
+  return { spec: adapter.spec, tensors };
 }
 
-/** Every parameter array of a LoraLayers view, in a fixed order (layer, target, A then B). */
-export function loraParams(lora: LoraLayers): Float32Array[] {
-  const out: Float32Array[] = [];
-  for (const pairs of lora.layers) {
-    for (const target of ALL_LORA_TARGETS) {
-      const pair = pairs[target];
-      if (pair) out.push(pair.a, pair.b);
-    }
-  }
-  return out;
+/** Every parameter array of an adapter, in its tensor order (each array once, fused modules included). */
+export function loraParams(adapter: LoraAdapter): Float32Array[] {
+  return [...adapter.tensors.values()];
 }

@@ -1,18 +1,28 @@
-// The Llama forward and backward pass, top to bottom, for LoRA training.
+// The forward and backward pass of every supported family, top to bottom: one
+// definition for LoRA training, logits and decode, read from the config's
+// block description (families/types.ts).
 //
-// Notation: B sequences of T positions (right-padded), N = B*T rows,
-// C = hidden, F = ffn, V = vocab, Hq / Hkv heads of D = headDim,
-// Q = Hq*D, K = Hkv*D, r = LoRA rank. Every projection runs on all N rows at
-// once so the matmuls are large: y[N,out] = x[N,in]·Wᵀ (+ scale·(x·Aᵀ)·Bᵀ).
+// Notation: N rows (B sequences of T positions when training, right-padded;
+// the new tokens of many sequences when decoding), C = hidden, F = ffn,
+// V = vocab, Hq / Hkv heads of D = headDim, Q = Hq*D, K = Hkv*D, r = LoRA
+// rank. Every projection runs on all N rows at once so the matmuls are large:
+// y[N,out] = x[N,in]·Wᵀ (+ bias) (+ scale·(x·Aᵀ)·Bᵀ).
+//
+// A decoder layer is two residual branches, each
+//   x += residualScale · outNorm?(branch(inNorm?(x)))
+// attention: o(attn(rope(qkNorm(q)), rope(qkNorm(k)), v)), MLP: down(act(gate)·up).
 //
 // Base weights are frozen: the backward pass only propagates dx through W and
 // accumulates gradients into the LoRA factors. The LM head and the loss are
 // fused (llm.c's "fused classifier"): logits exist only for a chunk of rows at
 // a time, and by default only for rows that carry a label.
+import { type LayerActivations, layerActivations, type Scratch, scratch } from "./activations.js";
+import type { ModelConfig, Slot } from "./families/index.js";
+import { ropeTables } from "./families/rope.js";
 import { getKernels } from "./kernels/index.js";
 import type { Kernels } from "./kernels/types.js";
-import type { LlamaConfig, LoraTarget } from "./types.js";
-import { type LlamaWeights, type LoraLayers, type LoraPair, ropeTables } from "./weights.js";
+import { type LoraGroup, LoraRunner } from "./lora-apply.js";
+import type { LayerWeights, LoraLayers, ModelWeights } from "./weights.js";
 
 /** One padded micro-batch. targets[n] is the token row n must predict (-100 = no loss). */
 export interface Batch {
@@ -23,40 +33,48 @@ export interface Batch {
   lengths: Int32Array; // [B] real tokens per sequence; the rest is padding
 }
 
+/** Keys and values of one sequence, preallocated up to maxLength positions (decode). */
+export interface KvCache {
+  readonly maxLength: number;
+  /** Positions filled so far (the next token goes at this position). */
+  length: number;
+  readonly k: Float32Array[]; // per layer [maxLength, K]
+  readonly v: Float32Array[]; // per layer [maxLength, K]
+  /** The token ids the cache holds (a longrope model recomputes the cache from them). */
+  readonly ids: Int32Array; // [maxLength]
+}
+
+/**
+ * Rows row..row+rows-1 are one sequence for attention. Without a cache the
+ * rows are the whole sequence (training); with one they are its next
+ * positions, appended to the cache layer by layer (decode).
+ */
+export interface Segment {
+  row: number;
+  rows: number;
+  cache: KvCache | null;
+  /**
+   * The sequence length a longrope model picks its factors by (transformers:
+   * max position + 1 of the forward call; a padded batch's padded length).
+   * Default: the positions the sequence holds after this pass.
+   */
+  ropeLength?: number;
+}
+
+/** One forward pass over N rows: token ids, positions, attention segments and LoRA groups. */
+export interface Rows {
+  N: number;
+  ids: ArrayLike<number>;
+  positions: Int32Array; // [N]
+  segments: readonly Segment[];
+  lora: readonly LoraGroup[];
+}
+
 export interface GraphOptions {
   /** Compute LM-head logits only for rows with a target (default true). */
   skipUnlabeledRows?: boolean;
-  /** Forward only (logits, eval): one layer's activations are reused by every layer. */
+  /** Forward only (logits, eval, decode): one layer's activations are reused by every layer. */
   inferenceOnly?: boolean;
-}
-
-interface LayerActivations {
-  resid: Float32Array; // [N,C] the layer's input (residual stream)
-  rstd1: Float32Array; // [N]
-  q: Float32Array; // [N,Q] after RoPE
-  k: Float32Array; // [N,K] after RoPE
-  v: Float32Array; // [N,K]
-  att: Float32Array; // [N,Q] attention output, input of o_proj
-  lse: Float32Array; // [B,Hq,T]
-  xmid: Float32Array; // [N,C] residual after attention
-  rstd2: Float32Array; // [N]
-  gate: Float32Array; // [N,F] pre-activation
-  up: Float32Array; // [N,F]
-  xa: Partial<Record<LoraTarget, Float32Array>>; // [N,r] x·Aᵀ per adapted projection
-  aStack: Partial<Record<LoraTarget, Float32Array>>; // [g*r,in] stacked A factors, keyed by the group's first
-}
-
-/** The notation's sizes for a config: C, F, V, Hq, Hkv, D, and Q = Hq*D, K = Hkv*D. */
-export function sizesOf(config: LlamaConfig) {
-  const {
-    hiddenSize: C,
-    intermediateSize: F,
-    vocabSize: V,
-    numAttentionHeads: Hq,
-    numKeyValueHeads: Hkv,
-    headDim: D,
-  } = config;
-  return { C, F, V, Hq, Hkv, D, Q: Hq * D, K: Hkv * D };
 }
 
 // Per-op timings, enabled with SVC_ENGINE_PROFILE=1 (printed by the benchmark).
@@ -76,120 +94,101 @@ function tock(label: string, start: number): void {
 const LOGIT_CHUNK_FLOATS = 1 << 23; // 32 MB of logits per LM-head chunk
 
 // Projections grouped by the input they read (their LoRA x·Aᵀ is one matmul per group).
-const QKV: readonly LoraTarget[] = ["q_proj", "k_proj", "v_proj"];
-const O: readonly LoraTarget[] = ["o_proj"];
-const GATE_UP: readonly LoraTarget[] = ["gate_proj", "up_proj"];
-const DOWN: readonly LoraTarget[] = ["down_proj"];
+const QKV: readonly Slot[] = ["q", "k", "v"];
+const O: readonly Slot[] = ["o"];
+const GATE_UP: readonly Slot[] = ["gate", "up"];
+const DOWN: readonly Slot[] = ["down"];
 
-export class LlamaGraph {
-  readonly config: LlamaConfig;
-  readonly weights: LlamaWeights;
+/** The notation's sizes for a config: C, F, V, Hq, Hkv, D, and Q = Hq*D, K = Hkv*D. */
+export function sizesOf(config: ModelConfig) {
+  const {
+    hiddenSize: C,
+    intermediateSize: F,
+    vocabSize: V,
+    numAttentionHeads: Hq,
+    numKeyValueHeads: Hkv,
+    headDim: D,
+  } = config;
+  return { C, F, V, Hq, Hkv, D, Q: Hq * D, K: Hkv * D };
+}
+
+export function createKvCache(config: ModelConfig, maxLength: number): KvCache {
+  const kvDim = config.numKeyValueHeads * config.headDim;
+  const k: Float32Array[] = [];
+  const v: Float32Array[] = [];
+  for (let l = 0; l < config.numHiddenLayers; l++) {
+    k.push(new Float32Array(maxLength * kvDim));
+    v.push(new Float32Array(maxLength * kvDim));
+  }
+  return { maxLength, length: 0, k, v, ids: new Int32Array(maxLength) };
+}
+
+export class ModelGraph {
+  readonly config: ModelConfig;
+  readonly weights: ModelWeights;
   private readonly kern: Kernels;
   private readonly skipUnlabeledRows: boolean;
   private readonly inferenceOnly: boolean;
+  private readonly lora: LoraRunner;
 
-  // Activations and scratch, sized for `rows` rows and grown on demand.
   private rows = 0;
   private acts: LayerActivations[] = [];
-  private xaRank = 0;
-  private final!: Float32Array; // [N,C] residual after the last layer
-  private xf!: Float32Array; // [N,C] final norm output
-  private rstdf!: Float32Array; // [N]
-  private positions!: Int32Array; // [N]
-  private ln!: Float32Array; // [N,C] a norm output (forward), recomputed in backward
-  private act!: Float32Array; // [N,F]
-  private dact!: Float32Array; // [N,F]
-  private dgate!: Float32Array; // [N,F]
-  private dup!: Float32Array; // [N,F]
-  private dres!: Float32Array; // [N,C]
-  private dxmid!: Float32Array; // [N,C]
-  private dtmp!: Float32Array; // [N,C]
-  private dln!: Float32Array; // [N,C]
-  private datt!: Float32Array; // [N,Q]
-  private dq!: Float32Array; // [N,Q]
-  private dk!: Float32Array; // [N,K]
-  private dv!: Float32Array; // [N,K]
-  private dxa!: Float32Array; // [N,r]
-  private xaGroup!: Float32Array; // [N,3r] x·Aᵀ of a projection group
-  private dxaGroup!: Float32Array; // [N,3r]
-  private dAGroup!: Float32Array; // [3r,C] stacked A gradients of a group
+  private s!: Scratch;
+  private ropeCos: Float32Array[] = [];
+  private ropeSin: Float32Array[] = [];
+  private longCos: (Float32Array | null)[] = []; // longrope's long-factor tables
+  private longSin: (Float32Array | null)[] = [];
+  private ropeLen = 0;
   private headRows!: Float32Array; // [chunk,C] gathered rows for the LM head
   private headTargets!: Int32Array; // [chunk]
   private logitChunk!: Float32Array; // [chunk,V]
-  private ropeCos: Float32Array = new Float32Array(0);
-  private ropeSin: Float32Array = new Float32Array(0);
-  private ropeLen = 0;
+  private capTanh: Float32Array | null = null; // [chunk,V] tanh(logits/cap) for the softcap's backward
+  private pass: Rows | null = null;
   private batch: Batch | null = null;
 
-  constructor(config: LlamaConfig, weights: LlamaWeights, options: GraphOptions = {}) {
+  constructor(config: ModelConfig, weights: ModelWeights, options: GraphOptions = {}) {
     this.config = config;
     this.weights = weights;
     this.kern = getKernels();
     this.skipUnlabeledRows = options.skipUnlabeledRows ?? true;
     this.inferenceOnly = options.inferenceOnly ?? false;
+    this.lora = new LoraRunner(this.kern, tick, tock);
   }
 
   // ------------------------------------------------------------------ buffers
 
-  private ensureCapacity(N: number, T: number, r: number): void {
-    const { C, F, V, Hq, Q, K } = sizesOf(this.config);
-    if (T > this.ropeLen) {
-      const tables = ropeTables(this.config, T);
-      this.ropeCos = tables.cos;
-      this.ropeSin = tables.sin;
-      this.ropeLen = T;
+  private ensureCapacity(N: number, maxPos: number, r: number): void {
+    const cfg = this.config;
+    const { C, F, V, Q } = sizesOf(cfg);
+    if (maxPos > this.ropeLen) {
+      const grown = Math.max(maxPos, Math.min(2 * this.ropeLen, cfg.maxPositionEmbeddings));
+      this.ropeCos = [];
+      this.ropeSin = [];
+      this.longCos = [];
+      this.longSin = [];
+      for (const rope of cfg.ropes) {
+        const tables = ropeTables(rope, grown);
+        this.ropeCos.push(tables.cos);
+        this.ropeSin.push(tables.sin);
+        const long = rope.long ? ropeTables({ ...rope, invFreq: rope.long.invFreq }, grown) : null;
+        this.longCos.push(long?.cos ?? null);
+        this.longSin.push(long?.sin ?? null);
+      }
+      this.ropeLen = grown;
     }
     if (N > this.rows) {
-      this.rows = N;
-      this.acts = [];
-      for (let l = 0; l < (this.inferenceOnly ? 1 : this.config.numHiddenLayers); l++) {
-        this.acts.push({
-          resid: new Float32Array(N * C),
-          rstd1: new Float32Array(N),
-          q: new Float32Array(N * Q),
-          k: new Float32Array(N * K),
-          v: new Float32Array(N * K),
-          att: new Float32Array(N * Q),
-          lse: new Float32Array(N * Hq),
-          xmid: new Float32Array(N * C),
-          rstd2: new Float32Array(N),
-          gate: new Float32Array(N * F),
-          up: new Float32Array(N * F),
-          xa: {},
-          aStack: {},
-        });
-      }
-      this.xaRank = 0;
-      this.final = new Float32Array(N * C);
-      this.xf = new Float32Array(N * C);
-      this.rstdf = new Float32Array(N);
-      this.positions = new Int32Array(N);
-      this.ln = new Float32Array(N * C);
-      this.act = new Float32Array(N * F);
-      this.dact = new Float32Array(N * F);
-      this.dgate = new Float32Array(N * F);
-      this.dup = new Float32Array(N * F);
-      this.dres = new Float32Array(N * C);
-      this.dxmid = new Float32Array(N * C);
-      this.dtmp = new Float32Array(N * C);
-      this.dln = new Float32Array(N * C);
-      this.datt = new Float32Array(N * Q);
-      this.dq = new Float32Array(N * Q);
-      this.dk = new Float32Array(N * K);
-      this.dv = new Float32Array(N * K);
-      const chunk = Math.max(1, Math.min(N, Math.floor(LOGIT_CHUNK_FLOATS / V)));
+      const grown = this.inferenceOnly ? Math.max(N, 2 * this.rows) : N;
+      this.rows = grown;
+      const sets = this.inferenceOnly ? 1 : cfg.numHiddenLayers;
+      this.acts = Array.from({ length: sets }, () => layerActivations(cfg, grown));
+      this.s = scratch(cfg, grown, !this.inferenceOnly);
+      const chunk = Math.max(1, Math.min(grown, Math.floor(LOGIT_CHUNK_FLOATS / V)));
       this.headRows = new Float32Array(chunk * C);
       this.headTargets = new Int32Array(chunk);
       this.logitChunk = new Float32Array(chunk * V);
+      this.capTanh = cfg.finalLogitSoftcap > 0 && !this.inferenceOnly ? new Float32Array(chunk * V) : null;
     }
-    if (r > 0 && r !== this.xaRank) {
-      this.xaRank = r;
-      for (const a of this.acts) a.xa = {};
-      this.dxa = new Float32Array(this.rows * r);
-      this.xaGroup = new Float32Array(this.rows * 3 * r);
-      this.dxaGroup = new Float32Array(this.rows * 3 * r);
-      this.dAGroup = new Float32Array(3 * r * this.config.hiddenSize);
-    }
+    this.lora.ensure(this.rows, this.acts.length, r, Math.max(C, F, Q));
   }
 
   /** Layer l's activations (the one shared set when inference-only). */
@@ -197,276 +196,290 @@ export class LlamaGraph {
     return this.acts[this.inferenceOnly ? 0 : l];
   }
 
-  private xaBuffer(layer: number, target: LoraTarget): Float32Array {
-    const acts = this.layerActs(layer);
-    let buf = acts.xa[target];
-    if (!buf) {
-      buf = new Float32Array(this.rows * this.xaRank);
-      acts.xa[target] = buf;
-    }
-    return buf;
-  }
+  // ------------------------------------------------------------------ pieces
 
-  // ------------------------------------------------------------------ projections
-
-  /** y[N,out] (+)= x[N,in]·Wᵀ: a frozen base projection. */
-  private baseForward(
+  /** y[N,out] (+)= alpha·x[N,in]·Wᵀ (+ alpha·bias): a frozen base projection. */
+  private project(
     x: Float32Array,
-    w: Float32Array,
+    lw: LayerWeights,
+    slot: Slot,
     y: Float32Array,
     N: number,
     out: number,
     inDim: number,
-    target: LoraTarget,
     accumulate = false,
+    alpha = 1,
   ): void {
     const t = tick();
-    this.kern.matmul(x, w, y, N, out, inDim, false, true, accumulate);
-    tock(`fwd.matmul.${target}`, t);
+    this.kern.matmul(x, lw[slot], y, N, out, inDim, false, true, accumulate, alpha);
+    const bias = lw.bias[slot];
+    if (bias) this.kern.addBias(y, bias, N, out, alpha);
+    tock(`fwd.matmul.${slot}`, t);
   }
 
   /** dx[N,in] (+)= dy[N,out]·W: the input gradient of a frozen projection (W gets none). */
-  private baseBackward(
+  private projectBack(
     dy: Float32Array,
     w: Float32Array,
     dx: Float32Array,
     N: number,
     out: number,
     inDim: number,
-    target: LoraTarget,
+    slot: Slot,
     accumulate: boolean,
   ): void {
     const t = tick();
     this.kern.matmul(dy, w, dx, N, inDim, out, false, false, accumulate);
-    tock(`bwd.matmul.${target}`, t);
+    tock(`bwd.matmul.${slot}`, t);
   }
 
-  /** The adapted projections of a group (those the adapter targets), with their A·B factors. */
-  private present(lora: LoraLayers | null, layer: number, targets: readonly LoraTarget[]): number[] {
-    const out: number[] = [];
-    if (!lora) return out;
-    for (let i = 0; i < targets.length; i++) if (lora.layers[layer][targets[i]]) out.push(i);
-    return out;
-  }
-
-  /**
-   * The A factors of g projections that read the same input, stacked [g*r, in],
-   * so x·Aᵀ for the whole group is one matmul (kept per layer for the backward pass).
-   */
-  private stackedA(
-    lora: LoraLayers,
-    layer: number,
-    targets: readonly LoraTarget[],
-    idx: number[],
-    inDim: number,
-  ) {
-    if (idx.length === 1) return (lora.layers[layer][targets[idx[0]]] as LoraPair).a;
-    const key = targets[idx[0]];
-    const size = idx.length * lora.r * inDim;
-    const acts = this.layerActs(layer);
-    let stack = acts.aStack[key];
-    if (!stack || stack.length !== size) {
-      stack = new Float32Array(size);
-      acts.aStack[key] = stack;
-    }
-    for (const [j, i] of idx.entries())
-      stack.set((lora.layers[layer][targets[i]] as LoraPair).a, j * lora.r * inDim);
-    return stack;
-  }
-
-  /**
-   * LoRA of projections that all read x[N,in]: ys[i] += scale·(x·A_iᵀ)·B_iᵀ.
-   * x·Aᵀ of the group is one matmul [N, g*r]; each projection's [N,r] slice
-   * is kept in its xa buffer for the backward pass.
-   */
-  private loraForward(
+  private norm(
     x: Float32Array,
-    N: number,
-    inDim: number,
-    lora: LoraLayers | null,
-    layer: number,
-    targets: readonly LoraTarget[],
-    ys: Float32Array[],
-    outs: number[],
+    w: Float32Array,
+    y: Float32Array,
+    rstd: Float32Array,
+    rows: number,
+    dim: number,
   ): void {
-    const idx = this.present(lora, layer, targets);
-    if (!lora || idx.length === 0) return;
     const t = tick();
-    const k = this.kern;
-    const r = lora.r;
-    const g = idx.length;
-    const gr = g * r;
-    const a = this.stackedA(lora, layer, targets, idx, inDim);
-    const xaGroup = g === 1 ? this.xaBuffer(layer, targets[idx[0]]) : this.xaGroup;
-    k.matmul(x, a, xaGroup, N, gr, inDim, false, true, false); // [N, g*r]
-    for (let j = 0; j < g; j++) {
-      const target = targets[idx[j]];
-      const xa = this.xaBuffer(layer, target);
-      if (g > 1) {
-        for (let n = 0; n < N; n++) {
-          const src = n * gr + j * r;
-          for (let c = 0; c < r; c++) xa[n * r + c] = xaGroup[src + c];
-        }
-      }
-      const pair = lora.layers[layer][target] as LoraPair;
-      k.matmul(xa, pair.b, ys[idx[j]], N, outs[idx[j]], r, false, true, true, lora.scale);
-    }
-    tock("fwd.lora", t);
+    this.kern.rmsnormForward(x, w, y, rstd, rows, dim, this.config.rmsNormEps);
+    tock("fwd.rmsnorm", t);
   }
 
-  /**
-   * Backward of loraForward given dys[i] = d(ys[i]): accumulates dB_i +=
-   * scale·dy_iᵀ·xa_i and dA_i += dxa_iᵀ·x with dxa_i = scale·dy_i·B_i, and
-   * when dx is given, dx += dxa·A_stacked (one matmul for the group).
-   */
-  private loraBackward(
+  /** q/k norm rows and width: one row per head, or the whole projection. */
+  private qkRows(N: number, heads: number): [number, number] {
+    const D = this.config.headDim;
+    return this.config.block.qkNorm === "head" ? [N * heads, D] : [N, heads * D];
+  }
+
+  private activation(gate: Float32Array, up: Float32Array, out: Float32Array, n: number): void {
+    if (this.config.block.activation === "silu") this.kern.swigluForward(gate, up, out, n);
+    else this.kern.gegluForward(gate, up, out, n);
+  }
+
+  private rope(
     x: Float32Array,
-    N: number,
-    inDim: number,
-    lora: LoraLayers | null,
-    grads: LoraLayers | null,
     layer: number,
-    targets: readonly LoraTarget[],
-    dys: Float32Array[],
-    outs: number[],
-    dx: Float32Array | null,
+    heads: number,
+    N: number,
+    inverse: boolean,
+    positions: Int32Array,
   ): void {
-    const idx = this.present(lora, layer, targets);
-    if (!lora || !grads || idx.length === 0) return;
+    const index = this.config.layers[layer].rope;
+    if (index < 0) return;
     const t = tick();
-    const k = this.kern;
-    const r = lora.r;
-    const g = idx.length;
-    const gr = g * r;
-    const dxaGroup = g === 1 ? this.dxa : this.dxaGroup;
-    for (let j = 0; j < g; j++) {
-      const target = targets[idx[j]];
-      const pair = lora.layers[layer][target] as LoraPair;
-      const gradPair = grads.layers[layer][target] as LoraPair;
-      const dy = dys[idx[j]];
-      const out = outs[idx[j]];
-      k.matmul(dy, this.xaBuffer(layer, target), gradPair.b, out, r, N, true, false, true, lora.scale); // dB[out,r]
-      k.matmul(dy, pair.b, this.dxa, N, r, out, false, false, false, lora.scale); // dxa[N,r]
-      if (g > 1) {
-        const dxa = this.dxa;
-        for (let n = 0; n < N; n++) {
-          const dst = n * gr + j * r;
-          for (let c = 0; c < r; c++) dxaGroup[dst + c] = dxa[n * r + c];
-        }
-      }
-    }
-    if (g === 1) {
-      const gradA = (grads.layers[layer][targets[idx[0]]] as LoraPair).a;
-      k.matmul(dxaGroup, x, gradA, r, inDim, N, true, false, true); // dA[r,in]
+    const rope = this.config.ropes[index];
+    const D = this.config.headDim;
+    const cos = this.ropeCos[index];
+    const sin = this.ropeSin[index];
+    if (!rope.long) {
+      this.kern.rope(x, cos, sin, positions, N, heads, D, inverse, rope.rotaryDim);
     } else {
-      const dA = this.dAGroup;
-      k.matmul(dxaGroup, x, dA, gr, inDim, N, true, false, false); // [g*r, in]
-      for (let j = 0; j < g; j++) {
-        const gradA = (grads.layers[layer][targets[idx[j]]] as LoraPair).a;
-        const off = j * r * inDim;
-        for (let i = 0; i < r * inDim; i++) gradA[i] += dA[off + i];
+      // longrope: each sequence rotates by the short or the long factors, by its length
+      const width = heads * D;
+      for (const seg of this.pass?.segments ?? []) {
+        const length = seg.ropeLength ?? (seg.cache?.length ?? 0) + seg.rows;
+        const long = length > rope.long.originalMaxPositions;
+        this.kern.rope(
+          x.subarray(seg.row * width, (seg.row + seg.rows) * width),
+          long ? (this.longCos[index] as Float32Array) : cos,
+          long ? (this.longSin[index] as Float32Array) : sin,
+          positions.subarray(seg.row, seg.row + seg.rows),
+          seg.rows,
+          heads,
+          D,
+          inverse,
+          rope.rotaryDim,
+        );
       }
     }
-    if (dx) {
-      const a =
-        g === 1
-          ? (lora.layers[layer][targets[idx[0]]] as LoraPair).a
-          : this.layerActs(layer).aStack[targets[idx[0]]];
-      k.matmul(dxaGroup, a as Float32Array, dx, N, inDim, gr, false, false, true);
-    }
-    tock("bwd.lora", t);
+    tock(inverse ? "bwd.rope" : "fwd.rope", t);
   }
 
   // ------------------------------------------------------------------ forward
 
-  /** Runs the layers and the final norm over a batch; leaves xf [N,C] ready for the LM head. */
-  private forwardLayers(batch: Batch, lora: LoraLayers | null): void {
-    const { B, T, inputIds, lengths } = batch;
-    const N = B * T;
+  /**
+   * Runs the layers and the final norm over the rows; leaves xf [N,C] ready
+   * for the LM head. With caches, appends each layer's keys and values.
+   */
+  run(rows: Rows): Float32Array {
+    const { N, ids, positions, segments } = rows;
     const cfg = this.config;
-    const { C, F, Hq, Hkv, D, Q, K } = sizesOf(cfg);
-    const k = this.kern;
+    const { C, F, Hq, Hkv, Q, K } = sizesOf(cfg);
     const w = this.weights;
-    this.ensureCapacity(N, T, lora ? lora.r : 0);
-    for (let b = 0; b < B; b++) for (let t = 0; t < T; t++) this.positions[b * T + t] = t;
+    let maxPos = 0;
+    for (let n = 0; n < N; n++) maxPos = Math.max(maxPos, positions[n] + 1);
+    let rank = 0;
+    for (const group of rows.lora) rank = Math.max(rank, group.lora?.r ?? 0);
+    this.ensureCapacity(N, maxPos, rank);
+    this.pass = rows;
+    const s = this.s;
+    const fused = cfg.residualScale === 1; // the residual add rides on the output projection's matmul
 
-    // token embeddings → the residual stream [N,C]
+    // token embeddings (times the family's scale) → the residual stream [N,C]
     let t0 = tick();
-    const x0 = this.acts.length > 0 ? this.acts[0].resid : this.final;
-    for (let n = 0; n < N; n++) x0.set(w.embed.subarray(inputIds[n] * C, inputIds[n] * C + C), n * C);
+    const x0 = this.acts[0].resid;
+    const scale = cfg.embeddingScale;
+    for (let n = 0; n < N; n++) {
+      const row = w.embed.subarray(ids[n] * C, ids[n] * C + C);
+      if (scale === 1) x0.set(row, n * C);
+      else for (let c = 0; c < C; c++) x0[n * C + c] = row[c] * scale;
+    }
     tock("fwd.embed", t0);
 
-    const scale = 1 / Math.sqrt(D);
-    const ln = this.ln;
     for (let l = 0; l < cfg.numHiddenLayers; l++) {
       const a = this.layerActs(l);
       const lw = w.layers[l];
-      const next = l + 1 < cfg.numHiddenLayers ? this.layerActs(l + 1).resid : this.final;
+      const state = this.inferenceOnly ? 0 : l;
+      const next = l + 1 < cfg.numHiddenLayers ? this.layerActs(l + 1).resid : s.final;
 
-      // attention block: ln1 = rmsnorm(resid); q,k,v projections; RoPE; causal attention; o_proj
+      // ---- attention branch
+      let h = a.resid;
+      if (lw.attnNorm) {
+        this.norm(a.resid, lw.attnNorm, s.ln, a.rstd1, N, C);
+        h = s.ln;
+      }
+      this.project(h, lw, "q", a.q, N, Q, C);
+      this.project(h, lw, "k", a.k, N, K, C);
+      this.project(h, lw, "v", a.v, N, K, C);
+      this.lora.forward(rows.lora, h, C, l, state, QKV, [a.q, a.k, a.v], [Q, K, K]);
+      if (lw.qNorm && lw.kNorm) {
+        a.qPre.set(a.q.subarray(0, N * Q));
+        a.kPre.set(a.k.subarray(0, N * K));
+        this.norm(a.qPre, lw.qNorm, a.q, a.rstdQ, ...this.qkRows(N, Hq));
+        this.norm(a.kPre, lw.kNorm, a.k, a.rstdK, ...this.qkRows(N, Hkv));
+      }
+      this.rope(a.q, l, Hq, N, false, positions);
+      this.rope(a.k, l, Hkv, N, false, positions);
+      this.attend(a, l, segments);
+
+      // o_proj, then its norm and the residual add
+      const xmid = a.xmid;
+      const outNormA = lw.attnOutNorm;
+      if (!outNormA && fused) {
+        xmid.set(a.resid.subarray(0, N * C));
+        this.project(a.att, lw, "o", xmid, N, C, Q, true);
+        this.lora.forward(rows.lora, a.att, Q, l, state, O, [xmid], [C]);
+      } else {
+        this.project(a.att, lw, "o", a.attnOut, N, C, Q);
+        this.lora.forward(rows.lora, a.att, Q, l, state, O, [a.attnOut], [C]);
+        this.residualAdd(a.resid, a.attnOut, outNormA, a.rstd3, xmid, N);
+      }
+
+      // ---- MLP branch
+      let h2 = xmid;
+      if (lw.mlpNorm) {
+        this.norm(xmid, lw.mlpNorm, s.ln, a.rstd2, N, C);
+        h2 = s.ln;
+      }
+      this.project(h2, lw, "gate", a.gate, N, F, C);
+      this.project(h2, lw, "up", a.up, N, F, C);
+      this.lora.forward(rows.lora, h2, C, l, state, GATE_UP, [a.gate, a.up], [F, F]);
       t0 = tick();
-      k.rmsnormForward(a.resid, lw.inputNorm, ln, a.rstd1, N, C, cfg.rmsNormEps);
-      tock("fwd.rmsnorm", t0);
-      this.baseForward(ln, lw.q, a.q, N, Q, C, "q_proj");
-      this.baseForward(ln, lw.k, a.k, N, K, C, "k_proj");
-      this.baseForward(ln, lw.v, a.v, N, K, C, "v_proj");
-      this.loraForward(ln, N, C, lora, l, QKV, [a.q, a.k, a.v], [Q, K, K]);
-      t0 = tick();
-      k.rope(a.q, this.ropeCos, this.ropeSin, this.positions, N, Hq, D, false);
-      k.rope(a.k, this.ropeCos, this.ropeSin, this.positions, N, Hkv, D, false);
-      tock("fwd.rope", t0);
-      t0 = tick();
-      for (let b = 0; b < B; b++) {
-        const len = lengths[b];
-        const rowQ = b * T * Q;
-        const rowK = b * T * K;
+      this.activation(a.gate, a.up, s.act, N * F);
+      tock("fwd.act", t0);
+      const outNormM = lw.mlpOutNorm;
+      if (!outNormM && fused) {
+        next.set(xmid.subarray(0, N * C));
+        this.project(s.act, lw, "down", next, N, C, F, true);
+        this.lora.forward(rows.lora, s.act, F, l, state, DOWN, [next], [C]);
+      } else {
+        this.project(s.act, lw, "down", a.mlpOut, N, C, F);
+        this.lora.forward(rows.lora, s.act, F, l, state, DOWN, [a.mlpOut], [C]);
+        this.residualAdd(xmid, a.mlpOut, outNormM, a.rstd4, next, N);
+      }
+    }
+    this.norm(s.final, w.finalNorm, s.xf, s.rstdf, N, C);
+    return s.xf;
+  }
+
+  /** out = resid + residualScale · outNorm?(branch); branch [N,C] keeps its pre-norm value for backward. */
+  private residualAdd(
+    resid: Float32Array,
+    branch: Float32Array,
+    outNorm: Float32Array | null,
+    rstd: Float32Array,
+    out: Float32Array,
+    N: number,
+  ): void {
+    const C = this.config.hiddenSize;
+    let y = branch;
+    if (outNorm) {
+      this.norm(branch, outNorm, this.s.dtmp, rstd, N, C);
+      y = this.s.dtmp;
+    }
+    const m = this.config.residualScale;
+    for (let i = 0; i < N * C; i++) out[i] = resid[i] + m * y[i];
+  }
+
+  /** Causal attention of each segment's queries over its keys (and its cache's). */
+  private attend(a: LayerActivations, l: number, segments: readonly Segment[]): void {
+    const t0 = tick();
+    const { Hq, Hkv, D, Q, K } = sizesOf(this.config);
+    const k = this.kern;
+    const scale = this.config.attentionScale;
+    const window = this.config.layers[l].window;
+    const N = this.pass?.N ?? 0;
+    let covered = 0;
+    for (const seg of segments) {
+      const { row, rows, cache } = seg;
+      const q = a.q.subarray(row * Q, (row + rows) * Q);
+      const out = a.att.subarray(row * Q, (row + rows) * Q);
+      if (row > covered) a.att.fill(0, covered * Q, row * Q); // padding rows attend to nothing
+      covered = row + rows;
+      if (cache) {
+        const past = cache.length;
+        cache.k[l].set(a.k.subarray(row * K, (row + rows) * K), past * K);
+        cache.v[l].set(a.v.subarray(row * K, (row + rows) * K), past * K);
         k.attentionForward(
-          a.q.subarray(rowQ, rowQ + len * Q),
-          a.k.subarray(rowK, rowK + len * K),
-          a.v.subarray(rowK, rowK + len * K),
-          a.att.subarray(rowQ, rowQ + len * Q),
-          a.lse.subarray(b * T * Hq, b * T * Hq + len * Hq),
-          len,
-          len,
+          q,
+          cache.k[l],
+          cache.v[l],
+          out,
+          null,
+          rows,
+          past + rows,
           Hq,
           Hkv,
           D,
           scale,
           K,
+          window,
         );
-        // padding rows attend to nothing; keep them finite and zero
-        if (len < T) a.att.fill(0, rowQ + len * Q, rowQ + T * Q);
+      } else {
+        const lse = this.inferenceOnly ? null : a.lse.subarray(row * Hq, (row + rows) * Hq);
+        const kk = a.k.subarray(row * K, (row + rows) * K);
+        const vv = a.v.subarray(row * K, (row + rows) * K);
+        k.attentionForward(q, kk, vv, out, lse, rows, rows, Hq, Hkv, D, scale, K, window);
       }
-      tock("fwd.attention", t0);
-      // the residual add rides on the matmul: xmid = resid, then xmid += att·Woᵀ
-      const xmid = a.xmid;
-      xmid.set(a.resid.subarray(0, N * C));
-      this.baseForward(a.att, lw.o, xmid, N, C, Q, "o_proj", true);
-      this.loraForward(a.att, N, Q, lora, l, O, [xmid], [C]);
-
-      // MLP block: ln2 = rmsnorm(xmid); down(silu(gate(ln2)) * up(ln2))
-      t0 = tick();
-      k.rmsnormForward(xmid, lw.postNorm, ln, a.rstd2, N, C, cfg.rmsNormEps);
-      tock("fwd.rmsnorm", t0);
-      this.baseForward(ln, lw.gate, a.gate, N, F, C, "gate_proj");
-      this.baseForward(ln, lw.up, a.up, N, F, C, "up_proj");
-      this.loraForward(ln, N, C, lora, l, GATE_UP, [a.gate, a.up], [F, F]);
-      t0 = tick();
-      k.swigluForward(a.gate, a.up, this.act, N * F);
-      tock("fwd.swiglu", t0);
-      next.set(xmid.subarray(0, N * C));
-      this.baseForward(this.act, lw.down, next, N, C, F, "down_proj", true);
-      this.loraForward(this.act, N, F, lora, l, DOWN, [next], [C]);
     }
-    t0 = tick();
-    k.rmsnormForward(this.final, w.finalNorm, this.xf, this.rstdf, N, C, cfg.rmsNormEps);
-    tock("fwd.rmsnorm", t0);
+    if (N > covered) a.att.fill(0, covered * Q, N * Q);
+    tock("fwd.attention", t0);
+  }
+
+  /** Logits [rows,V] of xf rows into out, with the family's logit scale and softcap applied. */
+  private lmHead(x: Float32Array, out: Float32Array, rows: number, capTanh: Float32Array | null): void {
+    const { C, V } = sizesOf(this.config);
+    const t0 = tick();
+    this.kern.matmul(x, this.weights.lmHead, out, rows, V, C, false, true, false);
+    const m = this.config.logitScale;
+    if (m !== 1) for (let i = 0; i < rows * V; i++) out[i] *= m;
+    const cap = this.config.finalLogitSoftcap;
+    if (cap > 0) {
+      for (let i = 0; i < rows * V; i++) {
+        const th = Math.tanh(out[i] / cap);
+        if (capTanh) capTanh[i] = th;
+        out[i] = th * cap;
+      }
+    }
+    tock("fwd.matmul.lm_head", t0);
   }
 
   /**
-   * Forward pass with the loss. Returns the summed loss over rows with a
-   * target and their count. With gradScale set, the LM head's backward runs
-   * here too (dLogits = gradScale·(softmax − onehot)), leaving d(xf) for backward().
+   * Forward pass of a training batch with the loss. Returns the summed loss
+   * over rows with a target and their count. With gradScale set, the LM
+   * head's backward runs here too (dLogits = gradScale·(softmax − onehot)),
+   * leaving d(xf) for backward().
    */
   forward(
     batch: Batch,
@@ -475,16 +488,22 @@ export class LlamaGraph {
   ): { lossSum: number; count: number } {
     if (gradScale !== null && this.inferenceOnly)
       throw new Error("an inference-only graph has no backward pass");
-    this.forwardLayers(batch, lora);
-    this.batch = batch;
-    const { B, T, targets } = batch;
+    const { B, T, inputIds, targets, lengths } = batch;
     const N = B * T;
-    const { hiddenSize: C, vocabSize: V } = this.config;
+    const positions = new Int32Array(N);
+    const segments: Segment[] = [];
+    for (let b = 0; b < B; b++) {
+      for (let t = 0; t < T; t++) positions[b * T + t] = t;
+      if (lengths[b] > 0) segments.push({ row: b * T, rows: lengths[b], cache: null, ropeLength: T });
+    }
+    this.run({ N, ids: inputIds, positions, segments, lora: [{ row: 0, rows: N, lora }] });
+    this.batch = batch;
+    const { C, V } = sizesOf(this.config);
     const k = this.kern;
-    const lmHead = this.weights.lmHead;
+    const s = this.s;
     const chunk = this.headTargets.length;
     const grad = gradScale !== null;
-    if (grad) this.dtmp.fill(0, 0, N * C); // d(xf), scattered per row below
+    if (grad) s.dtmp.fill(0, 0, N * C); // d(xf), scattered per row below
 
     let lossSum = 0;
     let count = 0;
@@ -495,17 +514,15 @@ export class LlamaGraph {
       const rowsOfChunk: number[] = [];
       for (; n < N && m < chunk; n++) {
         if (this.skipUnlabeledRows && targets[n] < 0) continue;
-        this.headRows.set(this.xf.subarray(n * C, n * C + C), m * C);
+        this.headRows.set(s.xf.subarray(n * C, n * C + C), m * C);
         this.headTargets[m] = targets[n];
         rowsOfChunk.push(n);
         if (targets[n] >= 0) count++;
         m++;
       }
       if (m === 0) break;
+      this.lmHead(this.headRows, this.logitChunk, m, grad ? this.capTanh : null);
       let t0 = tick();
-      k.matmul(this.headRows, lmHead, this.logitChunk, m, V, C, false, true, false); // logits[m,V]
-      tock("fwd.matmul.lm_head", t0);
-      t0 = tick();
       lossSum += k.crossEntropy(
         this.logitChunk,
         this.headTargets,
@@ -517,11 +534,14 @@ export class LlamaGraph {
       tock("fwd.cross_entropy", t0);
       if (!grad) continue;
       t0 = tick();
-      k.matmul(this.logitChunk, lmHead, this.headRows, m, C, V, false, false, false); // d(rows)[m,C]
+      // back through the softcap and the logit scale
+      const capTanh = this.capTanh;
+      if (capTanh) for (let i = 0; i < m * V; i++) this.logitChunk[i] *= 1 - capTanh[i] * capTanh[i];
+      const scale = this.config.logitScale;
+      if (scale !== 1) for (let i = 0; i < m * V; i++) this.logitChunk[i] *= scale;
+      k.matmul(this.logitChunk, this.weights.lmHead, this.headRows, m, C, V, false, false, false); // d(rows)[m,C]
       tock("bwd.matmul.lm_head", t0);
-      for (let i = 0; i < m; i++) {
-        this.dtmp.set(this.headRows.subarray(i * C, i * C + C), rowsOfChunk[i] * C);
-      }
+      for (let i = 0; i < m; i++) s.dtmp.set(this.headRows.subarray(i * C, i * C + C), rowsOfChunk[i] * C);
     }
     return { lossSum, count };
   }
@@ -531,19 +551,24 @@ export class LlamaGraph {
   /** Backward pass after forward(batch, lora, gradScale): accumulates LoRA gradients into grads. */
   backward(lora: LoraLayers, grads: LoraLayers): void {
     const batch = this.batch;
-    if (!batch || this.inferenceOnly) throw new Error("backward() needs a forward() with gradScale first");
+    const pass = this.pass;
+    if (!batch || !pass || this.inferenceOnly)
+      throw new Error("backward() needs a forward() with gradScale first");
     const { B, T, lengths } = batch;
     const N = B * T;
+    const positions = pass.positions;
     const cfg = this.config;
     const { C, F, Hq, Hkv, D, Q, K } = sizesOf(cfg);
     const k = this.kern;
     const w = this.weights;
-    const { dres, dxmid, dtmp, dln, ln } = this;
-    const scale = 1 / Math.sqrt(D);
+    const s = this.s;
+    const { dres, dxmid, dtmp, dln, ln } = s;
+    const eps = cfg.rmsNormEps;
+    const scale = cfg.attentionScale;
 
     // final norm: d(final) from d(xf) (held in dtmp by forward)
     let t0 = tick();
-    k.rmsnormBackward(dtmp, this.final, w.finalNorm, this.rstdf, dres, null, N, C);
+    k.rmsnormBackward(dtmp, s.final, w.finalNorm, s.rstdf, dres, null, N, C);
     tock("bwd.rmsnorm", t0);
 
     for (let l = cfg.numHiddenLayers - 1; l >= 0; l--) {
@@ -551,77 +576,137 @@ export class LlamaGraph {
       const lw = w.layers[l];
       const needInputGrad = l > 0; // the embeddings are frozen: no gradient below layer 0's LoRA
 
-      // MLP block. dres = d(layer output).
+      // ---- MLP branch. dres = d(layer output).
+      const dy = this.branchGrad(dres, a.mlpOut, lw.mlpOutNorm, a.rstd4, N); // d(down output)
       t0 = tick();
-      k.swigluForward(a.gate, a.up, this.act, N * F); // recompute the down projection's input
+      this.activation(a.gate, a.up, s.act, N * F); // recompute the down projection's input
       tock("bwd.recompute", t0);
-      this.baseBackward(dres, lw.down, this.dact, N, C, F, "down_proj", false);
-      this.loraBackward(this.act, N, F, lora, grads, l, DOWN, [dres], [C], this.dact);
+      this.projectBack(dy, lw.down, s.dact, N, C, F, "down", false);
+      this.lora.backward(s.act, N, F, lora, grads, l, DOWN, [dy], [C], s.dact);
       t0 = tick();
-      k.swigluBackward(this.dact, a.gate, a.up, this.dgate, this.dup, N * F);
-      tock("bwd.swiglu", t0);
-      t0 = tick();
-      k.rmsnormForward(a.xmid, lw.postNorm, ln, dtmp, N, C, cfg.rmsNormEps); // recompute ln2 (dtmp: throwaway rstd)
-      tock("bwd.recompute", t0);
-      this.baseBackward(this.dgate, lw.gate, dln, N, F, C, "gate_proj", false);
-      this.baseBackward(this.dup, lw.up, dln, N, F, C, "up_proj", true);
-      this.loraBackward(ln, N, C, lora, grads, l, GATE_UP, [this.dgate, this.dup], [F, F], dln);
-      t0 = tick();
-      k.rmsnormBackward(dln, a.xmid, lw.postNorm, a.rstd2, dtmp, null, N, C);
-      for (let i = 0; i < N * C; i++) dxmid[i] = dres[i] + dtmp[i];
-      tock("bwd.rmsnorm", t0);
+      if (cfg.block.activation === "silu") k.swigluBackward(s.dact, a.gate, a.up, s.dgate, s.dup, N * F);
+      else k.gegluBackward(s.dact, a.gate, a.up, s.dgate, s.dup, N * F);
+      tock("bwd.act", t0);
+      let h2 = a.xmid;
+      if (lw.mlpNorm) {
+        t0 = tick();
+        k.rmsnormForward(a.xmid, lw.mlpNorm, ln, s.rstdTmp, N, C, eps); // recompute the MLP input
+        tock("bwd.recompute", t0);
+        h2 = ln;
+      }
+      this.projectBack(s.dgate, lw.gate, dln, N, F, C, "gate", false);
+      this.projectBack(s.dup, lw.up, dln, N, F, C, "up", true);
+      this.lora.backward(h2, N, C, lora, grads, l, GATE_UP, [s.dgate, s.dup], [F, F], dln);
+      this.inputGrad(dres, dln, a.xmid, lw.mlpNorm, a.rstd2, dxmid, N);
 
-      // attention block. dxmid = d(residual after attention).
-      this.baseBackward(dxmid, lw.o, this.datt, N, C, Q, "o_proj", false);
-      this.loraBackward(a.att, N, Q, lora, grads, l, O, [dxmid], [C], this.datt);
+      // ---- attention branch. dxmid = d(residual after attention).
+      const dyA = this.branchGrad(dxmid, a.attnOut, lw.attnOutNorm, a.rstd3, N); // d(o output)
+      this.projectBack(dyA, lw.o, s.datt, N, C, Q, "o", false);
+      this.lora.backward(a.att, N, Q, lora, grads, l, O, [dyA], [C], s.datt);
       t0 = tick();
+      const window = cfg.layers[l].window;
       for (let b = 0; b < B; b++) {
         const len = lengths[b];
         const rowQ = b * T * Q;
         const rowK = b * T * K;
         k.attentionBackward(
-          this.datt.subarray(rowQ, rowQ + len * Q),
+          s.datt.subarray(rowQ, rowQ + len * Q),
           a.q.subarray(rowQ, rowQ + len * Q),
           a.k.subarray(rowK, rowK + len * K),
           a.v.subarray(rowK, rowK + len * K),
           a.att.subarray(rowQ, rowQ + len * Q),
           a.lse.subarray(b * T * Hq, b * T * Hq + len * Hq),
-          this.dq.subarray(rowQ, rowQ + len * Q),
-          this.dk.subarray(rowK, rowK + len * K),
-          this.dv.subarray(rowK, rowK + len * K),
+          s.dq.subarray(rowQ, rowQ + len * Q),
+          s.dk.subarray(rowK, rowK + len * K),
+          s.dv.subarray(rowK, rowK + len * K),
           len,
           Hq,
           Hkv,
           D,
           scale,
+          window,
         );
         if (len < T) {
-          this.dq.fill(0, rowQ + len * Q, rowQ + T * Q);
-          this.dk.fill(0, rowK + len * K, rowK + T * K);
-          this.dv.fill(0, rowK + len * K, rowK + T * K);
+          s.dq.fill(0, rowQ + len * Q, rowQ + T * Q);
+          s.dk.fill(0, rowK + len * K, rowK + T * K);
+          s.dv.fill(0, rowK + len * K, rowK + T * K);
         }
       }
       tock("bwd.attention", t0);
-      t0 = tick();
-      k.rope(this.dq, this.ropeCos, this.ropeSin, this.positions, N, Hq, D, true);
-      k.rope(this.dk, this.ropeCos, this.ropeSin, this.positions, N, Hkv, D, true);
-      tock("bwd.rope", t0);
-      t0 = tick();
-      k.rmsnormForward(a.resid, lw.inputNorm, ln, dtmp, N, C, cfg.rmsNormEps); // recompute ln1
-      tock("bwd.recompute", t0);
-      if (needInputGrad) {
-        this.baseBackward(this.dq, lw.q, dln, N, Q, C, "q_proj", false);
-        this.baseBackward(this.dk, lw.k, dln, N, K, C, "k_proj", true);
-        this.baseBackward(this.dv, lw.v, dln, N, K, C, "v_proj", true);
+      this.rope(s.dq, l, Hq, N, true, positions);
+      this.rope(s.dk, l, Hkv, N, true, positions);
+      let dq = s.dq;
+      let dk = s.dk;
+      if (lw.qNorm && lw.kNorm) {
+        t0 = tick();
+        const [qr, qd] = this.qkRows(N, Hq);
+        const [kr, kd] = this.qkRows(N, Hkv);
+        k.rmsnormBackward(s.dq, a.qPre, lw.qNorm, a.rstdQ, s.dqPre, null, qr, qd);
+        k.rmsnormBackward(s.dk, a.kPre, lw.kNorm, a.rstdK, s.dkPre, null, kr, kd);
+        tock("bwd.rmsnorm", t0);
+        dq = s.dqPre;
+        dk = s.dkPre;
       }
-      const dqkv = [this.dq, this.dk, this.dv];
-      this.loraBackward(ln, N, C, lora, grads, l, QKV, dqkv, [Q, K, K], needInputGrad ? dln : null);
+      let h = a.resid;
+      if (lw.attnNorm) {
+        t0 = tick();
+        k.rmsnormForward(a.resid, lw.attnNorm, ln, s.rstdTmp, N, C, eps); // recompute the attention input
+        tock("bwd.recompute", t0);
+        h = ln;
+      }
+      if (needInputGrad) {
+        this.projectBack(dq, lw.q, dln, N, Q, C, "q", false);
+        this.projectBack(dk, lw.k, dln, N, K, C, "k", true);
+        this.projectBack(s.dv, lw.v, dln, N, K, C, "v", true);
+      }
+      this.lora.backward(h, N, C, lora, grads, l, QKV, [dq, dk, s.dv], [Q, K, K], needInputGrad ? dln : null);
       if (!needInputGrad) break;
-      t0 = tick();
-      k.rmsnormBackward(dln, a.resid, lw.inputNorm, a.rstd1, dtmp, null, N, C);
-      for (let i = 0; i < N * C; i++) dres[i] = dxmid[i] + dtmp[i];
-      tock("bwd.rmsnorm", t0);
+      this.inputGrad(dxmid, dln, a.resid, lw.attnNorm, a.rstd1, dres, N);
     }
+  }
+
+  /** d(branch output before its out-norm) from d(residual stream): residualScale, then the out-norm's backward. */
+  private branchGrad(
+    dOut: Float32Array,
+    pre: Float32Array,
+    outNorm: Float32Array | null,
+    rstd: Float32Array,
+    N: number,
+  ): Float32Array {
+    const C = this.config.hiddenSize;
+    const m = this.config.residualScale;
+    let dy = dOut;
+    if (m !== 1) {
+      const scaled = this.s.dbranch;
+      for (let i = 0; i < N * C; i++) scaled[i] = m * dOut[i];
+      dy = scaled;
+    }
+    if (!outNorm) return dy;
+    const t0 = tick();
+    this.kern.rmsnormBackward(dy, pre, outNorm, rstd, this.s.dtmp, null, N, C);
+    tock("bwd.rmsnorm", t0);
+    return this.s.dtmp;
+  }
+
+  /** d(residual input) = d(residual output) + d(branch input) through the in-norm, if any. */
+  private inputGrad(
+    dOut: Float32Array,
+    dh: Float32Array,
+    x: Float32Array,
+    inNorm: Float32Array | null,
+    rstd: Float32Array,
+    dx: Float32Array,
+    N: number,
+  ): void {
+    const C = this.config.hiddenSize;
+    const t0 = tick();
+    let d = dh;
+    if (inNorm) {
+      this.kern.rmsnormBackward(dh, x, inNorm, rstd, this.s.dtmp, null, N, C);
+      d = this.s.dtmp;
+    }
+    for (let i = 0; i < N * C; i++) dx[i] = dOut[i] + d[i];
+    tock("bwd.rmsnorm", t0);
   }
 
   // ------------------------------------------------------------------ inference
@@ -629,17 +714,27 @@ export class LlamaGraph {
   /** Logits [T,V] for one sequence (a fresh forward pass). */
   logits(tokenIds: ArrayLike<number>, lora: LoraLayers | null): Float32Array {
     const T = tokenIds.length;
-    const { hiddenSize: C, vocabSize: V } = this.config;
-    const batch: Batch = {
-      B: 1,
-      T,
-      inputIds: Int32Array.from(tokenIds),
-      targets: new Int32Array(T).fill(-100),
-      lengths: Int32Array.of(T),
-    };
-    this.forwardLayers(batch, lora);
-    const out = new Float32Array(T * V);
-    this.kern.matmul(this.xf, this.weights.lmHead, out, T, V, C, false, true, false);
+    const positions = new Int32Array(T);
+    for (let t = 0; t < T; t++) positions[t] = t;
+    const xf = this.run({
+      N: T,
+      ids: tokenIds,
+      positions,
+      segments: [{ row: 0, rows: T, cache: null }],
+      lora: [{ row: 0, rows: T, lora }],
+    });
+    const out = new Float32Array(T * this.config.vocabSize);
+    this.lmHead(xf, out, T, null);
     return out;
+  }
+
+  /** Logits [rows.length, V] of chosen rows of the last run (decode: each sequence's last new token). */
+  logitsOfRows(rowIndices: readonly number[], out: Float32Array): void {
+    const C = this.config.hiddenSize;
+    const xf = this.s.xf;
+    const gathered =
+      rowIndices.length <= this.headTargets.length ? this.headRows : new Float32Array(rowIndices.length * C);
+    for (const [i, row] of rowIndices.entries()) gathered.set(xf.subarray(row * C, row * C + C), i * C);
+    this.lmHead(gathered, out, rowIndices.length, null);
   }
 }

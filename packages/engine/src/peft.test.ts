@@ -7,21 +7,17 @@ import { isEngineError } from "./errors.js";
 import { initLoraAdapter, loraLayersOf } from "./lora.js";
 import { loadAdapter, saveAdapter } from "./peft.js";
 import { readSafetensors, writeSafetensors } from "./safetensors.js";
-import type { LlamaConfig } from "./types.js";
+import { smallTestConfig } from "./testing/random-weights.js";
 
-const config: LlamaConfig = {
+const config = smallTestConfig({
   hiddenSize: 12,
   intermediateSize: 20,
-  numHiddenLayers: 2,
   numAttentionHeads: 3,
   numKeyValueHeads: 1,
   headDim: 4,
-  rmsNormEps: 1e-5,
-  ropeTheta: 10000,
   vocabSize: 30,
-  tieWordEmbeddings: true,
   maxPositionEmbeddings: 64,
-};
+});
 
 test("adapters are saved in PEFT's layout and load back identically", () => {
   const dir = mkdtempSync(join(tmpdir(), "svc-peft-"));

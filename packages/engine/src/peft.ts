@@ -6,17 +6,34 @@ import { join } from "node:path";
 import { EngineError } from "./errors.js";
 import { validateLoraSpec } from "./lora.js";
 import { readSafetensors, writeSafetensors } from "./safetensors.js";
-import { ALL_LORA_TARGETS, type LoraAdapter, type LoraTarget } from "./types.js";
+import type { LoraAdapter } from "./types.js";
 
 export interface SaveAdapterOptions {
   /** Written as base_model_name_or_path (a hub id or the base model's folder). */
   baseModelName?: string;
 }
 
-// lora_A / lora_B of one projection; PEFT's in-memory names carry the adapter
+// lora_A / lora_B of one module; PEFT's in-memory names carry the adapter
 // name (".lora_A.default.weight"), its saved files do not: accept both.
 const TENSOR_NAME =
-  /^base_model\.model\.model\.layers\.(\d+)\.(self_attn|mlp)\.(q_proj|k_proj|v_proj|o_proj|gate_proj|up_proj|down_proj)\.lora_([AB])(?:\.default)?\.weight$/;
+  /^base_model\.model\.model\.layers\.(\d+)\.(self_attn|mlp)\.([a-z_]+)\.lora_([AB])(?:\.default)?\.weight$/;
+
+// Modules in the families' order (a family lists a subset), so a loaded spec reads like a made one.
+const MODULE_ORDER = [
+  "q_proj",
+  "k_proj",
+  "v_proj",
+  "qkv_proj",
+  "o_proj",
+  "gate_proj",
+  "up_proj",
+  "gate_up_proj",
+  "down_proj",
+];
+const moduleRank = (name: string) => {
+  const i = MODULE_ORDER.indexOf(name);
+  return i < 0 ? MODULE_ORDER.length : i;
+};
 
 export function saveAdapter(adapter: LoraAdapter, dir: string, options: SaveAdapterOptions = {}): void {
   mkdirSync(dir, { recursive: true });
@@ -42,7 +59,7 @@ export function saveAdapter(adapter: LoraAdapter, dir: string, options: SaveAdap
     r,
     rank_pattern: {},
     revision: null,
-    target_modules: ALL_LORA_TARGETS.filter((t) => targetModules.includes(t)),
+    target_modules: [...targetModules],
     task_type: "CAUSAL_LM",
     use_dora: false,
     use_rslora: false,
@@ -86,26 +103,26 @@ export function loadAdapter(dir: string): LoraAdapter {
     if (v && typeof v === "object" && Object.keys(v).length > 0) throw refuse(`${key} is not supported`);
   }
   if (raw.layers_to_transform != null) throw refuse("layers_to_transform is not supported");
-  let targets: string[];
-  if (raw.target_modules === "all-linear") targets = [...ALL_LORA_TARGETS];
-  else if (Array.isArray(raw.target_modules)) targets = raw.target_modules as string[];
-  else throw refuse("target_modules must be a list of projection names");
-  for (const t of targets) {
-    if (!ALL_LORA_TARGETS.includes(t as LoraTarget)) {
-      throw refuse(`target module "${t}" is not supported (one of ${ALL_LORA_TARGETS.join(", ")})`);
-    }
+  for (const key of ["modules_to_save", "exclude_modules", "target_parameters", "trainable_token_indices"]) {
+    const v = raw[key];
+    if (v != null && !(Array.isArray(v) && v.length === 0)) throw refuse(`${key} is not supported`);
   }
-  const spec = {
-    r: raw.r as number,
-    alpha: raw.lora_alpha as number,
-    targetModules: ALL_LORA_TARGETS.filter((t) => targets.includes(t)),
-  };
+  if (raw.lora_bias === true) throw refuse("lora_bias: true is not supported");
+  const listed = raw.target_modules;
+  if (listed !== "all-linear" && !(Array.isArray(listed) && listed.every((t) => typeof t === "string"))) {
+    throw refuse('target_modules must be a list of module names or "all-linear"');
+  }
+
+  const r = raw.r as number;
+  const alpha = raw.lora_alpha as number;
   try {
-    validateLoraSpec(spec);
+    validateLoraSpec({ r, alpha, targetModules: ["(checked against the model when applied)"] });
   } catch (error) {
     throw refuse((error as Error).message);
   }
 
+  // the adapted modules are those with tensors (target_modules may name more, as PEFT allows)
+  const modules: string[] = [];
   const weightsFile = join(dir, "adapter_model.safetensors");
   const file = readSafetensors(weightsFile);
   const tensors = new Map<string, Float32Array>();
@@ -119,22 +136,25 @@ export function loadAdapter(dir: string): LoraAdapter {
       );
     }
     const [, layer, group, target, factor] = match;
-    if (!spec.targetModules.includes(target as LoraTarget)) {
+    if (listed !== "all-linear" && !(listed as string[]).includes(target)) {
       throw new EngineError(
         "shape_mismatch",
         `${weightsFile}: tensor ${name} is not among target_modules`,
         weightsFile,
       );
     }
+    if (!modules.includes(target)) modules.push(target);
     const expectRank = factor === "A" ? t.shape[0] : t.shape[1];
-    if (t.shape.length !== 2 || expectRank !== spec.r) {
+    if (t.shape.length !== 2 || expectRank !== r) {
       throw new EngineError(
         "shape_mismatch",
-        `${weightsFile}: tensor ${name} has shape [${t.shape}], expected rank ${spec.r} in dimension ${factor === "A" ? 0 : 1}`,
+        `${weightsFile}: tensor ${name} has shape [${t.shape}], expected rank ${r} in dimension ${factor === "A" ? 0 : 1}`,
         weightsFile,
       );
     }
     tensors.set(`base_model.model.model.layers.${layer}.${group}.${target}.lora_${factor}.weight`, t.data);
   }
-  return { spec, tensors };
+  if (modules.length === 0) throw refuse(`${weightsFile} holds no LoRA tensors`);
+  modules.sort((a, b) => moduleRank(a) - moduleRank(b));
+  return { spec: { r, alpha, targetModules: modules }, tensors };
 }

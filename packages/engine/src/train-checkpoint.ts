@@ -5,12 +5,10 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { EngineError } from "./errors.js";
-import { loraTensorName } from "./lora.js";
 import type { AdamW } from "./optim.js";
 import { loadAdapter } from "./peft.js";
 import { readSafetensors, writeSafetensors } from "./safetensors.js";
-import { ALL_LORA_TARGETS, type LoraAdapter } from "./types.js";
-import type { LoraLayers } from "./weights.js";
+import type { LoraAdapter } from "./types.js";
 
 export interface TrainerState {
   global_step: number;
@@ -37,24 +35,12 @@ function optimizerName(kind: "m" | "v", tensorName: string): string {
 }
 
 /** The PEFT name of each parameter, in loraParams order. */
-function paramNames(adapter: LoraAdapter, lora: LoraLayers): string[] {
-  const names: string[] = [];
-  lora.layers.forEach((pairs, layer) => {
-    for (const target of ALL_LORA_TARGETS) {
-      if (pairs[target]) names.push(loraTensorName(layer, target, "A"), loraTensorName(layer, target, "B"));
-    }
-  });
-  if (names.length !== adapter.tensors.size) throw new Error("adapter and LoRA view disagree");
-  return names;
+function paramNames(adapter: LoraAdapter): string[] {
+  return [...adapter.tensors.keys()];
 }
 
-export function writeOptimizerState(
-  file: string,
-  adapter: LoraAdapter,
-  lora: LoraLayers,
-  optimizer: AdamW,
-): void {
-  const names = paramNames(adapter, lora);
+export function writeOptimizerState(file: string, adapter: LoraAdapter, optimizer: AdamW): void {
+  const names = paramNames(adapter);
   const tensors: [string, { shape: number[]; data: Float32Array }][] = [];
   names.forEach((name, i) => {
     tensors.push([optimizerName("m", name), { shape: [optimizer.m[i].length], data: optimizer.m[i] }]);
@@ -67,7 +53,6 @@ export function restoreCheckpoint(
   dir: string,
   adapter: LoraAdapter,
   optimizer: AdamW,
-  lora: LoraLayers,
   history: TrainerState["log_history"],
   expect: { n: number; samplesPerStep: number; seed: number },
 ): number {
@@ -101,7 +86,7 @@ export function restoreCheckpoint(
   if (
     saved.spec.r !== spec.r ||
     saved.spec.alpha !== spec.alpha ||
-    saved.spec.targetModules.join() !== spec.targetModules.join()
+    [...saved.spec.targetModules].sort().join() !== [...spec.targetModules].sort().join()
   ) {
     throw mismatch("LoRA", saved.spec, spec);
   }
@@ -109,7 +94,7 @@ export function restoreCheckpoint(
 
   const optimFile = join(dir, "optimizer.safetensors");
   const moments = readSafetensors(optimFile);
-  paramNames(adapter, lora).forEach((name, i) => {
+  paramNames(adapter).forEach((name, i) => {
     const m = moments.tensors.get(optimizerName("m", name));
     const v = moments.tensors.get(optimizerName("v", name));
     if (!m || !v || m.data.length !== optimizer.m[i].length || v.data.length !== optimizer.v[i].length) {

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { countTargets, countTokens, makeBatch } from "./batching.js";
 import { EngineError } from "./errors.js";
 import { initLoraAdapter, loraLayersOf, loraParams, zerosLike } from "./lora.js";
-import { type Batch, LlamaGraph } from "./model.js";
+import { type Batch, ModelGraph } from "./model.js";
 import { AdamW, clipGradNorm } from "./optim.js";
 import { saveAdapter } from "./peft.js";
 import { Rng } from "./rng.js";
@@ -165,9 +165,10 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
 
   const adapter = initLoraAdapter(config, settings.lora, settings.seed);
   const lora = loraLayersOf(adapter, config);
-  const grads = zerosLike(lora);
-  const params = loraParams(lora);
-  const gradList = loraParams(grads);
+  const gradAdapter = zerosLike(adapter);
+  const grads = loraLayersOf(gradAdapter, config);
+  const params = loraParams(adapter);
+  const gradList = loraParams(gradAdapter);
   const optimizer = new AdamW(params, {
     beta1: settings.adamBeta1,
     beta2: settings.adamBeta2,
@@ -177,14 +178,14 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
   const history: TrainerState["log_history"] = [];
   let step = 0;
   if (options.resumeFrom) {
-    step = restoreCheckpoint(options.resumeFrom, adapter, optimizer, lora, history, {
+    step = restoreCheckpoint(options.resumeFrom, adapter, optimizer, history, {
       n,
       samplesPerStep,
       seed: settings.seed,
     });
   }
 
-  const graph = new LlamaGraph(config, model.weights);
+  const graph = new ModelGraph(config, model.weights);
   const checkpoints: CheckpointInfo[] = [];
   const baseModelName = model.dir;
   const writeCheckpoint = async (): Promise<CheckpointInfo> => {
@@ -204,7 +205,7 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
       log_history: history,
     };
     writeFileSync(join(dir, "trainer_state.json"), `${JSON.stringify(state, null, 2)}\n`);
-    writeOptimizerState(join(dir, "optimizer.safetensors"), adapter, lora, optimizer);
+    writeOptimizerState(join(dir, "optimizer.safetensors"), adapter, optimizer);
     const info = { step, dir };
     checkpoints.push(info);
     await options.onCheckpoint?.(info);
@@ -321,7 +322,7 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
 
 /** Mean token loss over a set, in micro-batches of B (no gradients); null when aborted part-way. */
 export async function evaluate(
-  graph: LlamaGraph,
+  graph: ModelGraph,
   lora: LoraLayers | null,
   examples: TokenizedExample[],
   B: number,

@@ -46,37 +46,13 @@ export interface Tokenizer {
 
 // ---------------------------------------------------------------- model (load.ts, model.ts)
 
-/** The subset of Hugging Face LlamaConfig the engine reads (config.json). */
-export interface LlamaConfig {
-  hiddenSize: number;
-  intermediateSize: number;
-  numHiddenLayers: number;
-  numAttentionHeads: number;
-  numKeyValueHeads: number;
-  headDim: number;
-  rmsNormEps: number;
-  ropeTheta: number;
-  vocabSize: number;
-  tieWordEmbeddings: boolean;
-  maxPositionEmbeddings: number;
-}
-
-export type LoraTarget = "q_proj" | "k_proj" | "v_proj" | "o_proj" | "gate_proj" | "up_proj" | "down_proj";
-
-export const ALL_LORA_TARGETS: readonly LoraTarget[] = [
-  "q_proj",
-  "k_proj",
-  "v_proj",
-  "o_proj",
-  "gate_proj",
-  "up_proj",
-  "down_proj",
-];
+export type { FamilyName, LoraModule, ModelConfig, Slot } from "./families/types.js";
 
 export interface LoraSpec {
   r: number;
   alpha: number;
-  targetModules: LoraTarget[];
+  /** PEFT module names of the model's family (e.g. q_proj, or Phi-3's qkv_proj), or ["all-linear"]. */
+  targetModules: string[];
 }
 
 /** A LoRA adapter held in memory (PEFT layout on disk: adapter_config.json + adapter_model.safetensors). */
@@ -94,8 +70,8 @@ export interface LoadModelOptions {
 export interface Model {
   readonly dir: string;
   /** Base weights (frozen during LoRA training; shared by every adapter view). */
-  readonly weights: import("./weights.js").LlamaWeights;
-  readonly config: LlamaConfig;
+  readonly weights: import("./weights.js").ModelWeights;
+  readonly config: import("./families/types.js").ModelConfig;
   readonly tokenizer: Tokenizer;
   /** The adapter applied to this model view, if any. */
   readonly adapter: LoraAdapter | null;

@@ -1,74 +1,65 @@
-// In-memory layout of a Llama model's weights, shared by the training forward /
-// backward (model.ts) and the batched decoding path (generate.ts).
-// Every matrix is row-major in Hugging Face's [out, in] orientation.
-import type { LlamaConfig, LoraTarget } from "./types.js";
+// In-memory layout of a model's weights, read by the one forward/backward
+// graph (model.ts) for training, logits and decode. Every matrix is row-major
+// in Hugging Face's [out, in] orientation; fused checkpoint tensors (Phi-3's
+// qkv_proj, gate_up_proj) are split into per-slot views without copies, and
+// (1 + w) norms (Gemma) are stored as their effective weight.
+import type { ModelConfig, Slot } from "./families/index.js";
 
 export interface LayerWeights {
-  inputNorm: Float32Array; // [hidden]
+  attnNorm: Float32Array | null; // [hidden]
+  attnOutNorm: Float32Array | null; // [hidden]
+  mlpNorm: Float32Array | null; // [hidden]
+  mlpOutNorm: Float32Array | null; // [hidden]
+  qNorm: Float32Array | null; // [headDim] per head, or [nHeads*headDim] over the projection
+  kNorm: Float32Array | null; // [headDim] or [nKv*headDim]
   q: Float32Array; // [nHeads*headDim, hidden]
   k: Float32Array; // [nKv*headDim, hidden]
   v: Float32Array; // [nKv*headDim, hidden]
   o: Float32Array; // [hidden, nHeads*headDim]
-  postNorm: Float32Array; // [hidden]
   gate: Float32Array; // [ffn, hidden]
   up: Float32Array; // [ffn, hidden]
   down: Float32Array; // [hidden, ffn]
+  /** Biases of the projections that have one, [out]. */
+  bias: Partial<Record<Slot, Float32Array>>;
 }
 
-export interface LlamaWeights {
+export interface ModelWeights {
   embed: Float32Array; // [vocab, hidden]
   layers: LayerWeights[];
-  finalNorm: Float32Array; // [hidden]
+  finalNorm: Float32Array; // [hidden] (effective weight)
   /** [vocab, hidden]; the same array as embed when tie_word_embeddings. */
   lmHead: Float32Array;
 }
 
-/** LoRA factors of one projection: delta W = scale * B·A. */
+/** LoRA factors of one slot: delta W = scale * B·A (views into the adapter's tensors). */
 export interface LoraPair {
   a: Float32Array; // [r, in]
   b: Float32Array; // [out, r]
 }
 
-/** LoRA factors by layer and projection, with scale = alpha / r. */
+/** LoRA factors by layer and slot, with scale = alpha / r. */
 export interface LoraLayers {
   r: number;
   scale: number;
-  layers: Partial<Record<LoraTarget, LoraPair>>[];
+  layers: Partial<Record<Slot, LoraPair>>[];
 }
 
-/** Input and output sizes of each projection. */
-export function projectionShape(config: LlamaConfig, target: LoraTarget): { in: number; out: number } {
+/** Input and output sizes of each slot's projection. */
+export function projectionShape(config: ModelConfig, slot: Slot): { in: number; out: number } {
   const qDim = config.numAttentionHeads * config.headDim;
   const kvDim = config.numKeyValueHeads * config.headDim;
-  switch (target) {
-    case "q_proj":
+  switch (slot) {
+    case "q":
       return { in: config.hiddenSize, out: qDim };
-    case "k_proj":
-    case "v_proj":
+    case "k":
+    case "v":
       return { in: config.hiddenSize, out: kvDim };
-    case "o_proj":
+    case "o":
       return { in: qDim, out: config.hiddenSize };
-    case "gate_proj":
-    case "up_proj":
+    case "gate":
+    case "up":
       return { in: config.hiddenSize, out: config.intermediateSize };
-    case "down_proj":
+    case "down":
       return { in: config.intermediateSize, out: config.hiddenSize };
   }
-}
-
-/** Rotary tables cos/sin [maxPos, headDim/2] with inv_freq = theta^(-2i/headDim), as Hugging Face computes them. */
-export function ropeTables(config: LlamaConfig, maxPos: number): { cos: Float32Array; sin: Float32Array } {
-  const half = config.headDim / 2;
-  const cos = new Float32Array(maxPos * half);
-  const sin = new Float32Array(maxPos * half);
-  for (let i = 0; i < half; i++) {
-    // Hugging Face computes inv_freq in float32, then angles in float32.
-    const invFreq = Math.fround(1 / config.ropeTheta ** Math.fround((2 * i) / config.headDim));
-    for (let p = 0; p < maxPos; p++) {
-      const angle = Math.fround(p * invFreq);
-      cos[p * half + i] = Math.cos(angle);
-      sin[p * half + i] = Math.sin(angle);
-    }
-  }
-  return { cos, sin };
 }

@@ -1,21 +1,21 @@
 // In-memory models for generation tests: random weights over the byte-level
 // test tokenizer, with the training forward as logits().
 import { loraLayersOf } from "../lora.js";
-import { LlamaGraph } from "../model.js";
+import { ModelGraph } from "../model.js";
 import { loadTokenizer } from "../tokenizer.js";
-import type { LlamaConfig, LoraAdapter, Model, Tokenizer } from "../types.js";
-import type { LlamaWeights } from "../weights.js";
-import { randomLlamaWeights, smallTestConfig } from "./random-weights.js";
+import type { LoraAdapter, Model, ModelConfig, Tokenizer } from "../types.js";
+import type { ModelWeights } from "../weights.js";
+import { randomModelWeights, smallTestConfig } from "./random-weights.js";
 import { writeTestTokenizer } from "./test-tokenizer.js";
 
 /** A Model over in-memory weights, with the training forward as its logits(). */
 export function memoryModel(
-  config: LlamaConfig,
-  weights: LlamaWeights,
+  config: ModelConfig,
+  weights: ModelWeights,
   tokenizer: Tokenizer,
   adapter: LoraAdapter | null = null,
 ): Model {
-  const graph = new LlamaGraph(config, weights);
+  const graph = new ModelGraph(config, weights);
   return {
     dir: "<memory>",
     weights,
@@ -35,5 +35,5 @@ export async function byteTokenModel(dir: string): Promise<Model> {
   const { vocabSize } = await writeTestTokenizer(dir);
   const tokenizer = await loadTokenizer(dir);
   const config = smallTestConfig({ vocabSize, numHiddenLayers: 2, maxPositionEmbeddings: 512 });
-  return memoryModel(config, randomLlamaWeights(config, 3), tokenizer);
+  return memoryModel(config, randomModelWeights(config, 3), tokenizer);
 }

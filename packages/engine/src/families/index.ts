@@ -1,0 +1,90 @@
+// The families the engine computes, found by config.json's architecture.
+import { EngineError } from "../errors.js";
+import { ConfigKeys } from "./config-keys.js";
+import type { Family } from "./family.js";
+import { gemma3 } from "./gemma3.js";
+import { llama, mistral } from "./llama.js";
+import { granite, olmo2, smollm3 } from "./others.js";
+import { phi3 } from "./phi3.js";
+import { qwen2, qwen3 } from "./qwen.js";
+import type { FamilyName, LoraModule, ModelConfig } from "./types.js";
+
+export type { Family } from "./family.js";
+export * from "./types.js";
+
+export const FAMILIES: readonly Family[] = [
+  llama,
+  mistral,
+  qwen2,
+  qwen3,
+  gemma3,
+  phi3,
+  smollm3,
+  olmo2,
+  granite,
+];
+
+const byName = new Map<FamilyName, Family>(FAMILIES.map((f) => [f.name, f]));
+
+export function familyOf(config: ModelConfig): Family {
+  return byName.get(config.family) as Family;
+}
+
+/** Parses a Hugging Face config.json object; `file` is named in errors. */
+export function parseModelConfig(raw: unknown, file = "config.json"): ModelConfig {
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
+    throw new EngineError("invalid_file", `${file}: expected a JSON object`, file);
+  }
+  const json = raw as Record<string, unknown>;
+  const architectures = Array.isArray(json.architectures) ? (json.architectures as unknown[]) : [];
+  const family =
+    FAMILIES.find((f) => architectures.some((a) => f.architectures.includes(a as string))) ??
+    (architectures.length === 0
+      ? FAMILIES.find((f) => f.modelTypes.includes(json.model_type as string))
+      : undefined);
+  if (!family) {
+    const named = architectures.length > 0 ? architectures.join(", ") : String(json.model_type ?? "none");
+    const known = FAMILIES.flatMap((f) => f.architectures).join(", ");
+    throw new EngineError(
+      "unsupported_architecture",
+      `${file}: architecture ${named} is not supported (supported: ${known})`,
+      file,
+    );
+  }
+  if (json.model_type !== undefined && !family.modelTypes.includes(json.model_type as string)) {
+    throw new EngineError(
+      "unsupported_architecture",
+      `${file}: model_type "${String(json.model_type)}" does not match architecture ${family.architectures[0]}`,
+      file,
+    );
+  }
+  const architecture = (architectures.find((a) => family.architectures.includes(a as string)) ??
+    family.architectures[0]) as string;
+  return family.parse(new ConfigKeys(json, file), architecture);
+}
+
+/** The modules a LoRA adapter may target on this model (PEFT's names; "all-linear" means all of them). */
+export function loraModulesOf(config: ModelConfig): readonly LoraModule[] {
+  return familyOf(config).modules;
+}
+
+/** Parameters of the base model, counted from the checkpoint tensors the config implies. */
+export function parameterCount(config: ModelConfig): number {
+  const {
+    hiddenSize: C,
+    intermediateSize: F,
+    vocabSize: V,
+    numAttentionHeads: Hq,
+    numKeyValueHeads: Hkv,
+  } = config;
+  const Q = Hq * config.headDim;
+  const K = Hkv * config.headDim;
+  const b = config.block;
+  const out: Record<string, number> = { q: Q, k: K, v: K, o: C, gate: F, up: F, down: C };
+  let layer = 2 * Q * C + 2 * K * C + 3 * F * C;
+  for (const slot of b.biases) layer += out[slot];
+  layer += C * [b.attnNorm, b.attnOutNorm, b.mlpNorm, b.mlpOutNorm].filter(Boolean).length;
+  if (b.qkNorm === "head") layer += 2 * config.headDim;
+  if (b.qkNorm === "projection") layer += Q + K;
+  return V * C + config.numHiddenLayers * layer + C + (config.tieWordEmbeddings ? 0 : V * C);
+}

@@ -1,0 +1,59 @@
+// Llama 1/2/3.x and Mistral: pre-norm SwiGLU blocks; Llama's optional
+// attention/MLP biases, Mistral's sliding window over every layer.
+import { assemble, LLAMA_BLOCK, layerTypes, readSizes, requireActivation, ropeParameters } from "./common.js";
+import type { ConfigKeys } from "./config-keys.js";
+import { type Family, LLAMA_NORMS, SEPARATE_PROJECTIONS } from "./family.js";
+import type { Slot } from "./types.js";
+
+export const llama: Family = {
+  name: "llama",
+  architectures: ["LlamaForCausalLM"],
+  modelTypes: ["llama"],
+  norms: LLAMA_NORMS,
+  normPlusOne: false,
+  modules: SEPARATE_PROJECTIONS,
+  parse(keys: ConfigKeys, architecture: string) {
+    const sizes = readSizes(keys);
+    requireActivation(keys, "hidden_act", ["silu"], "silu");
+    keys.only("pretraining_tp", 1);
+    const biases: Slot[] = [];
+    if (keys.bool("attention_bias", false)) biases.push("q", "k", "v", "o");
+    if (keys.bool("mlp_bias", false)) biases.push("gate", "up", "down");
+    return assemble(keys, {
+      family: "llama",
+      architecture,
+      sizes,
+      block: { ...LLAMA_BLOCK, biases },
+      types: layerTypes(keys, sizes.numHiddenLayers, () =>
+        Array(sizes.numHiddenLayers).fill("full_attention"),
+      ),
+      slidingWindow: null,
+      rope: ropeParameters(keys),
+    });
+  },
+};
+
+export const mistral: Family = {
+  name: "mistral",
+  architectures: ["MistralForCausalLM"],
+  modelTypes: ["mistral"],
+  norms: LLAMA_NORMS,
+  normPlusOne: false,
+  modules: SEPARATE_PROJECTIONS,
+  parse(keys: ConfigKeys, architecture: string) {
+    const sizes = readSizes(keys);
+    requireActivation(keys, "hidden_act", ["silu"], "silu");
+    const window = keys.optionalInt("sliding_window");
+    return assemble(keys, {
+      family: "mistral",
+      architecture,
+      sizes,
+      block: LLAMA_BLOCK,
+      types: layerTypes(keys, sizes.numHiddenLayers, () =>
+        Array(sizes.numHiddenLayers).fill(window ? "sliding_attention" : "full_attention"),
+      ),
+      slidingWindow: window,
+      rope: ropeParameters(keys),
+    });
+  },
+};

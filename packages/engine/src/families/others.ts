@@ -1,0 +1,133 @@
+// SmolLM3 (layers without rotary embeddings), OLMo 2 (norms after attention
+// and MLP instead of before, q/k norms over the whole projection) and Granite
+// (embedding, attention, residual and logit multipliers).
+import {
+  assemble,
+  type LayerType,
+  LLAMA_BLOCK,
+  layerTypes,
+  readSizes,
+  requireActivation,
+  ropeParameters,
+} from "./common.js";
+import type { ConfigKeys } from "./config-keys.js";
+import { type Family, LLAMA_NORMS, SEPARATE_PROJECTIONS } from "./family.js";
+import type { Slot } from "./types.js";
+
+function llamaBiases(keys: ConfigKeys): Slot[] {
+  const biases: Slot[] = [];
+  if (keys.bool("attention_bias", false)) biases.push("q", "k", "v", "o");
+  if (keys.bool("mlp_bias", false)) biases.push("gate", "up", "down");
+  return biases;
+}
+
+export const smollm3: Family = {
+  name: "smollm3",
+  architectures: ["SmolLM3ForCausalLM"],
+  modelTypes: ["smollm3"],
+  norms: LLAMA_NORMS,
+  normPlusOne: false,
+  modules: SEPARATE_PROJECTIONS,
+  parse(keys: ConfigKeys, architecture: string) {
+    const sizes = readSizes(keys);
+    requireActivation(keys, "hidden_act", ["silu"], "silu");
+    const L = sizes.numHiddenLayers;
+    const interval = keys.int("no_rope_layer_interval", 4);
+    const given = keys.get("no_rope_layers");
+    // no_rope_layers[l] is 1 where layer l USES rotary embeddings (transformers' naming)
+    let usesRope: number[];
+    if (given === undefined || given === null) {
+      usesRope = Array.from({ length: L }, (_, l) => ((l + 1) % interval !== 0 ? 1 : 0));
+    } else if (Array.isArray(given) && given.length === L && given.every((v) => v === 0 || v === 1)) {
+      usesRope = given as number[];
+    } else {
+      throw keys.refuse(`"no_rope_layers" must list 0 or 1 for each of the ${L} layers`);
+    }
+    const use = keys.bool("use_sliding_window", false);
+    const window = keys.optionalInt("sliding_window");
+    keys.accept("max_window_layers");
+    const types = layerTypes(keys, L, () =>
+      Array.from(
+        { length: L },
+        (_, l): LayerType =>
+          use && window !== null && !usesRope[l] ? "sliding_attention" : "full_attention",
+      ),
+    );
+    return assemble(keys, {
+      family: "smollm3",
+      architecture,
+      sizes,
+      block: { ...LLAMA_BLOCK, biases: llamaBiases(keys) },
+      types,
+      slidingWindow: window,
+      rope: ropeParameters(keys),
+      noRope: usesRope.map((v) => v === 0),
+    });
+  },
+};
+
+export const olmo2: Family = {
+  name: "olmo2",
+  architectures: ["Olmo2ForCausalLM"],
+  modelTypes: ["olmo2"],
+  norms: {
+    attnOutNorm: "post_attention_layernorm",
+    mlpOutNorm: "post_feedforward_layernorm",
+    qNorm: "self_attn.q_norm",
+    kNorm: "self_attn.k_norm",
+  },
+  normPlusOne: false,
+  modules: SEPARATE_PROJECTIONS,
+  parse(keys: ConfigKeys, architecture: string) {
+    const sizes = readSizes(keys, { rmsNormEps: 1e-5 });
+    requireActivation(keys, "hidden_act", ["silu"], "silu");
+    const biases: Slot[] = keys.bool("attention_bias", false) ? ["q", "k", "v", "o"] : [];
+    return assemble(keys, {
+      family: "olmo2",
+      architecture,
+      sizes,
+      block: {
+        attnNorm: false,
+        attnOutNorm: true,
+        mlpNorm: false,
+        mlpOutNorm: true,
+        qkNorm: "projection",
+        activation: "silu",
+        biases,
+      },
+      types: layerTypes(keys, sizes.numHiddenLayers, () =>
+        Array(sizes.numHiddenLayers).fill("full_attention"),
+      ),
+      slidingWindow: null,
+      rope: ropeParameters(keys),
+    });
+  },
+};
+
+export const granite: Family = {
+  name: "granite",
+  architectures: ["GraniteForCausalLM"],
+  modelTypes: ["granite"],
+  norms: LLAMA_NORMS,
+  normPlusOne: false,
+  modules: SEPARATE_PROJECTIONS,
+  parse(keys: ConfigKeys, architecture: string) {
+    const sizes = readSizes(keys);
+    requireActivation(keys, "hidden_act", ["silu"], "silu");
+    return assemble(keys, {
+      family: "granite",
+      architecture,
+      sizes,
+      block: { ...LLAMA_BLOCK, biases: llamaBiases(keys) },
+      types: layerTypes(keys, sizes.numHiddenLayers, () =>
+        Array(sizes.numHiddenLayers).fill("full_attention"),
+      ),
+      slidingWindow: null,
+      rope: ropeParameters(keys),
+      embeddingScale: keys.num("embedding_multiplier", 1),
+      attentionScale: keys.num("attention_multiplier", 1),
+      residualScale: keys.num("residual_multiplier", 1),
+      logitScale: 1 / keys.num("logits_scaling", 1),
+    });
+  },
+};

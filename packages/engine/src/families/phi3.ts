@@ -1,0 +1,40 @@
+// Phi-3 / Phi-4-mini: fused qkv_proj and gate_up_proj (split into slots at
+// load; LoRA adapts the fused modules), partial rotary embeddings, longrope,
+// and a sliding window over every layer when set.
+import { assemble, LLAMA_BLOCK, layerTypes, readSizes, requireActivation, ropeParameters } from "./common.js";
+import type { ConfigKeys } from "./config-keys.js";
+import { type Family, LLAMA_NORMS } from "./family.js";
+
+export const phi3: Family = {
+  name: "phi3",
+  architectures: ["Phi3ForCausalLM"],
+  modelTypes: ["phi3"],
+  norms: LLAMA_NORMS,
+  normPlusOne: false,
+  modules: [
+    { name: "qkv_proj", parent: "self_attn", slots: ["q", "k", "v"] },
+    { name: "o_proj", parent: "self_attn", slots: ["o"] },
+    { name: "gate_up_proj", parent: "mlp", slots: ["gate", "up"] },
+    { name: "down_proj", parent: "mlp", slots: ["down"] },
+  ],
+  parse(keys: ConfigKeys, architecture: string) {
+    const sizes = readSizes(keys, { rmsNormEps: 1e-5, maxPositionEmbeddings: 4096 });
+    requireActivation(keys, "hidden_act", ["silu"], "silu");
+    const window = keys.optionalInt("sliding_window");
+    const partial = keys.num("partial_rotary_factor", 1);
+    const original = keys.optionalInt("original_max_position_embeddings") ?? undefined;
+    return assemble(keys, {
+      family: "phi3",
+      architecture,
+      sizes,
+      block: LLAMA_BLOCK,
+      types: layerTypes(keys, sizes.numHiddenLayers, () =>
+        Array(sizes.numHiddenLayers).fill(window ? "sliding_attention" : "full_attention"),
+      ),
+      slidingWindow: window,
+      rope: ropeParameters(keys),
+      partialRotaryFactor: partial,
+      originalMaxPositionEmbeddings: original,
+    });
+  },
+};

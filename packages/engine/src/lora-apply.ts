@@ -1,0 +1,207 @@
+// LoRA inside the graph: y += scale·(x·Aᵀ)·Bᵀ for the projections an adapter
+// targets, and its backward. Projections that read the same input form a group
+// (q/k/v, gate/up) whose x·Aᵀ is one matmul over their stacked A factors.
+// Rows may carry different adapters (decode batches many requests): each
+// LoraGroup is a contiguous run of rows with one adapter.
+import type { Slot } from "./families/index.js";
+import type { Kernels } from "./kernels/types.js";
+import type { LoraLayers, LoraPair } from "./weights.js";
+
+/** Rows row..row+rows-1 use this adapter (null: none). */
+export interface LoraGroup {
+  row: number;
+  rows: number;
+  lora: LoraLayers | null;
+}
+
+interface LayerLoraState {
+  xa: Partial<Record<Slot, Float32Array>>; // [N,r] x·Aᵀ per adapted slot (kept for backward)
+  aStack: Partial<Record<Slot, Float32Array>>; // [g*r,in] stacked A factors, keyed by the group's first slot
+}
+
+export class LoraRunner {
+  private rows = 0;
+  private rank = 0;
+  private layers: LayerLoraState[] = [];
+  private dxa = new Float32Array(0); // [N,r]
+  private xaGroup = new Float32Array(0); // [N,3r]
+  private dxaGroup = new Float32Array(0); // [N,3r]
+  private dAGroup = new Float32Array(0); // [3r,maxIn]
+
+  constructor(
+    private readonly kern: Kernels,
+    private readonly tick: () => number,
+    private readonly tock: (label: string, start: number) => void,
+  ) {}
+
+  /** Buffers for N rows, `layers` sets of saved activations, ranks up to r and inputs up to maxIn wide. */
+  ensure(N: number, layers: number, r: number, maxIn: number): void {
+    if (
+      N <= this.rows &&
+      r <= this.rank &&
+      layers <= this.layers.length &&
+      this.dAGroup.length >= 3 * r * maxIn
+    )
+      return;
+    this.rows = Math.max(N, this.rows);
+    this.rank = Math.max(r, this.rank);
+    this.layers = Array.from({ length: Math.max(layers, this.layers.length) }, () => ({
+      xa: {},
+      aStack: {},
+    }));
+    this.dxa = new Float32Array(this.rows * this.rank);
+    this.xaGroup = new Float32Array(this.rows * 3 * this.rank);
+    this.dxaGroup = new Float32Array(this.rows * 3 * this.rank);
+    this.dAGroup = new Float32Array(Math.max(this.dAGroup.length, 3 * this.rank * maxIn));
+  }
+
+  private xaBuffer(layer: number, slot: Slot): Float32Array {
+    const state = this.layers[layer];
+    let buf = state.xa[slot];
+    if (!buf) {
+      buf = new Float32Array(this.rows * this.rank);
+      state.xa[slot] = buf;
+    }
+    return buf;
+  }
+
+  /** The slots of a group that the adapter targets. */
+  private present(lora: LoraLayers, layer: number, slots: readonly Slot[]): number[] {
+    const out: number[] = [];
+    for (let i = 0; i < slots.length; i++) if (lora.layers[layer][slots[i]]) out.push(i);
+    return out;
+  }
+
+  private stackedA(
+    lora: LoraLayers,
+    state: number,
+    layer: number,
+    slots: readonly Slot[],
+    idx: number[],
+    inDim: number,
+  ) {
+    if (idx.length === 1) return (lora.layers[layer][slots[idx[0]]] as LoraPair).a;
+    const key = slots[idx[0]];
+    const size = idx.length * lora.r * inDim;
+    const acts = this.layers[state];
+    let stack = acts.aStack[key];
+    if (!stack || stack.length !== size) {
+      stack = new Float32Array(size);
+      acts.aStack[key] = stack;
+    }
+    for (const [j, i] of idx.entries())
+      stack.set((lora.layers[layer][slots[i]] as LoraPair).a, j * lora.r * inDim);
+    return stack;
+  }
+
+  /**
+   * ys[i][rows of each group] += scale·(x·A_iᵀ)·B_iᵀ for the group's projections.
+   * `state` is the activation set the x·Aᵀ values are kept in (the layer when training).
+   */
+  forward(
+    groups: readonly LoraGroup[],
+    x: Float32Array,
+    inDim: number,
+    layer: number,
+    state: number,
+    slots: readonly Slot[],
+    ys: Float32Array[],
+    outs: number[],
+  ): void {
+    for (const group of groups) {
+      const lora = group.lora;
+      if (!lora) continue;
+      const idx = this.present(lora, layer, slots);
+      if (idx.length === 0) continue;
+      const t = this.tick();
+      const k = this.kern;
+      const { row, rows } = group;
+      const r = lora.r;
+      const g = idx.length;
+      const gr = g * r;
+      const xRows = x.subarray(row * inDim, (row + rows) * inDim);
+      const a = this.stackedA(lora, state, layer, slots, idx, inDim);
+      const xaGroup = g === 1 ? this.xaBuffer(state, slots[idx[0]]) : this.xaGroup;
+      k.matmul(xRows, a, xaGroup, rows, gr, inDim, false, true, false); // [rows, g*r]
+      for (let j = 0; j < g; j++) {
+        const slot = slots[idx[j]];
+        const xa = this.xaBuffer(state, slot);
+        if (g > 1) {
+          for (let n = 0; n < rows; n++) {
+            const src = n * gr + j * r;
+            for (let c = 0; c < r; c++) xa[n * r + c] = xaGroup[src + c];
+          }
+        }
+        const pair = lora.layers[layer][slot] as LoraPair;
+        const out = outs[idx[j]];
+        const y = ys[idx[j]].subarray(row * out, (row + rows) * out);
+        k.matmul(xa, pair.b, y, rows, out, r, false, true, true, lora.scale);
+      }
+      this.tock("fwd.lora", t);
+    }
+  }
+
+  /**
+   * Backward of forward() for one adapter over all N rows (training), given
+   * dys[i] = d(ys[i]): dB_i += scale·dy_iᵀ·xa_i, dA_i += dxa_iᵀ·x with
+   * dxa_i = scale·dy_i·B_i, and when dx is given, dx += dxa·A_stacked.
+   * Slots of a fused module share one A, so their dA slices add up in it.
+   */
+  backward(
+    x: Float32Array,
+    N: number,
+    inDim: number,
+    lora: LoraLayers,
+    grads: LoraLayers,
+    layer: number,
+    slots: readonly Slot[],
+    dys: Float32Array[],
+    outs: number[],
+    dx: Float32Array | null,
+  ): void {
+    const idx = this.present(lora, layer, slots);
+    if (idx.length === 0) return;
+    const t = this.tick();
+    const k = this.kern;
+    const r = lora.r;
+    const g = idx.length;
+    const gr = g * r;
+    const dxaGroup = g === 1 ? this.dxa : this.dxaGroup;
+    for (let j = 0; j < g; j++) {
+      const slot = slots[idx[j]];
+      const pair = lora.layers[layer][slot] as LoraPair;
+      const gradPair = grads.layers[layer][slot] as LoraPair;
+      const dy = dys[idx[j]];
+      const out = outs[idx[j]];
+      k.matmul(dy, this.xaBuffer(layer, slot), gradPair.b, out, r, N, true, false, true, lora.scale); // dB[out,r]
+      k.matmul(dy, pair.b, this.dxa, N, r, out, false, false, false, lora.scale); // dxa[N,r]
+      if (g > 1) {
+        const dxa = this.dxa;
+        for (let n = 0; n < N; n++) {
+          const dst = n * gr + j * r;
+          for (let c = 0; c < r; c++) dxaGroup[dst + c] = dxa[n * r + c];
+        }
+      }
+    }
+    if (g === 1) {
+      const gradA = (grads.layers[layer][slots[idx[0]]] as LoraPair).a;
+      k.matmul(dxaGroup, x, gradA, r, inDim, N, true, false, true); // dA[r,in]
+    } else {
+      const dA = this.dAGroup;
+      k.matmul(dxaGroup, x, dA, gr, inDim, N, true, false, false); // [g*r, in]
+      for (let j = 0; j < g; j++) {
+        const gradA = (grads.layers[layer][slots[idx[j]]] as LoraPair).a;
+        const off = j * r * inDim;
+        for (let i = 0; i < r * inDim; i++) gradA[i] += dA[off + i];
+      }
+    }
+    if (dx) {
+      const a =
+        g === 1
+          ? (lora.layers[layer][slots[idx[0]]] as LoraPair).a
+          : this.layers[layer].aStack[slots[idx[0]]];
+      k.matmul(dxaGroup, a as Float32Array, dx, N, inDim, gr, false, false, true);
+    }
+    this.tock("bwd.lora", t);
+  }
+}
