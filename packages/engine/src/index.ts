@@ -6,7 +6,13 @@ export { readModelConfig } from "./config.js";
 export { parseDataset, readDataset } from "./dataset.js";
 export { EngineError, type EngineErrorCode, isEngineError } from "./errors.js";
 export { tokenizeExample } from "./examples.js";
-export { FAMILIES, loraModulesOf, parameterCount, parseModelConfig } from "./families/index.js";
+export {
+  FAMILIES,
+  LORA_MODULE_NAMES,
+  loraModulesOf,
+  parameterCount,
+  parseModelConfig,
+} from "./families/index.js";
 export { createGenerator, type GeneratorOptions } from "./generate.js";
 export { getKernels } from "./kernels/index.js";
 export type { Kernels } from "./kernels/types.js";

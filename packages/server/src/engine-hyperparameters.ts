@@ -1,8 +1,9 @@
 // A job's hyperparameters as the wire carries them, turned into the engine's:
 // lora.maxLength becomes the engine's top-level maxLength, and no targetModules
 // means every LoRA target. The job runner trains with them; POST /v1/jobs
-// bounds the job's planned steps with them.
-import { ALL_LORA_TARGETS, type LoraTarget, type TrainHyperparameters } from "@svc/engine";
+// bounds the job's planned steps with them. No targetModules means PEFT's
+// "all-linear": every linear layer of the model's family but the output head.
+import type { TrainHyperparameters } from "@svc/engine";
 import type { JobHyperparameters } from "./wire.js";
 
 export function engineHyperparameters(hp: JobHyperparameters): TrainHyperparameters {
@@ -13,7 +14,7 @@ export function engineHyperparameters(hp: JobHyperparameters): TrainHyperparamet
     lora: {
       r: lora.r,
       alpha: lora.alpha,
-      targetModules: (lora.targetModules as LoraTarget[] | undefined) ?? [...ALL_LORA_TARGETS],
+      targetModules: lora.targetModules ?? ["all-linear"],
     },
   };
 }

@@ -24,6 +24,12 @@ export const FAMILIES: readonly Family[] = [
   granite,
 ];
 
+/** Every LoRA module name some family has, and "all-linear" (a model's own list: loraModulesOf). */
+export const LORA_MODULE_NAMES: readonly string[] = [
+  ...new Set(FAMILIES.flatMap((f) => f.modules.map((m) => m.name))),
+  "all-linear",
+];
+
 const byName = new Map<FamilyName, Family>(FAMILIES.map((f) => [f.name, f]));
 
 export function familyOf(config: ModelConfig): Family {

@@ -1,6 +1,6 @@
 // Jobs: POST /v1/jobs, GET /v1/jobs (newest first), GET /v1/jobs/:id,
 // POST /v1/jobs/:id/cancel.
-import { ALL_LORA_TARGETS, plannedSteps } from "@svc/engine";
+import { LORA_MODULE_NAMES, plannedSteps } from "@svc/engine";
 import { Hono } from "hono";
 import type { ApiEnv, ServerContext } from "../context.js";
 import { engineHyperparameters } from "../engine-hyperparameters.js";
@@ -36,7 +36,7 @@ function hyperparametersCheck(limits: JobLimits): Check<JobHyperparameters> {
   const lora = object({
     r: inRange(range.lora.r),
     alpha: inRange(range.lora.alpha),
-    targetModules: optional(array(oneOf(ALL_LORA_TARGETS), { min: 1 })),
+    targetModules: optional(array(oneOf(LORA_MODULE_NAMES), { min: 1 })),
     maxLength: optional(inRange(range.lora.maxLength)),
   });
   const check = object({
