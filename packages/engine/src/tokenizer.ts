@@ -1,16 +1,26 @@
 // The model's tokenizer, loaded from a Hugging Face folder as it is:
-//   tokenizer.json         → encode/decode through @huggingface/tokenizers
-//   tokenizer_config.json  → chat_template (rendered with @huggingface/jinja),
-//                            bos/eos/pad tokens, added_tokens_decoder
+//   tokenizer.json          → encode/decode through @huggingface/tokenizers
+//   tokenizer_config.json   → chat_template (rendered by chat-template.ts),
+//                             bos/eos/pad tokens, added_tokens_decoder
+//   generation_config.json  → eos_token_id (an id or a list), when the folder has one
+//   config.json             → eos_token_id (an id or a list), when the folder has one
 //
 // encode() never adds BOS/EOS itself: chat templates already write the special
-// tokens they need into the text, and adding them again would double them
-// (this matches Hugging Face's apply_chat_template(tokenize=True)).
+// tokens they need into the text (Llama 3 and Gemma write their BOS), and
+// adding them again would double them. This matches Hugging Face's
+// apply_chat_template(tokenize=True), which tokenizes with add_special_tokens=False,
+// even where tokenizer.json's post-processor would prepend a BOS.
+//
+// Generation stops at any of eosTokenIds: tokenizer_config.json's eos_token,
+// every eos_token_id of generation_config.json and config.json (models publish
+// several, e.g. Llama 3.1's <|end_of_text|>, <|eom_id|> and <|eot_id|>), and the
+// end-of-turn token the chat template writes after an assistant message. A
+// folder is refused only when none of these gives an id.
 
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { Template } from "@huggingface/jinja";
 import { Tokenizer as HfTokenizer } from "@huggingface/tokenizers";
+import { ChatTemplate } from "./chat-template.js";
 import { EngineError } from "./errors.js";
 import type { ChatMessage, RenderChatOptions, Tokenizer } from "./types.js";
 
@@ -27,12 +37,15 @@ export const CHATML_TEMPLATE =
 
 type Json = Record<string, unknown>;
 
-async function readJsonObject(path: string): Promise<Json> {
+async function readJsonObject(path: string): Promise<Json>;
+async function readJsonObject(path: string, optional: true): Promise<Json | null>;
+async function readJsonObject(path: string, optional = false): Promise<Json | null> {
   let text: string;
   try {
     text = await readFile(path, "utf8");
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
+    if (code === "ENOENT" && optional) return null;
     if (code === "ENOENT") throw new EngineError("missing_file", `${path}: file not found`, path);
     throw new EngineError("invalid_file", `${path}: cannot be read (${(error as Error).message})`, path);
   }
@@ -79,6 +92,21 @@ function chatTemplateSource(config: Json, configPath: string): string | null {
   );
 }
 
+/** The ids of `eos_token_id` in generation_config.json or config.json: absent, null, an id, or a list of ids. */
+function eosTokenIdsOf(json: Json | null, path: string): number[] {
+  const value = json?.eos_token_id;
+  if (value === undefined || value === null) return [];
+  const ids = Array.isArray(value) ? value : [value];
+  if (!ids.every((id) => Number.isInteger(id) && id >= 0)) {
+    throw new EngineError(
+      "invalid_file",
+      `${path}: "eos_token_id" must be a token id or a list of token ids, got ${JSON.stringify(value)}`,
+      path,
+    );
+  }
+  return ids as number[];
+}
+
 interface AddedTokenJson {
   id: number;
   content: string;
@@ -111,22 +139,29 @@ function mergeAddedTokens(tokenizerJson: Json, config: Json): void {
   }
 }
 
+export interface LoadTokenizerOptions {
+  /** The clock the chat template's strftime_now reads (default: the current time). */
+  now?: () => Date;
+}
+
 class HuggingFaceTokenizer implements Tokenizer {
   readonly vocabSize: number;
   readonly bosTokenId: number | null;
   readonly eosTokenIds: number[];
   readonly padTokenId: number;
-  private readonly template: Template;
-  private readonly specialTokenStrings: Record<string, string>;
+  private readonly template: ChatTemplate;
   private readonly cleanUpSpaces: boolean;
 
   readonly maxTokenBytes: number;
 
+  /** `publishedEosIds`: generation_config.json's then config.json's eos_token_id ids. */
   constructor(
     private readonly hf: HfTokenizer,
     config: Json,
     templateSource: string,
+    publishedEosIds: number[],
     private readonly configPath: string,
+    options: LoadTokenizerOptions,
   ) {
     this.cleanUpSpaces = config.clean_up_tokenization_spaces === true;
     let maxId = -1;
@@ -140,8 +175,14 @@ class HuggingFaceTokenizer implements Tokenizer {
     this.vocabSize = maxId + 1;
     this.maxTokenBytes = maxBytes;
 
+    const tokens: Record<string, string> = {};
+    for (const key of ["bos_token", "eos_token", "pad_token", "unk_token"]) {
+      const content = tokenContent(config, key, configPath);
+      if (content !== null) tokens[key] = content;
+    }
+
     try {
-      this.template = new Template(templateSource);
+      this.template = new ChatTemplate(templateSource, tokens, options.now);
     } catch (error) {
       throw new EngineError(
         "invalid_file",
@@ -150,23 +191,21 @@ class HuggingFaceTokenizer implements Tokenizer {
       );
     }
 
-    const tokens: Record<string, string> = {};
-    for (const key of ["bos_token", "eos_token", "pad_token", "unk_token"]) {
-      const content = tokenContent(config, key, configPath);
-      if (content !== null) tokens[key] = content;
-    }
-    this.specialTokenStrings = tokens;
-
     this.bosTokenId = tokens.bos_token === undefined ? null : this.requireId("bos_token", tokens.bos_token);
     const eosId = tokens.eos_token === undefined ? null : this.requireId("eos_token", tokens.eos_token);
     const endOfTurnId = this.findEndOfTurnToken();
-    const eosTokenIds: number[] = [];
-    if (eosId !== null) eosTokenIds.push(eosId);
-    if (endOfTurnId !== null && endOfTurnId !== eosId) eosTokenIds.push(endOfTurnId);
+    const eosTokenIds = [
+      ...new Set([
+        ...(eosId === null ? [] : [eosId]),
+        ...publishedEosIds,
+        ...(endOfTurnId === null ? [] : [endOfTurnId]),
+      ]),
+    ];
     if (eosTokenIds.length === 0) {
       throw new EngineError(
         "invalid_file",
-        `${configPath}: no "eos_token", and the chat template has no end-of-turn token, so generation could never stop`,
+        `${configPath}: no "eos_token", no "eos_token_id" in generation_config.json or config.json, ` +
+          "and the chat template has no end-of-turn token, so generation could never stop",
         configPath,
       );
     }
@@ -234,11 +273,7 @@ class HuggingFaceTokenizer implements Tokenizer {
 
   applyChatTemplate(messages: ChatMessage[], options?: RenderChatOptions): string {
     try {
-      return this.template.render({
-        ...this.specialTokenStrings,
-        messages: messages.map((m) => ({ role: m.role, content: m.content })),
-        add_generation_prompt: options?.addGenerationPrompt ?? false,
-      });
+      return this.template.render(messages, options?.addGenerationPrompt ?? false);
     } catch (error) {
       throw new EngineError(
         "invalid_argument",
@@ -249,14 +284,26 @@ class HuggingFaceTokenizer implements Tokenizer {
   }
 }
 
-/** Loads `<dir>/tokenizer.json` and `<dir>/tokenizer_config.json`. */
-export async function loadTokenizer(dir: string): Promise<Tokenizer> {
+/**
+ * Loads `<dir>/tokenizer.json` and `<dir>/tokenizer_config.json`, and the
+ * eos_token_id of `<dir>/generation_config.json` and `<dir>/config.json` where
+ * the folder has them.
+ */
+export async function loadTokenizer(dir: string, options: LoadTokenizerOptions = {}): Promise<Tokenizer> {
   const tokenizerPath = join(dir, "tokenizer.json");
   const configPath = join(dir, "tokenizer_config.json");
-  const [tokenizerJson, config] = await Promise.all([
+  const generationConfigPath = join(dir, "generation_config.json");
+  const modelConfigPath = join(dir, "config.json");
+  const [tokenizerJson, config, generationConfig, modelConfig] = await Promise.all([
     readJsonObject(tokenizerPath),
     readJsonObject(configPath),
+    readJsonObject(generationConfigPath, true),
+    readJsonObject(modelConfigPath, true),
   ]);
+  const publishedEosIds = [
+    ...eosTokenIdsOf(generationConfig, generationConfigPath),
+    ...eosTokenIdsOf(modelConfig, modelConfigPath),
+  ];
   if (typeof tokenizerJson.model !== "object" || tokenizerJson.model === null) {
     throw new EngineError("invalid_file", `${tokenizerPath}: missing the "model" object`, tokenizerPath);
   }
@@ -275,6 +322,8 @@ export async function loadTokenizer(dir: string): Promise<Tokenizer> {
     hf,
     config,
     chatTemplateSource(config, configPath) ?? CHATML_TEMPLATE,
+    publishedEosIds,
     configPath,
+    options,
   );
 }

@@ -22,6 +22,17 @@ export interface TestTokenizerOptions {
   corpus?: string;
   /** The chat_template written to tokenizer_config.json; null leaves it out (default: ChatML). */
   chatTemplate?: string | null;
+  /** The special added tokens, ids 0.. in order (default: TEST_SPECIAL_TOKENS). */
+  specialTokens?: readonly string[];
+  /** Added tokens that are not special (Qwen3's <think>), ids after the special ones. */
+  plainTokens?: readonly string[];
+  /** Entries that replace tokenizer_config.json's (bos_token, eos_token, ...); undefined removes one. */
+  config?: Record<string, unknown>;
+  /**
+   * A token tokenizer.json's post-processor prepends when special tokens are
+   * added, as Llama 3's and Gemma's do with their BOS (default: none).
+   */
+  prependToken?: string;
 }
 
 /** GPT-2's reversible byte → printable character table used by ByteLevel tokenizers. */
@@ -98,6 +109,34 @@ function learnMerges(corpus: string, count: number, bytes: string[]): [string, s
   return merges;
 }
 
+/** ByteLevel's post-processor, followed by a TemplateProcessing that prepends `prepend` when one is given. */
+function postProcessor(
+  byteLevel: object,
+  prepend: string | undefined,
+  vocab: Record<string, number>,
+): object {
+  const plain = { ...byteLevel, trim_offsets: false };
+  if (prepend === undefined) return plain;
+  const special = { SpecialToken: { id: prepend, type_id: 0 } };
+  return {
+    type: "Sequence",
+    processors: [
+      plain,
+      {
+        type: "TemplateProcessing",
+        single: [special, { Sequence: { id: "A", type_id: 0 } }],
+        pair: [
+          special,
+          { Sequence: { id: "A", type_id: 0 } },
+          special,
+          { Sequence: { id: "B", type_id: 1 } },
+        ],
+        special_tokens: { [prepend]: { id: prepend, ids: [vocab[prepend]], tokens: [prepend] } },
+      },
+    ],
+  };
+}
+
 /** Writes tokenizer.json and tokenizer_config.json into `dir` (created if needed). */
 export async function writeTestTokenizer(
   dir: string,
@@ -109,19 +148,22 @@ export async function writeTestTokenizer(
   const add = (token: string) => {
     if (!(token in vocab)) vocab[token] = nextId++;
   };
-  TEST_SPECIAL_TOKENS.forEach(add);
+  const specialTokens = options.specialTokens ?? TEST_SPECIAL_TOKENS;
+  const plainTokens = options.plainTokens ?? [];
+  specialTokens.forEach(add);
+  plainTokens.forEach(add);
   bytes.forEach(add);
   const merges = learnMerges(options.corpus ?? DEFAULT_TEST_CORPUS, options.merges ?? 0, bytes);
   for (const [left, right] of merges) add(left + right);
 
-  const addedTokens = TEST_SPECIAL_TOKENS.map((content, id) => ({
+  const addedTokens = [...specialTokens, ...plainTokens].map((content, id) => ({
     id,
     content,
     single_word: false,
     lstrip: false,
     rstrip: false,
     normalized: false,
-    special: true,
+    special: id < specialTokens.length,
   }));
   const byteLevel = { type: "ByteLevel", add_prefix_space: false, trim_offsets: true, use_regex: true };
   const tokenizerJson = {
@@ -134,7 +176,7 @@ export async function writeTestTokenizer(
       type: "Sequence",
       pretokenizers: [{ type: "Digits", individual_digits: true }, byteLevel],
     },
-    post_processor: { ...byteLevel, trim_offsets: false },
+    post_processor: postProcessor(byteLevel, options.prependToken, vocab),
     decoder: byteLevel,
     model: {
       type: "BPE",
@@ -164,6 +206,7 @@ export async function writeTestTokenizer(
     tokenizer_class: "GPT2Tokenizer",
     unk_token: "<|endoftext|>",
     vocab_size: nextId,
+    ...options.config,
   };
   const template = options.chatTemplate === undefined ? CHATML_TEMPLATE : options.chatTemplate;
   if (template !== null) config.chat_template = template;
