@@ -279,6 +279,22 @@ describe("other chat templates", () => {
     assert.deepEqual(trainedRuns(t, example), ["assistanthello<|im_end|>"]);
   });
 
+  test('a template that writes an assistant content twice is refused, pointing to lossOn "all"', async () => {
+    const t = await tokenizerWith((config) => {
+      config.chat_template =
+        "{% for m in messages %}{{ '<|im_start|>' + m['role'] + '\\n' + m['content'] + ' ' + m['content'] + '<|im_end|>' }}{% endfor %}";
+    });
+    const row = { prompt: "Say hi", completion: "hi" };
+    assert.throws(
+      () => tokenizeExample(t, row),
+      (error: unknown) =>
+        error instanceof EngineError &&
+        error.code === "invalid_argument" &&
+        /content once.*lossOn "all"/.test(error.message),
+    );
+    assert.ok(tokenizeExample(t, row, { lossOn: "all" }).labels.length > 0);
+  });
+
   test("a template without an end-of-turn token trains the content up to its trailing whitespace", async () => {
     const t = await tokenizerWith((config) => {
       config.chat_template =

@@ -7,17 +7,34 @@
 // labels[i + 1], so labels[0] is never used and a label of -100 at i + 1 means
 // "do not train the prediction made at position i".
 //
-// What is trained (lossOn "assistant", the default): the tokens of each assistant
-// message's content plus the end-of-turn token the template writes after it
-// (`<|im_end|>` in ChatML), so the model learns both the answer and when to stop.
-// System and user turns, the template's scaffolding (`<|im_start|>assistant\n`)
-// and assistant messages with weight 0 get -100. lossOn "all" trains every token.
+// What is trained (lossOn "assistant", the default): for each assistant message,
+// its content as the template writes it, plus the end-of-turn token the template
+// writes right after it (`<|im_end|>` in ChatML, `<|eot_id|>` in Llama 3,
+// `<end_of_turn>` in Gemma, `<|end|>` in Phi, `</s>` in Mistral, whitespace
+// between them included), so the model learns both the answer and when to stop.
+// Everything else gets -100: system and user turns, a system preamble or default
+// system prompt the template adds (Llama 3's knowledge-cutoff and date lines,
+// Qwen's default system prompt), the turn's scaffolding (`<|im_start|>assistant\n`,
+// `<start_of_turn>model\n`), an empty thinking block the template inserts before
+// the content (Qwen3, SmolLM3 without reasoning), BOS, an EOS the template
+// appends after the last turn (Phi-3), and assistant messages with weight 0.
+// lossOn "all" trains every token.
 //
-// Finding the assistant tokens: the template is rendered again for each prefix of
-// the conversation. Rendering messages[0..k) with the generation prompt gives the
-// text that precedes assistant message k, so its length is where the message
-// starts; rendering messages[0..k] gives the text through the message, whose last
-// end-of-turn token is where it ends. Each character boundary p is mapped to a
+// Finding the content: the conversation is rendered again with message k's
+// content replaced by a sentinel string. What the template writes before and
+// after the sentinel is scaffolding, so in the real text the content lies
+// between that prefix and suffix; this holds whatever the template does to the
+// content (trims it, renames the role, folds the system prompt into a user turn,
+// rewrites earlier turns as Qwen3 does) as long as it treats the content as an
+// opaque string. When the content itself changes the rendering around it
+// (Qwen3 splits a "<think>...</think>" content into its reasoning block), the
+// content is the part of the text that differs from the sentinel rendering,
+// widened back to the end of the generation prompt when that prompt is a prefix
+// of the text, so a reasoning block written from the content is trained with it.
+// A clock that ticks between renders (strftime_now) is caught and the text
+// rendered again.
+//
+// Character spans become token spans: each character boundary p is mapped to a
 // token boundary. The ids the model trains on are always the whole text's own
 // tokenization. The pieces between boundaries are tokenized separately first:
 // when their ids concatenate to exactly the whole text's ids — always so for
@@ -60,6 +77,9 @@ interface Span {
   end: number;
 }
 
+/** Stands in for an assistant message's content; no template changes it or finds it in a real text. */
+const SENTINEL = "\u0000svc-assistant-content\u0000";
+
 function templateError(problem: string): EngineError {
   return new EngineError(
     "invalid_argument",
@@ -67,46 +87,66 @@ function templateError(problem: string): EngineError {
   );
 }
 
-/** Where `content` (or, for templates that trim, its trimmed form) first appears in `text` from `from` on. */
-function indexOfContent(text: string, content: string, from: number): number {
-  if (content.length === 0) return -1;
-  const at = text.indexOf(content, from);
-  if (at >= 0) return at;
-  const trimmed = content.trim();
-  return trimmed.length === 0 ? -1 : text.indexOf(trimmed, from);
+function commonPrefixLength(a: string, b: string, limit: number): number {
+  let n = 0;
+  while (n < limit && a.charCodeAt(n) === b.charCodeAt(n)) n++;
+  return n;
 }
 
-function assistantSpans(tokenizer: Tokenizer, messages: DatasetMessage[], text: string): Span[] {
+function commonSuffixLength(a: string, b: string, limit: number): number {
+  let n = 0;
+  while (n < limit && a.charCodeAt(a.length - 1 - n) === b.charCodeAt(b.length - 1 - n)) n++;
+  return n;
+}
+
+/**
+ * Where assistant message k's content lies in `text`, the whole conversation's
+ * rendering; null when that rendering no longer matches (the clock ticked).
+ */
+function contentSpan(tokenizer: Tokenizer, plain: ChatMessage[], k: number, text: string): Span | null {
+  const probe = plain.map((m, i) => (i === k ? { role: m.role, content: SENTINEL } : m));
+  const withSentinel = tokenizer.applyChatTemplate(probe);
+  const at = withSentinel.indexOf(SENTINEL);
+  if (at < 0 || withSentinel.indexOf(SENTINEL, at + 1) >= 0) {
+    throw templateError("does not write each assistant message's content once, as it is");
+  }
+  const before = withSentinel.slice(0, at);
+  const after = withSentinel.slice(at + SENTINEL.length);
+  if (text.startsWith(before) && text.endsWith(after) && before.length + after.length <= text.length) {
+    return { start: before.length, end: text.length - after.length };
+  }
+  // The content changes the text around it (Qwen3 writes "<think>...</think>" in
+  // a content as a reasoning block): the content is the part that differs. A
+  // difference that begins before the generation prompt's end is not the
+  // content's doing but another rendering of the earlier turns (the clock ticked).
+  const differsFrom = commonPrefixLength(text, withSentinel, Math.min(at, text.length));
+  const differsTo =
+    text.length - commonSuffixLength(text, withSentinel, Math.min(after.length, text.length - differsFrom));
+  const prompt = tokenizer.applyChatTemplate(plain.slice(0, k), { addGenerationPrompt: true });
+  if (!text.startsWith(prompt) || differsFrom < prompt.length) return null;
+  return { start: prompt.length, end: Math.max(prompt.length, differsTo) };
+}
+
+/** The trained spans of `text`, or null when a render no longer matches it. */
+function assistantSpans(tokenizer: Tokenizer, messages: DatasetMessage[], text: string): Span[] | null {
   const endOfTurn = tokenizer.eosTokenIds.map((id) => tokenizer.decode([id])).filter((s) => s.length > 0);
   const plain = messages.map((m): ChatMessage => ({ role: m.role, content: m.content }));
   const spans: Span[] = [];
-  let searchFrom = 0;
   for (let k = 0; k < messages.length; k++) {
-    const message = messages[k];
-    if (message.role !== "assistant" || message.weight === 0) continue;
-    const before = tokenizer.applyChatTemplate(plain.slice(0, k), { addGenerationPrompt: true });
-    const through = tokenizer.applyChatTemplate(plain.slice(0, k + 1));
-    if (!text.startsWith(through)) throw templateError("renders a conversation's prefixes differently");
-
-    // Normally the generation prompt ends exactly where the content starts. A template
-    // without one (or one that writes more than its generation prompt, such as an empty
-    // thinking block) leaves scaffolding before the content: skip to the content.
-    const prefixMatches = through.startsWith(before) && before.length >= searchFrom;
-    let start = prefixMatches ? before.length : searchFrom;
-    const contentAt = indexOfContent(through, message.content, start);
-    if (contentAt >= 0) start = contentAt;
-    else if (!prefixMatches) throw templateError("does not write assistant messages where expected");
-
-    const region = through.slice(start);
-    let endInRegion = -1;
-    for (const token of endOfTurn) {
-      const at = region.lastIndexOf(token);
-      if (at >= 0) endInRegion = Math.max(endInRegion, at + token.length);
+    if (messages[k].role !== "assistant" || messages[k].weight === 0) continue;
+    const span = contentSpan(tokenizer, plain, k, text);
+    if (span === null) return null;
+    // The end-of-turn token right after the content (past whitespace) ends the turn.
+    const rest = text.slice(span.end);
+    const gap = rest.length - rest.trimStart().length;
+    const token = endOfTurn
+      .filter((t) => rest.startsWith(t, gap))
+      .reduce<string | null>((best, t) => (best === null || t.length > best.length ? t : best), null);
+    const end = token === null ? span.end : span.end + gap + token.length;
+    if (spans.length > 0 && span.start < spans[spans.length - 1].end) {
+      throw templateError("writes assistant messages out of order");
     }
-    // No end-of-turn token: the message runs to the end of its rendering, less trailing whitespace.
-    const end = start + (endInRegion >= 0 ? endInRegion : region.trimEnd().length);
-    spans.push({ start, end });
-    searchFrom = end;
+    spans.push({ start: span.start, end });
   }
   return spans;
 }
@@ -165,14 +205,25 @@ export function labelMessages(
   messages: DatasetMessage[],
   lossOn: "assistant" | "all" = "assistant",
 ): TokenizedExample {
-  const text = tokenizer.applyChatTemplate(messages);
+  let text = tokenizer.applyChatTemplate(messages);
+  let spans: Span[] | null = null;
+  if (lossOn === "assistant") {
+    spans = assistantSpans(tokenizer, messages, text);
+    if (spans === null) {
+      // A render disagreed with the text: strftime_now's date changed in between. Once more.
+      text = tokenizer.applyChatTemplate(messages);
+      spans = assistantSpans(tokenizer, messages, text);
+      if (spans === null) {
+        throw templateError("writes earlier turns differently depending on an assistant message's content");
+      }
+    }
+  }
   const ids = tokenizer.encode(text);
 
   const labels = new Int32Array(ids.length).fill(IGNORE_INDEX);
-  if (lossOn === "all") {
+  if (spans === null) {
     labels.set(ids);
   } else {
-    const spans = assistantSpans(tokenizer, messages, text);
     const boundaries = tokenBoundaries(
       tokenizer,
       text,
