@@ -110,7 +110,7 @@ test("transformers 5's rope_parameters and the classic keys give the same rope",
   assert.equal(classic.ropes[0].invFreq[0], plain.ropes[0].invFreq[0]);
 });
 
-test("longrope runs within its original context, with the attention factor", () => {
+test("longrope keeps short and long factors, switching past the original context, with the attention factor", () => {
   const half = 48;
   const c = parseModelConfig({
     ...FAMILY_CONFIGS.phi3,
@@ -123,7 +123,9 @@ test("longrope runs within its original context, with the attention factor", () 
     sliding_window: undefined,
     rope_scaling: { type: "longrope", short_factor: Array(half).fill(1.5), long_factor: Array(half).fill(9) },
   });
-  assert.equal(c.maxPositionEmbeddings, 4096);
+  assert.equal(c.maxPositionEmbeddings, 131072);
+  assert.equal(c.ropes[0].long?.originalMaxPositions, 4096);
+  assert.ok(Math.abs((c.ropes[0].long?.invFreq[47] as number) / c.ropes[0].invFreq[47] - 1.5 / 9) < 1e-6);
   assert.equal(c.ropes[0].rotaryDim, 96);
   assert.ok(Math.abs(c.ropes[0].attentionFactor - Math.sqrt(1 + Math.log(32) / Math.log(4096))) < 1e-12);
 });

@@ -1,7 +1,7 @@
 // What the families share: sizes, rope parameters in either form, layer types
 // (full or sliding attention) and the assembly of a ModelConfig.
 import type { ConfigKeys } from "./config-keys.js";
-import { type ParsedRope, parseRope } from "./rope.js";
+import { parseRope } from "./rope.js";
 import type { BlockSpec, FamilyName, LayerSpec, ModelConfig, RopeSpec } from "./types.js";
 
 export type LayerType = "full_attention" | "sliding_attention";
@@ -148,7 +148,6 @@ export interface Assembly {
 export function assemble(keys: ConfigKeys, a: Assembly): ModelConfig {
   const ropes: RopeSpec[] = [];
   const ropeOf = new Map<LayerType, number>();
-  let context = a.sizes.maxPositionEmbeddings;
   const layers: LayerSpec[] = a.types.map((type, l) => {
     let window = 0;
     if (type === "sliding_attention") {
@@ -159,7 +158,7 @@ export function assemble(keys: ConfigKeys, a: Assembly): ModelConfig {
     if (a.noRope?.[l]) return { rope: -1, window };
     let index = ropeOf.get(type);
     if (index === undefined) {
-      const parsed: ParsedRope = parseRope(a.rope(type), {
+      const rope = parseRope(a.rope(type), {
         file: keys.file,
         where: a.types.some((t) => t !== type) ? `rope of ${type} layers` : "rope",
         headDim: a.sizes.headDim,
@@ -167,9 +166,8 @@ export function assemble(keys: ConfigKeys, a: Assembly): ModelConfig {
         partialRotaryFactor: a.partialRotaryFactor ?? 1,
         originalMaxPositionEmbeddings: a.originalMaxPositionEmbeddings,
       });
-      context = Math.min(context, parsed.contextLimit);
       index = ropes.length;
-      ropes.push(parsed.spec);
+      ropes.push(rope);
       ropeOf.set(type, index);
     }
     return { rope: index, window };
@@ -179,7 +177,6 @@ export function assemble(keys: ConfigKeys, a: Assembly): ModelConfig {
     family: a.family,
     architecture: a.architecture,
     ...a.sizes,
-    maxPositionEmbeddings: context,
     block: a.block,
     layers,
     ropes,

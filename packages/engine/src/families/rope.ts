@@ -39,14 +39,8 @@ export interface RopeContext {
   originalMaxPositionEmbeddings?: number;
 }
 
-export interface ParsedRope {
-  spec: RopeSpec;
-  /** Longest context this rope is exact for (longrope: the original context, where the short factors apply). */
-  contextLimit: number;
-}
-
 /** Rope parameters (rope_type plus its keys, rope_theta included) to inverse frequencies. */
-export function parseRope(params: Record<string, unknown>, ctx: RopeContext): ParsedRope {
+export function parseRope(params: Record<string, unknown>, ctx: RopeContext): RopeSpec {
   const refuse = (why: string) =>
     new EngineError("unsupported_architecture", `${ctx.file}: ${ctx.where}: ${why}`, ctx.file);
   for (const key of Object.keys(params)) {
@@ -73,7 +67,6 @@ export function parseRope(params: Record<string, unknown>, ctx: RopeContext): Pa
   const posFreq = (i: number) => f32(theta ** f32((2 * i) / dim));
   const invFreq = new Float32Array(half);
   let attentionFactor = 1;
-  const contextLimit = ctx.maxPositionEmbeddings;
   switch (type) {
     case "default":
       for (let i = 0; i < half; i++) invFreq[i] = f32(1 / posFreq(i));
@@ -165,19 +158,16 @@ export function parseRope(params: Record<string, unknown>, ctx: RopeContext): Pa
         longInv[i] = f32(1 / f32(f32(long[i]) * posFreq(i)));
       }
       return {
-        spec: {
-          rotaryDim: dim,
-          invFreq,
-          attentionFactor,
-          long: { invFreq: longInv, originalMaxPositions: original },
-        },
-        contextLimit,
+        rotaryDim: dim,
+        invFreq,
+        attentionFactor,
+        long: { invFreq: longInv, originalMaxPositions: original },
       };
     }
     default:
       throw refuse(`rope type "${type}" is not supported (default, linear, llama3, yarn, longrope)`);
   }
-  return { spec: { rotaryDim: dim, invFreq, attentionFactor }, contextLimit };
+  return { rotaryDim: dim, invFreq, attentionFactor };
 }
 
 /** cos/sin tables [maxPos, rotaryDim/2] of a rope: angle = pos·invFreq in float32, times the attention factor. */
