@@ -58,11 +58,19 @@ export interface CreateProjectRequest {
 
 // ---------------------------------------------------------------- base models
 
+/** A base model as the engine reads its config.json. */
 export interface BaseModelInfo {
   /** `<org>/<model>`, e.g. "svc/pico-llama". */
   name: string;
+  /** The engine's model family: "llama", "mistral", "qwen2", "qwen3", "gemma3", "phi3", "smollm3", "olmo2" or "granite". */
+  family: string;
+  /** config.json's architecture, e.g. "Qwen3ForCausalLM". */
+  architecture: string;
   parameters: number;
+  /** The most positions the model runs (max_position_embeddings). */
   contextLength: number;
+  /** The PEFT module names `hyperparameters.lora.targetModules` may list for this model (or "all-linear" for all of them). */
+  loraTargets: string[];
   description: string;
 }
 

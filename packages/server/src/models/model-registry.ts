@@ -1,38 +1,24 @@
 // The base models this server serves: every folder with a config.json in the
 // repository's bundled models/ folder (named svc/<folder>), plus models given
-// with --model <name>=<dir>.
+// with --model <name>=<dir>. What a model is (family, architecture, size,
+// context, LoRA targets) is the engine's reading of its config.json; a folder
+// the engine cannot read stops the server with the engine's reason.
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { loraModulesOf, type ModelConfig, parameterCount, readModelConfig } from "@svc/engine";
 import type { BaseModelInfo } from "../wire.js";
 
 export interface RegisteredModel {
   info: BaseModelInfo;
   dir: string;
+  config: ModelConfig;
 }
 
 /** <repo>/models, found from this file's place in packages/server/dist/src/models/. */
 export const BUNDLED_MODELS_DIR = resolve(dirname(fileURLToPath(import.meta.url)), "../../../../../models");
 
 export const MODEL_NAME_PATTERN = /^[A-Za-z0-9][\w.-]*\/[A-Za-z0-9][\w.-]*$/;
-
-/** Parameter count of a Llama config (embeddings, attention, MLP, norms, untied head). */
-function llamaParameters(config: Record<string, unknown>): number {
-  const n = (key: string, fallback = 0) =>
-    typeof config[key] === "number" ? (config[key] as number) : fallback;
-  const hidden = n("hidden_size");
-  const heads = n("num_attention_heads", 1);
-  const kvHeads = n("num_key_value_heads", heads);
-  const headDim = n("head_dim", hidden / heads);
-  const vocab = n("vocab_size");
-  const layers = n("num_hidden_layers");
-  const inter = n("intermediate_size");
-  const attention = hidden * heads * headDim * 2 + hidden * kvHeads * headDim * 2;
-  const mlp = 3 * hidden * inter;
-  const perLayer = attention + mlp + 2 * hidden;
-  const head = config.tie_word_embeddings === true ? 0 : vocab * hidden;
-  return vocab * hidden + layers * perLayer + hidden + head;
-}
 
 /** The first sentence of a model card line, at most 200 characters. */
 function firstSentence(line: string): string {
@@ -42,10 +28,15 @@ function firstSentence(line: string): string {
   return sentence.length > 200 ? `${sentence.slice(0, 197)}...` : sentence;
 }
 
-function describeModel(name: string, dir: string): RegisteredModel {
-  const configPath = join(dir, "config.json");
-  const config = JSON.parse(readFileSync(configPath, "utf8")) as Record<string, unknown>;
-  let description = `Llama-architecture model from ${dir}`;
+/** `origin` says where the model was named, e.g. "--model me/x=/models/x", in the error a folder the engine cannot read gives. */
+function describeModel(name: string, dir: string, origin: string): RegisteredModel {
+  let config: ModelConfig;
+  try {
+    config = readModelConfig(dir);
+  } catch (error) {
+    throw new Error(`${origin}: ${(error as Error).message}`);
+  }
+  let description = `${config.architecture} model from ${dir}`;
   const readme = join(dir, "README.md");
   if (existsSync(readme)) {
     const line = readFileSync(readme, "utf8")
@@ -56,11 +47,14 @@ function describeModel(name: string, dir: string): RegisteredModel {
   }
   return {
     dir,
+    config,
     info: {
       name,
-      parameters: llamaParameters(config),
-      contextLength:
-        typeof config.max_position_embeddings === "number" ? config.max_position_embeddings : 2048,
+      family: config.family,
+      architecture: config.architecture,
+      parameters: parameterCount(config),
+      contextLength: config.maxPositionEmbeddings,
+      loraTargets: loraModulesOf(config).map((m) => m.name),
       description,
     },
   };
@@ -75,7 +69,9 @@ export class ModelRegistry {
       for (const entry of readdirSync(bundled, { withFileTypes: true })) {
         const dir = join(bundled, entry.name);
         if (entry.isDirectory() && existsSync(join(dir, "config.json"))) {
-          this.models.set(`svc/${entry.name}`, describeModel(`svc/${entry.name}`, dir));
+          const name = `svc/${entry.name}`;
+          const origin = `bundled model ${name} (${dir}; svc server --bundled-models none serves none)`;
+          this.models.set(name, describeModel(name, dir, origin));
         }
       }
     }
@@ -84,7 +80,7 @@ export class ModelRegistry {
         throw new Error(`--model ${name}=${dir}: the name must look like <org>/<model>`);
       if (!existsSync(join(dir, "config.json")))
         throw new Error(`--model ${name}=${dir}: no config.json in ${dir}`);
-      this.models.set(name, describeModel(name, resolve(dir)));
+      this.models.set(name, describeModel(name, resolve(dir), `--model ${name}=${dir}`));
     }
   }
 

@@ -1,6 +1,6 @@
 // Jobs: POST /v1/jobs, GET /v1/jobs (newest first), GET /v1/jobs/:id,
 // POST /v1/jobs/:id/cancel.
-import { LORA_MODULE_NAMES, plannedSteps } from "@svc/engine";
+import { plannedSteps } from "@svc/engine";
 import { Hono } from "hono";
 import type { ApiEnv, ServerContext } from "../context.js";
 import { engineHyperparameters } from "../engine-hyperparameters.js";
@@ -21,6 +21,7 @@ import {
 import { nowIso, UUID_PATTERN, uuidv7 } from "../ids.js";
 import { toJob } from "../store/job-store.js";
 import {
+  type BaseModelInfo,
   DEFAULT_LORA,
   hyperparameterRanges,
   type JobHyperparameters,
@@ -36,7 +37,8 @@ function hyperparametersCheck(limits: JobLimits): Check<JobHyperparameters> {
   const lora = object({
     r: inRange(range.lora.r),
     alpha: inRange(range.lora.alpha),
-    targetModules: optional(array(oneOf(LORA_MODULE_NAMES), { min: 1 })),
+    // Names are checked against the base model's family once it is known (checkTargetModules).
+    targetModules: optional(array(string({ min: 1, max: 100 }), { min: 1, max: 64 })),
     maxLength: optional(inRange(range.lora.maxLength)),
   });
   const check = object({
@@ -60,6 +62,23 @@ function hyperparametersCheck(limits: JobLimits): Check<JobHyperparameters> {
   };
 }
 
+/**
+ * hyperparameters.lora.targetModules against the base model's family: PEFT
+ * names the model has, or "all-linear" alone (the shape was checked before).
+ */
+function checkTargetModules(targets: string[], model: BaseModelInfo): void {
+  const field = "hyperparameters.lora.targetModules";
+  const valid = `${model.loraTargets.map((t) => JSON.stringify(t)).join(", ")}, or "all-linear" alone`;
+  targets.forEach((target, i) => {
+    if (target === "all-linear" && targets.length > 1)
+      throw badRequest(`"${field}[${i}]": "all-linear" means every module and cannot be listed with others`);
+    if (target !== "all-linear" && !model.loraTargets.includes(target))
+      throw badRequest(
+        `"${field}[${i}]": ${JSON.stringify(target)} is not a LoRA target of ${model.name} (${model.architecture}); valid: ${valid}`,
+      );
+  });
+}
+
 const uuid = () => string({ pattern: UUID_PATTERN, patternText: "a UUID" });
 
 const createJobBody = (limits: JobLimits) =>
@@ -81,6 +100,8 @@ export function jobRoutes(ctx: ServerContext) {
     const project = await projectFromQuery(ctx, c);
     const body = parseBody(createBody, await readJson(c));
     ctx.inference.baseModel(body.baseModel, "baseModel");
+    const targetModules = body.hyperparameters?.lora.targetModules;
+    if (targetModules) checkTargetModules(targetModules, ctx.models.get(body.baseModel)!.info);
     if (body.evalDatasetId && body.evalFraction !== undefined)
       throw badRequest(`"evalFraction" cannot be combined with "evalDatasetId"`);
     let trainRows = 0;

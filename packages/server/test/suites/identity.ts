@@ -105,5 +105,16 @@ export function identityTests(server: () => ServerProcess) {
     assert.ok(tiny, JSON.stringify(reply.body));
     assert.ok(tiny.parameters > 0);
     assert.equal(tiny.contextLength, 2048);
+    assert.equal(tiny.family, "llama");
+    assert.equal(tiny.architecture, "LlamaForCausalLM");
+    assert.deepEqual(tiny.loraTargets, [
+      "q_proj",
+      "k_proj",
+      "v_proj",
+      "o_proj",
+      "gate_proj",
+      "up_proj",
+      "down_proj",
+    ]);
   });
 }

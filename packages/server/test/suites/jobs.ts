@@ -43,7 +43,15 @@ export function jobTests(server: () => ServerProcess) {
       [{ ...base, hyperparameters: { lora: { r: 4 } } }, /"hyperparameters.lora.alpha" is required/],
       [
         { ...base, hyperparameters: { lora: { r: 4, alpha: 8, targetModules: ["x_proj"] } } },
-        /"hyperparameters.lora.targetModules\[0\]" must be one of/,
+        /"hyperparameters.lora.targetModules\[0\]": "x_proj" is not a LoRA target of test\/tiny \(LlamaForCausalLM\); valid: "q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj", or "all-linear" alone/,
+      ],
+      [
+        { ...base, hyperparameters: { lora: { r: 4, alpha: 8, targetModules: ["q_proj", "qkv_proj"] } } },
+        /"hyperparameters.lora.targetModules\[1\]": "qkv_proj" is not a LoRA target of test\/tiny/,
+      ],
+      [
+        { ...base, hyperparameters: { lora: { r: 4, alpha: 8, targetModules: [] } } },
+        /"hyperparameters.lora.targetModules" must not be empty/,
       ],
       [
         { ...base, hyperparameters: { lora: { r: 4, alpha: 8 }, turbo: true } },
