@@ -5,6 +5,7 @@
 // LoraGroup is a contiguous run of rows with one adapter.
 import type { Slot } from "./families/index.js";
 import type { Kernels } from "./kernels/types.js";
+import { tick, tock } from "./profile.js";
 import type { LoraLayers, LoraPair } from "./weights.js";
 
 /** Rows row..row+rows-1 use this adapter (null: none). */
@@ -28,11 +29,7 @@ export class LoraRunner {
   private dxaGroup = new Float32Array(0); // [N,3r]
   private dAGroup = new Float32Array(0); // [3r,maxIn]
 
-  constructor(
-    private readonly kern: Kernels,
-    private readonly tick: () => number,
-    private readonly tock: (label: string, start: number) => void,
-  ) {}
+  constructor(private readonly kern: Kernels) {}
 
   /** Buffers for N rows, `layers` sets of saved activations, ranks up to r and inputs up to maxIn wide. */
   ensure(N: number, layers: number, r: number, maxIn: number): void {
@@ -113,7 +110,7 @@ export class LoraRunner {
       if (!lora) continue;
       const idx = this.present(lora, layer, slots);
       if (idx.length === 0) continue;
-      const t = this.tick();
+      const t = tick();
       const k = this.kern;
       const { row, rows } = group;
       const r = lora.r;
@@ -137,7 +134,7 @@ export class LoraRunner {
         const y = ys[idx[j]].subarray(row * out, (row + rows) * out);
         k.matmul(xa, pair.b, y, rows, out, r, false, true, true, lora.scale);
       }
-      this.tock("fwd.lora", t);
+      tock("fwd.lora", t);
     }
   }
 
@@ -161,7 +158,7 @@ export class LoraRunner {
   ): void {
     const idx = this.present(lora, layer, slots);
     if (idx.length === 0) return;
-    const t = this.tick();
+    const t = tick();
     const k = this.kern;
     const r = lora.r;
     const g = idx.length;
@@ -202,6 +199,6 @@ export class LoraRunner {
           : this.layers[layer].aStack[slots[idx[0]]];
       k.matmul(dxaGroup, a as Float32Array, dx, N, inDim, gr, false, false, true);
     }
-    this.tock("bwd.lora", t);
+    tock("bwd.lora", t);
   }
 }

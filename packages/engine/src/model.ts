@@ -14,61 +14,21 @@
 //
 // Base weights are frozen: the backward pass only propagates dx through W and
 // accumulates gradients into the LoRA factors. The LM head and the loss are
-// fused (llm.c's "fused classifier"): logits exist only for a chunk of rows at
-// a time, and by default only for rows that carry a label.
+// fused (lm-head.ts); rotary tables live in rope-tables.ts, LoRA in
+// lora-apply.ts, activations in activations.ts.
 import { type LayerActivations, layerActivations, type Scratch, scratch } from "./activations.js";
 import type { ModelConfig, Slot } from "./families/index.js";
-import { ropeTables } from "./families/rope.js";
+import type { Batch, Rows, Segment } from "./graph-rows.js";
 import { getKernels } from "./kernels/index.js";
 import type { Kernels } from "./kernels/types.js";
-import { type LoraGroup, LoraRunner } from "./lora-apply.js";
+import { LmHead } from "./lm-head.js";
+import { LoraRunner } from "./lora-apply.js";
+import { tick, tock } from "./profile.js";
+import { RopeTables } from "./rope-tables.js";
 import type { LayerWeights, LoraLayers, ModelWeights } from "./weights.js";
 
-/** One padded micro-batch. targets[n] is the token row n must predict (-100 = no loss). */
-export interface Batch {
-  B: number;
-  T: number;
-  inputIds: Int32Array; // [B*T]
-  targets: Int32Array; // [B*T]
-  lengths: Int32Array; // [B] real tokens per sequence; the rest is padding
-}
-
-/** Keys and values of one sequence, preallocated up to maxLength positions (decode). */
-export interface KvCache {
-  readonly maxLength: number;
-  /** Positions filled so far (the next token goes at this position). */
-  length: number;
-  readonly k: Float32Array[]; // per layer [maxLength, K]
-  readonly v: Float32Array[]; // per layer [maxLength, K]
-  /** The token ids the cache holds (a longrope model recomputes the cache from them). */
-  readonly ids: Int32Array; // [maxLength]
-}
-
-/**
- * Rows row..row+rows-1 are one sequence for attention. Without a cache the
- * rows are the whole sequence (training); with one they are its next
- * positions, appended to the cache layer by layer (decode).
- */
-export interface Segment {
-  row: number;
-  rows: number;
-  cache: KvCache | null;
-  /**
-   * The sequence length a longrope model picks its factors by (transformers:
-   * max position + 1 of the forward call; a padded batch's padded length).
-   * Default: the positions the sequence holds after this pass.
-   */
-  ropeLength?: number;
-}
-
-/** One forward pass over N rows: token ids, positions, attention segments and LoRA groups. */
-export interface Rows {
-  N: number;
-  ids: ArrayLike<number>;
-  positions: Int32Array; // [N]
-  segments: readonly Segment[];
-  lora: readonly LoraGroup[];
-}
+export { type Batch, createKvCache, type KvCache, type Rows, type Segment } from "./graph-rows.js";
+export { profile } from "./profile.js";
 
 export interface GraphOptions {
   /** Compute LM-head logits only for rows with a target (default true). */
@@ -76,22 +36,6 @@ export interface GraphOptions {
   /** Forward only (logits, eval, decode): one layer's activations are reused by every layer. */
   inferenceOnly?: boolean;
 }
-
-// Per-op timings, enabled with SVC_ENGINE_PROFILE=1 (printed by the benchmark).
-const profiling = process.env.SVC_ENGINE_PROFILE === "1";
-export const profile = new Map<string, { ms: number; calls: number }>();
-function tick(): number {
-  return profiling ? performance.now() : 0;
-}
-function tock(label: string, start: number): void {
-  if (!profiling) return;
-  const entry = profile.get(label) ?? { ms: 0, calls: 0 };
-  entry.ms += performance.now() - start;
-  entry.calls++;
-  profile.set(label, entry);
-}
-
-const LOGIT_CHUNK_FLOATS = 1 << 23; // 32 MB of logits per LM-head chunk
 
 // Projections grouped by the input they read (their LoRA x·Aᵀ is one matmul per group).
 const QKV: readonly Slot[] = ["q", "k", "v"];
@@ -112,17 +56,6 @@ export function sizesOf(config: ModelConfig) {
   return { C, F, V, Hq, Hkv, D, Q: Hq * D, K: Hkv * D };
 }
 
-export function createKvCache(config: ModelConfig, maxLength: number): KvCache {
-  const kvDim = config.numKeyValueHeads * config.headDim;
-  const k: Float32Array[] = [];
-  const v: Float32Array[] = [];
-  for (let l = 0; l < config.numHiddenLayers; l++) {
-    k.push(new Float32Array(maxLength * kvDim));
-    v.push(new Float32Array(maxLength * kvDim));
-  }
-  return { maxLength, length: 0, k, v, ids: new Int32Array(maxLength) };
-}
-
 export class ModelGraph {
   readonly config: ModelConfig;
   readonly weights: ModelWeights;
@@ -134,15 +67,8 @@ export class ModelGraph {
   private rows = 0;
   private acts: LayerActivations[] = [];
   private s!: Scratch;
-  private ropeCos: Float32Array[] = [];
-  private ropeSin: Float32Array[] = [];
-  private longCos: (Float32Array | null)[] = []; // longrope's long-factor tables
-  private longSin: (Float32Array | null)[] = [];
-  private ropeLen = 0;
-  private headRows!: Float32Array; // [chunk,C] gathered rows for the LM head
-  private headTargets!: Int32Array; // [chunk]
-  private logitChunk!: Float32Array; // [chunk,V]
-  private capTanh: Float32Array | null = null; // [chunk,V] tanh(logits/cap) for the softcap's backward
+  private readonly ropes: RopeTables;
+  private readonly head: LmHead;
   private pass: Rows | null = null;
   private batch: Batch | null = null;
 
@@ -152,41 +78,24 @@ export class ModelGraph {
     this.kern = getKernels();
     this.skipUnlabeledRows = options.skipUnlabeledRows ?? true;
     this.inferenceOnly = options.inferenceOnly ?? false;
-    this.lora = new LoraRunner(this.kern, tick, tock);
+    this.lora = new LoraRunner(this.kern);
+    this.ropes = new RopeTables(config, this.kern);
+    this.head = new LmHead(config, weights.lmHead, this.kern, !this.inferenceOnly);
   }
 
   // ------------------------------------------------------------------ buffers
 
   private ensureCapacity(N: number, maxPos: number, r: number): void {
     const cfg = this.config;
-    const { C, F, V, Q } = sizesOf(cfg);
-    if (maxPos > this.ropeLen) {
-      const grown = Math.max(maxPos, Math.min(2 * this.ropeLen, cfg.maxPositionEmbeddings));
-      this.ropeCos = [];
-      this.ropeSin = [];
-      this.longCos = [];
-      this.longSin = [];
-      for (const rope of cfg.ropes) {
-        const tables = ropeTables(rope, grown);
-        this.ropeCos.push(tables.cos);
-        this.ropeSin.push(tables.sin);
-        const long = rope.long ? ropeTables({ ...rope, invFreq: rope.long.invFreq }, grown) : null;
-        this.longCos.push(long?.cos ?? null);
-        this.longSin.push(long?.sin ?? null);
-      }
-      this.ropeLen = grown;
-    }
+    const { C, F, Q } = sizesOf(cfg);
+    this.ropes.ensure(maxPos);
     if (N > this.rows) {
       const grown = this.inferenceOnly ? Math.max(N, 2 * this.rows) : N;
       this.rows = grown;
       const sets = this.inferenceOnly ? 1 : cfg.numHiddenLayers;
       this.acts = Array.from({ length: sets }, () => layerActivations(cfg, grown));
       this.s = scratch(cfg, grown, !this.inferenceOnly);
-      const chunk = Math.max(1, Math.min(grown, Math.floor(LOGIT_CHUNK_FLOATS / V)));
-      this.headRows = new Float32Array(chunk * C);
-      this.headTargets = new Int32Array(chunk);
-      this.logitChunk = new Float32Array(chunk * V);
-      this.capTanh = cfg.finalLogitSoftcap > 0 && !this.inferenceOnly ? new Float32Array(chunk * V) : null;
+      this.head.ensure(grown);
     }
     this.lora.ensure(this.rows, this.acts.length, r, Math.max(C, F, Q));
   }
@@ -257,43 +166,9 @@ export class ModelGraph {
     else this.kern.gegluForward(gate, up, out, n);
   }
 
-  private rope(
-    x: Float32Array,
-    layer: number,
-    heads: number,
-    N: number,
-    inverse: boolean,
-    positions: Int32Array,
-  ): void {
-    const index = this.config.layers[layer].rope;
-    if (index < 0) return;
-    const t = tick();
-    const rope = this.config.ropes[index];
-    const D = this.config.headDim;
-    const cos = this.ropeCos[index];
-    const sin = this.ropeSin[index];
-    if (!rope.long) {
-      this.kern.rope(x, cos, sin, positions, N, heads, D, inverse, rope.rotaryDim);
-    } else {
-      // longrope: each sequence rotates by the short or the long factors, by its length
-      const width = heads * D;
-      for (const seg of this.pass?.segments ?? []) {
-        const length = seg.ropeLength ?? (seg.cache?.length ?? 0) + seg.rows;
-        const long = length > rope.long.originalMaxPositions;
-        this.kern.rope(
-          x.subarray(seg.row * width, (seg.row + seg.rows) * width),
-          long ? (this.longCos[index] as Float32Array) : cos,
-          long ? (this.longSin[index] as Float32Array) : sin,
-          positions.subarray(seg.row, seg.row + seg.rows),
-          seg.rows,
-          heads,
-          D,
-          inverse,
-          rope.rotaryDim,
-        );
-      }
-    }
-    tock(inverse ? "bwd.rope" : "fwd.rope", t);
+  private rope(x: Float32Array, layer: number, heads: number, N: number, inverse: boolean): void {
+    const pass = this.pass as Rows;
+    this.ropes.apply(x, layer, heads, N, inverse, pass.positions, pass.segments);
   }
 
   // ------------------------------------------------------------------ forward
@@ -349,8 +224,8 @@ export class ModelGraph {
         this.norm(a.qPre, lw.qNorm, a.q, a.rstdQ, ...this.qkRows(N, Hq));
         this.norm(a.kPre, lw.kNorm, a.k, a.rstdK, ...this.qkRows(N, Hkv));
       }
-      this.rope(a.q, l, Hq, N, false, positions);
-      this.rope(a.k, l, Hkv, N, false, positions);
+      this.rope(a.q, l, Hq, N, false);
+      this.rope(a.k, l, Hkv, N, false);
       this.attend(a, l, segments);
 
       // o_proj, then its norm and the residual add
@@ -457,24 +332,6 @@ export class ModelGraph {
     tock("fwd.attention", t0);
   }
 
-  /** Logits [rows,V] of xf rows into out, with the family's logit scale and softcap applied. */
-  private lmHead(x: Float32Array, out: Float32Array, rows: number, capTanh: Float32Array | null): void {
-    const { C, V } = sizesOf(this.config);
-    const t0 = tick();
-    this.kern.matmul(x, this.weights.lmHead, out, rows, V, C, false, true, false);
-    const m = this.config.logitScale;
-    if (m !== 1) for (let i = 0; i < rows * V; i++) out[i] *= m;
-    const cap = this.config.finalLogitSoftcap;
-    if (cap > 0) {
-      for (let i = 0; i < rows * V; i++) {
-        const th = Math.tanh(out[i] / cap);
-        if (capTanh) capTanh[i] = th;
-        out[i] = th * cap;
-      }
-    }
-    tock("fwd.matmul.lm_head", t0);
-  }
-
   /**
    * Forward pass of a training batch with the loss. Returns the summed loss
    * over rows with a target and their count. With gradScale set, the LM
@@ -498,52 +355,9 @@ export class ModelGraph {
     }
     this.run({ N, ids: inputIds, positions, segments, lora: [{ row: 0, rows: N, lora }] });
     this.batch = batch;
-    const { C, V } = sizesOf(this.config);
-    const k = this.kern;
-    const s = this.s;
-    const chunk = this.headTargets.length;
-    const grad = gradScale !== null;
-    if (grad) s.dtmp.fill(0, 0, N * C); // d(xf), scattered per row below
-
-    let lossSum = 0;
-    let count = 0;
-    let n = 0;
-    while (n < N) {
-      // gather up to `chunk` rows (only labelled ones when skipping)
-      let m = 0;
-      const rowsOfChunk: number[] = [];
-      for (; n < N && m < chunk; n++) {
-        if (this.skipUnlabeledRows && targets[n] < 0) continue;
-        this.headRows.set(s.xf.subarray(n * C, n * C + C), m * C);
-        this.headTargets[m] = targets[n];
-        rowsOfChunk.push(n);
-        if (targets[n] >= 0) count++;
-        m++;
-      }
-      if (m === 0) break;
-      this.lmHead(this.headRows, this.logitChunk, m, grad ? this.capTanh : null);
-      let t0 = tick();
-      lossSum += k.crossEntropy(
-        this.logitChunk,
-        this.headTargets,
-        m,
-        V,
-        grad ? this.logitChunk : null,
-        gradScale ?? 0,
-      );
-      tock("fwd.cross_entropy", t0);
-      if (!grad) continue;
-      t0 = tick();
-      // back through the softcap and the logit scale
-      const capTanh = this.capTanh;
-      if (capTanh) for (let i = 0; i < m * V; i++) this.logitChunk[i] *= 1 - capTanh[i] * capTanh[i];
-      const scale = this.config.logitScale;
-      if (scale !== 1) for (let i = 0; i < m * V; i++) this.logitChunk[i] *= scale;
-      k.matmul(this.logitChunk, this.weights.lmHead, this.headRows, m, C, V, false, false, false); // d(rows)[m,C]
-      tock("bwd.matmul.lm_head", t0);
-      for (let i = 0; i < m; i++) s.dtmp.set(this.headRows.subarray(i * C, i * C + C), rowsOfChunk[i] * C);
-    }
-    return { lossSum, count };
+    // d(xf) lands in dtmp for backward()
+    const dxf = gradScale !== null ? this.s.dtmp : null;
+    return this.head.loss(this.s.xf, targets, N, this.skipUnlabeledRows, dxf, gradScale ?? 0);
   }
 
   // ------------------------------------------------------------------ backward
@@ -556,7 +370,6 @@ export class ModelGraph {
       throw new Error("backward() needs a forward() with gradScale first");
     const { B, T, lengths } = batch;
     const N = B * T;
-    const positions = pass.positions;
     const cfg = this.config;
     const { C, F, Hq, Hkv, D, Q, K } = sizesOf(cfg);
     const k = this.kern;
@@ -633,8 +446,8 @@ export class ModelGraph {
         }
       }
       tock("bwd.attention", t0);
-      this.rope(s.dq, l, Hq, N, true, positions);
-      this.rope(s.dk, l, Hkv, N, true, positions);
+      this.rope(s.dq, l, Hq, N, true);
+      this.rope(s.dk, l, Hkv, N, true);
       let dq = s.dq;
       let dk = s.dk;
       if (lw.qNorm && lw.kNorm) {
@@ -724,17 +537,12 @@ export class ModelGraph {
       lora: [{ row: 0, rows: T, lora }],
     });
     const out = new Float32Array(T * this.config.vocabSize);
-    this.lmHead(xf, out, T, null);
+    this.head.logits(xf, out, T);
     return out;
   }
 
   /** Logits [rows.length, V] of chosen rows of the last run (decode: each sequence's last new token). */
   logitsOfRows(rowIndices: readonly number[], out: Float32Array): void {
-    const C = this.config.hiddenSize;
-    const xf = this.s.xf;
-    const gathered =
-      rowIndices.length <= this.headTargets.length ? this.headRows : new Float32Array(rowIndices.length * C);
-    for (const [i, row] of rowIndices.entries()) gathered.set(xf.subarray(row * C, row * C + C), i * C);
-    this.lmHead(gathered, out, rowIndices.length, null);
+    this.head.logitsOfRows(this.s.xf, rowIndices, out);
   }
 }

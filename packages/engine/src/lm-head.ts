@@ -1,0 +1,115 @@
+// The LM head and the loss, fused (llm.c's "fused classifier"): logits exist
+// only for a chunk of rows at a time, and by default only for rows that carry
+// a label. The family's logit scale and final softcap are applied to the
+// logits, and their derivatives on the way back.
+import type { ModelConfig } from "./families/index.js";
+import type { Kernels } from "./kernels/types.js";
+import { tick, tock } from "./profile.js";
+
+const LOGIT_CHUNK_FLOATS = 1 << 23; // 32 MB of logits per LM-head chunk
+
+export class LmHead {
+  private rows = 0;
+  private headRows = new Float32Array(0); // [chunk,C] gathered rows
+  private headTargets = new Int32Array(0); // [chunk]
+  private logitChunk = new Float32Array(0); // [chunk,V]
+  private capTanh: Float32Array | null = null; // [chunk,V] tanh(logits/cap) for the softcap's backward
+
+  constructor(
+    private readonly config: ModelConfig,
+    private readonly head: Float32Array, // [V,C]
+    private readonly kern: Kernels,
+    private readonly training: boolean,
+  ) {}
+
+  /** Chunk buffers for passes of up to N rows. */
+  ensure(N: number): void {
+    if (N <= this.rows) return;
+    this.rows = N;
+    const { hiddenSize: C, vocabSize: V } = this.config;
+    const chunk = Math.max(1, Math.min(N, Math.floor(LOGIT_CHUNK_FLOATS / V)));
+    this.headRows = new Float32Array(chunk * C);
+    this.headTargets = new Int32Array(chunk);
+    this.logitChunk = new Float32Array(chunk * V);
+    this.capTanh = this.config.finalLogitSoftcap > 0 && this.training ? new Float32Array(chunk * V) : null;
+  }
+
+  /** out[rows,V] = transformed logits of x[rows,C]; keeps tanh(logits/cap) in capTanh when given. */
+  logits(x: Float32Array, out: Float32Array, rows: number, capTanh: Float32Array | null = null): void {
+    const { hiddenSize: C, vocabSize: V } = this.config;
+    const t0 = tick();
+    this.kern.matmul(x, this.head, out, rows, V, C, false, true, false);
+    const m = this.config.logitScale;
+    if (m !== 1) for (let i = 0; i < rows * V; i++) out[i] *= m;
+    const cap = this.config.finalLogitSoftcap;
+    if (cap > 0) {
+      for (let i = 0; i < rows * V; i++) {
+        const th = Math.tanh(out[i] / cap);
+        if (capTanh) capTanh[i] = th;
+        out[i] = th * cap;
+      }
+    }
+    tock("fwd.matmul.lm_head", t0);
+  }
+
+  /** Logits [rows.length, V] of chosen rows of xf (decode: each sequence's last new token). */
+  logitsOfRows(xf: Float32Array, rowIndices: readonly number[], out: Float32Array): void {
+    const C = this.config.hiddenSize;
+    const gathered =
+      rowIndices.length <= this.headTargets.length ? this.headRows : new Float32Array(rowIndices.length * C);
+    for (const [i, row] of rowIndices.entries()) gathered.set(xf.subarray(row * C, row * C + C), i * C);
+    this.logits(gathered, out, rowIndices.length);
+  }
+
+  /**
+   * The summed cross-entropy of xf[N,C]'s rows against targets (a target < 0
+   * counts nothing) and the count of counted rows. With dxf given, the head's
+   * backward runs too: dxf[n] = d(loss·gradScale)/d(xf[n]) (zero for skipped rows).
+   */
+  loss(
+    xf: Float32Array,
+    targets: Int32Array,
+    N: number,
+    skipUnlabeledRows: boolean,
+    dxf: Float32Array | null,
+    gradScale: number,
+  ): { lossSum: number; count: number } {
+    const { hiddenSize: C, vocabSize: V } = this.config;
+    const k = this.kern;
+    const chunk = this.headTargets.length;
+    if (dxf) dxf.fill(0, 0, N * C);
+    let lossSum = 0;
+    let count = 0;
+    let n = 0;
+    while (n < N) {
+      // gather up to `chunk` rows (only labelled ones when skipping)
+      let m = 0;
+      const rowsOfChunk: number[] = [];
+      for (; n < N && m < chunk; n++) {
+        if (skipUnlabeledRows && targets[n] < 0) continue;
+        this.headRows.set(xf.subarray(n * C, n * C + C), m * C);
+        this.headTargets[m] = targets[n];
+        rowsOfChunk.push(n);
+        if (targets[n] >= 0) count++;
+        m++;
+      }
+      if (m === 0) break;
+      const logits = this.logitChunk;
+      this.logits(this.headRows, logits, m, dxf ? this.capTanh : null);
+      let t0 = tick();
+      lossSum += k.crossEntropy(logits, this.headTargets, m, V, dxf ? logits : null, gradScale);
+      tock("fwd.cross_entropy", t0);
+      if (!dxf) continue;
+      t0 = tick();
+      // back through the softcap and the logit scale
+      const capTanh = this.capTanh;
+      if (capTanh) for (let i = 0; i < m * V; i++) logits[i] *= 1 - capTanh[i] * capTanh[i];
+      const scale = this.config.logitScale;
+      if (scale !== 1) for (let i = 0; i < m * V; i++) logits[i] *= scale;
+      k.matmul(logits, this.head, this.headRows, m, C, V, false, false, false); // d(rows)[m,C]
+      tock("bwd.matmul.lm_head", t0);
+      for (let i = 0; i < m; i++) dxf.set(this.headRows.subarray(i * C, i * C + C), rowsOfChunk[i] * C);
+    }
+    return { lossSum, count };
+  }
+}
