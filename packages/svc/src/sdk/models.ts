@@ -1,6 +1,9 @@
 // The base models the SDK accepts, typed so a wrong name fails to compile and,
 // in untyped or bundled code, throws when the trainer is constructed. The
-// server's GET /v1/models is the runtime truth of what it can train on.
+// server's GET /v1/models is the runtime truth of what it can train on and of
+// what each model is (family, size, context, LoRA targets: the engine's
+// reading of its config.json); the trainer checks against it at start().
+import type { BaseModelInfo } from "@svc/server/wire";
 
 /** The bundled base model(s) (models/ in this repository). */
 export const SUPPORTED_MODELS = ["svc/pico-llama"] as const;
@@ -26,4 +29,36 @@ export function assertSupportedModel(model: unknown, field = "model"): asserts m
       `${field}: unsupported base model ${JSON.stringify(model)}; supported: ${accepted.map((m) => JSON.stringify(m)).join(", ")}`,
     );
   }
+}
+
+/** `name` as the server describes it, or a TypeError naming the models it serves. */
+export function servedModel(models: readonly BaseModelInfo[], name: string, field = "model"): BaseModelInfo {
+  const model = models.find((m) => m.name === name);
+  if (!model) {
+    const served = models.map((m) => JSON.stringify(m.name)).join(", ") || "none";
+    throw new TypeError(`${field}: the server does not serve ${JSON.stringify(name)} (it serves ${served})`);
+  }
+  return model;
+}
+
+/**
+ * LoRA target modules checked against the model's own (`loraTargets` from the
+ * server, e.g. Phi-3's "qkv_proj", "o_proj", "gate_up_proj", "down_proj"), or
+ * "all-linear" alone; a TypeError names the entry and the valid names.
+ */
+export function assertLoraTargets(
+  model: BaseModelInfo,
+  targets: readonly string[],
+  field = "lora.targetModules",
+): void {
+  targets.forEach((target, i) => {
+    if (target === "all-linear" && targets.length > 1)
+      throw new TypeError(`${field}[${i}]: "all-linear" means every module and cannot be listed with others`);
+    if (target !== "all-linear" && !model.loraTargets.includes(target)) {
+      const valid = model.loraTargets.map((t) => JSON.stringify(t)).join(", ");
+      throw new TypeError(
+        `${field}[${i}]: ${JSON.stringify(target)} is not a LoRA target of ${model.name} (${model.architecture}); valid: ${valid}, or "all-linear" alone`,
+      );
+    }
+  });
 }

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { SUPPORTED_MODELS } from "./models.js";
+import type { BaseModelInfo } from "@svc/server/wire";
+import { assertLoraTargets, SUPPORTED_MODELS, servedModel } from "./models.js";
 import { createSvc } from "./svc.js";
 import { createTrainer } from "./trainer.js";
 import { hyperparametersOf } from "./trainer-options.js";
@@ -42,6 +43,12 @@ test("bad options name their field", () => {
     [{ lrSchedulerType: "step" }, /lrSchedulerType/],
     [{ truncation: "middle" }, /truncation: expected "keep_answers", "end" or "strict"/],
     [{ callbacks: { onDone: () => {} } }, /callbacks\.onDone/],
+    [{ lora: { r: 4, alpha: 8, targetModules: [] } }, /lora\.targetModules: expected a non-empty array/],
+    [
+      { lora: { r: 4, alpha: 8, targetModules: "q_proj" } },
+      /lora\.targetModules: expected a non-empty array/,
+    ],
+    [{ lora: { r: 4, alpha: 8, targetModules: ["q_proj", 3] } }, /lora\.targetModules: expected/],
   ];
   for (const [patch, re] of bad) assert.throws(() => createTrainer({ ...ok, ...patch } as never), re);
 });
@@ -66,4 +73,39 @@ test("createSvc takes exactly one trainer", () => {
   assert.throws(() => createSvc({ trainer: [trainer, trainer] as never }), /exactly one trainer/);
   assert.throws(() => createSvc({ trainer, other: trainer } as never), /unknown field "other"/);
   assert.throws(() => createSvc({} as never), /expected the result of createTrainer/);
+});
+
+const phi3: BaseModelInfo = {
+  name: "org/phi-3-mini",
+  family: "phi3",
+  architecture: "Phi3ForCausalLM",
+  parameters: 3_821_079_552,
+  contextLength: 4096,
+  loraTargets: ["qkv_proj", "o_proj", "gate_up_proj", "down_proj"],
+  description: "",
+};
+
+test("lora.targetModules takes any family's PEFT names and reaches the job as given", () => {
+  const lora = { r: 4, alpha: 8, targetModules: ["qkv_proj", "gate_up_proj"] };
+  const trainer = createTrainer({ ...ok, lora });
+  assert.deepEqual(hyperparametersOf({ ...ok, lora }).lora, lora);
+  assert.equal(trainer.model, "svc/pico-llama");
+});
+
+test("LoRA targets are checked against the model the server describes", () => {
+  assertLoraTargets(phi3, ["qkv_proj", "down_proj"]);
+  assertLoraTargets(phi3, ["all-linear"]);
+  assert.throws(
+    () => assertLoraTargets(phi3, ["qkv_proj", "q_proj"]),
+    /^TypeError: lora\.targetModules\[1\]: "q_proj" is not a LoRA target of org\/phi-3-mini \(Phi3ForCausalLM\); valid: "qkv_proj", "o_proj", "gate_up_proj", "down_proj", or "all-linear" alone$/,
+  );
+  assert.throws(
+    () => assertLoraTargets(phi3, ["all-linear", "o_proj"]),
+    /\[0\]: "all-linear" means every module/,
+  );
+  assert.equal(servedModel([phi3], "org/phi-3-mini"), phi3);
+  assert.throws(
+    () => servedModel([phi3], "svc/pico-llama"),
+    /model: the server does not serve "svc\/pico-llama" \(it serves "org\/phi-3-mini"\)/,
+  );
 });

@@ -45,7 +45,12 @@ export interface TrainerOptions extends TrainerHyperparameters {
   model: SupportedModel;
   dataset: DatasetSource;
   evalDataset?: DatasetSource;
-  lora?: Omit<JobHyperparameters["lora"], "targetModules">;
+  /**
+   * targetModules: PEFT module names of the model's family (`loraTargets` in
+   * GET /v1/models: "q_proj" … "down_proj", Phi-3's "qkv_proj", "gate_up_proj", …)
+   * or ["all-linear"], the default; checked against the server's model at start().
+   */
+  lora?: JobHyperparameters["lora"];
   dryRun?: boolean;
   callbacks?: TrainerCallbacks;
   /** Stops only the local wait(); the job keeps running (use cancel() to stop it). */
@@ -103,12 +108,25 @@ export function validateTrainerOptions(o: TrainerOptions): void {
   validateDataset("dataset", o.dataset);
   if (o.evalDataset !== undefined) validateDataset("evalDataset", o.evalDataset);
   if (o.lora !== undefined) {
-    if (typeof o.lora !== "object" || o.lora === null) fail("lora", "{ r, alpha, maxLength? }", o.lora);
+    if (typeof o.lora !== "object" || o.lora === null)
+      fail("lora", "{ r, alpha, targetModules?, maxLength? }", o.lora);
     positiveInt("lora.r", o.lora.r);
     if (o.lora.r === undefined) fail("lora.r", "a positive integer", o.lora.r);
     positiveNumber("lora.alpha", o.lora.alpha);
     if (o.lora.alpha === undefined) fail("lora.alpha", "a positive number", o.lora.alpha);
     positiveInt("lora.maxLength", o.lora.maxLength);
+    const targets: unknown = o.lora.targetModules;
+    if (
+      targets !== undefined &&
+      (!Array.isArray(targets) ||
+        targets.length === 0 ||
+        targets.some((t) => typeof t !== "string" || t === ""))
+    )
+      fail(
+        "lora.targetModules",
+        'a non-empty array of module names (e.g. ["q_proj", "v_proj"]) or ["all-linear"]',
+        targets,
+      );
   }
   positiveInt("maxSteps", o.maxSteps);
   positiveNumber("numTrainEpochs", o.numTrainEpochs);

@@ -8,7 +8,7 @@ import { type ApiNotice, apiRecovery, formatApiNotice } from "./api-recovery.js"
 import type { CloudApiClient } from "./client.js";
 import { bindInfer } from "./infer.js";
 import { streamJobEvents } from "./job-event-stream.js";
-import type { SupportedModel } from "./models.js";
+import { assertLoraTargets, type SupportedModel, servedModel } from "./models.js";
 import { defaultProjectDir, openScopedSession, type ScopedSvcSession } from "./session.js";
 import {
   type DatasetSource,
@@ -99,6 +99,10 @@ class SvcTrainer implements Trainer {
     const projectDir = defaultProjectDir();
     this.session = await openScopedSession(projectDir);
     const client = this.session.scoped;
+    // The server's model (as its engine reads it) decides, before anything is uploaded.
+    const model = servedModel(await client.listModels(), this.model, "createTrainer: model");
+    const targets = this.options.lora?.targetModules;
+    if (targets) assertLoraTargets(model, targets, "createTrainer: lora.targetModules");
     const dataset = await uploadDataset(client, this.options.dataset, projectDir, `${this.name}-train`);
     const evalDataset = this.options.evalDataset
       ? await uploadDataset(client, this.options.evalDataset, projectDir, `${this.name}-eval`)

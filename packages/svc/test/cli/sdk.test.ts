@@ -134,6 +134,35 @@ test("datasets by URL (with a bearer token) and from a file are uploaded at star
   }
 });
 
+test("start() checks lora.targetModules against the model the server describes, before uploading anything", async () => {
+  const { scoped } = await openScopedSession();
+  const [info] = (await scoped.listModels()).filter((m) => m.name === TEST_MODEL);
+  assert.equal(info.family, "llama");
+  assert.deepEqual(info.loraTargets, [
+    "q_proj",
+    "k_proj",
+    "v_proj",
+    "o_proj",
+    "gate_proj",
+    "up_proj",
+    "down_proj",
+  ]);
+  const before = (await scoped.listDatasets()).length;
+  const trainer = createTrainer({
+    name: "sdk-targets",
+    model,
+    dataset,
+    lora: { r: 4, alpha: 8, targetModules: ["qkv_proj"] },
+    maxSteps: 1,
+  });
+  await assert.rejects(
+    trainer.start(),
+    /createTrainer: lora\.targetModules\[0\]: "qkv_proj" is not a LoRA target of test\/tiny-random \(LlamaForCausalLM\); valid: "q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj", or "all-linear" alone/,
+  );
+  assert.equal(trainer.jobId, null);
+  assert.equal((await scoped.listDatasets()).length, before);
+});
+
 test("a callback that throws makes wait() reject with that error", async () => {
   const boom = new Error("callback says no");
   const trainer = createTrainer({
