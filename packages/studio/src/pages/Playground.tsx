@@ -150,8 +150,12 @@ export function Playground() {
               )}
               <optgroup label="Base models">
                 {models.map((m) => (
-                  <option key={m.name} value={encodeChoice({ kind: "base", name: m.name })}>
-                    {m.name}
+                  <option
+                    key={m.name}
+                    value={encodeChoice({ kind: "base", name: m.name })}
+                    title={`${m.architecture}, ${m.parameters.toLocaleString()} parameters, context ${m.contextLength}`}
+                  >
+                    {m.name} ({m.family})
                   </option>
                 ))}
               </optgroup>
