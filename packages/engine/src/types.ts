@@ -33,7 +33,7 @@ export interface Tokenizer {
   applyChatTemplate(messages: ChatMessage[], options?: RenderChatOptions): string;
   readonly vocabSize: number;
   readonly bosTokenId: number | null;
-  /** Token ids that end a generation (eos_token and the chat template's end-of-turn token). */
+  /** Token ids that end a generation: eos_token, every eos_token_id of generation_config.json and config.json, and the chat template's end-of-turn token. */
   readonly eosTokenIds: number[];
   readonly padTokenId: number;
   /**
