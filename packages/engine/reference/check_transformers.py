@@ -11,7 +11,8 @@ library). For every case in cases.py (or the ones named) it
      as make_fixtures (rounded to the case's dtype) and save_pretrained's it in that
      dtype (safetensors): config.json and model.safetensors are transformers' own;
   2. computes transformers' logits for the two sequences, the loss of the padded
-     batch, greedy continuations (generate, no sampling, 6 + 8 tokens);
+     batch, greedy continuations (6 + 8 tokens, each by a forward pass of the
+     sequence so far; whether generate() agrees is reported too);
   3. wraps it with peft (LoraConfig r=4, alpha=8, target_modules="all-linear"),
      makes every lora_B non-zero, saves the adapter, computes LoRA logits, the LoRA
      gradients of the padded-batch loss and one clipped AdamW step;
@@ -79,6 +80,19 @@ def randomize(model, case, g, tied):
 
 
 def greedy_hf(model, prompt, n):
+    """Greedy tokens by transformers' forward of the whole sequence so far (no cache)."""
+    ids = list(prompt)
+    with torch.no_grad():
+        for _ in range(n):
+            logits = model(torch.tensor([ids], device=DEVICE), use_cache=False).logits[0, -1]
+            ids.append(int(torch.argmax(logits)))
+    return ids[len(prompt):]
+
+
+def generate_hf(model, prompt, n):
+    """transformers' generate() (KV cache). For a longrope model whose sequence
+    crosses original_max_position_embeddings it disagrees with its own forward
+    pass (transformers 5.18); the report records whether it agrees."""
     from transformers import GenerationConfig
 
     gc = GenerationConfig(do_sample=False, max_new_tokens=n, eos_token_id=None, pad_token_id=0, bos_token_id=1)
@@ -139,7 +153,10 @@ def run_case(case, out, legacy=False):
     tied = bool(getattr(config, "tie_word_embeddings", False))
     randomize(model, case, g, tied)
     model.to(case["dtype"]).save_pretrained(folder, safe_serialization=True)
-    model.to(torch.float32).to(DEVICE).eval()
+    # compute with the saved folder as a user loads it (fp32): a model cast to
+    # half and back in memory would also round its rotary and scale buffers
+    model = AutoModelForCausalLM.from_pretrained(folder, attn_implementation="eager", dtype=torch.float32)
+    model.to(DEVICE).eval()
     write_tokenizer(folder)
 
     lengths = [13, 8]
@@ -157,6 +174,7 @@ def run_case(case, out, legacy=False):
         for i, s in enumerate(seqs):
             golden.append((f"logits.{i}", model(input_ids=torch.tensor([s], device=DEVICE)).logits[0].float().cpu()))
     greedy_base = greedy_hf(model, prompt, 8)
+    generate_agrees = generate_hf(model, prompt, 8) == greedy_base
 
     lcfg = LoraConfig(r=LORA_R, lora_alpha=LORA_ALPHA, lora_dropout=0.0, target_modules="all-linear",
                       task_type="CAUSAL_LM")
@@ -218,6 +236,7 @@ def run_case(case, out, legacy=False):
     report["greedy_equal"] = (greedy_ref(spec, W, prompt, 8) == greedy_base
                               and greedy_ref(spec, W, prompt, 8, lora) == greedy_lora)
     report["targets"] = targets
+    report["generate_agrees_with_forward"] = generate_agrees
     report["ok"] = report["greedy_equal"] and all(v <= TOL for v in checks.values())
     if not legacy and case["form"] == "v5":
         written = set(cfg)

@@ -88,6 +88,35 @@ test("PEFT's in-memory names with .default. load too; foreign tensors are refuse
   );
 });
 
+test("target_modules as PEFT writes them: full module paths, or suffixes, match the tensors", () => {
+  const dir = mkdtempSync(join(tmpdir(), "svc-peft-"));
+  const adapter = initLoraAdapter(config, { r: 2, alpha: 4, targetModules: ["k_proj", "down_proj"] }, 3);
+  saveAdapter(adapter, dir);
+  const configFile = join(dir, "adapter_config.json");
+  const json = JSON.parse(readFileSync(configFile, "utf8"));
+  const paths = [0, 1].flatMap((l) => [
+    `model.layers.${l}.self_attn.k_proj`,
+    `model.layers.${l}.mlp.down_proj`,
+  ]);
+  writeFileSync(configFile, JSON.stringify({ ...json, target_modules: paths }));
+  assert.deepEqual(loadAdapter(dir).spec.targetModules, ["k_proj", "down_proj"]);
+  writeFileSync(
+    configFile,
+    JSON.stringify({ ...json, target_modules: ["self_attn.k_proj", "mlp.down_proj"] }),
+  );
+  assert.deepEqual(loadAdapter(dir).spec.targetModules, ["k_proj", "down_proj"]);
+  writeFileSync(configFile, JSON.stringify({ ...json, target_modules: ["model.layers.0.self_attn.k_proj"] }));
+  assert.throws(
+    () => loadAdapter(dir),
+    (e) => isEngineError(e, "shape_mismatch") && /not among target_modules/.test(e.message),
+  );
+  writeFileSync(configFile, JSON.stringify({ ...json, use_qalora: true }));
+  assert.throws(
+    () => loadAdapter(dir),
+    (e) => isEngineError(e, "invalid_file") && /use_qalora/.test(e.message),
+  );
+});
+
 test("a missing adapter folder and unsupported PEFT options give clear errors", () => {
   const dir = mkdtempSync(join(tmpdir(), "svc-peft-"));
   assert.throws(

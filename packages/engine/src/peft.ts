@@ -35,6 +35,15 @@ const moduleRank = (name: string) => {
   return i < 0 ? MODULE_ORDER.length : i;
 };
 
+/**
+ * PEFT's rule for a list of target names: a module is adapted when its path
+ * (e.g. model.layers.0.mlp.down_proj) is a target or ends with "." + a target,
+ * so "down_proj" and "model.layers.0.mlp.down_proj" both name it.
+ */
+function targetedBy(targets: string[], path: string): boolean {
+  return targets.some((t) => path === t || path.endsWith(`.${t}`));
+}
+
 export function saveAdapter(adapter: LoraAdapter, dir: string, options: SaveAdapterOptions = {}): void {
   mkdirSync(dir, { recursive: true });
   const { r, alpha, targetModules } = adapter.spec;
@@ -103,7 +112,19 @@ export function loadAdapter(dir: string): LoraAdapter {
     if (v && typeof v === "object" && Object.keys(v).length > 0) throw refuse(`${key} is not supported`);
   }
   if (raw.layers_to_transform != null) throw refuse("layers_to_transform is not supported");
-  for (const key of ["modules_to_save", "exclude_modules", "target_parameters", "trainable_token_indices"]) {
+  for (const key of ["use_qalora", "use_bdlora"])
+    if (raw[key] === true) throw refuse(`${key}: true is not supported`);
+  for (const key of [
+    "modules_to_save",
+    "exclude_modules",
+    "target_parameters",
+    "trainable_token_indices",
+    "alora_invocation_tokens",
+    "layer_replication",
+    "arrow_config",
+    "kasa_config",
+    "monteclora_config",
+  ]) {
     const v = raw[key];
     if (v != null && !(Array.isArray(v) && v.length === 0)) throw refuse(`${key} is not supported`);
   }
@@ -136,7 +157,10 @@ export function loadAdapter(dir: string): LoraAdapter {
       );
     }
     const [, layer, group, target, factor] = match;
-    if (listed !== "all-linear" && !(listed as string[]).includes(target)) {
+    if (
+      listed !== "all-linear" &&
+      !targetedBy(listed as string[], `model.layers.${layer}.${group}.${target}`)
+    ) {
       throw new EngineError(
         "shape_mismatch",
         `${weightsFile}: tensor ${name} is not among target_modules`,

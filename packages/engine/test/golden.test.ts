@@ -25,8 +25,13 @@ import { loadAdapter } from "../src/peft.js";
 import { readSafetensors } from "../src/safetensors.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
-const fixtures = join(here, "..", "..", "fixtures");
-const cases = readdirSync(fixtures).sort();
+// SVC_GOLDEN_DIR checks another folder of cases in the same layout, e.g. the
+// models transformers itself saved (reference/check_transformers.py's output).
+const fixtures = process.env.SVC_GOLDEN_DIR ?? join(here, "..", "..", "fixtures");
+const cases = readdirSync(fixtures, { withFileTypes: true })
+  .filter((entry) => entry.isDirectory())
+  .map((entry) => entry.name)
+  .sort();
 
 interface Golden {
   input_ids: number[][];
