@@ -157,7 +157,10 @@ describe("Studio API against svc server", { timeout: 300_000 }, () => {
     assert.equal(served.status, 200);
     const { usage } = await json(served);
     let listedUsage: Json = {};
-    for (const deadline = Date.now() + 30_000; listedUsage.requests !== 1 && Date.now() < deadline; ) {
+    // the request is counted when it starts and its tokens when its answer ends: wait for both
+    const settled = () =>
+      listedUsage.requests === 1 && listedUsage.completionTokens === usage.completion_tokens;
+    for (const deadline = Date.now() + 30_000; !settled() && Date.now() < deadline; ) {
       await new Promise((r) => setTimeout(r, 100));
       listedUsage = (await json(await studioFetch(studio, `/api/deployments/${d.id}/keys`))).keys[0].usage;
     }
