@@ -1,7 +1,9 @@
 // Decode speed: tokens/s at batch 1 with a KV cache, ours against PyTorch in
-// the same run (bench/decode_torch.py, 2 threads, inference_mode), for the
-// tiny shape and SmolLM2-135M's shape, on random weights; then the aggregate
-// tokens/s of our Generator with 8 and 32 concurrent requests.
+// the same run (bench/reference_torch.py with "steps": 0, 2 threads,
+// inference_mode: the same family block, decoded like transformers' eager
+// modules with a growing cache), for the shapes of bench/shapes.mjs on random
+// weights; then the aggregate tokens/s of our Generator with 8 and 32
+// concurrent requests.
 //
 // Each measurement is repeated (--reps, default 3) and the best run is
 // reported for both engines, which damps the noise of a shared machine; the
@@ -10,35 +12,26 @@
 // PyTorch runs with as many threads as our kernels use (2 here; SVC_THREADS=1
 // compares single-threaded, which suffers less when other work shares the cores).
 //
-//   npm run build && nice -n 10 node bench/decode.mjs [--shapes tiny,small] [--tokens N] [--reps N] [--no-torch]
+//   npm run build && nice -n 10 node bench/decode.mjs [--shapes tiny,small,qwen,gemma] [--tokens N] [--reps N] [--no-torch]
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { BatchDecoder, createKvCache } from "../packages/engine/dist/src/decode.js";
+import { parseModelConfig } from "../packages/engine/dist/src/families/index.js";
 import { createGenerator } from "../packages/engine/dist/src/generate.js";
 import { getKernels } from "../packages/engine/dist/src/kernels/index.js";
 import { Rng } from "../packages/engine/dist/src/rng.js";
 import { argmax } from "../packages/engine/dist/src/sampling.js";
-import { randomLlamaWeights } from "../packages/engine/dist/src/testing/random-weights.js";
+import { randomModelWeights } from "../packages/engine/dist/src/testing/random-weights.js";
 import { writeTestTokenizer } from "../packages/engine/dist/src/testing/test-tokenizer.js";
 import { loadTokenizer } from "../packages/engine/dist/src/tokenizer.js";
+import { SHAPES } from "./shapes.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
-const SHAPES = {
-  tiny: { hidden: 256, layers: 4, heads: 4, kv_heads: 4, head_dim: 64, ffn: 688, vocab: 4096, tokens: 256 },
-  small: {
-    hidden: 576,
-    layers: 30,
-    heads: 9,
-    kv_heads: 3,
-    head_dim: 64,
-    ffn: 1536,
-    vocab: 49152,
-    tokens: 64,
-  },
-};
+/** Decoded tokens per measurement, by shape (the rest: 32). */
+const TOKENS = { tiny: 256, small: 64 };
 const PROMPT = 16;
 
 function flag(name, fallback) {
@@ -49,22 +42,6 @@ const shapes = flag("shapes", "tiny,small").split(",");
 const tokenOverride = flag("tokens", null);
 const reps = Number(flag("reps", "3"));
 const withTorch = !process.argv.includes("--no-torch");
-
-function llamaConfig(s) {
-  return {
-    hiddenSize: s.hidden,
-    intermediateSize: s.ffn,
-    numHiddenLayers: s.layers,
-    numAttentionHeads: s.heads,
-    numKeyValueHeads: s.kv_heads,
-    headDim: s.head_dim,
-    rmsNormEps: 1e-5,
-    ropeTheta: 10000,
-    vocabSize: s.vocab,
-    tieWordEmbeddings: true,
-    maxPositionEmbeddings: 2048,
-  };
-}
 
 function randomPrompt(vocab, seed) {
   const rng = new Rng(seed);
@@ -120,11 +97,20 @@ async function generatorConcurrent(generator, config, n, tokens) {
 }
 
 function torchDecode(shape, tokens) {
-  const args = JSON.stringify({ shape, prompt: PROMPT, tokens, reps, threads: kernels.threads ?? 2 });
-  const r = spawnSync("/usr/bin/python3", [join(here, "decode_torch.py"), args], { encoding: "utf8" });
-  if (r.status !== 0) throw new Error(`decode_torch.py failed:\n${r.stderr}`);
+  const args = JSON.stringify({
+    config: shape.config,
+    batch: 1,
+    seq: PROMPT,
+    steps: 0,
+    prompt: PROMPT,
+    decode_tokens: tokens,
+    reps,
+    threads: kernels.threads ?? 2,
+  });
+  const r = spawnSync("/usr/bin/python3", [join(here, "reference_torch.py"), args], { encoding: "utf8" });
+  if (r.status !== 0) throw new Error(`reference_torch.py failed:\n${r.stderr}`);
   const out = JSON.parse(r.stdout.trim().split("\n").pop());
-  return { tokensPerSecond: Math.max(...out.tokens_per_s), peakMiB: out.peak_rss_mib };
+  return { tokensPerSecond: Math.max(...out.decode_runs), peakMiB: out.peak_rss_mb };
 }
 
 async function best(measure) {
@@ -146,10 +132,10 @@ rmSync(tokDir, { recursive: true, force: true });
 
 for (const name of shapes) {
   const shape = SHAPES[name];
-  if (!shape) throw new Error(`unknown shape ${name} (tiny, small)`);
-  const tokens = Number(tokenOverride ?? shape.tokens);
-  const config = llamaConfig(shape);
-  const weights = randomLlamaWeights(config, 1);
+  if (!shape) throw new Error(`unknown shape ${name} (${Object.keys(SHAPES).join(", ")})`);
+  const tokens = Number(tokenOverride ?? TOKENS[name] ?? 32);
+  const config = parseModelConfig(shape.config);
+  const weights = randomModelWeights(config, 1);
   const model = { dir: "<random>", weights, config, tokenizer, adapter: null };
 
   const generator = createGenerator(model, { maxBatch: 32, maxContext: 2048 });
@@ -163,7 +149,7 @@ for (const name of shapes) {
   const agg32 = await generatorConcurrent(generator, config, 32, concurrentTokens);
 
   console.log(
-    `\n${name}: hidden ${shape.hidden}, ${shape.layers} layers, ${shape.heads}/${shape.kv_heads} heads, vocab ${shape.vocab}`,
+    `\n${name}: ${shape.note}; hidden ${config.hiddenSize}, ${config.numHiddenLayers} layers, ${config.numAttentionHeads}/${config.numKeyValueHeads} heads of ${config.headDim}, vocab ${config.vocabSize}`,
   );
   console.log(`  batch 1, ${tokens} tokens after a ${PROMPT}-token prompt:`);
   console.log(`    ours (decoder step)   ${fmt(ours)} tokens/s`);

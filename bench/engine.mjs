@@ -1,110 +1,99 @@
 #!/usr/bin/env node
-// Training and decode speed of @svc/engine against PyTorch on this machine.
+// Training and decode speed of @svc/engine against PyTorch on this machine,
+// per model shape (bench/shapes.mjs), with the effective GFLOP/s of a training
+// step against the best native SGEMM measured in the same run.
 //
-//   npm run build && nice node bench/engine.mjs [--shape tiny|small|both] [--steps N] [--decode-tokens N]
+//   npm run build && nice node bench/engine.mjs [--shape tiny,small,qwen,gemma] [--repeat N]
+//       [--steps N] [--decode-tokens N] [--decode-reps N] [--skip-torch] [--sgemm-budget S]
 //
-// Both engines train Llama + LoRA (r=16, alpha=32, all seven projections),
-// fp32, AdamW with gradient clipping, on random token batches with every
-// position labelled (like-for-like: the engine computes the LM head for every
-// row, as PyTorch does), then greedy-decode at batch 1 with a KV cache.
-// PyTorch runs bench/reference_torch.py with /usr/bin/python3 and 2 threads.
-// Each engine runs in its own process so peak RSS is its own.
-// SVC_ENGINE_PROFILE=1 prints the engine's per-op times.
+// Both engines build the model from the same config.json object (the engine
+// with parseModelConfig, PyTorch with the repo's reference configs.parse), put
+// LoRA (r=16, alpha=32, "all-linear") on it, train fp32 with AdamW and
+// gradient clipping on random token batches with every position labelled
+// (like-for-like: the engine computes the LM head for every row, as PyTorch
+// does), then greedy-decode at batch 1 with a KV cache. PyTorch runs
+// bench/reference_torch.py with /usr/bin/python3 and 2 threads. Each engine
+// runs in its own process, so peak RSS is its own; with --repeat N the two
+// alternate N times and every figure is the median over the rounds.
+// SVC_ENGINE_PROFILE=1 prints the engine's per-op times; SVC_BENCH_ENGINE=dir
+// runs another build of the engine package (default packages/engine).
 import { spawnSync } from "node:child_process";
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdtempSync, rmSync } from "node:fs";
+import { loadavg, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { SHAPES, trainingGemms, trainStepFlops } from "./shapes.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
-const dist = join(here, "..", "packages", "engine", "dist", "src");
-
-const SHAPES = {
-  tiny: { hidden: 256, layers: 4, heads: 4, kv: 4, ffn: 688, vocab: 4096, tied: false, seq: 256, batch: 8 },
-  small: {
-    hidden: 576,
-    layers: 30,
-    heads: 9,
-    kv: 3,
-    ffn: 1536,
-    vocab: 49152,
-    tied: true,
-    seq: 256,
-    batch: 4,
-  },
-};
+const engineRoot = process.env.SVC_BENCH_ENGINE ?? join(here, "..", "packages", "engine");
+const dist = join(engineRoot, "dist", "src");
+const LORA = { r: 16, alpha: 32 };
+const PROMPT = 16;
 
 function option(name, fallback) {
   const i = process.argv.indexOf(`--${name}`);
   return i >= 0 ? process.argv[i + 1] : fallback;
 }
 
-async function engineWorker(shapeName, steps, decodeTokens) {
-  const { LlamaGraph, profile } = await import(join(dist, "model.js"));
+const median = (xs) => {
+  const s = xs.filter((x) => x !== null && x !== undefined).sort((a, b) => a - b);
+  if (s.length === 0) return undefined;
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
+
+/** Best GFLOP/s of one matmul shape over `budget` seconds (as bench/kernels.mjs measures). */
+function sgemm(kern, [, m, n, k, transA, transB], budget) {
+  const fill = (len) => {
+    const a = new Float32Array(len);
+    for (let i = 0; i < len; i++) a[i] = Math.random() * 2 - 1;
+    return a;
+  };
+  const a = fill(m * k);
+  const b = fill(k * n);
+  const c = new Float32Array(m * n);
+  kern.matmul(a, b, c, m, n, k, transA, transB, false);
+  let best = Number.POSITIVE_INFINITY;
+  const start = performance.now();
+  let calls = 0;
+  while (performance.now() - start < budget * 1000 || calls < 2) {
+    const t0 = performance.now();
+    kern.matmul(a, b, c, m, n, k, transA, transB, false);
+    best = Math.min(best, performance.now() - t0);
+    calls++;
+  }
+  return (2 * m * n * k) / (best / 1000) / 1e9;
+}
+
+async function engineWorker(name, steps, decodeTokens, decodeReps, sgemmBudget) {
+  const { parseModelConfig } = await import(join(dist, "families", "index.js"));
+  const { ModelGraph, profile } = await import(join(dist, "model.js"));
   const { initLoraAdapter, loraLayersOf, loraParams, zerosLike } = await import(join(dist, "lora.js"));
   const { AdamW, clipGradNorm } = await import(join(dist, "optim.js"));
   const { makeBatch } = await import(join(dist, "batching.js"));
-  const { LlamaModel } = await import(join(dist, "load.js"));
-  const { loadTokenizer } = await import(join(dist, "tokenizer.js"));
+  const { randomModelWeights } = await import(join(dist, "testing", "random-weights.js"));
   const { writeTestTokenizer } = await import(join(dist, "testing", "test-tokenizer.js"));
+  const { loadTokenizer } = await import(join(dist, "tokenizer.js"));
   const { createGenerator } = await import(join(dist, "generate.js"));
   const { getKernels } = await import(join(dist, "kernels", "index.js"));
   const { Rng } = await import(join(dist, "rng.js"));
-  const { ALL_LORA_TARGETS } = await import(join(dist, "types.js"));
 
-  const s = SHAPES[shapeName];
-  const D = s.hidden / s.heads;
-  const config = {
-    hiddenSize: s.hidden,
-    intermediateSize: s.ffn,
-    numHiddenLayers: s.layers,
-    numAttentionHeads: s.heads,
-    numKeyValueHeads: s.kv,
-    headDim: D,
-    rmsNormEps: 1e-5,
-    ropeTheta: 10000,
-    vocabSize: s.vocab,
-    tieWordEmbeddings: s.tied,
-    maxPositionEmbeddings: 4096,
-  };
-  const rng = new Rng(0);
-  const rand = (n, scale = 0.035) => {
-    const out = new Float32Array(n);
-    for (let i = 0; i < n; i++) out[i] = (2 * rng.next() - 1) * scale;
-    return out;
-  };
-  const ones = (n) => new Float32Array(n).fill(1);
-  const C = s.hidden;
-  const Q = s.heads * D;
-  const K = s.kv * D;
-  const embed = rand(s.vocab * C);
-  const weights = {
-    embed,
-    layers: Array.from({ length: s.layers }, () => ({
-      inputNorm: ones(C),
-      q: rand(Q * C),
-      k: rand(K * C),
-      v: rand(K * C),
-      o: rand(C * Q),
-      postNorm: ones(C),
-      gate: rand(s.ffn * C),
-      up: rand(s.ffn * C),
-      down: rand(C * s.ffn),
-    })),
-    finalNorm: ones(C),
-    lmHead: s.tied ? embed : rand(s.vocab * C),
-  };
-  const adapter = initLoraAdapter(config, { r: 16, alpha: 32, targetModules: [...ALL_LORA_TARGETS] }, 1);
+  const shape = SHAPES[name];
+  const config = parseModelConfig(shape.config);
+  const weights = randomModelWeights(config, 1);
+  const adapter = initLoraAdapter(config, { ...LORA, targetModules: ["all-linear"] }, 1);
+  const gradAdapter = zerosLike(adapter);
   const lora = loraLayersOf(adapter, config);
-  const grads = zerosLike(lora);
-  const params = loraParams(lora);
-  const gradList = loraParams(grads);
+  const grads = loraLayersOf(gradAdapter, config);
+  const params = loraParams(adapter);
+  const gradList = loraParams(gradAdapter);
   const optimizer = new AdamW(params, { beta1: 0.9, beta2: 0.999, eps: 1e-8, weightDecay: 0 });
   const skip = process.env.BENCH_SKIP_UNLABELED === "1";
-  const graph = new LlamaGraph(config, weights, { skipUnlabeledRows: skip });
+  const graph = new ModelGraph(config, weights, { skipUnlabeledRows: skip });
 
-  const examples = Array.from({ length: s.batch }, () => {
-    const ids = Int32Array.from({ length: s.seq }, () => rng.int(s.vocab));
+  const rng = new Rng(0);
+  const examples = Array.from({ length: shape.batch }, () => {
+    const ids = Int32Array.from({ length: shape.seq }, () => rng.int(config.vocabSize));
     return { inputIds: ids, labels: ids };
   });
   const batch = makeBatch(examples, 0);
@@ -123,89 +112,206 @@ async function engineWorker(shapeName, steps, decodeTokens) {
   const t0 = performance.now();
   for (let i = 0; i < steps; i++) step();
   const trainSeconds = (performance.now() - t0) / 1000;
-  const profileRows = [...profile.entries()].sort((a, b) => b[1].ms - a[1].ms);
+  // a copy: decode below adds to the same entries
+  const profileRows = [...profile.entries()]
+    .map(([label, v]) => [label, v.ms / steps, v.calls / steps])
+    .sort((a, b) => b[1] - a[1]);
 
-  // decode at batch 1 through the generator (KV cache), timed from the first token to the last
+  // decode at batch 1 through the Generator (KV cache), timed from the first new token to the last
   const tokDir = mkdtempSync(join(tmpdir(), "svc-bench-tok-"));
   await writeTestTokenizer(tokDir);
   const tokenizer = await loadTokenizer(tokDir);
-  const model = new LlamaModel(tokDir, config, weights, tokenizer, null, { graph: null });
-  const generator = createGenerator(model);
-  const stamps = [];
-  const prompt = Array.from(examples[0].inputIds.subarray(0, 16));
-  for await (const _ of generator.generate({
-    promptIds: prompt,
-    maxTokens: decodeTokens + 1,
-    temperature: 0,
-  })) {
-    stamps.push(performance.now());
+  rmSync(tokDir, { recursive: true, force: true });
+  const model = { dir: "<random>", config, weights, tokenizer, adapter: null };
+  const generator = createGenerator(model, { maxContext: PROMPT + decodeTokens + 2 });
+  const prompt = Array.from(examples[0].inputIds.subarray(0, PROMPT));
+  const decodeRuns = [];
+  for (let rep = 0; rep < decodeReps; rep++) {
+    const stamps = [];
+    for await (const _ of generator.generate({
+      promptIds: prompt,
+      maxTokens: decodeTokens + 1,
+      temperature: 0,
+    })) {
+      stamps.push(performance.now());
+    }
+    decodeRuns.push((stamps.length - 1) / ((stamps[stamps.length - 1] - stamps[0]) / 1000));
   }
-  const decodeSeconds = (stamps[stamps.length - 1] - stamps[0]) / 1000;
+  const peakRssMb = process.resourceUsage().maxRSS / 1024; // before the SGEMM buffers below
+
+  // SGEMM of this shape's big matmuls, in this process, after the run (the LM head
+  // in the row chunks model.ts runs it in: 2^23 logits at a time)
   const k = getKernels();
+  const gemms = [];
+  if (sgemmBudget > 0) {
+    const chunk = Math.max(1, Math.min(shape.batch * shape.seq, Math.floor(2 ** 23 / config.vocabSize)));
+    for (const g of trainingGemms(config, shape.batch, shape.seq, chunk)) {
+      gemms.push([g[0], sgemm(k, g, sgemmBudget)]);
+    }
+  }
   return {
     engine: "svc",
     kernels: `${k.name}/${k.isa}`,
     skipUnlabeledRows: skip,
-    train_tokens_per_s: (s.batch * s.seq * steps) / trainSeconds,
+    train_tokens_per_s: (shape.batch * shape.seq * steps) / trainSeconds,
     train_step_s: trainSeconds / steps,
-    decode_tokens_per_s: (stamps.length - 1) / decodeSeconds,
-    peak_rss_mb: process.resourceUsage().maxRSS / 1024,
-    profile: profileRows.map(([label, v]) => [label, Math.round(v.ms / steps), v.calls / steps]),
+    decode_tokens_per_s: median(decodeRuns),
+    decode_runs: decodeRuns,
+    peak_rss_mb: peakRssMb,
+    sgemm: gemms,
+    profile: profileRows,
   };
 }
 
 function runChild(command, args) {
-  const child = spawnSync(command, args, { encoding: "utf8", maxBuffer: 1 << 24 });
+  const child = spawnSync(command, args, { encoding: "utf8", maxBuffer: 1 << 26 });
   if (child.status !== 0) throw new Error(`${command} ${args.join(" ")} failed:\n${child.stderr}`);
-  const line = child.stdout.trim().split("\n").pop();
-  return JSON.parse(line);
+  return JSON.parse(child.stdout.trim().split("\n").pop());
 }
 
 const worker = option("worker");
 if (worker) {
-  const result = await engineWorker(worker, Number(option("steps")), Number(option("decode-tokens")));
+  const result = await engineWorker(
+    worker,
+    Number(option("steps")),
+    Number(option("decode-tokens")),
+    Number(option("decode-reps")),
+    Number(option("sgemm-budget")),
+  );
   console.log(JSON.stringify(result));
 } else {
-  const shapeArg = option("shape", "both");
-  const names = shapeArg === "both" ? ["tiny", "small"] : [shapeArg];
+  const { parseModelConfig } = await import(join(dist, "families", "index.js"));
+  const shapeArg = option("shape", "tiny,small,qwen,gemma");
+  const names =
+    shapeArg === "both" ? ["tiny", "small"] : shapeArg === "all" ? Object.keys(SHAPES) : shapeArg.split(",");
+  for (const name of names)
+    if (!SHAPES[name]) throw new Error(`unknown shape ${name} (${Object.keys(SHAPES).join(", ")})`);
+  const repeat = Number(option("repeat", "1"));
+  const decodeTokens = option("decode-tokens", "32");
+  const decodeReps = option("decode-reps", "3");
+  const sgemmBudget = option("sgemm-budget", "0.5");
+  const withTorch = !process.argv.includes("--skip-torch");
+  const load = () =>
+    loadavg()
+      .map((x) => x.toFixed(1))
+      .join(" ");
+  console.log(`node ${process.version}; load average ${load()} at the start`);
+  const summary = [];
   for (const name of names) {
-    const steps = option("steps", name === "tiny" ? "5" : "2");
-    const decodeTokens = option("decode-tokens", "32");
-    const torch = process.argv.includes("--skip-torch")
-      ? null
-      : runChild("/usr/bin/python3", [
-          join(here, "reference_torch.py"),
-          "--shape",
-          name,
-          "--steps",
-          steps,
-          "--decode-tokens",
-          decodeTokens,
-        ]);
-    const svc = runChild(process.execPath, [
-      fileURLToPath(import.meta.url),
-      "--worker",
+    const shape = SHAPES[name];
+    const steps = option("steps", { tiny: "5", small: "2" }[name] ?? "1");
+    const rounds = [];
+    for (let round = 0; round < repeat; round++) {
+      const torch = withTorch
+        ? runChild("/usr/bin/python3", [
+            join(here, "reference_torch.py"),
+            JSON.stringify({
+              config: shape.config,
+              batch: shape.batch,
+              seq: shape.seq,
+              steps: Number(steps),
+              warmup: 1,
+              decode_tokens: Number(decodeTokens),
+              prompt: PROMPT,
+              reps: Number(decodeReps),
+              ...LORA,
+              threads: 2,
+            }),
+          ])
+        : null;
+      if (torch) torch.decode_tokens_per_s = median(torch.decode_runs);
+      const svc = runChild(process.execPath, [
+        fileURLToPath(import.meta.url),
+        "--worker",
+        name,
+        "--steps",
+        steps,
+        "--decode-tokens",
+        decodeTokens,
+        "--decode-reps",
+        decodeReps,
+        "--sgemm-budget",
+        sgemmBudget,
+      ]);
+      rounds.push({ svc, torch, load: loadavg()[0] });
+      console.log(
+        `${name} round ${round + 1}/${repeat}: train ${svc.train_tokens_per_s.toFixed(1)} vs ${torch?.train_tokens_per_s.toFixed(1) ?? "-"} tok/s, decode ${svc.decode_tokens_per_s.toFixed(1)} vs ${torch?.decode_tokens_per_s.toFixed(1) ?? "-"} tok/s; load ${load()}`,
+      );
+    }
+    const svcOf = (key) => median(rounds.map((r) => r.svc[key]));
+    const torchOf = (key) => median(rounds.map((r) => r.torch?.[key]));
+    const pairRatio = (key) => median(rounds.map((r) => (r.torch ? r.svc[key] / r.torch[key] : undefined)));
+    const config = parseModelConfig(shape.config);
+    const flops = trainStepFlops(config, shape.batch, shape.seq, LORA.r);
+    const stepS = svcOf("train_step_s");
+    const effective = flops.total / stepS / 1e9;
+    const gemmBest = new Map();
+    for (const r of rounds)
+      for (const [label, g] of r.svc.sgemm) gemmBest.set(label, Math.max(gemmBest.get(label) ?? 0, g));
+    const bestSgemm = Math.max(0, ...gemmBest.values());
+    const torchEffective = withTorch ? flops.total / torchOf("train_step_s") / 1e9 : undefined;
+    const row = {
       name,
-      "--steps",
-      steps,
-      "--decode-tokens",
-      decodeTokens,
-    ]);
-    const ratio = (a, b) => (b ? (a / b).toFixed(2) : "-");
-    const f = (v) => (v === undefined ? "-" : v.toFixed(1));
-    console.log(`\n${name} shape ${JSON.stringify(SHAPES[name])}, svc kernels ${svc.kernels}`);
+      note: shape.note,
+      kernels: rounds[0].svc.kernels,
+      trainSvc: svcOf("train_tokens_per_s"),
+      trainTorch: torchOf("train_tokens_per_s"),
+      trainRatio: pairRatio("train_tokens_per_s"),
+      decodeSvc: svcOf("decode_tokens_per_s"),
+      decodeTorch: torchOf("decode_tokens_per_s"),
+      decodeRatio: pairRatio("decode_tokens_per_s"),
+      rssSvc: svcOf("peak_rss_mb"),
+      rssTorch: torchOf("peak_rss_mb"),
+      stepS,
+      gflop: flops.total / 1e9,
+      effective,
+      torchEffective,
+      bestSgemm,
+      ofSgemm: bestSgemm ? effective / bestSgemm : undefined,
+    };
+    summary.push(row);
+
+    const f = (v, d = 1) => (v === undefined || v === null ? "-" : v.toFixed(d));
+    console.log(
+      `\n${name}: ${shape.note}; batch ${shape.batch} x seq ${shape.seq}; svc kernels ${row.kernels}; medians of ${repeat} round(s)`,
+    );
     console.log("                      svc      pytorch    ratio");
     console.log(
-      `train tokens/s   ${f(svc.train_tokens_per_s).padStart(9)} ${f(torch?.train_tokens_per_s).padStart(10)} ${ratio(svc.train_tokens_per_s, torch?.train_tokens_per_s).padStart(8)}`,
+      `train tokens/s   ${f(row.trainSvc).padStart(9)} ${f(row.trainTorch).padStart(10)} ${f(row.trainRatio, 2).padStart(8)}`,
     );
     console.log(
-      `decode tokens/s  ${f(svc.decode_tokens_per_s).padStart(9)} ${f(torch?.decode_tokens_per_s).padStart(10)} ${ratio(svc.decode_tokens_per_s, torch?.decode_tokens_per_s).padStart(8)}`,
+      `decode tokens/s  ${f(row.decodeSvc).padStart(9)} ${f(row.decodeTorch).padStart(10)} ${f(row.decodeRatio, 2).padStart(8)}`,
     );
-    console.log(`peak RSS MB      ${f(svc.peak_rss_mb).padStart(9)} ${f(torch?.peak_rss_mb).padStart(10)}`);
-    if (svc.profile.length > 0) {
-      console.log("engine ms per training step by op:");
-      for (const [label, ms, calls] of svc.profile)
-        console.log(`  ${label.padEnd(28)} ${String(ms).padStart(7)} ms  ${calls} calls`);
+    console.log(`peak RSS MB      ${f(row.rssSvc, 0).padStart(9)} ${f(row.rssTorch, 0).padStart(10)}`);
+    const parts = ["base", "inputGrad", "attention", "lmHead", "lora"].map(
+      (key) => `${key} ${(flops[key] / 1e9).toFixed(1)}`,
+    );
+    console.log(`training step: ${row.gflop.toFixed(1)} GFLOP (${parts.join(", ")}), ${stepS.toFixed(3)} s`);
+    console.log(
+      `effective ${f(effective)} GFLOP/s (PyTorch ${f(torchEffective)}); best native SGEMM ${f(bestSgemm)} GFLOP/s; ${f(100 * row.ofSgemm, 0)}% of it`,
+    );
+    for (const [label, g] of gemmBest)
+      console.log(`  SGEMM ${label.padEnd(34)} ${g.toFixed(1).padStart(7)} GFLOP/s`);
+    const profileRows = rounds[0].svc.profile;
+    if (profileRows.length > 0) {
+      console.log("engine ms per training step by op (first round):");
+      for (const [label, ms, calls] of profileRows)
+        console.log(`  ${label.padEnd(28)} ${ms.toFixed(1).padStart(9)} ms  ${calls} calls`);
     }
+  }
+
+  const f = (v, d = 1) => (v === undefined || v === null ? "-" : v.toFixed(d));
+  const small = summary.find((r) => r.name === "small");
+  console.log(`\nsummary (medians; load average ${load()} at the end)`);
+  console.log(
+    "| shape | train tok/s svc | train tok/s PyTorch | ratio | vs small's ratio | decode tok/s svc | decode tok/s PyTorch | ratio | peak RSS svc / PyTorch | GFLOP/step | effective GFLOP/s | best SGEMM | % of SGEMM |",
+  );
+  console.log("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+  for (const r of summary) {
+    const vsSmall =
+      small?.trainRatio && r.trainRatio ? `${f((100 * r.trainRatio) / small.trainRatio, 0)}%` : "-";
+    console.log(
+      `| ${r.name} | ${f(r.trainSvc)} | ${f(r.trainTorch)} | ${f(r.trainRatio, 2)}× | ${vsSmall} | ${f(r.decodeSvc)} | ${f(r.decodeTorch)} | ${f(r.decodeRatio, 2)}× | ${f(r.rssSvc, 0)} MB / ${f(r.rssTorch, 0)} MB | ${f(r.gflop)} | ${f(r.effective)} | ${f(r.bestSgemm)} | ${f(100 * r.ofSgemm, 0)}% |`,
+    );
   }
 }
