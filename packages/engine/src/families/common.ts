@@ -2,7 +2,7 @@
 // (full or sliding attention) and the assembly of a ModelConfig.
 import type { ConfigKeys } from "./config-keys.js";
 import { parseRope } from "./rope.js";
-import type { BlockSpec, FamilyName, LayerSpec, ModelConfig, RopeSpec } from "./types.js";
+import type { BlockSpec, FamilyName, LayerSpec, ModelConfig, RopeSpec, Slot } from "./types.js";
 
 export type LayerType = "full_attention" | "sliding_attention";
 
@@ -130,10 +130,12 @@ export interface Assembly {
   architecture: string;
   sizes: Sizes;
   block: BlockSpec;
-  types: LayerType[];
-  /** The window of sliding_attention layers. */
-  slidingWindow: number | null;
-  rope: (type: LayerType) => Record<string, unknown>;
+  /** Default: layer_types, else every layer full_attention. */
+  types?: LayerType[];
+  /** The window of sliding_attention layers (default none). */
+  slidingWindow?: number | null;
+  /** Default: rope_parameters, else rope_theta + rope_scaling. */
+  rope?: (type: LayerType) => Record<string, unknown>;
   /** Layers without rotary embeddings. */
   noRope?: boolean[];
   partialRotaryFactor?: number;
@@ -146,9 +148,12 @@ export interface Assembly {
 }
 
 export function assemble(keys: ConfigKeys, a: Assembly): ModelConfig {
+  const L = a.sizes.numHiddenLayers;
+  const types = a.types ?? layerTypes(keys, L, () => Array(L).fill("full_attention"));
+  const ropeOfType = a.rope ?? ropeParameters(keys);
   const ropes: RopeSpec[] = [];
   const ropeOf = new Map<LayerType, number>();
-  const layers: LayerSpec[] = a.types.map((type, l) => {
+  const layers: LayerSpec[] = types.map((type, l) => {
     let window = 0;
     if (type === "sliding_attention") {
       if (!a.slidingWindow)
@@ -158,9 +163,9 @@ export function assemble(keys: ConfigKeys, a: Assembly): ModelConfig {
     if (a.noRope?.[l]) return { rope: -1, window };
     let index = ropeOf.get(type);
     if (index === undefined) {
-      const rope = parseRope(a.rope(type), {
+      const rope = parseRope(ropeOfType(type), {
         file: keys.file,
-        where: a.types.some((t) => t !== type) ? `rope of ${type} layers` : "rope",
+        where: types.some((t) => t !== type) ? `rope of ${type} layers` : "rope",
         headDim: a.sizes.headDim,
         maxPositionEmbeddings: a.sizes.maxPositionEmbeddings,
         partialRotaryFactor: a.partialRotaryFactor ?? 1,
@@ -186,6 +191,14 @@ export function assemble(keys: ConfigKeys, a: Assembly): ModelConfig {
     logitScale: a.logitScale ?? 1,
     finalLogitSoftcap: a.finalLogitSoftcap ?? 0,
   };
+}
+
+/** Llama's attention_bias (q/k/v/o) and mlp_bias (gate/up/down), which Granite, SmolLM3 and others share. */
+export function llamaBiases(keys: ConfigKeys): Slot[] {
+  const biases: Slot[] = [];
+  if (keys.bool("attention_bias", false)) biases.push("q", "k", "v", "o");
+  if (keys.bool("mlp_bias", false)) biases.push("gate", "up", "down");
+  return biases;
 }
 
 /** Llama's block: pre-norms, SwiGLU, no biases, no q/k norms. */

@@ -1,9 +1,8 @@
 // Llama 1/2/3.x and Mistral: pre-norm SwiGLU blocks; Llama's optional
 // attention/MLP biases, Mistral's sliding window over every layer.
-import { assemble, LLAMA_BLOCK, layerTypes, readSizes, requireActivation, ropeParameters } from "./common.js";
+import { assemble, LLAMA_BLOCK, layerTypes, llamaBiases, readSizes, requireActivation } from "./common.js";
 import type { ConfigKeys } from "./config-keys.js";
 import { type Family, LLAMA_NORMS, SEPARATE_PROJECTIONS } from "./family.js";
-import type { Slot } from "./types.js";
 
 export const llama: Family = {
   name: "llama",
@@ -16,19 +15,11 @@ export const llama: Family = {
     const sizes = readSizes(keys);
     requireActivation(keys, "hidden_act", ["silu"], "silu");
     keys.only("pretraining_tp", 1);
-    const biases: Slot[] = [];
-    if (keys.bool("attention_bias", false)) biases.push("q", "k", "v", "o");
-    if (keys.bool("mlp_bias", false)) biases.push("gate", "up", "down");
     return assemble(keys, {
       family: "llama",
       architecture,
       sizes,
-      block: { ...LLAMA_BLOCK, biases },
-      types: layerTypes(keys, sizes.numHiddenLayers, () =>
-        Array(sizes.numHiddenLayers).fill("full_attention"),
-      ),
-      slidingWindow: null,
-      rope: ropeParameters(keys),
+      block: { ...LLAMA_BLOCK, biases: llamaBiases(keys) },
     });
   },
 };
@@ -53,7 +44,6 @@ export const mistral: Family = {
         Array(sizes.numHiddenLayers).fill(window ? "sliding_attention" : "full_attention"),
       ),
       slidingWindow: window,
-      rope: ropeParameters(keys),
     });
   },
 };

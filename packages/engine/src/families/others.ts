@@ -6,20 +6,13 @@ import {
   type LayerType,
   LLAMA_BLOCK,
   layerTypes,
+  llamaBiases,
   readSizes,
   requireActivation,
-  ropeParameters,
 } from "./common.js";
 import type { ConfigKeys } from "./config-keys.js";
 import { type Family, LLAMA_NORMS, SEPARATE_PROJECTIONS } from "./family.js";
 import type { Slot } from "./types.js";
-
-function llamaBiases(keys: ConfigKeys): Slot[] {
-  const biases: Slot[] = [];
-  if (keys.bool("attention_bias", false)) biases.push("q", "k", "v", "o");
-  if (keys.bool("mlp_bias", false)) biases.push("gate", "up", "down");
-  return biases;
-}
 
 export const smollm3: Family = {
   name: "smollm3",
@@ -60,7 +53,6 @@ export const smollm3: Family = {
       block: { ...LLAMA_BLOCK, biases: llamaBiases(keys) },
       types,
       slidingWindow: window,
-      rope: ropeParameters(keys),
       noRope: usesRope.map((v) => v === 0),
     });
   },
@@ -95,11 +87,6 @@ export const olmo2: Family = {
         activation: "silu",
         biases,
       },
-      types: layerTypes(keys, sizes.numHiddenLayers, () =>
-        Array(sizes.numHiddenLayers).fill("full_attention"),
-      ),
-      slidingWindow: null,
-      rope: ropeParameters(keys),
     });
   },
 };
@@ -119,11 +106,6 @@ export const granite: Family = {
       architecture,
       sizes,
       block: { ...LLAMA_BLOCK, biases: llamaBiases(keys) },
-      types: layerTypes(keys, sizes.numHiddenLayers, () =>
-        Array(sizes.numHiddenLayers).fill("full_attention"),
-      ),
-      slidingWindow: null,
-      rope: ropeParameters(keys),
       embeddingScale: keys.num("embedding_multiplier", 1),
       attentionScale: keys.num("attention_multiplier", 1),
       residualScale: keys.num("residual_multiplier", 1),

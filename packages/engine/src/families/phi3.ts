@@ -1,7 +1,7 @@
 // Phi-3 / Phi-4-mini: fused qkv_proj and gate_up_proj (split into slots at
 // load; LoRA adapts the fused modules), partial rotary embeddings, longrope,
 // and a sliding window over every layer when set.
-import { assemble, LLAMA_BLOCK, layerTypes, readSizes, requireActivation, ropeParameters } from "./common.js";
+import { assemble, LLAMA_BLOCK, layerTypes, readSizes, requireActivation } from "./common.js";
 import type { ConfigKeys } from "./config-keys.js";
 import { type Family, LLAMA_NORMS } from "./family.js";
 
@@ -32,7 +32,6 @@ export const phi3: Family = {
         Array(sizes.numHiddenLayers).fill(window ? "sliding_attention" : "full_attention"),
       ),
       slidingWindow: window,
-      rope: ropeParameters(keys),
       partialRotaryFactor: partial,
       originalMaxPositionEmbeddings: original,
     });
