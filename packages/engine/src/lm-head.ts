@@ -65,6 +65,8 @@ export class LmHead {
    * The summed cross-entropy of xf[N,C]'s rows against targets (a target < 0
    * counts nothing) and the count of counted rows. With dxf given, the head's
    * backward runs too: dxf[n] = d(loss·gradScale)/d(xf[n]) (zero for skipped rows).
+   * Without dxf (eval), `correct` counts the counted rows whose logits' argmax
+   * (the first, on ties) is the target; with dxf it is null.
    */
   loss(
     xf: Float32Array,
@@ -73,13 +75,14 @@ export class LmHead {
     skipUnlabeledRows: boolean,
     dxf: Float32Array | null,
     gradScale: number,
-  ): { lossSum: number; count: number } {
+  ): { lossSum: number; count: number; correct: number | null } {
     const { hiddenSize: C, vocabSize: V } = this.config;
     const k = this.kern;
     const chunk = this.headTargets.length;
     if (dxf) dxf.fill(0, 0, N * C);
     let lossSum = 0;
     let count = 0;
+    let correct = 0;
     let n = 0;
     while (n < N) {
       // gather up to `chunk` rows (only labelled ones when skipping)
@@ -99,7 +102,10 @@ export class LmHead {
       let t0 = tick();
       lossSum += k.crossEntropy(logits, this.headTargets, m, V, dxf ? logits : null, gradScale);
       tock("fwd.cross_entropy", t0);
-      if (!dxf) continue;
+      if (!dxf) {
+        correct += argmaxHits(logits, this.headTargets, m, V);
+        continue;
+      }
       t0 = tick();
       // back through the softcap and the logit scale
       const capTanh = this.capTanh;
@@ -110,6 +116,26 @@ export class LmHead {
       tock("bwd.matmul.lm_head", t0);
       for (let i = 0; i < m; i++) dxf.set(this.headRows.subarray(i * C, i * C + C), rowsOfChunk[i] * C);
     }
-    return { lossSum, count };
+    return { lossSum, count, correct: dxf ? null : correct };
   }
+}
+
+/** How many of logits[m,V]'s rows with a target ≥ 0 have their argmax (the first, on ties) at the target. */
+export function argmaxHits(logits: Float32Array, targets: Int32Array, m: number, V: number): number {
+  let hits = 0;
+  for (let i = 0; i < m; i++) {
+    const target = targets[i];
+    if (target < 0) continue;
+    const o = i * V;
+    let best = 0;
+    let max = logits[o];
+    for (let j = 1; j < V; j++) {
+      if (logits[o + j] > max) {
+        max = logits[o + j];
+        best = j;
+      }
+    }
+    if (best === target) hits++;
+  }
+  return hits;
 }

@@ -336,13 +336,14 @@ export class ModelGraph {
    * Forward pass of a training batch with the loss. Returns the summed loss
    * over rows with a target and their count. With gradScale set, the LM
    * head's backward runs here too (dLogits = gradScale·(softmax − onehot)),
-   * leaving d(xf) for backward().
+   * leaving d(xf) for backward(). Without it (eval), `correct` counts the rows
+   * with a target whose argmax logit is the target (lm-head.ts).
    */
   forward(
     batch: Batch,
     lora: LoraLayers | null,
     gradScale: number | null = null,
-  ): { lossSum: number; count: number } {
+  ): { lossSum: number; count: number; correct: number | null } {
     if (gradScale !== null && this.inferenceOnly)
       throw new Error("an inference-only graph has no backward pass");
     const { B, T, inputIds, targets, lengths } = batch;

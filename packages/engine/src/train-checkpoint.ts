@@ -25,6 +25,9 @@ export interface TrainerState {
     step: number;
     loss: number | null;
     eval_loss: number | null;
+    /** The eval pass's task metrics (task-metrics.ts); absent from checkpoints written before they existed. */
+    eval_token_accuracy?: number | null;
+    eval_exact_match?: number | null;
     learning_rate: number;
     epoch: number;
   }[];

@@ -96,6 +96,13 @@ test("progress reports every step: schedule, epochs, eval at evalSteps and at th
     reports.map((r) => r.evalLoss !== null),
     [false, false, false, true, false, true],
   );
+  // The task metrics come with each eval: "woof" is a short answer, so exact match runs too.
+  for (const r of reports) {
+    for (const metric of [r.evalTokenAccuracy, r.evalExactMatch]) {
+      if (r.evalLoss === null) assert.equal(metric, null);
+      else assert.ok(metric !== null && metric >= 0 && metric <= 1, `step ${r.step}: ${metric}`);
+    }
+  }
   assert.equal(result.evalLoss, reports[5].evalLoss);
   assert.equal(result.finalLoss, reports[5].loss);
   const config = JSON.parse(readFileSync(join(result.adapterDir, "adapter_config.json"), "utf8"));
@@ -166,6 +173,30 @@ test("cancel writes a checkpoint of the last full step; resuming from it equals 
   for (const [name, t] of want) assert.deepEqual(got.get(name), t, name);
 });
 
+test("exact match is off at exactMatchMaxTokens 0 or for long answers; token accuracy still comes", async () => {
+  const longAnswer: DatasetRow[] = [{ prompt: "dog says", completion: "woof woof woof woof woof" }];
+  for (const [evalSet, extra] of [
+    [evalRows, { exactMatchMaxTokens: 0 }],
+    [evalRows, { exactMatchSamples: 0 }],
+    [longAnswer, { exactMatchMaxTokens: 8 }],
+  ] as const) {
+    const reports: TrainProgress[] = [];
+    await train({
+      model,
+      trainSet: rows,
+      evalSet: [...evalSet],
+      hyperparameters: { ...hyper, maxSteps: 2, ...extra },
+      outputDir: join(root, "no-exact-match"),
+      onProgress: (p) => {
+        reports.push(p);
+      },
+    });
+    const last = reports[reports.length - 1];
+    assert.equal(last.evalExactMatch, null, JSON.stringify(extra));
+    assert.ok(last.evalTokenAccuracy !== null && last.evalTokenAccuracy >= 0 && last.evalTokenAccuracy <= 1);
+  }
+});
+
 test("checkpoints every saveSteps are reported", async () => {
   const seen: number[] = [];
   const result = await train({
@@ -191,6 +222,15 @@ test("bad hyperparameters and untrainable rows are named errors", async () => {
     train({ model, trainSet: rows, hyperparameters: { ...hyper, batchSize: 0 }, outputDir }),
     (e) => isEngineError(e, "invalid_argument") && /batchSize/.test(e.message),
   );
+  for (const [field, value] of [
+    ["exactMatchMaxTokens", -1],
+    ["exactMatchSamples", 1.5],
+  ] as const) {
+    await assert.rejects(
+      train({ model, trainSet: rows, hyperparameters: { ...hyper, [field]: value }, outputDir }),
+      (e) => isEngineError(e, "invalid_argument") && e.message.includes(`hyperparameters.${field}`),
+    );
+  }
   await assert.rejects(
     train({
       model,

@@ -13,6 +13,12 @@ import { AdamW, clipGradNorm } from "./optim.js";
 import { saveAdapter } from "./peft.js";
 import { Rng } from "./rng.js";
 import { learningRateAt } from "./schedule.js";
+import {
+  DEFAULT_EXACT_MATCH_MAX_TOKENS,
+  DEFAULT_EXACT_MATCH_SAMPLES,
+  ExactMatchRunner,
+  exactMatchSample,
+} from "./task-metrics.js";
 import { restoreCheckpoint, type TrainerState, writeOptimizerState } from "./train-checkpoint.js";
 import { prepareSet, TRUNCATION_MODES } from "./truncation.js";
 import type {
@@ -50,6 +56,8 @@ export function resolveHyperparameters(h: TrainHyperparameters): Settings {
     adamEpsilon: h.adamEpsilon ?? 1e-8,
     evalSteps: h.evalSteps,
     saveSteps: h.saveSteps,
+    exactMatchMaxTokens: h.exactMatchMaxTokens ?? DEFAULT_EXACT_MATCH_MAX_TOKENS,
+    exactMatchSamples: h.exactMatchSamples ?? DEFAULT_EXACT_MATCH_SAMPLES,
     maxLength: h.maxLength ?? 512,
     lossOn: h.lossOn ?? "assistant",
     truncation: h.truncation ?? "keep_answers",
@@ -78,7 +86,11 @@ export function resolveHyperparameters(h: TrainHyperparameters): Settings {
   nonNegative("weightDecay");
   nonNegative("maxGradNorm");
   nonNegative("warmupSteps");
-  if (!Number.isInteger(s.warmupSteps)) throw bad("warmupSteps", "an integer ≥ 0", s.warmupSteps);
+  nonNegative("exactMatchMaxTokens");
+  nonNegative("exactMatchSamples");
+  for (const field of ["warmupSteps", "exactMatchMaxTokens", "exactMatchSamples"] as const) {
+    if (!Number.isInteger(s[field])) throw bad(field, "an integer ≥ 0", s[field]);
+  }
   if (!(typeof s.numTrainEpochs === "number" && s.numTrainEpochs > 0 && Number.isFinite(s.numTrainEpochs))) {
     throw bad("numTrainEpochs", "a number > 0", s.numTrainEpochs);
   }
@@ -186,6 +198,21 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
   }
 
   const graph = new ModelGraph(config, model.weights);
+  // The exact-match sample is fixed for the run; its generator is made at the first eval that needs it.
+  const exactMatchRows =
+    settings.lossOn === "assistant"
+      ? exactMatchSample(
+          evalExamples,
+          model.tokenizer,
+          {
+            maxTokens: settings.exactMatchMaxTokens,
+            samples: settings.exactMatchSamples,
+            seed: settings.seed,
+          },
+          config.maxPositionEmbeddings,
+        )
+      : null;
+  let exactMatch: ExactMatchRunner | null = null;
   const checkpoints: CheckpointInfo[] = [];
   const baseModelName = model.dir;
   const writeCheckpoint = async (): Promise<CheckpointInfo> => {
@@ -282,16 +309,27 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
     const seconds = (performance.now() - started) / 1000;
 
     let evalLoss: number | null = null;
+    let evalTokenAccuracy: number | null = null;
+    let evalExactMatch: number | null = null;
     const evalNow = settings.evalSteps !== undefined && step % settings.evalSteps === 0;
     if (evalExamples.length > 0 && (evalNow || step === totalSteps)) {
-      evalLoss = await evaluate(graph, lora, evalExamples, B, pad, signal);
-      if (evalLoss !== null) lastEval = evalLoss;
+      const result = await evaluate(graph, lora, evalExamples, B, pad, signal);
+      if (result !== null) {
+        evalLoss = lastEval = result.loss;
+        evalTokenAccuracy = result.tokenAccuracy;
+        if (exactMatchRows) {
+          exactMatch ??= new ExactMatchRunner(model, adapter, exactMatchRows, settings.exactMatchMaxTokens);
+          evalExactMatch = await exactMatch.run(signal);
+        }
+      }
     }
     const progress: TrainProgress = {
       step,
       totalSteps,
       loss: lastLoss,
       evalLoss,
+      evalTokenAccuracy,
+      evalExactMatch,
       learningRate,
       epoch: step / stepsPerEpoch,
       tokensPerSecond: seconds > 0 ? stepTokens / seconds : 0,
@@ -300,6 +338,8 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
       step,
       loss: lastLoss,
       eval_loss: evalLoss,
+      eval_token_accuracy: evalTokenAccuracy,
+      eval_exact_match: evalExactMatch,
       learning_rate: learningRate,
       epoch: progress.epoch,
     });
@@ -320,7 +360,11 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
   };
 }
 
-/** Mean token loss over a set, in micro-batches of B (no gradients); null when aborted part-way. */
+/**
+ * Mean token loss over a set, and the token accuracy (the fraction of its
+ * trained tokens whose argmax logit is the target; task-metrics.ts), in
+ * micro-batches of B (no gradients); null when aborted part-way.
+ */
 export async function evaluate(
   graph: ModelGraph,
   lora: LoraLayers | null,
@@ -328,15 +372,17 @@ export async function evaluate(
   B: number,
   pad: number,
   signal?: AbortSignal,
-): Promise<number | null> {
+): Promise<{ loss: number; tokenAccuracy: number } | null> {
   let lossSum = 0;
   let count = 0;
+  let correct = 0;
   for (let i = 0; i < examples.length; i += B) {
     if (signal?.aborted) return null;
     const result = graph.forward(makeBatch(examples.slice(i, i + B), pad), lora);
     lossSum += result.lossSum;
     count += result.count;
+    correct += result.correct ?? 0;
     await nextTick();
   }
-  return lossSum / count;
+  return { loss: lossSum / count, tokenAccuracy: correct / count };
 }

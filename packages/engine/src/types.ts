@@ -103,6 +103,8 @@ export interface TrainHyperparameters {
   adamBeta2?: number; // default 0.999
   adamEpsilon?: number; // default 1e-8
   evalSteps?: number; // eval every N steps when an eval set exists (default: only at the end)
+  exactMatchMaxTokens?: number; // exact match runs when eval answers fit in this many tokens (default 32; 0 = off; task-metrics.ts)
+  exactMatchSamples?: number; // eval rows exact match generates for (default 32; 0 = off)
   saveSteps?: number; // checkpoint every N steps (default: none besides the final adapter)
   maxLength?: number; // truncate examples to this many tokens (default 512)
   truncation?: TruncationMode; // how a row over maxLength is cut (default "keep_answers"; truncation.ts)
@@ -116,6 +118,10 @@ export interface TrainProgress {
   /** Mean training loss over the step's tokens (null on eval-only reports). */
   loss: number | null;
   evalLoss: number | null;
+  /** Fraction of the eval set's trained tokens predicted exactly (argmax); null when no eval ran at this step. */
+  evalTokenAccuracy: number | null;
+  /** Fraction of the exact-match sample whose greedy answer equals the reference (trimmed); null when not computed. */
+  evalExactMatch: number | null;
   learningRate: number;
   epoch: number;
   tokensPerSecond: number;
