@@ -43,6 +43,9 @@ export function hyperparameterRanges(limits: JobLimits = DEFAULT_JOB_LIMITS) {
     evalSteps: steps(1),
     saveSteps: steps(1),
     seed: SEED_RANGE,
+    // Exact match's cost per eval is at most samples × maxTokens decoded tokens.
+    exactMatchMaxTokens: { integer: true, min: 0, max: 256 },
+    exactMatchSamples: { integer: true, min: 0, max: 512 },
   } satisfies Record<string, NumericRange | Record<string, NumericRange>>;
 }
 

@@ -120,6 +120,10 @@ export interface JobHyperparameters {
   saveSteps?: number;
   seed?: number;
   truncation?: TruncationMode;
+  /** Exact match runs when the eval set's answers fit in this many tokens (default 32; 0 = off; docs/api.md#task-metrics). */
+  exactMatchMaxTokens?: number;
+  /** Eval rows exact match generates for, the same sample at every eval (default 32; 0 = off). */
+  exactMatchSamples?: number;
 }
 
 export interface CreateJobRequest {
@@ -200,6 +204,14 @@ export interface TrainingLogEvent extends JobEventBase {
   step: number;
   loss: number | null;
   evalLoss: number | null;
+  /**
+   * Task metrics of the eval pass (docs/api.md#task-metrics), fractions in [0, 1]:
+   * the share of the eval set's assistant tokens predicted exactly, and the share
+   * of a fixed sample of eval rows whose greedy answer equals the reference.
+   * null when not computed at this step; events recorded before they existed lack them.
+   */
+  evalTokenAccuracy: number | null;
+  evalExactMatch: number | null;
   learningRate: number | null;
   epoch: number | null;
   tokensPerSecond: number | null;

@@ -55,6 +55,8 @@ function hyperparametersCheck(limits: JobLimits): Check<JobHyperparameters> {
     saveSteps: optional(inRange(range.saveSteps)),
     seed: optional(inRange(range.seed)),
     truncation: optional(oneOf(TRUNCATION_MODES)),
+    exactMatchMaxTokens: optional(inRange(range.exactMatchMaxTokens)),
+    exactMatchSamples: optional(inRange(range.exactMatchSamples)),
   });
   return (value, path) => {
     const parsed = check(value, path);

@@ -316,6 +316,8 @@ export class JobRunner {
               step: p.step,
               loss: p.loss ?? null,
               evalLoss: p.evalLoss ?? null,
+              evalTokenAccuracy: p.evalTokenAccuracy ?? null,
+              evalExactMatch: p.evalExactMatch ?? null,
               learningRate: p.learningRate ?? null,
               epoch: p.epoch ?? null,
               tokensPerSecond: p.tokensPerSecond ?? null,

@@ -54,6 +54,13 @@ export function endToEndTests(server: () => ServerProcess) {
       logs.some((l) => typeof l.evalLoss === "number"),
       "eval loss reported",
     );
+    // Every eval reports the task metrics as fractions; other steps carry them as null.
+    for (const l of logs) {
+      for (const metric of [l.evalTokenAccuracy, l.evalExactMatch]) {
+        if (l.evalLoss === null) assert.equal(metric, null);
+        else assert.ok(typeof metric === "number" && metric >= 0 && metric <= 1, JSON.stringify(l));
+      }
+    }
     assert.equal(JSON.parse(frames.at(-2)!.data).metrics.steps, 6);
 
     const created = await call(api, "POST", `/v1/endpoints?${scope}`, {

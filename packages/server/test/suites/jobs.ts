@@ -61,6 +61,14 @@ export function jobTests(server: () => ServerProcess) {
         { ...base, hyperparameters: { lora: { r: 4, alpha: 8 }, truncation: "middle" } },
         /"hyperparameters.truncation" must be one of "keep_answers", "end", "strict"/,
       ],
+      [
+        { ...base, hyperparameters: { lora: { r: 4, alpha: 8 }, exactMatchMaxTokens: 257 } },
+        /"hyperparameters.exactMatchMaxTokens" must be at most 256/,
+      ],
+      [
+        { ...base, hyperparameters: { lora: { r: 4, alpha: 8 }, exactMatchSamples: -1 } },
+        /"hyperparameters.exactMatchSamples" must be at least 0/,
+      ],
       [{ ...base, dryRun: "yes" }, /"dryRun" must be true or false/],
     ];
     for (const [json, message] of cases) {
@@ -109,6 +117,9 @@ export function jobTests(server: () => ServerProcess) {
     assert.equal(payloads[0].trainExamples, 16);
     assert.equal(typeof payloads[1].loss, "number");
     assert.equal(payloads[1].evalLoss, null);
+    // No eval set: the task metrics are there, as null.
+    assert.equal(payloads[1].evalTokenAccuracy, null);
+    assert.equal(payloads[1].evalExactMatch, null);
     assert.equal(payloads[3].step, 2);
     const completed = payloads[7];
     assert.deepEqual(

@@ -5,12 +5,20 @@ import type { JobEvent } from "@svc/server/wire";
 import { formatEventLine, formatProgressBar, JobProgressPrinter } from "./progress.js";
 
 const base = { jobId: "j", timestamp: "2026-01-01T00:00:00Z" };
-const log = (step: number, loss: number | null, evalLoss: number | null): JobEvent => ({
+const log = (
+  step: number,
+  loss: number | null,
+  evalLoss: number | null,
+  evalTokenAccuracy: number | null = null,
+  evalExactMatch: number | null = null,
+): JobEvent => ({
   ...base,
   type: "training.log",
   step,
   loss,
   evalLoss,
+  evalTokenAccuracy,
+  evalExactMatch,
   learningRate: 0.001,
   epoch: 1,
   tokensPerSecond: null,
@@ -20,6 +28,43 @@ test("plain log lines carry step/total and only numeric losses", () => {
   assert.equal(formatEventLine(log(10, 1.234, 1.456), 60), "step 10/60 loss=1.2340 evalLoss=1.4560");
   assert.equal(formatEventLine(log(10, null, 1.5), 60), "step 10/60 evalLoss=1.5000");
   assert.equal(formatEventLine(log(3, 2, null), null), "step 3 loss=2.0000");
+});
+
+test("eval lines carry the task metrics that were computed, as fractions", () => {
+  assert.equal(
+    formatEventLine(log(10, 1.234, 1.456, 0.8125, 0.5), 60),
+    "step 10/60 loss=1.2340 evalLoss=1.4560 evalTokenAccuracy=0.8125 evalExactMatch=0.5000",
+  );
+  assert.equal(
+    formatEventLine(log(10, null, 1.5, 0.25, null), 60),
+    "step 10/60 evalLoss=1.5000 evalTokenAccuracy=0.2500",
+  );
+  assert.equal(
+    formatEventLine(log(10, null, 1.5, 0, 1), 60),
+    "step 10/60 evalLoss=1.5000 evalTokenAccuracy=0.0000 evalExactMatch=1.0000",
+  );
+  // An event recorded before the fields existed has neither.
+  const old = {
+    ...log(4, 2, 3),
+    evalTokenAccuracy: undefined,
+    evalExactMatch: undefined,
+  } as unknown as JobEvent;
+  assert.equal(formatEventLine(old, 60), "step 4/60 loss=2.0000 evalLoss=3.0000");
+  assert.equal(
+    formatProgressBar(
+      {
+        step: 30,
+        totalSteps: 60,
+        loss: 1,
+        evalLoss: 2,
+        evalTokenAccuracy: 0.75,
+        evalExactMatch: 0.5,
+        tokensPerSecond: 10,
+      },
+      4,
+    ),
+    "[##--] 30/60  50%  loss=1.0000  evalLoss=2.0000  evalTokenAccuracy=0.7500  evalExactMatch=0.5000  10 tok/s",
+  );
 });
 
 test("terminal events read as sentences", () => {
@@ -116,13 +161,19 @@ test("printer redraws one bar line on a TTY", () => {
     evalExamples: 2,
   });
   p.event(log(5, 2, null));
-  p.event(log(10, 1, 1.5));
+  p.event(log(10, 1, 1.5, 0.5, 0.25));
+  p.event(log(11, 0.9, null));
   p.finish();
   const bars = s
     .text()
     .split("\r\x1b[2K")
     .filter((x) => x.startsWith("["));
-  assert.equal(bars.length, 2);
+  assert.equal(bars.length, 3);
   assert.match(bars[1], /10\/20 +50% {2}loss=1\.0000 {2}evalLoss=1\.5000/);
+  // The bar keeps the last eval's values until the next eval.
+  assert.match(
+    bars[2],
+    /11\/20 +55% {2}loss=0\.9000 {2}evalLoss=1\.5000 {2}evalTokenAccuracy=0\.5000 {2}evalExactMatch=0\.2500\n$/,
+  );
   assert.ok(s.text().endsWith("\n"));
 });

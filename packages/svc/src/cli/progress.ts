@@ -8,11 +8,29 @@ export function formatNumber(v: number): string {
   return Math.abs(v) >= 1000 || (Math.abs(v) < 1e-3 && v !== 0) ? v.toExponential(3) : v.toFixed(4);
 }
 
-function metrics(e: { loss: number | null; evalLoss: number | null }): string {
-  let s = "";
-  if (typeof e.loss === "number") s += ` loss=${formatNumber(e.loss)}`;
-  if (typeof e.evalLoss === "number") s += ` evalLoss=${formatNumber(e.evalLoss)}`;
-  return s;
+/** A fraction in [0, 1] (token accuracy, exact match) with 4 decimals. */
+export function formatFraction(v: number): string {
+  return v.toFixed(4);
+}
+
+type LogMetrics = Pick<ProgressState, "loss" | "evalLoss" | "evalTokenAccuracy" | "evalExactMatch">;
+
+/** `loss=…`, `evalLoss=…`, `evalTokenAccuracy=…`, `evalExactMatch=…` for the numeric ones, in that order. */
+function metricParts(e: LogMetrics): string[] {
+  const parts: string[] = [];
+  if (typeof e.loss === "number") parts.push(`loss=${formatNumber(e.loss)}`);
+  if (typeof e.evalLoss === "number") parts.push(`evalLoss=${formatNumber(e.evalLoss)}`);
+  // Events recorded before the task metrics existed lack them: typeof, not !== null.
+  if (typeof e.evalTokenAccuracy === "number")
+    parts.push(`evalTokenAccuracy=${formatFraction(e.evalTokenAccuracy)}`);
+  if (typeof e.evalExactMatch === "number") parts.push(`evalExactMatch=${formatFraction(e.evalExactMatch)}`);
+  return parts;
+}
+
+function metrics(e: LogMetrics): string {
+  return metricParts(e)
+    .map((part) => ` ${part}`)
+    .join("");
 }
 
 function stepText(step: number, total: number | null): string {
@@ -64,10 +82,12 @@ export interface ProgressState {
   totalSteps: number | null;
   loss: number | null;
   evalLoss: number | null;
+  evalTokenAccuracy?: number | null;
+  evalExactMatch?: number | null;
   tokensPerSecond: number | null;
 }
 
-/** `[##########----------]  30/60  50%  loss=1.2345  evalLoss=1.4567  812 tok/s` */
+/** `[##########----------]  30/60  50%  loss=1.2345  evalLoss=1.4567  evalTokenAccuracy=0.8125  812 tok/s` */
 export function formatProgressBar(p: ProgressState, width = 24): string {
   const total = p.totalSteps ?? 0;
   const fraction = total > 0 ? Math.min(1, p.step / total) : 0;
@@ -75,8 +95,7 @@ export function formatProgressBar(p: ProgressState, width = 24): string {
   const bar = `[${"#".repeat(filled)}${"-".repeat(width - filled)}]`;
   const count = total > 0 ? `${String(p.step).padStart(String(total).length)}/${total}` : `${p.step}`;
   let s = `${bar} ${count} ${String(Math.round(fraction * 100)).padStart(3)}%`;
-  if (p.loss !== null) s += `  loss=${formatNumber(p.loss)}`;
-  if (p.evalLoss !== null) s += `  evalLoss=${formatNumber(p.evalLoss)}`;
+  for (const part of metricParts(p)) s += `  ${part}`;
   if (p.tokensPerSecond !== null) s += `  ${Math.round(p.tokensPerSecond)} tok/s`;
   return s;
 }
@@ -88,6 +107,8 @@ export class JobProgressPrinter {
     totalSteps: null,
     loss: null,
     evalLoss: null,
+    evalTokenAccuracy: null,
+    evalExactMatch: null,
     tokensPerSecond: null,
   };
   private barShown = false;
@@ -103,6 +124,8 @@ export class JobProgressPrinter {
       this.state.step = event.step;
       if (event.loss !== null) this.state.loss = event.loss;
       if (event.evalLoss !== null) this.state.evalLoss = event.evalLoss;
+      if (typeof event.evalTokenAccuracy === "number") this.state.evalTokenAccuracy = event.evalTokenAccuracy;
+      if (typeof event.evalExactMatch === "number") this.state.evalExactMatch = event.evalExactMatch;
       if (event.tokensPerSecond !== null) this.state.tokensPerSecond = event.tokensPerSecond;
     }
     if (!this.tty) {
@@ -111,7 +134,9 @@ export class JobProgressPrinter {
       return;
     }
     if (event.type === "training.log") {
-      const width = Math.max(10, Math.min(30, (this.out.columns ?? 100) - 70));
+      // The bar takes what the line's text leaves of the terminal's width.
+      const text = formatProgressBar(this.state, 0).length - 2;
+      const width = Math.max(10, Math.min(30, (this.out.columns ?? 100) - text - 2));
       this.out.write(`\r\x1b[2K${formatProgressBar(this.state, width)}`);
       this.barShown = true;
       return;

@@ -27,6 +27,9 @@ export interface TrainerCallbacks {
     step: number;
     loss: number | null;
     evalLoss: number | null;
+    /** Task metrics of the eval pass (fractions; null when not computed at this step): docs/sdk.md. */
+    evalTokenAccuracy: number | null;
+    evalExactMatch: number | null;
     learningRate: number | null;
     epoch: number | null;
     job: Job;
@@ -143,6 +146,8 @@ export function validateTrainerOptions(o: TrainerOptions): void {
   positiveInt("evalSteps", o.evalSteps);
   positiveInt("saveSteps", o.saveSteps);
   positiveInt("seed", o.seed, true);
+  positiveInt("exactMatchMaxTokens", o.exactMatchMaxTokens, true);
+  positiveInt("exactMatchSamples", o.exactMatchSamples, true);
   if (o.dryRun !== undefined && typeof o.dryRun !== "boolean") fail("dryRun", "a boolean", o.dryRun);
   if (o.callbacks !== undefined) {
     if (typeof o.callbacks !== "object" || o.callbacks === null)
@@ -171,6 +176,8 @@ export function hyperparametersOf(o: TrainerOptions): JobHyperparameters {
     "saveSteps",
     "seed",
     "truncation",
+    "exactMatchMaxTokens",
+    "exactMatchSamples",
   ];
   for (const k of keys) if (o[k] !== undefined) (h as unknown as Record<string, unknown>)[k] = o[k];
   return h;

@@ -151,6 +151,9 @@ class SvcTrainer implements Trainer {
             step: event.step,
             loss: event.loss,
             evalLoss: event.evalLoss,
+            // Events recorded before the task metrics existed lack them.
+            evalTokenAccuracy: event.evalTokenAccuracy ?? null,
+            evalExactMatch: event.evalExactMatch ?? null,
             learningRate: event.learningRate,
             epoch: event.epoch,
             job,

@@ -42,6 +42,7 @@ let completedJobId: string;
 
 test("callbacks run in order, onCheckpoint's infer talks to that checkpoint, wait() settles with the artifacts", async () => {
   const seen: string[] = [];
+  const metrics: Record<string, number | null>[] = [];
   let checkpointAnswer: string | null = null;
   const trainer = createTrainer({
     name: "sdk-order",
@@ -53,14 +54,16 @@ test("callbacks run in order, onCheckpoint's infer talks to that checkpoint, wai
     evalSteps: 2,
     saveSteps: 2,
     seed: 7,
+    exactMatchSamples: 3,
     callbacks: {
       onStarted: async ({ job }) => {
         seen.push(`started:${job.status}`);
       },
-      onLog: async ({ step, loss, evalLoss }) => {
+      onLog: async ({ step, loss, evalLoss, evalTokenAccuracy, evalExactMatch }) => {
         // A slow callback: later events wait for it.
         await new Promise((r) => setTimeout(r, 20));
         seen.push(`log:${step}:${loss === null ? "-" : "loss"}${evalLoss === null ? "" : "+eval"}`);
+        metrics.push({ evalLoss, evalTokenAccuracy, evalExactMatch });
       },
       onCheckpoint: async ({ step, infer: chat }) => {
         if (checkpointAnswer === null) {
@@ -93,6 +96,14 @@ test("callbacks run in order, onCheckpoint's infer talks to that checkpoint, wai
     seen.some((s) => s.includes("+eval")),
     "eval losses reach onLog",
   );
+  // The task metrics come with every eval ("pong 3" is a short answer: exact match runs), fractions.
+  for (const m of metrics) {
+    for (const value of [m.evalTokenAccuracy, m.evalExactMatch]) {
+      if (m.evalLoss === null) assert.equal(value, null);
+      else assert.ok(typeof value === "number" && value >= 0 && value <= 1, JSON.stringify(m));
+    }
+  }
+  assert.equal(result.job.hyperparameters.exactMatchSamples, 3, "the SDK passes exactMatchSamples on");
   assert.equal(typeof checkpointAnswer, "string");
   assert.deepEqual(result.artifacts.map((a) => a.name).sort(), ["checkpoint-2", "checkpoint-4", "final"]);
 });
