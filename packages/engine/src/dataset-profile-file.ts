@@ -23,6 +23,8 @@ export interface ProfileFileOptions {
   /** Called after each chunk with the rows measured so far. */
   onProgress?: (rowsDone: number, rows: number) => void;
   signal?: AbortSignal;
+  /** The file's name in a row's error (default: its base name). */
+  source?: string;
 }
 
 export function defaultProfileThreads(): number {
@@ -129,7 +131,7 @@ export async function profileDatasetFile(
   modelDir: string,
   options: ProfileFileOptions = {},
 ): Promise<DatasetProfile> {
-  const source = basename(path);
+  const source = options.source ?? basename(path);
   const [rows, tokenizer] = await Promise.all([readDataset(path), loadTokenizer(modelDir)]);
   options.signal?.throwIfAborted();
   const lengths = new Int32Array(2 * rows.length);

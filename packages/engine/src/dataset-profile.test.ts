@@ -157,11 +157,12 @@ describe("profileDataset", () => {
     assert.equal(suggestMaxLength(short).maxLength, 64);
   });
 
-  test("histogram: power-of-two bins over the rows, outliers in one open-ended bin", () => {
+  test("histogram: power-of-two bins from the shortest row, outliers in one open-ended bin", () => {
     const bins = lengthHistogram(profile, 64);
-    // Reach 227 in at most 24 bins → width 16, 15 bins, no open end.
-    assert.equal(bins.length, 15);
-    assert.deepEqual(bins[0], { from: 0, to: 16, rows: 0 });
+    // Rows 24 to 226 in about 24 bins → width 16 from 16: 14 bins to 240, no open end.
+    assert.equal(bins.length, 14);
+    assert.deepEqual(bins[0], { from: 16, to: 32, rows: 3 });
+    assert.deepEqual(bins[13], { from: 224, to: 240, rows: 1 });
     assert.deepEqual(
       bins.filter((b) => b.rows > 0).map((b) => [b.from, b.rows]),
       [
@@ -181,10 +182,12 @@ describe("profileDataset", () => {
       ],
     };
     const open = lengthHistogram(skewed);
-    // Reach 2 × p95 = 48 → width 2, 24 closed bins and [48, ∞).
+    // From 24 to 2 × p95 = 48 → width 1, 24 closed bins and [48, ∞).
     assert.equal(open.length, 25);
-    assert.deepEqual(open[12], { from: 24, to: 26, rows: 19 });
+    assert.deepEqual(open[0], { from: 24, to: 25, rows: 19 });
     assert.deepEqual(open[24], { from: 48, to: null, rows: 1 });
+    // A maxLength below every row starts the bins there.
+    assert.deepEqual(lengthHistogram(skewed, 8)[0], { from: 8, to: 10, rows: 0 });
     assert.equal(
       open.reduce((n, b) => n + b.rows, 0),
       20,

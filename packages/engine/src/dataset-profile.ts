@@ -255,24 +255,26 @@ export interface LengthBin {
 }
 
 /**
- * Row lengths in at most `bins` equal bins whose width is a power of two. They
- * reach past max(maxLength, 2 × p95) only as one open-ended last bin, so a few
- * outliers do not squeeze every other row into the first bar.
+ * Row lengths in about `bins` equal bins whose width is a power of two, from
+ * the shortest row (or maxLength, when shorter). They reach past
+ * max(maxLength, 2 × p95) only as one open-ended last bin, so a few outliers do
+ * not squeeze every other row into the first bar.
  */
 export function lengthHistogram(profile: DatasetProfile, maxLength?: number, bins = 24): LengthBin[] {
-  const max = profile.tokens.total.max;
-  const reach = Math.min(max + 1, Math.max(maxLength ?? 0, 2 * profile.tokens.total.p95, 1));
+  const { max, p95 } = profile.tokens.total;
+  const lowest = Math.min(profile.lengths[0]?.[0] ?? 0, maxLength ?? Number.POSITIVE_INFINITY);
+  const reach = Math.min(max + 1, Math.max(maxLength ?? 0, 2 * p95, lowest + 1));
   let width = 1;
-  while (width * bins < reach) width *= 2;
-  const closed = Math.ceil(reach / width);
-  const open = max + 1 > closed * width;
+  while (width * bins < reach - lowest) width *= 2;
+  const start = Math.floor(lowest / width) * width;
+  const closed = Math.ceil((reach - start) / width);
   const out: LengthBin[] = Array.from({ length: closed }, (_, k) => ({
-    from: k * width,
-    to: k * width + width,
+    from: start + k * width,
+    to: start + (k + 1) * width,
     rows: 0,
   }));
-  if (open) out.push({ from: closed * width, to: null, rows: 0 });
+  if (max + 1 > start + closed * width) out.push({ from: start + closed * width, to: null, rows: 0 });
   for (const [tokens, rows] of profile.lengths)
-    out[Math.min(out.length - 1, Math.floor(tokens / width))].rows += rows;
+    out[Math.min(out.length - 1, Math.floor((tokens - start) / width))].rows += rows;
   return out;
 }

@@ -4,6 +4,21 @@ export const ENGINE_VERSION = "0.1.0";
 
 export { readModelConfig } from "./config.js";
 export { parseDataset, readDataset } from "./dataset.js";
+export {
+  type DatasetProfile,
+  type LengthBin,
+  lengthHistogram,
+  type MaxLengthSuggestion,
+  profileDataset,
+  rowsOverMaxLength,
+  suggestMaxLength,
+  type TokenLengthSummary,
+} from "./dataset-profile.js";
+export {
+  defaultProfileThreads,
+  type ProfileFileOptions,
+  profileDatasetFile,
+} from "./dataset-profile-file.js";
 export { EngineError, type EngineErrorCode, isEngineError } from "./errors.js";
 export { tokenizeExample } from "./examples.js";
 export {
