@@ -1,8 +1,10 @@
 // The Advanced cards: per series mean ± 95% CI half-width, sample sd and
-// variance, p90 and p95.
+// variance, p90 and p95. The task metrics' cards (fractions) appear once their
+// series has a point.
 import type { LossSeries } from "../lib/loss-series.js";
 import { seriesStats } from "../lib/stats.js";
 import { EVAL_COLOR, TRAIN_COLOR } from "./LossChart.js";
+import { EXACT_MATCH_COLOR, TOKEN_ACCURACY_COLOR } from "./TaskMetricsChart.js";
 
 const f = (v: number) => (Number.isFinite(v) ? v.toPrecision(5) : "—");
 
@@ -62,6 +64,22 @@ export function StatsCards({ series }: { series: LossSeries }) {
         values={series.eval.map((p) => p.value)}
         testId="stats-eval"
       />
+      {series.tokenAccuracy.length > 0 && (
+        <Card
+          title="Eval token accuracy"
+          color={TOKEN_ACCURACY_COLOR}
+          values={series.tokenAccuracy.map((p) => p.value)}
+          testId="stats-token-accuracy"
+        />
+      )}
+      {series.exactMatch.length > 0 && (
+        <Card
+          title="Eval exact match"
+          color={EXACT_MATCH_COLOR}
+          values={series.exactMatch.map((p) => p.value)}
+          testId="stats-exact-match"
+        />
+      )}
     </div>
   );
 }

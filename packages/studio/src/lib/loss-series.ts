@@ -1,6 +1,9 @@
 // Chart data from training.log events: a Training loss point per frame with a
 // numeric loss, an Eval loss point per frame with a numeric evalLoss (eval-only
-// frames included), plus the geometry helpers the SVG chart uses.
+// frames included), plus the geometry helpers the SVG chart uses. The eval task
+// metrics (evalTokenAccuracy, evalExactMatch: fractions) ride along for their
+// own chart (TaskMetricsChart) and the CSV; the loss chart's scale, hover and
+// placeholder read the two loss series only.
 export interface LossPoint {
   step: number;
   value: number;
@@ -9,25 +12,39 @@ export interface LossPoint {
 export interface LossSeries {
   train: LossPoint[];
   eval: LossPoint[];
+  /** Points of frames with a numeric evalTokenAccuracy. */
+  tokenAccuracy: LossPoint[];
+  /** Points of frames with a numeric evalExactMatch. */
+  exactMatch: LossPoint[];
 }
+
+const SERIES_KEYS = ["train", "eval", "tokenAccuracy", "exactMatch"] as const;
+
+/** The training.log field each series is drawn from. */
+const FIELD_OF: Record<(typeof SERIES_KEYS)[number], string> = {
+  train: "loss",
+  eval: "evalLoss",
+  tokenAccuracy: "evalTokenAccuracy",
+  exactMatch: "evalExactMatch",
+};
 
 const isNumber = (v: unknown): v is number => typeof v === "number" && Number.isFinite(v);
 
 export function emptySeries(): LossSeries {
-  return { train: [], eval: [] };
+  return { train: [], eval: [], tokenAccuracy: [], exactMatch: [] };
 }
 
 /** Adds the points of one training.log payload; returns the same object when nothing numeric arrived. */
 export function addLogFrame(series: LossSeries, payload: Record<string, unknown>): LossSeries {
   const step = payload.step;
   if (!isNumber(step)) return series;
-  const hasLoss = isNumber(payload.loss);
-  const hasEval = isNumber(payload.evalLoss);
-  if (!hasLoss && !hasEval) return series;
-  return {
-    train: hasLoss ? [...series.train, { step, value: payload.loss as number }] : series.train,
-    eval: hasEval ? [...series.eval, { step, value: payload.evalLoss as number }] : series.eval,
-  };
+  if (!SERIES_KEYS.some((key) => isNumber(payload[FIELD_OF[key]]))) return series;
+  const next = { ...series };
+  for (const key of SERIES_KEYS) {
+    const value = payload[FIELD_OF[key]];
+    if (isNumber(value)) next[key] = [...series[key], { step, value }];
+  }
+  return next;
 }
 
 /**
@@ -37,11 +54,10 @@ export function addLogFrame(series: LossSeries, payload: Record<string, unknown>
  * the chart, the statistics and the CSV.
  */
 export function dropStepsAfter(series: LossSeries, step: number): LossSeries {
-  const keep = (points: LossPoint[]) =>
-    points.some((p) => p.step > step) ? points.filter((p) => p.step <= step) : points;
-  const train = keep(series.train);
-  const evalPoints = keep(series.eval);
-  return train === series.train && evalPoints === series.eval ? series : { train, eval: evalPoints };
+  if (!SERIES_KEYS.some((key) => series[key].some((p) => p.step > step))) return series;
+  const next = { ...series };
+  for (const key of SERIES_KEYS) next[key] = series[key].filter((p) => p.step <= step);
+  return next;
 }
 
 export function hasPoints(series: LossSeries): boolean {
@@ -102,16 +118,21 @@ export function ticks(min: number, max: number, count = 5): number[] {
   return out;
 }
 
-/** CSV with one row per step: step,loss,evalLoss (empty cells where a series has no point). */
+/**
+ * CSV with one row per step: step,loss,evalLoss,evalTokenAccuracy,evalExactMatch
+ * (the training.log field names; empty cells where a series has no point).
+ */
 export function seriesToCsv(series: LossSeries): string {
-  const rows = new Map<number, { loss: number | null; evalLoss: number | null }>();
-  for (const p of series.train)
-    rows.set(p.step, { loss: p.value, evalLoss: rows.get(p.step)?.evalLoss ?? null });
-  for (const p of series.eval) rows.set(p.step, { loss: rows.get(p.step)?.loss ?? null, evalLoss: p.value });
-  const lines = ["step,loss,evalLoss"];
-  for (const step of [...rows.keys()].sort((a, b) => a - b)) {
-    const r = rows.get(step)!;
-    lines.push(`${step},${r.loss ?? ""},${r.evalLoss ?? ""}`);
-  }
+  const rows = new Map<number, (number | null)[]>();
+  SERIES_KEYS.forEach((key, column) => {
+    for (const p of series[key]) {
+      const row = rows.get(p.step) ?? SERIES_KEYS.map(() => null);
+      row[column] = p.value;
+      rows.set(p.step, row);
+    }
+  });
+  const lines = [["step", ...SERIES_KEYS.map((key) => FIELD_OF[key])].join(",")];
+  for (const step of [...rows.keys()].sort((a, b) => a - b))
+    lines.push([step, ...rows.get(step)!.map((v) => v ?? "")].join(","));
   return `${lines.join("\n")}\n`;
 }

@@ -61,7 +61,7 @@ test("chart series: one vertex per numeric loss, eval-only frames count, null fr
   assert.deepEqual(extent(s, "value"), { min: 2.0, max: 2.5 });
   assert.deepEqual(nearestStep(s, 1.8), { step: 2, loss: 2.0, evalLoss: 2.2 });
   assert.deepEqual(nearestStep(s, 0), { step: 1, loss: 2.5, evalLoss: null });
-  assert.equal(seriesToCsv(s), "step,loss,evalLoss\n1,2.5,\n2,2,2.2\n");
+  assert.equal(seriesToCsv(s), "step,loss,evalLoss,evalTokenAccuracy,evalExactMatch\n1,2.5,,,\n2,2,2.2,,\n");
 });
 
 test("run log: carriage returns rewrite the line, ANSI codes are dropped, job id found", () => {

@@ -7,6 +7,7 @@ import { ErrorText, StatusBadge, shortId } from "../components/common.js";
 import { EventLog } from "../components/EventLog.js";
 import { LossChart } from "../components/LossChart.js";
 import { StatsCards } from "../components/StatsCards.js";
+import { TaskMetricsChart } from "../components/TaskMetricsChart.js";
 import { useJobEvents } from "../components/useJobEvents.js";
 
 export function JobDetail({ jobId }: { jobId: string }) {
@@ -74,6 +75,7 @@ export function JobDetail({ jobId }: { jobId: string }) {
               </label>
             </div>
             <LossChart series={ev.series} fileName={`loss-${shortId(jobId)}`} />
+            <TaskMetricsChart series={ev.series} />
             {advanced && <StatsCards series={ev.series} />}
           </section>
           <section className="card">

@@ -6,6 +6,7 @@ import { useEffect, useRef, useState } from "react";
 import { errorMessage, getJson, IDENTITY_CHANGED_EVENT, studioFetch } from "../api.js";
 import { StatusBadge, shortId } from "../components/common.js";
 import { LossChart } from "../components/LossChart.js";
+import { TaskMetricsChart } from "../components/TaskMetricsChart.js";
 import { useJobEvents } from "../components/useJobEvents.js";
 import { jobIdFromOutput, terminalText } from "../lib/terminal-text.js";
 
@@ -61,6 +62,7 @@ function LiveRun({ jobId }: { jobId: string }) {
       </div>
       {ev.failure && <div className="banner banner-error">{ev.failure}</div>}
       <LossChart series={ev.series} fileName={`loss-${shortId(jobId)}`} />
+      <TaskMetricsChart series={ev.series} />
     </section>
   );
 }

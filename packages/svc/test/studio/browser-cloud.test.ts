@@ -133,6 +133,21 @@ describe("Studio in a browser against svc server", { skip: chromiumMissing, time
     const mean = losses.reduce((a, b) => a + b, 0) / losses.length;
     assert.equal(meanText.split(" ± ")[0], mean.toPrecision(5));
     assert.match((await page.getByTestId("stats-eval").textContent()) ?? "", /mean ± 95% CI/);
+    // The eval task metrics: a point per eval in their own chart, each with its legend entry and card.
+    // The answers ("3 plus 3 is 6.") are short, so exact match runs at every eval.
+    const evals = await points(page, "eval-line");
+    assert.equal(await points(page, "token-accuracy-line"), evals);
+    assert.equal(await points(page, "exact-match-line"), evals);
+    assert.equal(await page.getByTestId("legend-token-accuracy").textContent(), "Eval token accuracy");
+    assert.equal(await page.getByTestId("legend-exact-match").textContent(), "Eval exact match");
+    assert.match((await page.getByTestId("stats-token-accuracy").textContent()) ?? "", /n = \d+/);
+    assert.match((await page.getByTestId("stats-exact-match").textContent()) ?? "", /mean ± 95% CI/);
+    const metricsBox = (await page.getByTestId("task-metrics-chart").boundingBox())!;
+    await page.mouse.move(metricsBox.x + metricsBox.width - 20, metricsBox.y + metricsBox.height / 2);
+    assert.match(
+      (await page.getByTestId("task-metrics-readout").textContent()) ?? "",
+      new RegExp(`^step ${MAX_STEPS}token accuracy \\d+\\.\\d%exact match \\d+\\.\\d%$`),
+    );
     // Hover reads the nearest step.
     const box = (await page.getByTestId("loss-chart").boundingBox())!;
     await page.mouse.move(box.x + box.width - 20, box.y + box.height / 2);
@@ -149,9 +164,15 @@ describe("Studio in a browser against svc server", { skip: chromiumMissing, time
     ]);
     const csvText = await readFile((await csv.path())!, "utf8");
     const csvLines = csvText.trim().split("\n");
-    assert.equal(csvLines[0], "step,loss,evalLoss");
+    assert.equal(csvLines[0], "step,loss,evalLoss,evalTokenAccuracy,evalExactMatch");
     assert.equal(csvLines.length, MAX_STEPS + 1);
     assert.equal(Number(csvLines[1].split(",")[1]), losses[0]);
+    // Eval rows carry both metrics as fractions; the others leave them empty.
+    const evalRows = csvLines.slice(1).filter((line) => line.split(",")[2] !== "");
+    assert.equal(evalRows.length, evals);
+    for (const row of evalRows) {
+      for (const cell of row.split(",").slice(3)) assert.ok(Number(cell) >= 0 && Number(cell) <= 1, row);
+    }
     const [png] = await Promise.all([
       page.waitForEvent("download"),
       page.getByRole("button", { name: "PNG" }).click(),

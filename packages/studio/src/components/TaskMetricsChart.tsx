@@ -1,0 +1,173 @@
+// The eval task metrics under the loss chart, in their own small SVG so the
+// loss chart keeps its scale, hover and placeholder: Eval token accuracy (solid
+// indigo) and Eval exact match (dashed amber), a marker at each eval, y fixed
+// at 0–100% (the metrics are fractions), x the loss chart's step range so the
+// two charts line up. Hidden until the first metric point; each legend entry
+// appears with its series' first point.
+import { useMemo, useState } from "react";
+import { type LossPoint, type LossSeries, ticks } from "../lib/loss-series.js";
+import {
+  formatPercent,
+  hasTaskMetrics,
+  metricsStepExtent,
+  nearestTaskMetrics,
+  type TaskMetricsHover,
+} from "../lib/task-metrics.js";
+
+export const TOKEN_ACCURACY_COLOR = "#4f46e5";
+export const EXACT_MATCH_COLOR = "#d97706";
+
+const W = 720;
+const H = 150;
+// The loss chart's left and right padding, so steps fall at the same x in both.
+const PAD = { left: 56, right: 16, top: 10, bottom: 22 };
+const Y_TICKS = [0, 0.25, 0.5, 0.75, 1];
+
+function LegendSwatch({ color, dashed }: { color: string; dashed: boolean }) {
+  return (
+    <svg width="22" height="10" aria-hidden="true">
+      <line
+        x1="0"
+        y1="5"
+        x2="22"
+        y2="5"
+        stroke={color}
+        strokeWidth="2"
+        strokeDasharray={dashed ? "4 3" : undefined}
+      />
+      <circle cx="11" cy="5" r="3" fill={color} />
+    </svg>
+  );
+}
+
+export function TaskMetricsChart({ series }: { series: LossSeries }) {
+  const [hover, setHover] = useState<TaskMetricsHover | null>(null);
+  const geometry = useMemo(() => {
+    if (!hasTaskMetrics(series)) return null;
+    const xs = metricsStepExtent(series);
+    const x = (step: number) => PAD.left + ((step - xs.min) / (xs.max - xs.min)) * (W - PAD.left - PAD.right);
+    const y = (v: number) => PAD.top + (1 - v) * (H - PAD.top - PAD.bottom);
+    const path = (pts: LossPoint[]) =>
+      pts.map((p, i) => `${i ? "L" : "M"}${x(p.step).toFixed(1)},${y(p.value).toFixed(1)}`).join("");
+    return { xs, x, y, path, xTicks: ticks(xs.min, xs.max, 6) };
+  }, [series]);
+  if (!geometry) return null;
+  const { xs, x, y, path, xTicks } = geometry;
+
+  const onMove = (e: React.MouseEvent<SVGSVGElement>) => {
+    const rect = e.currentTarget.getBoundingClientRect();
+    const px = ((e.clientX - rect.left) / rect.width) * W;
+    setHover(
+      nearestTaskMetrics(series, xs.min + ((px - PAD.left) / (W - PAD.left - PAD.right)) * (xs.max - xs.min)),
+    );
+  };
+  const lines = [
+    {
+      points: series.tokenAccuracy,
+      color: TOKEN_ACCURACY_COLOR,
+      dash: undefined,
+      testId: "token-accuracy-line",
+    },
+    { points: series.exactMatch, color: EXACT_MATCH_COLOR, dash: "6 4", testId: "exact-match-line" },
+  ];
+
+  return (
+    <div className="chart task-metrics-chart">
+      <div className="chart-toolbar">
+        <div className="legend">
+          {series.tokenAccuracy.length > 0 && (
+            <span className="legend-item" data-testid="legend-token-accuracy">
+              <LegendSwatch color={TOKEN_ACCURACY_COLOR} dashed={false} />
+              Eval token accuracy
+            </span>
+          )}
+          {series.exactMatch.length > 0 && (
+            <span className="legend-item" data-testid="legend-exact-match">
+              <LegendSwatch color={EXACT_MATCH_COLOR} dashed={true} />
+              Eval exact match
+            </span>
+          )}
+        </div>
+      </div>
+      <svg
+        className="chart-svg"
+        viewBox={`0 0 ${W} ${H}`}
+        role="img"
+        aria-label="Task metrics chart"
+        data-testid="task-metrics-chart"
+        onMouseMove={onMove}
+        onMouseLeave={() => setHover(null)}
+        fontFamily="system-ui, sans-serif"
+        fontSize="10.5"
+      >
+        {Y_TICKS.map((t) => (
+          <g key={t}>
+            <line
+              x1={PAD.left}
+              x2={W - PAD.right}
+              y1={y(t)}
+              y2={y(t)}
+              stroke="currentColor"
+              strokeOpacity={t === 0 ? 0.35 : 0.1}
+            />
+            <text x={PAD.left - 8} y={y(t) + 4} textAnchor="end" fill="currentColor" fillOpacity="0.65">
+              {`${t * 100}%`}
+            </text>
+          </g>
+        ))}
+        {xTicks.map((t) => (
+          <text
+            key={`x${t}`}
+            x={x(t)}
+            y={H - PAD.bottom + 15}
+            textAnchor="middle"
+            fill="currentColor"
+            fillOpacity="0.65"
+          >
+            {t}
+          </text>
+        ))}
+        {lines.map(
+          ({ points, color, dash, testId }) =>
+            points.length > 0 && (
+              <g key={testId} data-testid={testId} data-points={points.length}>
+                <path d={path(points)} fill="none" stroke={color} strokeWidth="2" strokeDasharray={dash} />
+                {points.map((p) => (
+                  <circle key={p.step} cx={x(p.step)} cy={y(p.value)} r="3" fill={color} />
+                ))}
+              </g>
+            ),
+        )}
+        {hover && (
+          <line
+            x1={x(hover.step)}
+            x2={x(hover.step)}
+            y1={PAD.top}
+            y2={H - PAD.bottom}
+            stroke="currentColor"
+            strokeOpacity="0.4"
+            strokeDasharray="2 2"
+            pointerEvents="none"
+          />
+        )}
+      </svg>
+      <div className="chart-readout" data-testid="task-metrics-readout">
+        {hover ? (
+          <>
+            <span>step {hover.step}</span>
+            {hover.tokenAccuracy !== null && (
+              <span style={{ color: TOKEN_ACCURACY_COLOR }}>
+                token accuracy {formatPercent(hover.tokenAccuracy)}
+              </span>
+            )}
+            {hover.exactMatch !== null && (
+              <span style={{ color: EXACT_MATCH_COLOR }}>exact match {formatPercent(hover.exactMatch)}</span>
+            )}
+          </>
+        ) : (
+          <span className="muted">Hover to read an eval step's task metrics</span>
+        )}
+      </div>
+    </div>
+  );
+}
