@@ -1,4 +1,4 @@
-// Task metrics of the eval pass, besides eval loss (docs/engine.md#task-metrics):
+// Task metrics of the eval pass, besides eval loss (docs/api.md#task-metrics):
 //
 // - evalTokenAccuracy: of the eval set's trained positions (the assistant
 //   tokens the loss counts), the fraction whose argmax logit is the target
