@@ -155,9 +155,10 @@ export interface Job {
 }
 
 export interface Artifact {
-  /** "final" or "checkpoint-<step>". */
+  /** "final", "checkpoint-<step>" or "tensorboard" (the job's TensorBoard event file, docs/tensorboard.md). */
   name: string;
-  kind: "final" | "checkpoint";
+  kind: "final" | "checkpoint" | "tensorboard";
+  /** The adapter's step; for "tensorboard", the last step the file holds. */
   step: number;
   files: { path: string; bytes: number }[];
   createdAt: Iso8601;

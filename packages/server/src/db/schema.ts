@@ -83,7 +83,7 @@ export interface JobEventsTable {
 export interface ArtifactsTable {
   job_id: string;
   name: string;
-  kind: "final" | "checkpoint";
+  kind: "final" | "checkpoint" | "tensorboard";
   step: number;
   /** Relative to the data dir. */
   dir: string;

@@ -1,6 +1,11 @@
-// A job's artifacts (final adapter and checkpoints, PEFT layout):
-// GET /v1/jobs/:id/artifacts, /:name (metadata) and /:name/:file (download).
+// A job's artifacts (final adapter and checkpoints, PEFT layout; the
+// TensorBoard event file): GET /v1/jobs/:id/artifacts, /:name (metadata) and
+// /:name/:file (download). A running job's event file grows as it trains, so a
+// download sends the file as long as it is when asked, not the size its
+// listing last recorded (a record being appended at that instant may come cut
+// short: TensorBoard, which tails files being written, reads that as the end).
 import { createReadStream } from "node:fs";
+import { stat } from "node:fs/promises";
 import { join } from "node:path";
 import { Readable } from "node:stream";
 import { Hono } from "hono";
@@ -27,13 +32,20 @@ export function artifactRoutes(ctx: ServerContext) {
     if (!row) throw notFound(`artifact ${c.req.param("name")}`);
     const file = toArtifact(row).files.find((f) => f.path === c.req.param("file"));
     if (!file) throw notFound(`file ${c.req.param("file")} of artifact ${row.name}`);
-    const stream = Readable.toWeb(
-      createReadStream(join(ctx.dataDir.abs(row.dir), file.path)),
-    ) as ReadableStream;
-    return new Response(stream, {
+    const path = join(ctx.dataDir.abs(row.dir), file.path);
+    const bytes = await stat(path).then(
+      (s) => s.size,
+      () => null,
+    );
+    if (bytes === null) throw notFound(`file ${file.path} of artifact ${row.name}`);
+    const body =
+      bytes === 0
+        ? null
+        : (Readable.toWeb(createReadStream(path, { start: 0, end: bytes - 1 })) as ReadableStream);
+    return new Response(body, {
       headers: {
         "content-type": file.path.endsWith(".json") ? "application/json" : "application/octet-stream",
-        "content-length": String(file.bytes),
+        "content-length": String(bytes),
         "content-disposition": `attachment; filename="${file.path}"`,
       },
     });

@@ -254,7 +254,9 @@ export class JobStore {
       .insertInto("artifacts")
       .values(row)
       .onConflict((oc) =>
-        oc.columns(["job_id", "name"]).doUpdateSet({ files: row.files, created_at: row.created_at }),
+        oc
+          .columns(["job_id", "name"])
+          .doUpdateSet({ step: row.step, dir: row.dir, files: row.files, created_at: row.created_at }),
       )
       .execute();
   }

@@ -15,6 +15,7 @@ import type { JobRow, NewJobEvent } from "../store/job-store.js";
 import type { Store } from "../store/store.js";
 import type { JobHyperparameters } from "../wire.js";
 import { JobTransitions } from "./job-transitions.js";
+import { JobTensorBoardLog } from "./tensorboard-log.js";
 import type {
   TrainingProcessCommand,
   TrainingProcessInput,
@@ -48,6 +49,8 @@ interface RunningJob {
   /** Why the process was asked to stop: a user's cancel or this process shutting down. */
   stopReason: "cancel" | "shutdown" | "lease_lost" | null;
   stopTimer: NodeJS.Timeout | null;
+  /** The job's TensorBoard event file, written as its events are stored. */
+  tensorboard: JobTensorBoardLog;
 }
 
 /** What one training process left behind, across restarts of the same job run. */
@@ -74,7 +77,12 @@ export class JobRunner {
     private readonly models: ModelRegistry,
     private readonly options: JobRunnerOptions,
   ) {
-    this.jobs = new JobTransitions(store, dataDir, this.owner);
+    this.jobs = new JobTransitions(
+      store,
+      dataDir,
+      this.owner,
+      (jobId) => this.running.get(jobId)?.tensorboard.artifactRow() ?? null,
+    );
   }
 
   start(): void {
@@ -152,7 +160,12 @@ export class JobRunner {
    * loop (which goes on at once) never claims more jobs than `concurrency`.
    */
   private async run(row: JobRow): Promise<void> {
-    const job: RunningJob = { process: null, stopReason: null, stopTimer: null };
+    const job: RunningJob = {
+      process: null,
+      stopReason: null,
+      stopTimer: null,
+      tensorboard: new JobTensorBoardLog(this.store, this.dataDir, row.id),
+    };
     this.running.set(row.id, job);
     try {
       await this.train(row, job);
@@ -288,7 +301,10 @@ export class JobRunner {
     let reported = false;
     // Steps after this one were logged by an earlier run; readers replace them (events/superseded-steps.ts).
     const resumedFromStep = input.resumeFrom ? progress.latestCheckpointStep : null;
-    const events = (list: NewJobEvent[]) => jobs.appendEvents(row.id, list);
+    const events = async (list: NewJobEvent[]) => {
+      await jobs.appendEvents(row.id, list);
+      await job.tensorboard.record(list);
+    };
     const handle = async (message: TrainingProcessMessage) => {
       if (job.stopReason === "lease_lost") return;
       switch (message.type) {

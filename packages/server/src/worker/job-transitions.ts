@@ -1,7 +1,9 @@
 // The changes a worker makes to a job it holds: each is one conditional
 // transition (status running, lease ours) with the events that go with it, so
 // a worker that lost its lease changes nothing. Also records the adapter
-// folders a training process wrote as artifact rows.
+// folders a training process wrote as artifact rows, and brings the job's
+// TensorBoard event file artifact (worker/tensorboard-log.ts) up to date at
+// each checkpoint and before the job settles, so its listing matches the file.
 import { readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import type { DataDir } from "../data-dir.js";
@@ -19,13 +21,16 @@ export class JobTransitions {
     private readonly store: Store,
     private readonly dataDir: DataDir,
     private readonly owner: string,
+    /** The row of a running job's TensorBoard event file as it is now (null: none yet). */
+    private readonly eventFileOf: (jobId: string) => ArtifactsTable | null = () => null,
   ) {}
 
   private held() {
     return { status: ["running" as const], owner: this.owner };
   }
 
-  fail(row: JobRow, error: string, step: number | null): Promise<unknown> {
+  async fail(row: JobRow, error: string, step: number | null): Promise<unknown> {
+    await this.recordEventFile(row);
     return this.store.jobs.transition(
       row.id,
       this.held(),
@@ -36,6 +41,7 @@ export class JobTransitions {
 
   /** Back to the queue, to resume from `checkpoint` (a data-dir path) or from the start. */
   async requeue(row: JobRow, checkpoint: string | null): Promise<void> {
+    await this.recordEventFile(row);
     await this.store.jobs.transition(
       row.id,
       this.held(),
@@ -45,6 +51,7 @@ export class JobTransitions {
   }
 
   async cancelled(row: JobRow, step: number | null): Promise<void> {
+    await this.recordEventFile(row);
     await this.store.jobs.transition(
       row.id,
       this.held(),
@@ -57,6 +64,7 @@ export class JobTransitions {
   async checkpoint(row: JobRow, step: number, dir: string): Promise<string> {
     const artifact = this.artifactRow(row.id, "checkpoint", step, dir);
     await this.store.jobs.recordCheckpoint(artifact);
+    await this.recordEventFile(row);
     return artifact.dir;
   }
 
@@ -73,6 +81,8 @@ export class JobTransitions {
         await jobs.addArtifact(this.artifactRow(row.id, "final", result.steps, result.adapterDir)),
       );
     }
+    const eventFile = await this.recordEventFile(row);
+    if (eventFile) artifacts.push(eventFile);
     await jobs.transition(
       row.id,
       this.held(),
@@ -91,6 +101,18 @@ export class JobTransitions {
         { type: "end" },
       ],
     );
+  }
+
+  /** Stores the job's TensorBoard event file artifact as the file is now; a failure only logs. */
+  private async recordEventFile(row: JobRow): Promise<Artifact | null> {
+    const artifact = this.eventFileOf(row.id);
+    if (!artifact) return null;
+    try {
+      return await this.store.jobs.addArtifact(artifact);
+    } catch (error) {
+      console.error(`svc worker: job ${row.id}: recording its TensorBoard event file failed:`, error);
+      return null;
+    }
   }
 
   /** The artifact row of an adapter folder the training process wrote. */

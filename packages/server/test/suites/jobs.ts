@@ -124,7 +124,7 @@ export function jobTests(server: () => ServerProcess) {
     const completed = payloads[7];
     assert.deepEqual(
       completed.artifacts.map((a: { name: string }) => a.name),
-      ["checkpoint-2", "checkpoint-4", "final"],
+      ["checkpoint-2", "checkpoint-4", "final", "tensorboard"],
     );
     assert.equal(completed.metrics.steps, 4);
 
@@ -132,7 +132,7 @@ export function jobTests(server: () => ServerProcess) {
     assert.equal(got.body.job.status, "completed");
     assert.ok(got.body.job.startedAt && got.body.job.finishedAt);
     const artifacts = await call(api, "GET", `/v1/jobs/${job.id}/artifacts`, { token: id.token });
-    assert.equal(artifacts.body.artifacts.length, 3);
+    assert.equal(artifacts.body.artifacts.length, 4);
     const final = await call(api, "GET", `/v1/jobs/${job.id}/artifacts/final`, { token: id.token });
     assert.ok(
       final.body.artifact.files.some((f: { path: string }) => f.path === "adapter_model.safetensors"),

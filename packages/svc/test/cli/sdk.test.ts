@@ -84,7 +84,7 @@ test("callbacks run in order, onCheckpoint's infer talks to that checkpoint, wai
   completedJobId = jobId;
   assert.equal(result.job.status, "completed");
   assert.equal(seen[0], "started:running");
-  assert.equal(seen.at(-1), "completed:completed:checkpoint-2,checkpoint-4,final");
+  assert.equal(seen.at(-1), "completed:completed:checkpoint-2,checkpoint-4,final,tensorboard");
   assert.ok(seen.includes("checkpoint:2") && seen.includes("checkpoint:4"), seen.join(" "));
   const steps = seen.filter((s) => s.startsWith("log:")).map((s) => Number(s.split(":")[1]));
   assert.deepEqual(
@@ -105,7 +105,12 @@ test("callbacks run in order, onCheckpoint's infer talks to that checkpoint, wai
   }
   assert.equal(result.job.hyperparameters.exactMatchSamples, 3, "the SDK passes exactMatchSamples on");
   assert.equal(typeof checkpointAnswer, "string");
-  assert.deepEqual(result.artifacts.map((a) => a.name).sort(), ["checkpoint-2", "checkpoint-4", "final"]);
+  assert.deepEqual(result.artifacts.map((a) => a.name).sort(), [
+    "checkpoint-2",
+    "checkpoint-4",
+    "final",
+    "tensorboard",
+  ]);
 });
 
 test("datasets by URL (with a bearer token) and from a file are uploaded at start()", async () => {
