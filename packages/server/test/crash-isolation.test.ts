@@ -117,6 +117,18 @@ for (const backend of ["sqlite", "postgres"] as Backend[]) {
       const stream = await openEvents(server.apiUrl, id.token, job.id);
       await readSse(stream, { stopWhen: (f) => f.event === "training.log" });
       process.kill(await trainingPid(server, job.id, 1), "SIGSEGV");
+      // the restart from the first step supersedes every step the first run logged
+      let started = 0;
+      const restart = await readSse(await openEvents(server.apiUrl, id.token, job.id), {
+        stopWhen: (f) => f.event === "training.started" && ++started === 2,
+      });
+      const starts = restart.frames
+        .filter((f) => f.event === "training.started")
+        .map((f) => JSON.parse(f.data));
+      assert.deepEqual(
+        starts.map((s) => s.resumedFromStep),
+        [undefined, 0],
+      );
       process.kill(await trainingPid(server, job.id, 2), "SIGSEGV");
       const frames = await eventsUntilEnd(server.apiUrl, id.token, job.id, 60_000);
       const events = frames.map((f) => f.event);

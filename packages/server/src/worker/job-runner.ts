@@ -299,8 +299,14 @@ export class JobRunner {
     if (job.stopReason) child.send({ type: "abort" } satisfies TrainingProcessCommand);
 
     let reported = false;
-    // Steps after this one were logged by an earlier run; readers replace them (events/superseded-steps.ts).
-    const resumedFromStep = input.resumeFrom ? progress.latestCheckpointStep : null;
+    // Steps after this one were logged by an earlier run; readers replace them
+    // (events/superseded-steps.ts). A restart from the first step after an
+    // earlier run logged steps supersedes them all: 0.
+    const resumedFromStep = input.resumeFrom
+      ? progress.latestCheckpointStep
+      : progress.lastStep !== null
+        ? 0
+        : null;
     const events = async (list: NewJobEvent[]) => {
       await jobs.appendEvents(row.id, list);
       await job.tensorboard.record(list);
