@@ -178,7 +178,8 @@ export interface TrainingStartedEvent extends JobEventBase {
   trainExamples: number;
   evalExamples: number;
   /**
-   * Set when this run resumed from the checkpoint at this step: the earlier
+   * Set when this run resumed from the checkpoint at this step (0: restarted
+   * from the first step after an earlier run logged steps): the earlier
    * run's training.log frames past it are superseded by this run's.
    */
   resumedFromStep?: number;
