@@ -8,6 +8,7 @@ import { enforceRateLimit } from "./http/rate-limit.js";
 import { refuseNulInUrl } from "./http/validate.js";
 import { artifactRoutes } from "./routes/artifacts.js";
 import { meRoutes, publicAuthRoutes } from "./routes/auth.js";
+import { datasetProfileRoutes } from "./routes/dataset-profiles.js";
 import { datasetRoutes } from "./routes/datasets.js";
 import { endpointRoutes } from "./routes/endpoints.js";
 import { eventRoutes } from "./routes/events.js";
@@ -38,6 +39,7 @@ export function createApiApp(ctx: ServerContext): Hono<ApiEnv> {
     projectRoutes,
     modelRoutes,
     datasetRoutes,
+    datasetProfileRoutes,
     jobRoutes,
     eventRoutes,
     artifactRoutes,

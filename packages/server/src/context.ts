@@ -7,6 +7,7 @@ import type { JobEventHub } from "./events/job-event-hub.js";
 import type { RateLimiters } from "./http/rate-limit.js";
 import type { InferenceService } from "./inference/inference-service.js";
 import type { ModelRegistry } from "./models/model-registry.js";
+import type { DatasetProfiler } from "./profiles/dataset-profiler.js";
 import type { UserRow } from "./store/identity-store.js";
 import type { Store } from "./store/store.js";
 import type { JobLimits } from "./wire.js";
@@ -17,6 +18,8 @@ export interface ServerContext {
   models: ModelRegistry;
   events: JobEventHub;
   inference: InferenceService;
+  /** Computes dataset profiles in the background (child processes). */
+  profiler: DatasetProfiler;
   oidc: OidcVerifier | null;
   /** The external inference servers the operator declared (--upstream). */
   upstreams: UpstreamRegistry;

@@ -11,6 +11,7 @@ import {
   statSync,
   writeFileSync,
 } from "node:fs";
+import { mkdir, rename, rm, writeFile } from "node:fs/promises";
 import { homedir } from "node:os";
 import { dirname, isAbsolute, join, relative, resolve } from "node:path";
 import { randomBase62 } from "./ids.js";
@@ -59,6 +60,20 @@ export class DataDir {
     } catch (error) {
       // A full disk must not leave a partial temporary file behind.
       rmSync(tmp, { force: true });
+      throw error;
+    }
+  }
+
+  /** writeAtomic without holding the event loop while a large file (an upload) is written. */
+  async writeAtomicAsync(relativePath: string, data: Buffer | string): Promise<void> {
+    const target = this.abs(relativePath);
+    await mkdir(dirname(target), { recursive: true });
+    const tmp = `${target}.tmp-${randomBase62(8)}`;
+    try {
+      await writeFile(tmp, data);
+      await rename(tmp, target);
+    } catch (error) {
+      await rm(tmp, { force: true });
       throw error;
     }
   }

@@ -18,6 +18,7 @@ import { PgNotifications } from "./events/pg-notifications.js";
 import { RateLimiters, type RateLimits } from "./http/rate-limit.js";
 import { InferenceService } from "./inference/inference-service.js";
 import { ModelRegistry } from "./models/model-registry.js";
+import { DatasetProfiler } from "./profiles/dataset-profiler.js";
 import { Store } from "./store/store.js";
 import { DEFAULT_JOB_LIMITS, type JobLimits } from "./wire.js";
 import { JOB_RUNNER_DEFAULTS, JobRunner } from "./worker/job-runner.js";
@@ -148,9 +149,11 @@ export async function startServer(options: ServerOptions = {}): Promise<ServerHa
   const apiServer = createServer();
   const edgeServer = createServer();
   const inference = new InferenceService(store, models, dataDir);
+  const profiler = new DatasetProfiler(store, dataDir);
   const cleanup = async () => {
     await Promise.all([shut(apiServer), shut(edgeServer)]);
     await inference.close();
+    await profiler.close();
     await notifications?.close();
     await store.close();
   };
@@ -174,6 +177,7 @@ export async function startServer(options: ServerOptions = {}): Promise<ServerHa
       models,
       events,
       inference,
+      profiler,
       oidc: options.oidc ? new OidcVerifier(options.oidc) : null,
       upstreams: new UpstreamRegistry(options.upstreams ?? []),
       deploymentDomain: options.deploymentDomain ?? `localhost:${edgePort}`,
@@ -208,6 +212,7 @@ export async function startServer(options: ServerOptions = {}): Promise<ServerHa
           await usage.close();
           await listeners;
           await inference.close();
+          await profiler.close();
           await notifications?.close();
           await store.close();
         })();

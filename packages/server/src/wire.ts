@@ -2,6 +2,9 @@
 // and shared by the server, the SDK (packages/svc) and Studio (type-only import).
 // This module must stay free of runtime dependencies.
 
+import type { DatasetProfileRequest } from "./wire-dataset-profiles.js";
+
+export * from "./wire-dataset-profiles.js";
 export * from "./wire-deployments.js";
 export * from "./wire-limits.js";
 
@@ -85,8 +88,12 @@ export interface Dataset {
   createdAt: Iso8601;
 }
 
-/** POST /v1/datasets: the JSONL text as the body (Content-Type application/x-ndjson, ?name=), or JSON { url, token?, name? }. */
-export interface CreateDatasetFromUrlRequest {
+/**
+ * POST /v1/datasets: the JSONL text as the body (Content-Type application/x-ndjson,
+ * ?name=&baseModel=&maxLength=), or JSON { url, token?, name?, baseModel?, maxLength? }.
+ * Answers { dataset, profile? }: `profile` when a base model was named (wire-dataset-profiles.ts).
+ */
+export interface CreateDatasetFromUrlRequest extends DatasetProfileRequest {
   url: string;
   token?: string;
   name?: string;

@@ -152,12 +152,33 @@ const deploymentKeyUsage: Migration = {
   },
 };
 
+// One profile per (dataset, base model); see DatasetProfileStore.
+const datasetProfiles: Migration = {
+  async up(db: Kysely<unknown>) {
+    await db.schema
+      .createTable("dataset_profiles")
+      .addColumn("dataset_id", "text", (c) => c.notNull().references("datasets.id"))
+      .addColumn("base_model", "text", (c) => c.notNull())
+      .addColumn("status", "text", (c) => c.notNull())
+      .addColumn("profile", "text")
+      .addColumn("error", "text")
+      .addColumn("progress", "real", (c) => c.notNull().defaultTo(0))
+      .addColumn("lease_owner", "text")
+      .addColumn("lease_expires_at", "text")
+      .addColumn("created_at", "text", (c) => c.notNull())
+      .addColumn("updated_at", "text", (c) => c.notNull())
+      .addPrimaryKeyConstraint("dataset_profiles_pk", ["dataset_id", "base_model"])
+      .execute();
+  },
+};
+
 export const migrationProvider: MigrationProvider = {
   async getMigrations() {
     return {
       "0001_initial": initial,
       "0002_deployment_upstream": deploymentUpstream,
       "0003_deployment_key_usage": deploymentKeyUsage,
+      "0004_dataset_profiles": datasetProfiles,
     };
   },
 };

@@ -49,6 +49,25 @@ export interface DatasetsTable {
   created_at: string;
 }
 
+/**
+ * The profile of a dataset for one base model's tokenizer (wire-dataset-profiles.ts),
+ * computed in the background by whichever API process claimed it (a lease it
+ * renews, like a job's); `profile` is the engine's DatasetProfile as JSON.
+ */
+export interface DatasetProfilesTable {
+  dataset_id: string;
+  base_model: string;
+  status: "pending" | "ready" | "failed";
+  profile: string | null;
+  error: string | null;
+  /** Share of rows measured while pending, 0 to 1. */
+  progress: number;
+  lease_owner: string | null;
+  lease_expires_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
 export interface JobsTable {
   id: string;
   project_id: string;
@@ -139,6 +158,7 @@ export interface Database {
   org_members: OrgMembersTable;
   projects: ProjectsTable;
   datasets: DatasetsTable;
+  dataset_profiles: DatasetProfilesTable;
   jobs: JobsTable;
   job_events: JobEventsTable;
   artifacts: ArtifactsTable;

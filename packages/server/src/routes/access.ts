@@ -2,6 +2,7 @@
 // other object answers 404, exactly like one that does not exist.
 import type { Context } from "hono";
 import type { ApiEnv, ServerContext } from "../context.js";
+import type { DatasetsTable } from "../db/schema.js";
 import { badRequest, notFound } from "../http/api-error.js";
 import { UUID_PATTERN } from "../ids.js";
 import type { DeploymentRow } from "../store/deployment-store.js";
@@ -45,6 +46,16 @@ export async function jobOr404(ctx: ServerContext, c: Context<ApiEnv>, jobId: st
   const job = await visibleJob(ctx, c, jobId);
   if (!job) throw notFound(`job ${jobId}`);
   return job;
+}
+
+export async function datasetOr404(
+  ctx: ServerContext,
+  c: Context<ApiEnv>,
+  id: string,
+): Promise<DatasetsTable> {
+  const row = UUID_PATTERN.test(id) ? await ctx.store.datasets.get(id) : undefined;
+  if (!row || !(await canSeeProject(ctx, c, row.project_id))) throw notFound(`dataset ${id}`);
+  return row;
 }
 
 export async function deploymentOr404(

@@ -1,22 +1,40 @@
 // Datasets: POST /v1/datasets with the JSONL as the body (?name=), or JSON
 // { url, token?, name? } to fetch it; GET /v1/datasets[/:id]. Files are
-// validated line by line before anything is stored.
-import { EngineError, isEngineError, parseDataset } from "@svc/engine";
+// validated line by line before anything is stored. A base model named at
+// upload (?baseModel=&maxLength=, or in the JSON body) starts the dataset's
+// profile for it, and the answer carries the profile as it stands (dataset-profiles.ts).
 import { Hono } from "hono";
 import type { ApiEnv, ServerContext } from "../context.js";
-import { badRequest, notFound } from "../http/api-error.js";
-import { lineOfInvalidUtf8, readBodyBytes, readJson, utf8Text } from "../http/body.js";
+import { badRequest } from "../http/api-error.js";
+import { readBodyBytes, readJson } from "../http/body.js";
 import { fetchDatasetUrl } from "../http/dataset-url.js";
-import { object, optional, parseBody, string } from "../http/validate.js";
-import { nowIso, UUID_PATTERN, uuidv7 } from "../ids.js";
+import { checkDatasetOffLoop } from "../http/dataset-validation.js";
+import { inRange, object, optional, parseBody, string } from "../http/validate.js";
+import { nowIso, uuidv7 } from "../ids.js";
+import type { RegisteredModel } from "../models/model-registry.js";
 import { toDataset } from "../store/dataset-store.js";
-import type { Project } from "../wire.js";
-import { projectFromQuery } from "./access.js";
+import {
+  type Dataset,
+  type DatasetProfile,
+  DEFAULT_PROFILE_MAX_LENGTH,
+  hyperparameterRanges,
+  type Project,
+} from "../wire.js";
+import { datasetOr404, projectFromQuery } from "./access.js";
+import { datasetProfile, profileMaxLength, profileModel } from "./dataset-profiles.js";
+
+/** What an upload profiles the dataset for: a base model and the maxLength counts are read for. */
+interface ProfileRequest {
+  model: RegisteredModel;
+  maxLength: number;
+}
 
 const fromUrlBody = object({
   url: string({ min: 1, max: 2048 }),
   token: optional(string({ min: 1, max: 4096 })),
   name: optional(string({ min: 1, max: 200 })),
+  baseModel: optional(string({ min: 1, max: 200 })),
+  maxLength: optional(inRange(hyperparameterRanges().lora.maxLength)),
 });
 
 const nameCheck = optional(string({ min: 1, max: 200 }));
@@ -25,45 +43,44 @@ const nameCheck = optional(string({ min: 1, max: 200 }));
  * Rows of a dataset file, or a 400 naming its first bad line. A fetched file's
  * errors give the line only: the details would quote what another host sent.
  */
-function datasetRows(bytes: Buffer, name: string, fetched: boolean): number {
-  const text = utf8Text(bytes);
+async function datasetRows(bytes: Buffer, name: string, fetched: boolean): Promise<number> {
+  const check = await checkDatasetOffLoop(bytes, name);
+  if ("rows" in check) return check.rows;
   const where = (line: number | undefined) => (line ? `${name} line ${line}` : name);
-  try {
-    if (text === null)
-      throw new EngineError("invalid_dataset", `${where(lineOfInvalidUtf8(bytes))}: not valid UTF-8 text`);
-    return parseDataset(text, { source: name }).length;
-  } catch (error) {
-    if (!isEngineError(error)) throw error;
-    const message = fetched
-      ? `"url": the fetched file is not a valid dataset (${where(error.line)})`
-      : error.message;
-    throw badRequest(message, "invalid_dataset");
+  if (fetched) {
+    const line = check.problem === "invalid_dataset" ? check.line : undefined;
+    throw badRequest(`"url": the fetched file is not a valid dataset (${where(line)})`, "invalid_dataset");
   }
+  const message =
+    check.problem === "invalid_utf8" ? `${where(check.line)}: not valid UTF-8 text` : check.message;
+  throw badRequest(message, "invalid_dataset");
 }
 
 export function datasetRoutes(ctx: ServerContext) {
   const app = new Hono<ApiEnv>();
 
-  const store = async (project: Project, name: string, bytes: Buffer, fetched = false) => {
-    const rows = datasetRows(bytes, name, fetched);
+  const store = async (
+    project: Project,
+    name: string,
+    bytes: Buffer,
+    profile: ProfileRequest | null,
+    fetched = false,
+  ): Promise<{ dataset: Dataset; profile?: DatasetProfile }> => {
+    const rows = await datasetRows(bytes, name, fetched);
     const id = uuidv7();
     const path = ctx.dataDir.datasetPath(id);
-    ctx.dataDir.writeAtomic(path, bytes);
+    await ctx.dataDir.writeAtomicAsync(path, bytes);
+    const row = { id, project_id: project.id, name, rows, bytes: bytes.length, path, created_at: nowIso() };
+    let dataset: Dataset;
     try {
-      return await ctx.store.datasets.insert({
-        id,
-        project_id: project.id,
-        name,
-        rows,
-        bytes: bytes.length,
-        path,
-        created_at: nowIso(),
-      });
+      dataset = await ctx.store.datasets.insert(row);
     } catch (error) {
       // No row, no file: a refused or failed upload leaves nothing in the data dir.
       ctx.dataDir.remove(path);
       throw error;
     }
+    if (!profile) return { dataset };
+    return { dataset, profile: await datasetProfile(ctx, row, profile.model, profile.maxLength) };
   };
 
   app.post("/v1/datasets", async (c) => {
@@ -83,17 +100,30 @@ export function datasetRoutes(ctx: ServerContext) {
         body.name ?? (url.pathname.split("/").pop() || "dataset.jsonl"),
         "name",
       ) as string;
+      const profile = body.baseModel
+        ? {
+            model: profileModel(ctx, body.baseModel, "baseModel"),
+            maxLength: body.maxLength ?? DEFAULT_PROFILE_MAX_LENGTH,
+          }
+        : null;
       const bytes = await fetchDatasetUrl(url, body.token, {
         limit: ctx.maxDatasetBytes,
         allowedHosts: ctx.datasetUrlAllow,
       });
-      return c.json({ dataset: await store(project, name, bytes, true) }, 201);
+      return c.json(await store(project, name, bytes, profile, true), 201);
     }
     const name = nameCheck(c.req.query("name"), "name") ?? "dataset.jsonl";
+    const baseModel = c.req.query("baseModel");
+    const profile = baseModel
+      ? {
+          model: profileModel(ctx, baseModel, "baseModel"),
+          maxLength: profileMaxLength(c.req.query("maxLength")),
+        }
+      : null;
     const bytes = await readBodyBytes(c, ctx.maxDatasetBytes);
     if (bytes.length === 0)
       throw badRequest("request body is empty; send the JSONL file as the body", "invalid_dataset");
-    return c.json({ dataset: await store(project, name, bytes) }, 201);
+    return c.json(await store(project, name, bytes, profile), 201);
   });
 
   app.get("/v1/datasets", async (c) => {
@@ -102,12 +132,7 @@ export function datasetRoutes(ctx: ServerContext) {
   });
 
   app.get("/v1/datasets/:id", async (c) => {
-    const id = c.req.param("id");
-    const row = UUID_PATTERN.test(id) ? await ctx.store.datasets.get(id) : undefined;
-    const orgId = row && (await ctx.store.projects.orgIdOf(row.project_id));
-    if (!row || !orgId || !(await ctx.store.identity.isMember(c.get("user").id, orgId)))
-      throw notFound(`dataset ${id}`);
-    return c.json({ dataset: toDataset(row) });
+    return c.json({ dataset: toDataset(await datasetOr404(ctx, c, c.req.param("id"))) });
   });
   return app;
 }

@@ -3,6 +3,7 @@
 import type { Kysely } from "kysely";
 import type { DatabaseKind, OpenedDatabase } from "../db/connect.js";
 import type { Database } from "../db/schema.js";
+import { DatasetProfileStore } from "./dataset-profile-store.js";
 import { DatasetStore } from "./dataset-store.js";
 import { DeploymentStore } from "./deployment-store.js";
 import { IdentityStore } from "./identity-store.js";
@@ -16,6 +17,7 @@ export class Store {
   readonly identity: IdentityStore;
   readonly projects: ProjectStore;
   readonly datasets: DatasetStore;
+  readonly datasetProfiles: DatasetProfileStore;
   readonly jobs: JobStore;
   readonly deployments: DeploymentStore;
   readonly keyUsage: KeyUsageStore;
@@ -26,6 +28,7 @@ export class Store {
     this.identity = new IdentityStore(this.db);
     this.projects = new ProjectStore(this.db);
     this.datasets = new DatasetStore(this.db);
+    this.datasetProfiles = new DatasetProfileStore(this.db);
     this.jobs = new JobStore(this.db, this.kind);
     this.keyUsage = new KeyUsageStore(this.db, this.kind);
     this.deployments = new DeploymentStore(this.db, this.kind, this.keyUsage);
