@@ -9,7 +9,12 @@ export {
   type StreamRecovery,
 } from "./sdk/api-recovery.js";
 export { type AuthConfig, CloudApiClient, CloudApiError } from "./sdk/client.js";
-export type { CloudApi, CloudApiClientOptions, CloudApiErrorShape } from "./sdk/cloud-api.js";
+export type {
+  CloudApi,
+  CloudApiClientOptions,
+  CloudApiErrorShape,
+  DatasetProfileOptions,
+} from "./sdk/cloud-api.js";
 export { cloudApiUrl, DEFAULT_CLOUD_API_URL, isDefaultCloudApi } from "./sdk/config.js";
 export {
   type AnonymousCredentials,
@@ -20,6 +25,7 @@ export {
   type OAuthCredentials,
   readCredentials,
 } from "./sdk/credentials.js";
+export { type WaitForDatasetProfileOptions, waitForDatasetProfile } from "./sdk/dataset-profile.js";
 export {
   type BoundInfer,
   type InferOptions,

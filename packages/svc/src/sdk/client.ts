@@ -12,6 +12,8 @@ import type {
   CreateJobRequest,
   CreateProjectRequest,
   Dataset,
+  DatasetProfile,
+  DatasetProfileRequest,
   Deployment,
   DeploymentKey,
   DeploymentKeyUsage,
@@ -24,7 +26,13 @@ import type {
   UpdateDeploymentRequest,
   UpstreamInfo,
 } from "@svc/server/wire";
-import type { CloudApi, CloudApiClientOptions, CloudApiErrorShape } from "./cloud-api.js";
+import type {
+  CloudApi,
+  CloudApiClientOptions,
+  CloudApiErrorShape,
+  DatasetProfileOptions,
+} from "./cloud-api.js";
+import { profileQuery } from "./dataset-profile.js";
 import { readServerSentEvents } from "./server-sent-events.js";
 
 export class CloudApiError extends Error implements CloudApiErrorShape {
@@ -128,10 +136,13 @@ export class CloudApiClient implements CloudApi {
 
   // ------------------------------------------------------------ datasets
 
-  async uploadDataset(jsonl: string, options: { name?: string } = {}): Promise<Dataset> {
+  async uploadDataset(
+    jsonl: string,
+    options: { name?: string } & DatasetProfileRequest = {},
+  ): Promise<Dataset> {
     const r = await this.json<{ dataset: Dataset }>("POST", "/v1/datasets", {
       scoped: true,
-      query: { name: options.name },
+      query: { name: options.name, ...profileQuery(options) },
       rawBody: jsonl,
       contentType: "application/x-ndjson",
     });
@@ -148,6 +159,12 @@ export class CloudApiClient implements CloudApi {
 
   async getDataset(datasetId: string): Promise<Dataset> {
     return (await this.json<{ dataset: Dataset }>("GET", `/v1/datasets/${seg(datasetId)}`)).dataset;
+  }
+
+  async getDatasetProfile(datasetId: string, options: DatasetProfileOptions): Promise<DatasetProfile> {
+    const path = `/v1/datasets/${seg(datasetId)}/profile`;
+    return (await this.json<{ profile: DatasetProfile }>("GET", path, { query: profileQuery(options) }))
+      .profile;
   }
 
   // ------------------------------------------------------------ jobs

@@ -12,6 +12,8 @@ import type {
   CreateJobRequest,
   CreateProjectRequest,
   Dataset,
+  DatasetProfile,
+  DatasetProfileRequest,
   Deployment,
   DeploymentKey,
   DeploymentKeyUsage,
@@ -24,6 +26,12 @@ import type {
   UpdateDeploymentRequest,
   UpstreamInfo,
 } from "@svc/server/wire";
+
+/** Which profile of a dataset to read: the base model's, counted for maxLength (default 512). */
+export interface DatasetProfileOptions {
+  baseModel: string;
+  maxLength?: number;
+}
 
 export interface CloudApiClientOptions {
   /** e.g. http://127.0.0.1:4100 (no /v1 suffix). */
@@ -51,10 +59,13 @@ export interface CloudApi {
   /** The external inference servers deployments may forward to (declared by the server's operator). */
   listUpstreams(): Promise<UpstreamInfo[]>;
 
-  uploadDataset(jsonl: string, options?: { name?: string }): Promise<Dataset>;
+  /** `baseModel` starts the dataset's profile for that model at upload (getDatasetProfile reads it). */
+  uploadDataset(jsonl: string, options?: { name?: string } & DatasetProfileRequest): Promise<Dataset>;
   createDatasetFromUrl(body: CreateDatasetFromUrlRequest): Promise<Dataset>;
   listDatasets(): Promise<Dataset[]>;
   getDataset(datasetId: string): Promise<Dataset>;
+  /** The dataset's profile for a base model; status "pending" (with progress) until it is computed. */
+  getDatasetProfile(datasetId: string, options: DatasetProfileOptions): Promise<DatasetProfile>;
 
   createJob(body: CreateJobRequest): Promise<Job>;
   listJobs(): Promise<Job[]>;

@@ -3,9 +3,18 @@
 // settles with the job and its artifacts; cancel() stops the job on the backend.
 import { readFile } from "node:fs/promises";
 import { basename, resolve } from "node:path";
-import type { Artifact, Dataset, Job, JobEvent } from "@svc/server/wire";
+import {
+  type Artifact,
+  type Dataset,
+  type DatasetProfile,
+  type DatasetProfileRequest,
+  DEFAULT_PROFILE_MAX_LENGTH,
+  type Job,
+  type JobEvent,
+} from "@svc/server/wire";
 import { type ApiNotice, apiRecovery, formatApiNotice } from "./api-recovery.js";
-import type { CloudApiClient } from "./client.js";
+import { type CloudApiClient, CloudApiError } from "./client.js";
+import { waitForDatasetProfile } from "./dataset-profile.js";
 import { bindInfer } from "./infer.js";
 import { streamJobEvents } from "./job-event-stream.js";
 import { assertLoraTargets, type SupportedModel, servedModel } from "./models.js";
@@ -40,6 +49,14 @@ export interface Trainer {
   /** The submitted job's id; null before start(). */
   readonly jobId: string | null;
   start(): Promise<{ jobId: string }>;
+  /**
+   * The training dataset's profile for the trainer's model and maxLength
+   * (row and token counts, duplicates, a suggested maxLength), which start()
+   * set going at upload: waits up to `timeoutMs` (default 60 s) for it, then
+   * resolves with it as it stands. null before start() or from a server
+   * without dataset profiles.
+   */
+  datasetProfile(options?: { timeoutMs?: number; signal?: AbortSignal }): Promise<DatasetProfile | null>;
   wait(options?: WaitOptions): Promise<TrainerResult>;
   cancel(): Promise<void>;
 }
@@ -76,6 +93,7 @@ class SvcTrainer implements Trainer {
   private session: ScopedSvcSession | null = null;
   private submitted: Promise<{ jobId: string }> | null = null;
   private id: string | null = null;
+  private datasetId: string | null = null;
 
   constructor(options: TrainerOptions) {
     this.options = options;
@@ -103,7 +121,16 @@ class SvcTrainer implements Trainer {
     const model = servedModel(await client.listModels(), this.model, "createTrainer: model");
     const targets = this.options.lora?.targetModules;
     if (targets) assertLoraTargets(model, targets, "createTrainer: lora.targetModules");
-    const dataset = await uploadDataset(client, this.options.dataset, projectDir, `${this.name}-train`);
+    // Naming the model at upload starts the dataset's profile for it (datasetProfile() reads it).
+    const profile = { baseModel: this.model, maxLength: this.options.lora?.maxLength };
+    const dataset = await uploadDataset(
+      client,
+      this.options.dataset,
+      projectDir,
+      `${this.name}-train`,
+      profile,
+    );
+    this.datasetId = dataset.id;
     const evalDataset = this.options.evalDataset
       ? await uploadDataset(client, this.options.evalDataset, projectDir, `${this.name}-eval`)
       : undefined;
@@ -117,6 +144,25 @@ class SvcTrainer implements Trainer {
     });
     this.id = job.id;
     return { jobId: job.id };
+  }
+
+  async datasetProfile(
+    options: { timeoutMs?: number; signal?: AbortSignal } = {},
+  ): Promise<DatasetProfile | null> {
+    if (!this.submitted) return null;
+    await this.submitted;
+    if (!this.datasetId) return null;
+    try {
+      return await waitForDatasetProfile(this.session!.scoped, this.datasetId, {
+        baseModel: this.model,
+        maxLength: this.options.lora?.maxLength ?? DEFAULT_PROFILE_MAX_LENGTH,
+        ...options,
+      });
+    } catch (err) {
+      // A server from before dataset profiles has no such route.
+      if (err instanceof CloudApiError && err.status === 404) return null;
+      throw err;
+    }
   }
 
   async wait(waitOptions: WaitOptions = {}): Promise<TrainerResult> {
@@ -216,12 +262,18 @@ async function uploadDataset(
   source: DatasetSource,
   projectDir: string,
   fallbackName: string,
+  profile: DatasetProfileRequest = {},
 ): Promise<Dataset> {
   if (source.type === "url")
-    return client.createDatasetFromUrl({ url: source.url, token: source.token, name: fallbackName });
+    return client.createDatasetFromUrl({
+      url: source.url,
+      token: source.token,
+      name: fallbackName,
+      ...profile,
+    });
   if (source.type === "inline") {
     const jsonl = source.rows.map((row) => JSON.stringify(row)).join("\n");
-    return client.uploadDataset(`${jsonl}\n`, { name: fallbackName });
+    return client.uploadDataset(`${jsonl}\n`, { name: fallbackName, ...profile });
   }
   const path = resolve(projectDir, source.path);
   let text: string;
@@ -232,5 +284,5 @@ async function uploadDataset(
       `dataset file ${source.path}: ${(err as NodeJS.ErrnoException).code === "ENOENT" ? "not found" : (err as Error).message} (resolved to ${path})`,
     );
   }
-  return client.uploadDataset(text, { name: basename(path) });
+  return client.uploadDataset(text, { name: basename(path), ...profile });
 }

@@ -5,8 +5,12 @@ import { loadProject, ManifestBuildError } from "../../sdk/manifest.js";
 import { defaultProjectDir } from "../../sdk/session.js";
 import { TrainingCancelledError, TrainingFailedError } from "../../sdk/trainer.js";
 import { type Command, parse } from "../args.js";
+import { formatDatasetProfile } from "../dataset-profile-text.js";
 import { OutagePrinter } from "../outage.js";
 import { JobProgressPrinter } from "../progress.js";
+
+/** How long svc start waits for the dataset profile before following the job without it. */
+const PROFILE_WAIT_MS = 30_000;
 
 export const startCommand: Command = {
   name: "start",
@@ -16,7 +20,9 @@ export const startCommand: Command = {
     "",
     "Runs the trainer that src/svc/index.ts registers with createSvc. Uses",
     ".svc/build/index.mjs when it exists (svc build refreshes it), builds otherwise.",
-    "Prints progress until the job ends: a progress bar on a terminal, plain lines",
+    "Then prints the training dataset's profile for the model (rows, token lengths,",
+    "duplicates, rows over maxLength, a suggested maxLength; waits up to 30 s for it)",
+    "and progress until the job ends: a progress bar on a terminal, plain lines",
     "such as `step 10/60 loss=1.2340 evalLoss=1.4560` otherwise. Exits 1 when the",
     "job fails or is cancelled. Ctrl-C stops watching; the job keeps running.",
     "",
@@ -58,6 +64,12 @@ export const startCommand: Command = {
     const { jobId } = await trainer.start();
     process.stdout.write(`job ${jobId} submitted: ${trainer.name} on ${trainer.model}\n`);
     if (values.detach) return 0;
+    const profile = await trainer
+      .datasetProfile({ timeoutMs: PROFILE_WAIT_MS })
+      .catch((err: Error) => ({ unavailable: err.message }));
+    if (profile && "unavailable" in profile)
+      process.stdout.write(`dataset profile: unavailable (${profile.unavailable})\n`);
+    else if (profile) for (const line of formatDatasetProfile(profile)) process.stdout.write(`${line}\n`);
 
     const printer = new JobProgressPrinter(process.stdout);
     const outage = new OutagePrinter(printer, process.stdout);
