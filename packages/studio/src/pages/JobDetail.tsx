@@ -4,6 +4,7 @@ import type { Job } from "@svc/server/wire";
 import { useEffect, useState } from "react";
 import { errorMessage, getJson, sendJson } from "../api.js";
 import { ErrorText, StatusBadge, shortId } from "../components/common.js";
+import { DatasetProfileCard } from "../components/DatasetProfileCard.js";
 import { EventLog } from "../components/EventLog.js";
 import { LossChart } from "../components/LossChart.js";
 import { StatsCards } from "../components/StatsCards.js";
@@ -78,6 +79,7 @@ export function JobDetail({ jobId }: { jobId: string }) {
             <TaskMetricsChart series={ev.series} />
             {advanced && <StatsCards series={ev.series} />}
           </section>
+          <DatasetProfileCard jobId={jobId} />
           <section className="card">
             <div className="card-head">
               <h2>Events</h2>

@@ -1,6 +1,7 @@
-// /api/jobs: list, detail, artifacts, cancel, and the SSE proxy of a job's
+// /api/jobs: list, detail, artifacts, cancel, the profile of a job's training
+// dataset for its base model and maxLength, and the SSE proxy of a job's
 // events (Last-Event-ID passed through so the browser's reconnect resumes).
-import type { Job } from "@svc/server/wire";
+import { DEFAULT_PROFILE_MAX_LENGTH, type Job } from "@svc/server/wire";
 import { Hono } from "hono";
 import { existingProjectSession, projectSessionOr404 } from "../cloud-session.js";
 import type { StudioEnv } from "../env.js";
@@ -25,6 +26,18 @@ export function jobRoutes(env: StudioEnv): Hono {
   app.get("/:id/artifacts", async (c) => {
     const id = c.req.param("id");
     return c.json({ artifacts: await (await session(id)).client.listArtifacts(id) });
+  });
+
+  // 202 while the cloud API still computes it, as upstream.
+  app.get("/:id/profile", async (c) => {
+    const id = c.req.param("id");
+    const { client } = await session(id);
+    const job = await client.getJob(id);
+    const profile = await client.getDatasetProfile(job.datasetId, {
+      baseModel: job.baseModel,
+      maxLength: job.hyperparameters.lora?.maxLength ?? DEFAULT_PROFILE_MAX_LENGTH,
+    });
+    return c.json({ profile }, profile.status === "pending" ? 202 : 200);
   });
 
   app.post("/:id/cancel", async (c) => {
