@@ -28,6 +28,8 @@ export interface SizeDefaults {
 }
 
 export function readSizes(keys: ConfigKeys, defaults: SizeDefaults = {}): Sizes {
+  // Llama-era tensor-parallel emulation; 1 computes the plain matmuls
+  keys.only("pretraining_tp", 1);
   const hiddenSize = keys.int("hidden_size");
   const numAttentionHeads = keys.int("num_attention_heads");
   const numKeyValueHeads = keys.int("num_key_value_heads", numAttentionHeads);

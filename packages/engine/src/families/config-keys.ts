@@ -75,6 +75,8 @@ const HARMLESS = new Set([
   "suppress_tokens",
   "begin_suppress_tokens",
   "tf_legacy_loss",
+  "transformers.js_config",
+  "is_llama_config",
   "use_bfloat16",
 ]);
 

@@ -14,7 +14,7 @@ export const llama: Family = {
   parse(keys: ConfigKeys, architecture: string) {
     const sizes = readSizes(keys);
     requireActivation(keys, "hidden_act", ["silu"], "silu");
-    keys.only("pretraining_tp", 1);
+    keys.only("rope_interleaved", false, "only rotate_half rotary embeddings");
     return assemble(keys, {
       family: "llama",
       architecture,

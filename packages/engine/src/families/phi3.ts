@@ -20,6 +20,12 @@ export const phi3: Family = {
   parse(keys: ConfigKeys, architecture: string) {
     const sizes = readSizes(keys, { rmsNormEps: 1e-5, maxPositionEmbeddings: 4096 });
     requireActivation(keys, "hidden_act", ["silu"], "silu");
+    // keys Phi-4-mini's own modelling code reads; transformers' Phi-3 has no such switches
+    keys.only("attention_bias", false);
+    keys.only("mlp_bias", false);
+    keys.only("lm_head_bias", false);
+    keys.only("full_attn_mod", 1);
+    keys.only("interpolate_factor", 1);
     const window = keys.optionalInt("sliding_window");
     const partial = keys.num("partial_rotary_factor", 1);
     const original = keys.optionalInt("original_max_position_embeddings") ?? undefined;

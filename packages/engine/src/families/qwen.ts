@@ -47,6 +47,7 @@ function qwenFamily(
     parse(keys: ConfigKeys, arch: string) {
       const sizes = readSizes(keys);
       requireActivation(keys, "hidden_act", ["silu"], "silu");
+      keys.only("use_mrope", false, "multimodal rotary embeddings are for the vision-language models");
       const { types, window } = qwenWindows(keys, sizes.numHiddenLayers);
       return assemble(keys, {
         family: name,
