@@ -59,8 +59,10 @@ for (const backend of ["sqlite", "postgres"] as Backend[]) {
         id,
         `crash-${backend}-${process.pid}`,
       );
+      // enough steps that the run cannot finish between its first checkpoint and the kill, even on a loaded machine
+      const steps = 600;
       const job = await createJob(server.apiUrl, id, (await uploadDataset(server.apiUrl, id)).id, {
-        maxSteps: 120,
+        maxSteps: steps,
         saveSteps: 5,
       });
       const stream = await openEvents(server.apiUrl, id.token, job.id);
@@ -76,7 +78,7 @@ for (const backend of ["sqlite", "postgres"] as Backend[]) {
       const frames = await eventsUntilEnd(server.apiUrl, id.token, job.id, 120_000);
       const events = frames.map((f) => f.event);
       assert.equal(events.at(-2), "training.completed", events.join(","));
-      assert.equal(JSON.parse(frames.at(-2)!.data).metrics.steps, 120);
+      assert.equal(JSON.parse(frames.at(-2)!.data).metrics.steps, steps);
       const starts = events.flatMap((e, i) => (e === "training.started" ? [i] : []));
       assert.equal(starts.length, 2, "one start per training process");
       const lastCheckpoint = stepsOf(frames.slice(0, starts[1]), "checkpoint.saved").at(-1) as number;
@@ -103,8 +105,8 @@ for (const backend of ["sqlite", "postgres"] as Backend[]) {
       const replayed = stepsOf(replay, "training.log");
       assert.deepEqual(
         replayed,
-        Array.from({ length: 120 }, (_, i) => i + 1),
-        "steps 1..120, each once",
+        Array.from({ length: steps }, (_, i) => i + 1),
+        `steps 1..${steps}, each once`,
       );
     });
 
