@@ -6,7 +6,12 @@ import type { ModelConfig } from "./families/index.js";
 import type { Kernels } from "./kernels/types.js";
 import { tick, tock } from "./profile.js";
 
-const LOGIT_CHUNK_FLOATS = 1 << 23; // 32 MB of logits per LM-head chunk
+// Logits exist for a chunk of rows at a time: 32 MB of them, but never fewer
+// than 256 rows, below which the head's matmul runs at a fraction of the
+// SGEMM rate (a 262,144-token vocabulary would give 32-row chunks at about half
+// the rate; bench/README.md measures it).
+const LOGIT_CHUNK_FLOATS = 1 << 23;
+const MIN_CHUNK_ROWS = 256;
 
 export class LmHead {
   private rows = 0;
@@ -27,7 +32,7 @@ export class LmHead {
     if (N <= this.rows) return;
     this.rows = N;
     const { hiddenSize: C, vocabSize: V } = this.config;
-    const chunk = Math.max(1, Math.min(N, Math.floor(LOGIT_CHUNK_FLOATS / V)));
+    const chunk = Math.max(1, Math.min(N, Math.max(MIN_CHUNK_ROWS, Math.floor(LOGIT_CHUNK_FLOATS / V))));
     this.headRows = new Float32Array(chunk * C);
     this.headTargets = new Int32Array(chunk);
     this.logitChunk = new Float32Array(chunk * V);
