@@ -14,7 +14,8 @@
 // does), then greedy-decode at batch 1 with a KV cache. PyTorch runs
 // bench/reference_torch.py with /usr/bin/python3 and 2 threads. Each engine
 // runs in its own process, so peak RSS is its own; with --repeat N the two
-// alternate N times and every figure is the median over the rounds.
+// alternate N times and every figure is the median over the rounds (each round
+// runs every shape, so the shapes' ratios see the same load).
 // SVC_ENGINE_PROFILE=1 prints the engine's per-op times; SVC_BENCH_ENGINE=dir
 // runs another build of the engine package (default packages/engine).
 import { spawnSync } from "node:child_process";
@@ -197,11 +198,13 @@ if (worker) {
       .join(" ");
   console.log(`node ${process.version}; load average ${load()} at the start`);
   const summary = [];
-  for (const name of names) {
-    const shape = SHAPES[name];
-    const steps = option("steps", { tiny: "5", small: "2" }[name] ?? "1");
-    const rounds = [];
-    for (let round = 0; round < repeat; round++) {
+  const stepsOf = (name) => option("steps", { tiny: "5", small: "2" }[name] ?? "1");
+  // rounds outermost: every shape sees the same drift of the machine's load
+  const roundsOf = new Map(names.map((name) => [name, []]));
+  for (let round = 0; round < repeat; round++) {
+    for (const name of names) {
+      const shape = SHAPES[name];
+      const steps = stepsOf(name);
       const torch = withTorch
         ? runChild("/usr/bin/python3", [
             join(here, "reference_torch.py"),
@@ -233,11 +236,15 @@ if (worker) {
         "--sgemm-budget",
         sgemmBudget,
       ]);
-      rounds.push({ svc, torch, load: loadavg()[0] });
+      roundsOf.get(name).push({ svc, torch, load: loadavg()[0] });
       console.log(
         `${name} round ${round + 1}/${repeat}: train ${svc.train_tokens_per_s.toFixed(1)} vs ${torch?.train_tokens_per_s.toFixed(1) ?? "-"} tok/s, decode ${svc.decode_tokens_per_s.toFixed(1)} vs ${torch?.decode_tokens_per_s.toFixed(1) ?? "-"} tok/s; load ${load()}`,
       );
     }
+  }
+  for (const name of names) {
+    const shape = SHAPES[name];
+    const rounds = roundsOf.get(name);
     const svcOf = (key) => median(rounds.map((r) => r.svc[key]));
     const torchOf = (key) => median(rounds.map((r) => r.torch?.[key]));
     const pairRatio = (key) => median(rounds.map((r) => (r.torch ? r.svc[key] / r.torch[key] : undefined)));
@@ -245,10 +252,16 @@ if (worker) {
     const flops = trainStepFlops(config, shape.batch, shape.seq, LORA.r);
     const stepS = svcOf("train_step_s");
     const effective = flops.total / stepS / 1e9;
+    // each round's effective rate against the best SGEMM of the same process (same load), then medians
     const gemmBest = new Map();
     for (const r of rounds)
       for (const [label, g] of r.svc.sgemm) gemmBest.set(label, Math.max(gemmBest.get(label) ?? 0, g));
-    const bestSgemm = Math.max(0, ...gemmBest.values());
+    const perRound = rounds.map((r) => {
+      const eff = flops.total / r.svc.train_step_s / 1e9;
+      const sg = Math.max(0, ...r.svc.sgemm.map(([, g]) => g));
+      return { eff, sg, of: sg ? eff / sg : undefined };
+    });
+    const bestSgemm = median(perRound.map((p) => p.sg));
     const torchEffective = withTorch ? flops.total / torchOf("train_step_s") / 1e9 : undefined;
     const row = {
       name,
@@ -267,7 +280,7 @@ if (worker) {
       effective,
       torchEffective,
       bestSgemm,
-      ofSgemm: bestSgemm ? effective / bestSgemm : undefined,
+      ofSgemm: median(perRound.map((p) => p.of)),
     };
     summary.push(row);
 
@@ -288,10 +301,13 @@ if (worker) {
     );
     console.log(`training step: ${row.gflop.toFixed(1)} GFLOP (${parts.join(", ")}), ${stepS.toFixed(3)} s`);
     console.log(
-      `effective ${f(effective)} GFLOP/s (PyTorch ${f(torchEffective)}); best native SGEMM ${f(bestSgemm)} GFLOP/s; ${f(100 * row.ofSgemm, 0)}% of it`,
+      `effective ${f(effective)} GFLOP/s (PyTorch ${f(torchEffective)}); best native SGEMM ${f(bestSgemm)} GFLOP/s; ${f(100 * row.ofSgemm, 0)}% of it (medians over rounds)`,
+    );
+    console.log(
+      `per round: ${perRound.map((p) => `${f(p.eff)} of ${f(p.sg)} GFLOP/s (${f(100 * p.of, 0)}%)`).join("; ")}`,
     );
     for (const [label, g] of gemmBest)
-      console.log(`  SGEMM ${label.padEnd(34)} ${g.toFixed(1).padStart(7)} GFLOP/s`);
+      console.log(`  SGEMM ${label.padEnd(34)} ${g.toFixed(1).padStart(7)} GFLOP/s (best round)`);
     const profileRows = rounds[0].svc.profile;
     if (profileRows.length > 0) {
       console.log("engine ms per training step by op (first round):");
