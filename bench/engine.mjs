@@ -141,11 +141,14 @@ async function engineWorker(name, steps, decodeTokens, decodeReps, sgemmBudget) 
   const peakRssMb = process.resourceUsage().maxRSS / 1024; // before the SGEMM buffers below
 
   // SGEMM of this shape's big matmuls, in this process, after the run (the LM head
-  // in the row chunks model.ts runs it in: 2^23 logits at a time)
+  // in the row chunks lm-head.ts runs it in: 2^23 logits at a time, at least 256 rows
+  // since 2026-11-24; SVC_BENCH_HEAD_ROWS sets the floor for an older build, e.g. 1)
   const k = getKernels();
   const gemms = [];
   if (sgemmBudget > 0) {
-    const chunk = Math.max(1, Math.min(shape.batch * shape.seq, Math.floor(2 ** 23 / config.vocabSize)));
+    const floor = Number(process.env.SVC_BENCH_HEAD_ROWS ?? 256);
+    const rows = Math.max(floor, Math.floor(2 ** 23 / config.vocabSize));
+    const chunk = Math.max(1, Math.min(shape.batch * shape.seq, rows));
     for (const g of trainingGemms(config, shape.batch, shape.seq, chunk)) {
       gemms.push([g[0], sgemm(k, g, sgemmBudget)]);
     }
