@@ -97,52 +97,48 @@ napi_value Rope(napi_env env, napi_callback_info info) {
   return undefined(env);
 }
 
+// A gated activation (SwiGLU, GeGLU): out = act(gate) * up, and its backward.
+// Both share these argument checks; the template argument picks the table entry.
+using GatedForwardFn = decltype(SvcKernelTable::swiglu_forward);
+using GatedBackwardFn = decltype(SvcKernelTable::swiglu_backward);
+
+template <GatedForwardFn SvcKernelTable::*Op>
+napi_value GatedForward(napi_env env, napi_callback_info info, const char* name) {
+  Call c;
+  if (!start(env, info, c, name)) return nullptr;
+  long n;
+  float *g, *u, *o;
+  if (!dim(c, 3, "n", &n)) return nullptr;
+  if (!f32(c, 0, "gate", n, &g) || !f32(c, 1, "up", n, &u) || !f32(c, 2, "out", n, &o)) return nullptr;
+  (c.t->*Op)(g, u, o, n);
+  return undefined(env);
+}
+
+template <GatedBackwardFn SvcKernelTable::*Op>
+napi_value GatedBackward(napi_env env, napi_callback_info info, const char* name) {
+  Call c;
+  if (!start(env, info, c, name)) return nullptr;
+  long n;
+  float *d, *g, *u, *dg, *du;
+  if (!dim(c, 5, "n", &n)) return nullptr;
+  if (!f32(c, 0, "dOut", n, &d) || !f32(c, 1, "gate", n, &g) || !f32(c, 2, "up", n, &u) ||
+      !f32(c, 3, "dGate", n, &dg) || !f32(c, 4, "dUp", n, &du))
+    return nullptr;
+  (c.t->*Op)(d, g, u, dg, du, n);
+  return undefined(env);
+}
+
 napi_value SwigluForward(napi_env env, napi_callback_info info) {
-  Call c;
-  if (!start(env, info, c, "swigluForward")) return nullptr;
-  long n;
-  float *g, *u, *o;
-  if (!dim(c, 3, "n", &n)) return nullptr;
-  if (!f32(c, 0, "gate", n, &g) || !f32(c, 1, "up", n, &u) || !f32(c, 2, "out", n, &o)) return nullptr;
-  c.t->swiglu_forward(g, u, o, n);
-  return undefined(env);
+  return GatedForward<&SvcKernelTable::swiglu_forward>(env, info, "swigluForward");
 }
-
 napi_value SwigluBackward(napi_env env, napi_callback_info info) {
-  Call c;
-  if (!start(env, info, c, "swigluBackward")) return nullptr;
-  long n;
-  float *d, *g, *u, *dg, *du;
-  if (!dim(c, 5, "n", &n)) return nullptr;
-  if (!f32(c, 0, "dOut", n, &d) || !f32(c, 1, "gate", n, &g) || !f32(c, 2, "up", n, &u) ||
-      !f32(c, 3, "dGate", n, &dg) || !f32(c, 4, "dUp", n, &du))
-    return nullptr;
-  c.t->swiglu_backward(d, g, u, dg, du, n);
-  return undefined(env);
+  return GatedBackward<&SvcKernelTable::swiglu_backward>(env, info, "swigluBackward");
 }
-
 napi_value GegluForward(napi_env env, napi_callback_info info) {
-  Call c;
-  if (!start(env, info, c, "gegluForward")) return nullptr;
-  long n;
-  float *g, *u, *o;
-  if (!dim(c, 3, "n", &n)) return nullptr;
-  if (!f32(c, 0, "gate", n, &g) || !f32(c, 1, "up", n, &u) || !f32(c, 2, "out", n, &o)) return nullptr;
-  c.t->geglu_forward(g, u, o, n);
-  return undefined(env);
+  return GatedForward<&SvcKernelTable::geglu_forward>(env, info, "gegluForward");
 }
-
 napi_value GegluBackward(napi_env env, napi_callback_info info) {
-  Call c;
-  if (!start(env, info, c, "gegluBackward")) return nullptr;
-  long n;
-  float *d, *g, *u, *dg, *du;
-  if (!dim(c, 5, "n", &n)) return nullptr;
-  if (!f32(c, 0, "dOut", n, &d) || !f32(c, 1, "gate", n, &g) || !f32(c, 2, "up", n, &u) ||
-      !f32(c, 3, "dGate", n, &dg) || !f32(c, 4, "dUp", n, &du))
-    return nullptr;
-  c.t->geglu_backward(d, g, u, dg, du, n);
-  return undefined(env);
+  return GatedBackward<&SvcKernelTable::geglu_backward>(env, info, "gegluBackward");
 }
 
 napi_value AddBias(napi_env env, napi_callback_info info) {

@@ -159,6 +159,44 @@ export function loadWasmKernels(path = defaultWasmPath): Kernels {
     if (dst) dst.set(new Float32Array(w.memory.buffer, ptr, len));
   }
 
+  // A gated activation (SwiGLU, GeGLU) and its backward, staged the same way for either export.
+  function gatedForward(
+    op: WasmExports["swiglu_forward"],
+    gate: Float32Array,
+    up: Float32Array,
+    out: Float32Array,
+    n: number,
+  ): void {
+    const [pg, pu, po] = stage([
+      [gate, n, true],
+      [up, n, true],
+      [out, n, false],
+    ]);
+    op(pg, pu, po, n);
+    unstage(out, po, n);
+  }
+
+  function gatedBackward(
+    op: WasmExports["swiglu_backward"],
+    dOut: Float32Array,
+    gate: Float32Array,
+    up: Float32Array,
+    dGate: Float32Array,
+    dUp: Float32Array,
+    n: number,
+  ): void {
+    const [pd, pg, pu, pdg, pdu] = stage([
+      [dOut, n, true],
+      [gate, n, true],
+      [up, n, true],
+      [dGate, n, false],
+      [dUp, n, false],
+    ]);
+    op(pd, pg, pu, pdg, pdu, n);
+    unstage(dGate, pdg, n);
+    unstage(dUp, pdu, n);
+  }
+
   return {
     name: "portable",
     isa: "wasm-simd",
@@ -210,48 +248,12 @@ export function loadWasmKernels(path = defaultWasmPath): Kernels {
       w.rope(px, pc, ps, pp, T, nHeads, headDim, +inverse, rotaryDim);
       unstage(x, px, n);
     },
-    swigluForward(gate, up, out, n) {
-      const [pg, pu, po] = stage([
-        [gate, n, true],
-        [up, n, true],
-        [out, n, false],
-      ]);
-      w.swiglu_forward(pg, pu, po, n);
-      unstage(out, po, n);
-    },
-    swigluBackward(dOut, gate, up, dGate, dUp, n) {
-      const [pd, pg, pu, pdg, pdu] = stage([
-        [dOut, n, true],
-        [gate, n, true],
-        [up, n, true],
-        [dGate, n, false],
-        [dUp, n, false],
-      ]);
-      w.swiglu_backward(pd, pg, pu, pdg, pdu, n);
-      unstage(dGate, pdg, n);
-      unstage(dUp, pdu, n);
-    },
-    gegluForward(gate, up, out, n) {
-      const [pg, pu, po] = stage([
-        [gate, n, true],
-        [up, n, true],
-        [out, n, false],
-      ]);
-      w.geglu_forward(pg, pu, po, n);
-      unstage(out, po, n);
-    },
-    gegluBackward(dOut, gate, up, dGate, dUp, n) {
-      const [pd, pg, pu, pdg, pdu] = stage([
-        [dOut, n, true],
-        [gate, n, true],
-        [up, n, true],
-        [dGate, n, false],
-        [dUp, n, false],
-      ]);
-      w.geglu_backward(pd, pg, pu, pdg, pdu, n);
-      unstage(dGate, pdg, n);
-      unstage(dUp, pdu, n);
-    },
+    swigluForward: (gate, up, out, n) => gatedForward(w.swiglu_forward, gate, up, out, n),
+    swigluBackward: (dOut, gate, up, dGate, dUp, n) =>
+      gatedBackward(w.swiglu_backward, dOut, gate, up, dGate, dUp, n),
+    gegluForward: (gate, up, out, n) => gatedForward(w.geglu_forward, gate, up, out, n),
+    gegluBackward: (dOut, gate, up, dGate, dUp, n) =>
+      gatedBackward(w.geglu_backward, dOut, gate, up, dGate, dUp, n),
     addBias(y, bias, rows, dim, alpha = 1) {
       const [py, pb] = stage([
         [y, rows * dim, true],

@@ -45,6 +45,32 @@ function heads(fn: string, nHeads: number, nKv: number): void {
 }
 
 /** Wraps kernels so that every call checks its arguments first. */
+/** The arguments of a gated activation (SwiGLU, GeGLU): gate, up, out of n elements each. */
+function gatedForwardArgs(fn: string, gate: unknown, up: unknown, out: unknown, n: unknown): void {
+  dim(fn, "n", n);
+  f32(fn, "gate", gate, n as number);
+  f32(fn, "up", up, n as number);
+  f32(fn, "out", out, n as number);
+}
+
+/** The arguments of a gated activation's backward: dOut, gate, up, dGate, dUp of n elements each. */
+function gatedBackwardArgs(
+  fn: string,
+  dOut: unknown,
+  gate: unknown,
+  up: unknown,
+  dGate: unknown,
+  dUp: unknown,
+  n: unknown,
+): void {
+  dim(fn, "n", n);
+  f32(fn, "dOut", dOut, n as number);
+  f32(fn, "gate", gate, n as number);
+  f32(fn, "up", up, n as number);
+  f32(fn, "dGate", dGate, n as number);
+  f32(fn, "dUp", dUp, n as number);
+}
+
 export function withValidation(impl: Kernels): Kernels {
   return {
     name: impl.name,
@@ -112,39 +138,19 @@ export function withValidation(impl: Kernels): Kernels {
       impl.rope(x, cos, sin, positions, T, nHeads, headDim, inverse, rot);
     },
     swigluForward(gate, up, out, n) {
-      const fn = "swigluForward";
-      dim(fn, "n", n);
-      f32(fn, "gate", gate, n);
-      f32(fn, "up", up, n);
-      f32(fn, "out", out, n);
+      gatedForwardArgs("swigluForward", gate, up, out, n);
       impl.swigluForward(gate, up, out, n);
     },
     swigluBackward(dOut, gate, up, dGate, dUp, n) {
-      const fn = "swigluBackward";
-      dim(fn, "n", n);
-      f32(fn, "dOut", dOut, n);
-      f32(fn, "gate", gate, n);
-      f32(fn, "up", up, n);
-      f32(fn, "dGate", dGate, n);
-      f32(fn, "dUp", dUp, n);
+      gatedBackwardArgs("swigluBackward", dOut, gate, up, dGate, dUp, n);
       impl.swigluBackward(dOut, gate, up, dGate, dUp, n);
     },
     gegluForward(gate, up, out, n) {
-      const fn = "gegluForward";
-      dim(fn, "n", n);
-      f32(fn, "gate", gate, n);
-      f32(fn, "up", up, n);
-      f32(fn, "out", out, n);
+      gatedForwardArgs("gegluForward", gate, up, out, n);
       impl.gegluForward(gate, up, out, n);
     },
     gegluBackward(dOut, gate, up, dGate, dUp, n) {
-      const fn = "gegluBackward";
-      dim(fn, "n", n);
-      f32(fn, "dOut", dOut, n);
-      f32(fn, "gate", gate, n);
-      f32(fn, "up", up, n);
-      f32(fn, "dGate", dGate, n);
-      f32(fn, "dUp", dUp, n);
+      gatedBackwardArgs("gegluBackward", dOut, gate, up, dGate, dUp, n);
       impl.gegluBackward(dOut, gate, up, dGate, dUp, n);
     },
     addBias(y, bias, rows, d, alpha) {
