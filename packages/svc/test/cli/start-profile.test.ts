@@ -6,7 +6,8 @@ import assert from "node:assert/strict";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { cliEnv, runSvc, startTestModelServer, TEST_MODEL, type TestServer, tempDir } from "./harness.js";
+import { cliEnv, runSvc, startTestModelServer, type TestServer, tempDir } from "./harness.js";
+import { PROFILE_ROWS, PROFILE_TRAINER } from "./profile-fixture.js";
 
 let server: TestServer;
 let env: NodeJS.ProcessEnv;
@@ -21,44 +22,12 @@ after(async () => {
   await server?.stop();
 });
 
-const x = (n: number) => "x".repeat(n);
-const chat = (user: string, answer: string) =>
-  JSON.stringify({
-    messages: [
-      { role: "user", content: user },
-      { role: "assistant", content: answer },
-    ],
-  });
-// (prompt, answer, total) tokens: 22/2/24 three times (two repeats), 30/6/36, 120/51/171, 25/201/226.
-const DATASET = [
-  chat("ab", "x"),
-  chat("ab", "x"),
-  JSON.stringify({ prompt: "ab", completion: "x" }),
-  chat(x(10), x(5)),
-  chat(x(100), x(50)),
-  JSON.stringify({ prompt: x(5), completion: x(200) }),
-].join("\n");
-
-const TRAINER = `import { createSvc, createTrainer } from "svc";
-
-const trainer = createTrainer({
-  name: "profiled",
-  model: "${TEST_MODEL}" as "svc/pico-llama",
-  dataset: { type: "file", path: "data/train.jsonl" },
-  maxSteps: 2,
-  batchSize: 2,
-  lora: { r: 4, alpha: 8, maxLength: 64 },
-});
-
-export default createSvc({ trainer });
-`;
-
 test("svc start prints the dataset profile: rows, duplicates, token lengths, maxLength and the suggestion", async () => {
   const dir = await tempDir("profile-project");
   await mkdir(join(dir, "src", "svc"), { recursive: true });
   await mkdir(join(dir, "data"), { recursive: true });
-  await writeFile(join(dir, "src", "svc", "index.ts"), TRAINER);
-  await writeFile(join(dir, "data", "train.jsonl"), `${DATASET}\n`);
+  await writeFile(join(dir, "src", "svc", "index.ts"), PROFILE_TRAINER);
+  await writeFile(join(dir, "data", "train.jsonl"), `${PROFILE_ROWS}\n`);
   const r = await runSvc(["start"], { cwd: dir, env, timeoutMs: 300_000 });
   assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}\n${server.log()}`);
   const lines = r.stdout.split("\n");

@@ -13,40 +13,9 @@ import {
   type TestServer,
   tempDir,
 } from "../cli/harness.js";
+import { PROFILE_ROWS, PROFILE_TRAINER } from "../cli/profile-fixture.js";
 import { chromiumMissing, launchStudioBrowser, maybeScreenshot, type StudioBrowser } from "./browser.js";
 import { makeProject, type StudioProcess, startStudio, studioFetch } from "./studio-process.js";
-
-const x = (n: number) => "x".repeat(n);
-const chat = (user: string, answer: string) =>
-  JSON.stringify({
-    messages: [
-      { role: "user", content: user },
-      { role: "assistant", content: answer },
-    ],
-  });
-// Row lengths 24 (three times, two repeats), 36, 171 and 226 tokens.
-const ROWS = [
-  chat("ab", "x"),
-  chat("ab", "x"),
-  JSON.stringify({ prompt: "ab", completion: "x" }),
-  chat(x(10), x(5)),
-  chat(x(100), x(50)),
-  JSON.stringify({ prompt: x(5), completion: x(200) }),
-].join("\n");
-
-const TRAINER = `import { createSvc, createTrainer } from "svc";
-
-const trainer = createTrainer({
-  name: "profiled",
-  model: "${TEST_MODEL}" as "svc/pico-llama",
-  dataset: { type: "file", path: "data/train.jsonl" },
-  maxSteps: 2,
-  batchSize: 2,
-  lora: { r: 4, alpha: 8, maxLength: 64 },
-});
-
-export default createSvc({ trainer });
-`;
 
 describe("Studio job detail: the dataset profile", { skip: chromiumMissing, timeout: 300_000 }, () => {
   let server: TestServer;
@@ -56,7 +25,7 @@ describe("Studio job detail: the dataset profile", { skip: chromiumMissing, time
   before(async () => {
     const home = await tempDir("studio-profile-home");
     server = await startTestModelServer(home);
-    const project = await makeProject({ source: TRAINER, rows: ROWS });
+    const project = await makeProject({ source: PROFILE_TRAINER, rows: PROFILE_ROWS });
     const started = await runSvc(["start", "--detach"], {
       cwd: project.projectDir,
       env: cliEnv(home, server.apiUrl),
