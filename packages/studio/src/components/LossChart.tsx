@@ -2,6 +2,7 @@
 // teal line, Eval loss as a dashed pink line with markers, hover readout of the
 // nearest step, and CSV / PNG export.
 import { useMemo, useRef, useState } from "react";
+import { linePath, pointerX, stepAxis } from "../lib/chart-axis.js";
 import {
   extent,
   type HoverInfo,
@@ -71,11 +72,11 @@ export function LossChart({ series, fileName = "loss" }: { series: LossSeries; f
     if (!hasPoints(series)) return null;
     const xs = extent(series, "step");
     const ys = extent(series, "value");
-    const x = (step: number) => PAD.left + ((step - xs.min) / (xs.max - xs.min)) * (W - PAD.left - PAD.right);
+    const axis = stepAxis(xs, W, PAD);
+    const x = axis.x;
     const y = (v: number) => PAD.top + (1 - (v - ys.min) / (ys.max - ys.min)) * (H - PAD.top - PAD.bottom);
-    const path = (pts: LossPoint[]) =>
-      pts.map((p, i) => `${i ? "L" : "M"}${x(p.step).toFixed(1)},${y(p.value).toFixed(1)}`).join("");
-    return { xs, ys, x, y, path, xTicks: ticks(xs.min, xs.max, 6), yTicks: ticks(ys.min, ys.max, 5) };
+    const path = (pts: LossPoint[]) => linePath(pts, x, y);
+    return { axis, x, y, path, xTicks: ticks(xs.min, xs.max, 6), yTicks: ticks(ys.min, ys.max, 5) };
   }, [series]);
 
   if (!geometry) {
@@ -85,14 +86,11 @@ export function LossChart({ series, fileName = "loss" }: { series: LossSeries; f
       </div>
     );
   }
-  const { xs, x, y, path, xTicks, yTicks } = geometry;
+  const { axis, x, y, path, xTicks, yTicks } = geometry;
   const hasEval = series.eval.length > 0;
 
   const onMove = (e: React.MouseEvent<SVGSVGElement>) => {
-    const rect = e.currentTarget.getBoundingClientRect();
-    const px = ((e.clientX - rect.left) / rect.width) * W;
-    const step = xs.min + ((px - PAD.left) / (W - PAD.left - PAD.right)) * (xs.max - xs.min);
-    setHover(nearestStep(series, step));
+    setHover(nearestStep(series, axis.stepAt(pointerX(e, W))));
   };
 
   return (

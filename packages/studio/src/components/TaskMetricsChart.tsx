@@ -5,6 +5,7 @@
 // two charts line up. Hidden until the first metric point; each legend entry
 // appears with its series' first point.
 import { useMemo, useState } from "react";
+import { linePath, pointerX, stepAxis } from "../lib/chart-axis.js";
 import { type LossPoint, type LossSeries, ticks } from "../lib/loss-series.js";
 import {
   formatPercent,
@@ -45,21 +46,17 @@ export function TaskMetricsChart({ series }: { series: LossSeries }) {
   const geometry = useMemo(() => {
     if (!hasTaskMetrics(series)) return null;
     const xs = metricsStepExtent(series);
-    const x = (step: number) => PAD.left + ((step - xs.min) / (xs.max - xs.min)) * (W - PAD.left - PAD.right);
+    const axis = stepAxis(xs, W, PAD);
+    const x = axis.x;
     const y = (v: number) => PAD.top + (1 - v) * (H - PAD.top - PAD.bottom);
-    const path = (pts: LossPoint[]) =>
-      pts.map((p, i) => `${i ? "L" : "M"}${x(p.step).toFixed(1)},${y(p.value).toFixed(1)}`).join("");
-    return { xs, x, y, path, xTicks: ticks(xs.min, xs.max, 6) };
+    const path = (pts: LossPoint[]) => linePath(pts, x, y);
+    return { axis, x, y, path, xTicks: ticks(xs.min, xs.max, 6) };
   }, [series]);
   if (!geometry) return null;
-  const { xs, x, y, path, xTicks } = geometry;
+  const { axis, x, y, path, xTicks } = geometry;
 
   const onMove = (e: React.MouseEvent<SVGSVGElement>) => {
-    const rect = e.currentTarget.getBoundingClientRect();
-    const px = ((e.clientX - rect.left) / rect.width) * W;
-    setHover(
-      nearestTaskMetrics(series, xs.min + ((px - PAD.left) / (W - PAD.left - PAD.right)) * (xs.max - xs.min)),
-    );
+    setHover(nearestTaskMetrics(series, axis.stepAt(pointerX(e, W))));
   };
   const lines = [
     {
