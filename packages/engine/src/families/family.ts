@@ -39,3 +39,10 @@ export const SEPARATE_PROJECTIONS: readonly LoraModule[] = [
 ];
 
 export const LLAMA_NORMS: NormNames = { attnNorm: "input_layernorm", mlpNorm: "post_attention_layernorm" };
+
+/** Llama's checkpoint layout: its two norms, weights applied as they are, seven separate projections. */
+export const LLAMA_LAYOUT: Pick<Family, "norms" | "normPlusOne" | "modules"> = {
+  norms: LLAMA_NORMS,
+  normPlusOne: false,
+  modules: SEPARATE_PROJECTIONS,
+};

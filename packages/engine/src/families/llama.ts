@@ -2,15 +2,13 @@
 // attention/MLP biases, Mistral's sliding window over every layer.
 import { assemble, LLAMA_BLOCK, layerTypes, llamaBiases, readSizes, requireActivation } from "./common.js";
 import type { ConfigKeys } from "./config-keys.js";
-import { type Family, LLAMA_NORMS, SEPARATE_PROJECTIONS } from "./family.js";
+import { type Family, LLAMA_LAYOUT } from "./family.js";
 
 export const llama: Family = {
   name: "llama",
   architectures: ["LlamaForCausalLM"],
   modelTypes: ["llama"],
-  norms: LLAMA_NORMS,
-  normPlusOne: false,
-  modules: SEPARATE_PROJECTIONS,
+  ...LLAMA_LAYOUT,
   parse(keys: ConfigKeys, architecture: string) {
     const sizes = readSizes(keys);
     requireActivation(keys, "hidden_act", ["silu"], "silu");
@@ -28,9 +26,7 @@ export const mistral: Family = {
   name: "mistral",
   architectures: ["MistralForCausalLM"],
   modelTypes: ["mistral"],
-  norms: LLAMA_NORMS,
-  normPlusOne: false,
-  modules: SEPARATE_PROJECTIONS,
+  ...LLAMA_LAYOUT,
   parse(keys: ConfigKeys, architecture: string) {
     const sizes = readSizes(keys);
     requireActivation(keys, "hidden_act", ["silu"], "silu");

@@ -11,16 +11,14 @@ import {
   requireActivation,
 } from "./common.js";
 import type { ConfigKeys } from "./config-keys.js";
-import { type Family, LLAMA_NORMS, SEPARATE_PROJECTIONS } from "./family.js";
+import { type Family, LLAMA_LAYOUT } from "./family.js";
 import type { Slot } from "./types.js";
 
 export const smollm3: Family = {
   name: "smollm3",
   architectures: ["SmolLM3ForCausalLM"],
   modelTypes: ["smollm3"],
-  norms: LLAMA_NORMS,
-  normPlusOne: false,
-  modules: SEPARATE_PROJECTIONS,
+  ...LLAMA_LAYOUT,
   parse(keys: ConfigKeys, architecture: string) {
     const sizes = readSizes(keys);
     requireActivation(keys, "hidden_act", ["silu"], "silu");
@@ -62,14 +60,13 @@ export const olmo2: Family = {
   name: "olmo2",
   architectures: ["Olmo2ForCausalLM"],
   modelTypes: ["olmo2"],
+  ...LLAMA_LAYOUT,
   norms: {
     attnOutNorm: "post_attention_layernorm",
     mlpOutNorm: "post_feedforward_layernorm",
     qNorm: "self_attn.q_norm",
     kNorm: "self_attn.k_norm",
   },
-  normPlusOne: false,
-  modules: SEPARATE_PROJECTIONS,
   parse(keys: ConfigKeys, architecture: string) {
     const sizes = readSizes(keys, { rmsNormEps: 1e-5 });
     requireActivation(keys, "hidden_act", ["silu"], "silu");
@@ -95,9 +92,7 @@ export const granite: Family = {
   name: "granite",
   architectures: ["GraniteForCausalLM"],
   modelTypes: ["granite"],
-  norms: LLAMA_NORMS,
-  normPlusOne: false,
-  modules: SEPARATE_PROJECTIONS,
+  ...LLAMA_LAYOUT,
   parse(keys: ConfigKeys, architecture: string) {
     const sizes = readSizes(keys);
     requireActivation(keys, "hidden_act", ["silu"], "silu");

@@ -1,17 +1,9 @@
 // Qwen2 / Qwen2.5 (q/k/v biases) and Qwen3 (per-head q/k RMSNorm, explicit
 // head_dim). Both window layers from max_window_layers on when
 // use_sliding_window is set, as transformers 5 derives layer_types.
-import {
-  assemble,
-  type LayerType,
-  LLAMA_BLOCK,
-  layerTypes,
-  readSizes,
-  requireActivation,
-  ropeParameters,
-} from "./common.js";
+import { assemble, type LayerType, LLAMA_BLOCK, layerTypes, readSizes, requireActivation } from "./common.js";
 import type { ConfigKeys } from "./config-keys.js";
-import { type Family, LLAMA_NORMS, SEPARATE_PROJECTIONS } from "./family.js";
+import { type Family, LLAMA_LAYOUT, LLAMA_NORMS, type NormNames } from "./family.js";
 import type { BlockSpec, FamilyName, Slot } from "./types.js";
 
 /** sliding_window counts only with use_sliding_window; it then applies from layer max_window_layers on. */
@@ -33,17 +25,14 @@ function qwenFamily(
   architecture: string,
   modelType: string,
   block: (keys: ConfigKeys) => BlockSpec,
+  norms: NormNames,
 ): Family {
   return {
     name,
     architectures: [architecture],
     modelTypes: [modelType],
-    norms:
-      block === qwen3Block
-        ? { ...LLAMA_NORMS, qNorm: "self_attn.q_norm", kNorm: "self_attn.k_norm" }
-        : LLAMA_NORMS,
-    normPlusOne: false,
-    modules: SEPARATE_PROJECTIONS,
+    ...LLAMA_LAYOUT,
+    norms,
     parse(keys: ConfigKeys, arch: string) {
       const sizes = readSizes(keys);
       requireActivation(keys, "hidden_act", ["silu"], "silu");
@@ -56,7 +45,6 @@ function qwenFamily(
         block: block(keys),
         types,
         slidingWindow: window,
-        rope: ropeParameters(keys),
       });
     },
   };
@@ -71,5 +59,9 @@ function qwen3Block(keys: ConfigKeys): BlockSpec {
   return { ...LLAMA_BLOCK, qkNorm: "head", biases };
 }
 
-export const qwen2 = qwenFamily("qwen2", "Qwen2ForCausalLM", "qwen2", qwen2Block);
-export const qwen3 = qwenFamily("qwen3", "Qwen3ForCausalLM", "qwen3", qwen3Block);
+export const qwen2 = qwenFamily("qwen2", "Qwen2ForCausalLM", "qwen2", qwen2Block, LLAMA_NORMS);
+export const qwen3 = qwenFamily("qwen3", "Qwen3ForCausalLM", "qwen3", qwen3Block, {
+  ...LLAMA_NORMS,
+  qNorm: "self_attn.q_norm",
+  kNorm: "self_attn.k_norm",
+});
