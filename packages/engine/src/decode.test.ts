@@ -157,6 +157,40 @@ test("decode: a step past the cache or the context is refused and changes nothin
   assert.equal(cache.length, 3);
 });
 
+test("decode: a longrope sequence crossing its original context recomputes its cache; a refused crossing changes nothing", () => {
+  const half = 2; // rotary dims 4 of head_dim 4 (hidden 16 / 4 heads)
+  const f = fixture(
+    parseModelConfig({
+      ...FAMILY_CONFIGS.phi3,
+      partial_rotary_factor: 1,
+      sliding_window: undefined,
+      original_max_position_embeddings: 6,
+      rope_scaling: {
+        type: "longrope",
+        short_factor: Array(half).fill(1.2),
+        long_factor: Array(half).fill(3),
+      },
+    }),
+  );
+  const V = f.config.vocabSize;
+  const ids = randomIds(9, V, 3);
+  const decoder = new BatchDecoder(f.weights, f.config, 64);
+  const cache = createKvCache(f.config, ids.length);
+  decoder.step([{ cache, tokenIds: ids.slice(0, 5), lora: null, wantLogits: true }]);
+  assert.throws(
+    () => decoder.step([{ cache, tokenIds: [ids[5], V], lora: null, wantLogits: true }]),
+    /outside the vocabulary/,
+  );
+  assert.equal(cache.length, 5, "the refused crossing step left the cache as it was");
+  // each token past the crossing is what a full forward of the sequence so far picks
+  for (let t = 5; t < ids.length; t++) {
+    const logits = decoder.step([{ cache, tokenIds: [ids[t]], lora: null, wantLogits: true }]);
+    const full = fullLogits(f, ids.slice(0, t + 1), null);
+    assertClose(logits, full.subarray(t * V, (t + 1) * V), 1e-4, `logits at ${t}`);
+  }
+  assert.equal(cache.length, ids.length);
+});
+
 test("decode: positions past the first RoPE table size still match the full forward", () => {
   const f = fixture();
   const V = f.config.vocabSize;

@@ -52,7 +52,14 @@ export class BatchDecoder {
     const vocab = this.config.vocabSize;
     // entries with the same adapter side by side: each adapter's rows are one block
     const order = orderByAdapter(entries);
-    const feeds = entries.map((entry) => this.feed(entry));
+    // a longrope sequence crossing its original context runs again from position 0
+    const recompute = entries.map((entry) => this.crossesLongrope(entry));
+    const pasts = entries.map((entry, e) => (recompute[e] ? 0 : entry.cache.length));
+    const feeds = entries.map((entry, e) =>
+      recompute[e]
+        ? [...entry.cache.ids.subarray(0, entry.cache.length), ...Array.from(entry.tokenIds)]
+        : entry.tokenIds,
+    );
     const rowOf = new Array<number>(entries.length);
     let N = 0;
     for (const e of order) {
@@ -60,10 +67,10 @@ export class BatchDecoder {
       const T = feeds[e].length;
       if (T === 0) throw new EngineError("invalid_argument", "decode step: an entry has no new tokens");
       const limit = Math.min(entry.cache.maxLength, this.maxContext);
-      if (entry.cache.length + T > limit) {
+      if (pasts[e] + T > limit) {
         throw new EngineError(
           "invalid_argument",
-          `decode step: ${entry.cache.length} + ${T} positions exceed the cache (${limit})`,
+          `decode step: ${pasts[e]} + ${T} positions exceed the cache (${limit})`,
         );
       }
       rowOf[e] = N;
@@ -86,13 +93,15 @@ export class BatchDecoder {
           throw new EngineError("invalid_argument", `token id ${id} is outside the vocabulary [0, ${vocab})`);
         }
         this.ids[row + t] = id;
-        this.positions[row + t] = entry.cache.length + t;
+        this.positions[row + t] = pasts[e] + t;
       }
       segments.push({ row, rows: T, cache: entry.cache });
       const last = lora[lora.length - 1];
       if (last && last.lora === entry.lora && last.row + last.rows === row) last.rows += T;
       else lora.push({ row, rows: T, lora: entry.lora });
     }
+    // every entry is valid: only now may a cache be emptied for its recompute
+    for (const [e, entry] of entries.entries()) entry.cache.length = pasts[e];
     this.graph.run({ N, ids: this.ids, positions: this.positions, segments, lora });
     for (const [e, entry] of entries.entries()) {
       entry.cache.ids.set(feeds[e], entry.cache.length);
@@ -110,20 +119,13 @@ export class BatchDecoder {
   }
 
   /**
-   * The tokens an entry runs this step: its new ones, or, for a longrope
-   * model whose sequence grows past the original context in this step, the
-   * whole sequence again from an emptied cache (transformers recomputes the
-   * cache then, with the long factors).
+   * Whether a longrope model's sequence grows past the original context in
+   * this step: transformers then recomputes its cache with the long factors,
+   * so the whole sequence runs again from an emptied cache.
    */
-  private feed(entry: DecodeEntry): ArrayLike<number> {
+  private crossesLongrope(entry: DecodeEntry): boolean {
     const past = entry.cache.length;
-    const T = entry.tokenIds.length;
-    if (past === 0 || past > this.longAfter || past + T <= this.longAfter) return entry.tokenIds;
-    const all = new Int32Array(past + T);
-    all.set(entry.cache.ids.subarray(0, past));
-    all.set(Array.from(entry.tokenIds), past);
-    entry.cache.length = 0;
-    return all;
+    return past > 0 && past <= this.longAfter && past + entry.tokenIds.length > this.longAfter;
   }
 }
 
