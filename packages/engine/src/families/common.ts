@@ -6,18 +6,20 @@ import type { BlockSpec, FamilyName, LayerSpec, ModelConfig, RopeSpec, Slot } fr
 
 export type LayerType = "full_attention" | "sliding_attention";
 
-export interface Sizes {
-  hiddenSize: number;
-  intermediateSize: number;
-  numHiddenLayers: number;
-  numAttentionHeads: number;
-  numKeyValueHeads: number;
-  headDim: number;
-  rmsNormEps: number;
-  vocabSize: number;
-  tieWordEmbeddings: boolean;
-  maxPositionEmbeddings: number;
-}
+/** The sizes every family reads the same way (ModelConfig's plain fields). */
+export type Sizes = Pick<
+  ModelConfig,
+  | "hiddenSize"
+  | "intermediateSize"
+  | "numHiddenLayers"
+  | "numAttentionHeads"
+  | "numKeyValueHeads"
+  | "headDim"
+  | "rmsNormEps"
+  | "vocabSize"
+  | "tieWordEmbeddings"
+  | "maxPositionEmbeddings"
+>;
 
 export interface SizeDefaults {
   rmsNormEpsKey?: string;
