@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { EngineError } from "./errors.js";
 import { familyOf, type ModelConfig, SLOTS, type Slot } from "./families/index.js";
 import { readSafetensors, type Tensor } from "./safetensors.js";
-import { type LayerWeights, type ModelWeights, projectionShape } from "./weights.js";
+import { type LayerWeights, type ModelWeights, moduleShape, slotRows } from "./weights.js";
 
 function checkpointFiles(dir: string): string[] {
   const single = join(dir, "model.safetensors");
@@ -69,18 +69,12 @@ export function readWeights(dir: string, config: ModelConfig): ModelWeights {
     const bias: Partial<Record<Slot, Float32Array>> = {};
     for (const module of family.modules) {
       // a fused module's rows are its slots' rows, in order: split by views
-      const outs = module.slots.map((s) => projectionShape(config, s).out);
-      const inDim = projectionShape(config, module.slots[0]).in;
-      const total = outs.reduce((a, b) => a + b, 0);
+      const { in: inDim, out: total } = moduleShape(config, module);
       const base = `${p}.${module.parent}.${module.name}`;
-      const w = take(`${base}.weight`, [total, inDim]);
-      const withBias = module.slots.filter((s) => config.block.biases.includes(s));
-      const b = withBias.length > 0 ? take(`${base}.bias`, [total]) : null;
-      let row = 0;
-      for (const [i, slot] of module.slots.entries()) {
-        slots[slot] = w.subarray(row * inDim, (row + outs[i]) * inDim);
-        if (b && config.block.biases.includes(slot)) bias[slot] = b.subarray(row, row + outs[i]);
-        row += outs[i];
+      Object.assign(slots, slotRows(config, module, take(`${base}.weight`, [total, inDim]), inDim));
+      if (module.slots.some((s) => config.block.biases.includes(s))) {
+        const split = slotRows(config, module, take(`${base}.bias`, [total]), 1);
+        for (const slot of module.slots) if (config.block.biases.includes(slot)) bias[slot] = split[slot];
       }
     }
     for (const slot of SLOTS) {

@@ -7,18 +7,11 @@ import { EngineError } from "./errors.js";
 import { type LoraModule, loraModulesOf, type ModelConfig, type Slot } from "./families/index.js";
 import { Rng } from "./rng.js";
 import type { LoraAdapter, LoraSpec } from "./types.js";
-import { type LoraLayers, type LoraPair, projectionShape } from "./weights.js";
+import { type LoraLayers, type LoraPair, moduleShape, slotRows } from "./weights.js";
 
 /** PEFT's tensor name for one LoRA factor, e.g. base_model.model.model.layers.3.mlp.up_proj.lora_B.weight. */
 export function loraTensorName(layer: number, module: LoraModule, factor: "A" | "B"): string {
   return `base_model.model.model.layers.${layer}.${module.parent}.${module.name}.lora_${factor}.weight`;
-}
-
-/** A module's input size and (fused) output size. */
-export function moduleShape(config: ModelConfig, module: LoraModule): { in: number; out: number } {
-  let out = 0;
-  for (const slot of module.slots) out += projectionShape(config, slot).out;
-  return { in: projectionShape(config, module.slots[0]).in, out };
 }
 
 /**
@@ -113,12 +106,9 @@ export function loraLayersOf(adapter: LoraAdapter, config: ModelConfig, file = "
           file,
         );
       }
-      let row = 0;
-      for (const slot of module.slots) {
-        const rows = projectionShape(config, slot).out;
-        pairs[slot] = { a, b: b.subarray(row * r, (row + rows) * r) };
-        row += rows;
-      }
+      // the slots of a fused module share its A and split its B by rows
+      const bs = slotRows(config, module, b, r);
+      for (const slot of module.slots) pairs[slot] = { a, b: bs[slot] as Float32Array };
     }
     layers.push(pairs);
   }

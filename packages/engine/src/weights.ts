@@ -3,7 +3,7 @@
 // in Hugging Face's [out, in] orientation; fused checkpoint tensors (Phi-3's
 // qkv_proj, gate_up_proj) are split into per-slot views without copies, and
 // (1 + w) norms (Gemma) are stored as their effective weight.
-import type { ModelConfig, Slot } from "./families/index.js";
+import type { LoraModule, ModelConfig, Slot } from "./families/index.js";
 
 export interface LayerWeights {
   attnNorm: Float32Array | null; // [hidden]
@@ -62,4 +62,32 @@ export function projectionShape(config: ModelConfig, slot: Slot): { in: number; 
     case "down":
       return { in: config.intermediateSize, out: config.hiddenSize };
   }
+}
+
+/** A module's input size and output size (a fused module's is the sum of its slots'). */
+export function moduleShape(config: ModelConfig, module: LoraModule): { in: number; out: number } {
+  let out = 0;
+  for (const slot of module.slots) out += projectionShape(config, slot).out;
+  return { in: projectionShape(config, module.slots[0]).in, out };
+}
+
+/**
+ * A module's tensor of [out, width] split into its slots, in order, as views
+ * (no copies): a fused checkpoint weight (width = in), its bias (width = 1),
+ * or a LoRA B factor (width = r).
+ */
+export function slotRows(
+  config: ModelConfig,
+  module: LoraModule,
+  data: Float32Array,
+  width: number,
+): Partial<Record<Slot, Float32Array>> {
+  const out: Partial<Record<Slot, Float32Array>> = {};
+  let row = 0;
+  for (const slot of module.slots) {
+    const rows = projectionShape(config, slot).out;
+    out[slot] = data.subarray(row * width, (row + rows) * width);
+    row += rows;
+  }
+  return out;
 }

@@ -2,10 +2,10 @@
 // (speed does not depend on the values; correctness tests compare two
 // computations on the same random values).
 import { familyOf, parseModelConfig } from "../families/index.js";
-import { loraTensorName, moduleShape, resolveTargetModules } from "../lora.js";
+import { loraTensorName, resolveTargetModules } from "../lora.js";
 import { Rng } from "../rng.js";
 import type { LoraAdapter, LoraSpec, ModelConfig, Slot } from "../types.js";
-import { type LayerWeights, type ModelWeights, projectionShape } from "../weights.js";
+import { type LayerWeights, type ModelWeights, moduleShape, projectionShape } from "../weights.js";
 
 export interface TestConfigOptions {
   hiddenSize?: number;
