@@ -34,6 +34,16 @@ export type { Kernels } from "./kernels/types.js";
 export { LoadedModel, loadModel } from "./load.js";
 export { initLoraAdapter, resolveTargetModules } from "./lora.js";
 export { loadAdapter, type SaveAdapterOptions, saveAdapter } from "./peft.js";
+export {
+  bf16ToF32,
+  decodeBf16,
+  decodeF16,
+  encodeBf16,
+  encodeF16,
+  f16ToF32,
+  f32ToBf16,
+  f32ToF16,
+} from "./quant/half.js";
 export { createRandomModel, type RandomModelOptions } from "./testing/random-model.js";
 export { writeTestTokenizer } from "./testing/test-tokenizer.js";
 export { loadTokenizer } from "./tokenizer.js";

@@ -1,9 +1,10 @@
 // The safetensors format: u64 little-endian header length N, N bytes of JSON
 // ({name: {dtype, shape, data_offsets: [begin, end]}, __metadata__?: {k: string}}),
 // then the raw little-endian tensor bytes. Reading converts F32 / F16 / BF16
-// to Float32Array; writing emits F32 (or BF16 for compact fixtures).
+// to Float32Array; writing emits F32, BF16 or F16 (rounded to nearest even).
 import { readFileSync, writeFileSync } from "node:fs";
 import { EngineError } from "./errors.js";
+import { decodeBf16, decodeF16, f32BitsToBf16, f32BitsToF16 } from "./quant/half.js";
 
 export type SafetensorsDtype = "F32" | "F16" | "BF16";
 
@@ -88,34 +89,13 @@ function toFloat32(raw: Uint8Array, dtype: SafetensorsDtype, count: number): Flo
   }
   const halves = new Uint16Array(count);
   new Uint8Array(halves.buffer).set(raw);
-  if (dtype === "BF16") {
-    const bits = new Uint32Array(out.buffer);
-    for (let i = 0; i < count; i++) bits[i] = halves[i] << 16;
-  } else {
-    for (let i = 0; i < count; i++) out[i] = halfToFloat(halves[i]);
-  }
-  return out;
-}
-
-function halfToFloat(h: number): number {
-  const sign = h & 0x8000 ? -1 : 1;
-  const exponent = (h >> 10) & 0x1f;
-  const mantissa = h & 0x3ff;
-  if (exponent === 0) return sign * mantissa * 2 ** -24;
-  if (exponent === 31) return mantissa ? Number.NaN : sign * Number.POSITIVE_INFINITY;
-  return sign * (1 + mantissa / 1024) * 2 ** (exponent - 15);
-}
-
-/** Round-to-nearest-even float32 → bfloat16 bits. */
-function floatToBf16(bits: number): number {
-  if ((bits & 0x7f800000) === 0x7f800000 && bits & 0x7fffff) return 0x7fc0;
-  return ((bits + 0x7fff + ((bits >>> 16) & 1)) >>> 16) & 0xffff;
+  return dtype === "BF16" ? decodeBf16(halves, out) : decodeF16(halves, out);
 }
 
 /** Serialises tensors (in the given order) with an 8-byte aligned header. */
 export function serializeSafetensors(
   tensors: Iterable<[string, Tensor]>,
-  options: { metadata?: Record<string, string>; dtype?: "F32" | "BF16" } = {},
+  options: { metadata?: Record<string, string>; dtype?: SafetensorsDtype } = {},
 ): Buffer {
   const dtype = options.dtype ?? "F32";
   const width = BYTES[dtype];
@@ -142,8 +122,9 @@ export function serializeSafetensors(
       out.set(new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength), at);
       at += t.data.byteLength;
     } else {
+      const encode = dtype === "BF16" ? f32BitsToBf16 : f32BitsToF16;
       const bits = new Uint32Array(t.data.buffer, t.data.byteOffset, t.data.length);
-      for (let i = 0; i < bits.length; i++, at += 2) out.writeUInt16LE(floatToBf16(bits[i]), at);
+      for (let i = 0; i < bits.length; i++, at += 2) out.writeUInt16LE(encode(bits[i]), at);
     }
   }
   return out;
@@ -152,7 +133,7 @@ export function serializeSafetensors(
 export function writeSafetensors(
   file: string,
   tensors: Iterable<[string, Tensor]>,
-  options: { metadata?: Record<string, string>; dtype?: "F32" | "BF16" } = {},
+  options: { metadata?: Record<string, string>; dtype?: SafetensorsDtype } = {},
 ): void {
   writeFileSync(file, serializeSafetensors(tensors, options));
 }
