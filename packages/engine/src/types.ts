@@ -188,6 +188,13 @@ export interface GenerateOptions {
   stop?: string[];
   seed?: number;
   signal?: AbortSignal;
+  /**
+   * The completion must match this grammar: only tokens that keep the text a
+   * valid prefix are sampled, the end of sequence only where the text is
+   * complete; generation stops with finishReason "stop" when nothing can follow
+   * (constrained/, docs/generation.md).
+   */
+  grammar?: import("./constrained/grammar.js").OutputGrammar;
 }
 
 export interface GenerationChunk {

@@ -1,0 +1,178 @@
+// The compiled form of a grammar: a graph of nodes over UTF-8 bytes (cycles
+// allowed: a recursive $ref is an "alt" node whose option is filled in later).
+// The matcher (matcher.ts) walks it one byte at a time.
+
+export interface LitNode {
+  kind: "lit";
+  bytes: Uint8Array;
+  min: number;
+}
+export interface SeqNode {
+  kind: "seq";
+  items: GNode[];
+  min: number;
+}
+export interface AltNode {
+  kind: "alt";
+  options: GNode[];
+  min: number;
+}
+export interface RepNode {
+  kind: "rep";
+  item: GNode;
+  sep: GNode | null;
+  minCount: number;
+  maxCount: number; // Infinity when unbounded
+  min: number;
+}
+/** A JSON string, quotes included. */
+export interface StrNode {
+  kind: "str";
+  min: number;
+}
+/** A JSON number (integer: no fraction, no exponent). */
+export interface NumNode {
+  kind: "num";
+  integer: boolean;
+  min: number;
+}
+/** An object's members after `{` and its closing `}`: declared properties in order, the optional ones skippable. */
+export interface ObjNode {
+  kind: "obj";
+  /** first: the member as the object's first (`"key": value`); next: after another one (`, "key": value`). */
+  props: { first: GNode; next: GNode; required: boolean }[];
+  min: number;
+}
+/** At most one optional space (after `:` and `,`). */
+export interface WsNode {
+  kind: "ws";
+  min: number;
+}
+/** Free text until `trigger`; from there on the text matches `then`. */
+export interface LazyNode {
+  kind: "lazy";
+  trigger: Uint8Array;
+  then: GNode;
+  min: number;
+}
+
+export type GNode = LitNode | SeqNode | AltNode | RepNode | StrNode | NumNode | ObjNode | WsNode | LazyNode;
+
+const encoder = new TextEncoder();
+
+export const lit = (text: string): LitNode => ({ kind: "lit", bytes: encoder.encode(text), min: 0 });
+export const seq = (items: GNode[]): SeqNode => ({ kind: "seq", items, min: 0 });
+export const alt = (options: GNode[]): AltNode => ({ kind: "alt", options, min: 0 });
+export const rep = (item: GNode, sep: GNode | null, minCount: number, maxCount: number): RepNode => ({
+  kind: "rep",
+  item,
+  sep,
+  minCount,
+  maxCount,
+  min: 0,
+});
+export const str = (): StrNode => ({ kind: "str", min: 0 });
+export const num = (integer: boolean): NumNode => ({ kind: "num", integer, min: 0 });
+export const ws = (): WsNode => ({ kind: "ws", min: 0 });
+export const lazy = (trigger: string, then: GNode): LazyNode => ({
+  kind: "lazy",
+  trigger: encoder.encode(trigger),
+  then,
+  min: 0,
+});
+export function obj(props: { key: string; value: GNode; required: boolean }[]): ObjNode {
+  const space = ws();
+  return {
+    kind: "obj",
+    props: props.map(({ key, value, required }) => {
+      const member = [lit(JSON.stringify(key)), lit(":"), space, value];
+      return { first: seq(member), next: seq([lit(","), space, ...member]), required };
+    }),
+    min: 0,
+  };
+}
+
+/** Fewest bytes each node can match (fixed point over the cyclic graph); Infinity where a node matches nothing finite. */
+export function computeMinLengths(root: GNode): void {
+  const nodes: GNode[] = [];
+  const seen = new Set<GNode>();
+  const stack: GNode[] = [root];
+  while (stack.length > 0) {
+    const node = stack.pop()!;
+    if (seen.has(node)) continue;
+    seen.add(node);
+    nodes.push(node);
+    node.min = Number.POSITIVE_INFINITY;
+    stack.push(...children(node));
+  }
+  for (let changed = true; changed; ) {
+    changed = false;
+    for (const node of nodes) {
+      const min = minOf(node);
+      if (min < node.min) {
+        node.min = min;
+        changed = true;
+      }
+    }
+  }
+}
+
+function children(node: GNode): GNode[] {
+  switch (node.kind) {
+    case "seq":
+      return node.items;
+    case "alt":
+      return node.options;
+    case "rep":
+      return node.sep ? [node.item, node.sep] : [node.item];
+    case "obj":
+      return node.props.flatMap((p) => [p.first, p.next]);
+    case "lazy":
+      return [node.then];
+    default:
+      return [];
+  }
+}
+
+function minOf(node: GNode): number {
+  switch (node.kind) {
+    case "lit":
+      return node.bytes.length;
+    case "seq":
+      return node.items.reduce((sum, item) => sum + item.min, 0);
+    case "alt":
+      return node.options.reduce((m, option) => Math.min(m, option.min), Number.POSITIVE_INFINITY);
+    case "rep":
+      return repRestMin(node, 0);
+    case "str":
+      return 2;
+    case "num":
+      return 1;
+    case "obj":
+      return objRestMin(node, 0, false);
+    case "ws":
+    case "lazy":
+      return 0;
+  }
+}
+
+/** Fewest bytes to finish a repeat that has `count` items so far. */
+export function repRestMin(node: RepNode, count: number): number {
+  const items = Math.max(0, node.minCount - count);
+  if (items === 0) return 0;
+  const seps = count === 0 ? items - 1 : items;
+  return items * node.item.min + seps * (node.sep?.min ?? 0);
+}
+
+/** Fewest bytes to finish an object's members from property `k` on, the closing `}` included. */
+export function objRestMin(node: ObjNode, k: number, any: boolean): number {
+  let sum = 1;
+  let first = !any;
+  for (let j = k; j < node.props.length; j++) {
+    const prop = node.props[j];
+    if (!prop.required) continue;
+    sum += first ? prop.first.min : prop.next.min;
+    first = false;
+  }
+  return sum;
+}
