@@ -1,0 +1,114 @@
+"""The torch backend's process: one training job, driven over JSON lines (docs/torch-backend.md#protocol).
+
+    python3 -m svc_trainer --input job.json [--device cpu|cuda] [--stdin-commands]
+
+Reads the job (the engine's block description, tokenized examples, resolved
+hyperparameters and the planned step count) from --input, trains, and writes
+events to stdout, one JSON object a line: progress, checkpoint, result, error
+(rank 0 only under torch.distributed). With --stdin-commands it reads commands
+from stdin ({"type": "cancel"}: checkpoint at the last full step and stop) and
+exits when stdin closes (its worker is gone). SIGTERM is a cancel, as in the
+engine's training process; SIGINT is left to the parent.
+
+Several processes (torchrun, or the worker's --gpus N) train one job with data
+parallelism: RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT as
+torchrun sets them (env:// rendezvous); gloo on the CPU, NCCL on GPUs.
+"""
+
+import argparse
+import json
+import os
+import signal
+import sys
+import threading
+import time
+import traceback
+
+import torch
+import torch.distributed as dist
+
+from .model import Decoder
+from .safetensors_io import read_safetensors
+from .trainer import Trainer
+
+_out_lock = threading.Lock()
+
+
+def emit(event):
+    with _out_lock:
+        sys.stdout.write(json.dumps(event) + "\n")
+        sys.stdout.flush()
+
+
+def load_base_weights(model_dir):
+    single = os.path.join(model_dir, "model.safetensors")
+    if os.path.exists(single):
+        return read_safetensors(single)[0], single
+    index = os.path.join(model_dir, "model.safetensors.index.json")
+    if not os.path.exists(index):
+        raise ValueError(f"{single}: not found (nor model.safetensors.index.json)")
+    with open(index) as f:
+        files = sorted(set(json.load(f)["weight_map"].values()))
+    tensors = {}
+    for name in files:
+        tensors.update(read_safetensors(os.path.join(model_dir, name))[0])
+    return tensors, index
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python3 -m svc_trainer")
+    parser.add_argument("--input", required=True, help="the job, as JSON (docs/torch-backend.md#job)")
+    parser.add_argument("--device", choices=["cpu", "cuda"], default=None)
+    parser.add_argument("--stdin-commands", action="store_true")
+    args = parser.parse_args(argv)
+
+    cancel = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: cancel.set())
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if args.stdin_commands:
+        def read_commands():
+            for line in sys.stdin:
+                if line.strip() and json.loads(line).get("type") == "cancel":
+                    cancel.set()
+            os._exit(0)  # the worker is gone: nobody is left to report to
+        threading.Thread(target=read_commands, daemon=True).start()
+
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    rank = int(os.environ.get("RANK", "0"))
+    local_rank = int(os.environ.get("LOCAL_RANK", str(rank)))
+    device_kind = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    device = torch.device(f"cuda:{local_rank}" if device_kind == "cuda" else "cpu")
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    say = emit if rank == 0 else (lambda event: None)
+    step = None
+    try:
+        if world > 1:
+            dist.init_process_group("nccl" if device.type == "cuda" else "gloo", init_method="env://",
+                                    rank=rank, world_size=world)
+        with open(args.input) as f:
+            job = json.load(f)
+        if job.get("threads"):
+            torch.set_num_threads(int(job["threads"]))
+        torch.manual_seed(job["settings"]["seed"])
+        model = Decoder(job["model"])
+        tensors, source = load_base_weights(job["modelDir"])
+        model.load_checkpoint(tensors, source)
+        del tensors
+        model.to(device)
+        began = time.perf_counter()
+        trainer = Trainer(job, model, device, say, cancel.is_set)
+        result = trainer.run()
+        say({"type": "result", "result": result, "trainSeconds": time.perf_counter() - began})
+    except Exception as error:  # reported to the worker, which fails the job with the message
+        traceback.print_exc(file=sys.stderr)
+        say({"type": "error", "message": str(error) or type(error).__name__, "step": step})
+        return 1
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,263 @@
+"""A decoder of any family the engine computes, built from the engine's block description.
+
+The description (docs/torch-backend.md#model) is the engine's ModelConfig as
+JSON plus its family's checkpoint layout: which norms a layer has and their
+checkpoint names, whether norm weights apply as (1 + w), the linear modules and
+the projections ("slots") each covers, biases, q/k norms, the activation, the
+rotary tables' inverse frequencies per rope (default, linear, llama3, yarn and
+longrope, partial rotary), each layer's rope (or none) and attention window,
+and the embedding, attention, residual and logit scales and the logit softcap.
+Each residual branch is x += residualScale * outNorm?(branch(inNorm?(x))).
+
+Parameter names are the checkpoint's (model.layers.3.self_attn.q_proj.weight),
+so a model.safetensors loads with load_state_dict and LoRA factors carry PEFT's
+names. Base weights are frozen; only LoRA factors train.
+"""
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+LAYER_NORMS = ("attnNorm", "attnOutNorm", "mlpNorm", "mlpOutNorm")
+
+
+def slot_sizes(desc):
+    C, Fd, D = desc["hiddenSize"], desc["intermediateSize"], desc["headDim"]
+    q, kv = desc["numAttentionHeads"] * D, desc["numKeyValueHeads"] * D
+    return {"q": q, "k": kv, "v": kv, "o": C, "gate": Fd, "up": Fd, "down": C}
+
+
+def module_shape(desc, module):
+    """(out, in) of one checkpoint linear module; a fused module's out is its slots' sum."""
+    sizes = slot_sizes(desc)
+    first = module["slots"][0]
+    inputs = {"o": desc["numAttentionHeads"] * desc["headDim"], "down": desc["intermediateSize"]}
+    return sum(sizes[s] for s in module["slots"]), inputs.get(first, desc["hiddenSize"])
+
+
+class Linear(nn.Module):
+    """A frozen checkpoint projection with an optional LoRA pair: y = W x + b + scale * B (A x)."""
+
+    def __init__(self, out_features, in_features, bias):
+        super().__init__()
+        self.weight = nn.Parameter(torch.zeros(out_features, in_features), requires_grad=False)
+        self.bias = nn.Parameter(torch.zeros(out_features), requires_grad=False) if bias else None
+        self.lora_A = None
+        self.lora_B = None
+        self.lora_scale = 0.0
+
+    def forward(self, x):
+        y = F.linear(x, self.weight, self.bias)
+        if self.lora_A is not None:
+            y = y + self.lora_scale * F.linear(F.linear(x, self.lora_A), self.lora_B)
+        return y
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, size, eps, plus_one):
+        super().__init__()
+        self.weight = nn.Parameter(torch.zeros(size), requires_grad=False)
+        self.eps = eps
+        self.plus_one = plus_one
+
+    def forward(self, x):
+        x32 = x.float()
+        normed = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)
+        w = (1.0 + self.weight.float()) if self.plus_one else self.weight.float()
+        return (normed * w).to(x.dtype)
+
+
+def _attach(root, dotted, module):
+    """Sets root.<a>.<b> = module, making plain containers for missing parents."""
+    parts = dotted.split(".")
+    for part in parts[:-1]:
+        if not hasattr(root, part):
+            root.add_module(part, nn.Module())
+        root = getattr(root, part)
+    root.add_module(parts[-1], module)
+
+
+class Layer(nn.Module):
+    def __init__(self, desc, index):
+        super().__init__()
+        block = desc["block"]
+        norms = desc["norms"]
+        eps, plus_one = desc["rmsNormEps"], desc["normPlusOne"]
+        C, D = desc["hiddenSize"], desc["headDim"]
+        self.add_module("self_attn", nn.Module())
+        self.add_module("mlp", nn.Module())
+        self.norm_names = {}
+        for role in LAYER_NORMS:
+            if block[role]:
+                _attach(self, norms[role], RMSNorm(C, eps, plus_one))
+                self.norm_names[role] = norms[role]
+        if block["qkNorm"] != "none":
+            per_head = block["qkNorm"] == "head"
+            for role, heads in (("qNorm", desc["numAttentionHeads"]), ("kNorm", desc["numKeyValueHeads"])):
+                _attach(self, norms[role], RMSNorm(D if per_head else heads * D, eps, plus_one))
+                self.norm_names[role] = norms[role]
+        self.linears = {}
+        for module in desc["modules"]:
+            out_f, in_f = module_shape(desc, module)
+            bias = any(s in block["biases"] for s in module["slots"])
+            linear = Linear(out_f, in_f, bias)
+            getattr(self, module["parent"]).add_module(module["name"], linear)
+            self.linears[module["name"]] = (linear, module["slots"])
+        self.desc = desc
+        self.spec = desc["layers"][index]
+
+    def _norm(self, role):
+        name = self.norm_names.get(role)
+        if name is None:
+            return None
+        m = self
+        for part in name.split("."):
+            m = getattr(m, part)
+        return m
+
+    def _slots(self, h, wanted):
+        """{slot: output} for the slots named, running each module that covers one once."""
+        sizes = slot_sizes(self.desc)
+        out = {}
+        for linear, slots in self.linears.values():
+            if not any(s in wanted for s in slots):
+                continue
+            y = linear(h)
+            parts = y.split([sizes[s] for s in slots], dim=-1) if len(slots) > 1 else (y,)
+            out.update(zip(slots, parts))
+        return out
+
+    def forward(self, x, rope):
+        desc, block = self.desc, self.desc["block"]
+        B, T, _ = x.shape
+        Hq, Hkv, D = desc["numAttentionHeads"], desc["numKeyValueHeads"], desc["headDim"]
+        norm = self._norm("attnNorm")
+        h = norm(x) if norm is not None else x
+        qkv = self._slots(h, ("q", "k", "v"))
+        q, k, v = qkv["q"], qkv["k"], qkv["v"]
+        if block["qkNorm"] == "projection":
+            q, k = self._norm("qNorm")(q), self._norm("kNorm")(k)
+        q = q.view(B, T, Hq, D).transpose(1, 2)
+        k = k.view(B, T, Hkv, D).transpose(1, 2)
+        v = v.view(B, T, Hkv, D).transpose(1, 2)
+        if block["qkNorm"] == "head":
+            q, k = self._norm("qNorm")(q), self._norm("kNorm")(k)
+        if rope is not None:
+            cos, sin = rope
+            q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+        att = attention(q, k, v, desc["attentionScale"], self.spec["window"])
+        o = self._slots(att.transpose(1, 2).reshape(B, T, Hq * D), ("o",))["o"]
+        x = self._residual(x, o, "attnOutNorm")
+        norm = self._norm("mlpNorm")
+        h = norm(x) if norm is not None else x
+        gu = self._slots(h, ("gate", "up"))
+        gate = F.silu(gu["gate"]) if block["activation"] == "silu" else F.gelu(gu["gate"], approximate="tanh")
+        m = self._slots(gate * gu["up"], ("down",))["down"]
+        return self._residual(x, m, "mlpOutNorm")
+
+    def _residual(self, x, branch, out_norm):
+        norm = self._norm(out_norm)
+        if norm is not None:
+            branch = norm(branch)
+        scale = self.desc["residualScale"]
+        return x + (branch * scale if scale != 1 else branch)
+
+
+def rotate_half(x):
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+def apply_rope(x, cos, sin):
+    rot = cos.shape[-1]
+    if rot == x.shape[-1]:
+        return x * cos + rotate_half(x) * sin
+    xr, xp = x[..., :rot], x[..., rot:]
+    return torch.cat((xr * cos + rotate_half(xr) * sin, xp), dim=-1)
+
+
+def attention(q, k, v, scale, window):
+    """Causal attention (a query sees keys j <= i, and i - window < j with a window) in float32 scores."""
+    Hq, Hkv, T = q.shape[1], k.shape[1], q.shape[2]
+    if Hq != Hkv:
+        k = k.repeat_interleave(Hq // Hkv, dim=1)
+        v = v.repeat_interleave(Hq // Hkv, dim=1)
+    i = torch.arange(T, device=q.device)[:, None]
+    j = torch.arange(T, device=q.device)[None, :]
+    visible = j <= i
+    if window:
+        visible = visible & (j > i - window)
+    sdpa = getattr(F, "scaled_dot_product_attention", None)
+    if sdpa is not None and q.is_cuda:
+        return sdpa(q, k, v, attn_mask=visible, scale=scale)
+    scores = (q.float() @ k.float().transpose(-1, -2)) * scale
+    scores = scores.masked_fill(~visible, float("-inf"))
+    return (torch.softmax(scores, dim=-1) @ v.float()).to(q.dtype)
+
+
+class Decoder(nn.Module):
+    def __init__(self, desc):
+        super().__init__()
+        self.desc = desc
+        C, V = desc["hiddenSize"], desc["vocabSize"]
+        self.add_module("model", nn.Module())
+        self.model.add_module("embed_tokens", nn.Module())
+        self.model.embed_tokens.weight = nn.Parameter(torch.zeros(V, C), requires_grad=False)
+        self.model.add_module("layers", nn.ModuleList(Layer(desc, l) for l in range(desc["numHiddenLayers"])))
+        self.model.add_module("norm", RMSNorm(C, desc["rmsNormEps"], desc["normPlusOne"]))
+        if not desc["tieWordEmbeddings"]:
+            self.add_module("lm_head", Linear(V, C, False))
+        self._tables = {}
+
+    def rope_tables(self, index, T, device):
+        """cos, sin [T, rotaryDim] of one rope; longrope's long factors for a forward longer than its original context."""
+        rope = self.desc["ropes"][index]
+        long = rope.get("long")
+        use_long = long is not None and T > long["originalMaxPositions"]
+        key = (index, T, use_long, str(device))
+        if key not in self._tables:
+            inv = torch.tensor(long["invFreq"] if use_long else rope["invFreq"], dtype=torch.float32)
+            pos = torch.arange(T, dtype=torch.float32)
+            freqs = pos[:, None] * inv[None, :]
+            emb = torch.cat((freqs, freqs), dim=-1)
+            af = rope["attentionFactor"]
+            self._tables[key] = ((emb.cos() * af).to(device), (emb.sin() * af).to(device))
+        return self._tables[key]
+
+    def forward(self, input_ids):
+        """Logits [B, T, V] of right-padded input ids [B, T] (padding never reaches a real token)."""
+        desc = self.desc
+        B, T = input_ids.shape
+        x = F.embedding(input_ids, self.model.embed_tokens.weight)
+        if desc["embeddingScale"] != 1:
+            x = x * desc["embeddingScale"]
+        for l, layer in enumerate(self.model.layers):
+            index = desc["layers"][l]["rope"]
+            rope = self.rope_tables(index, T, x.device) if index >= 0 else None
+            x = layer(x, rope)
+        x = self.model.norm(x)
+        head = self.model.embed_tokens.weight if desc["tieWordEmbeddings"] else self.lm_head.weight
+        logits = F.linear(x, head)
+        if desc["logitScale"] != 1:
+            logits = logits * desc["logitScale"]
+        cap = desc["finalLogitSoftcap"]
+        if cap and cap > 0:
+            logits = torch.tanh(logits / cap) * cap
+        return logits
+
+    def load_checkpoint(self, tensors, source="model.safetensors"):
+        """Loads the checkpoint's tensors; every tensor the description implies must be there with its
+        shape, and every tensor there must be one the model computes with."""
+        own = {name: p for name, p in self.named_parameters() if ".lora_" not in name}
+        missing = sorted(set(own) - set(tensors))
+        extra = sorted(set(tensors) - set(own))
+        if missing:
+            raise ValueError(f"{source}: missing tensor {missing[0]}")
+        if extra:
+            raise ValueError(f"{source}: tensor {extra[0]} is not one this model computes with")
+        with torch.no_grad():
+            for name, p in own.items():
+                t = tensors[name]
+                if tuple(t.shape) != tuple(p.shape):
+                    raise ValueError(f"{source}: tensor {name} has shape {list(t.shape)}, expected {list(p.shape)}")
+                p.copy_(t)
