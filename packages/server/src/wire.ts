@@ -75,6 +75,14 @@ export interface BaseModelInfo {
   /** The PEFT module names `hyperparameters.lora.targetModules` may list for this model (or "all-linear" for all of them). */
   loraTargets: string[];
   description: string;
+  /** Where the model comes from: the repository's models/ folder, `svc server --model name=dir`, or the Hugging Face Hub (docs/hub.md). */
+  source: "bundled" | "local" | "hub";
+  /** Whether its files are on this machine (always true for bundled and local models). */
+  cached: boolean;
+  /** For a Hub model, the commit sha of the cached snapshot; null otherwise. */
+  revision: string | null;
+  /** Bytes of its files on disk (config, tokenizer, weights); null when not cached. */
+  sizeBytes: number | null;
 }
 
 // ---------------------------------------------------------------- datasets
@@ -151,6 +159,8 @@ export interface Job {
   name: string;
   status: JobStatus;
   baseModel: string;
+  /** The commit sha a Hub base model resolved to (set once its files are on the worker; docs/hub.md); null for bundled and local models. */
+  baseModelRevision: string | null;
   datasetId: string;
   evalDatasetId: string | null;
   hyperparameters: JobHyperparameters;
@@ -249,11 +259,43 @@ export interface TrainingCancelledEvent extends JobEventBase {
   step: number | null;
 }
 
+/** A file of a Hub download: bytes on disk so far (a resumed file starts above 0) and its size. */
+export interface DownloadFileProgress {
+  name: string;
+  bytesDone: number;
+  bytesTotal: number;
+}
+
+/** A Hub model or dataset being downloaded for the job, before training.started (throttled, at most about 4 a second). */
+export interface DownloadProgressEvent extends JobEventBase {
+  type: "download.progress";
+  kind: "model" | "dataset";
+  /** The Hub id, e.g. "Qwen/Qwen3-0.6B". */
+  repo: string;
+  /** The commit sha being downloaded. */
+  revision: string;
+  files: DownloadFileProgress[];
+  bytesDone: number;
+  bytesTotal: number;
+}
+
+/** The Hub model or dataset is on disk; `fromCache` when nothing had to be fetched. */
+export interface DownloadCompletedEvent extends JobEventBase {
+  type: "download.completed";
+  kind: "model" | "dataset";
+  repo: string;
+  revision: string;
+  bytes: number;
+  fromCache: boolean;
+}
+
 export interface EndEvent extends JobEventBase {
   type: "end";
 }
 
 export type JobEvent =
+  | DownloadProgressEvent
+  | DownloadCompletedEvent
   | TrainingStartedEvent
   | TrainingLogEvent
   | CheckpointSavedEvent

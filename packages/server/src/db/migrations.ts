@@ -172,6 +172,13 @@ const datasetProfiles: Migration = {
   },
 };
 
+// The commit sha a Hub base model resolved to, set by the worker once the files are on disk.
+const jobBaseModelRevision: Migration = {
+  async up(db: Kysely<unknown>) {
+    await db.schema.alterTable("jobs").addColumn("base_model_revision", "text").execute();
+  },
+};
+
 export const migrationProvider: MigrationProvider = {
   async getMigrations() {
     return {
@@ -179,6 +186,7 @@ export const migrationProvider: MigrationProvider = {
       "0002_deployment_upstream": deploymentUpstream,
       "0003_deployment_key_usage": deploymentKeyUsage,
       "0004_dataset_profiles": datasetProfiles,
+      "0005_job_base_model_revision": jobBaseModelRevision,
     };
   },
 };

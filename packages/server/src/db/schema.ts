@@ -74,6 +74,8 @@ export interface JobsTable {
   name: string;
   status: "queued" | "running" | "completed" | "failed" | "cancelled";
   base_model: string;
+  /** The commit sha of a Hub base model (docs/hub.md); null until resolved and for bundled/local models. */
+  base_model_revision: string | null;
   dataset_id: string;
   eval_dataset_id: string | null;
   eval_fraction: number | null;

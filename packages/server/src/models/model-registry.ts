@@ -3,7 +3,7 @@
 // with --model <name>=<dir>. What a model is (family, architecture, size,
 // context, LoRA targets) is the engine's reading of its config.json; a folder
 // the engine cannot read stops the server with the engine's reason.
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { loraModulesOf, type ModelConfig, parameterCount, readModelConfig } from "@svc/engine";
@@ -28,8 +28,23 @@ function firstSentence(line: string): string {
   return sentence.length > 200 ? `${sentence.slice(0, 197)}...` : sentence;
 }
 
+/** Bytes of the files directly in a model folder (following symlinks, as a Hub snapshot's are). */
+export function folderBytes(dir: string): number {
+  let bytes = 0;
+  for (const entry of readdirSync(dir)) {
+    const stats = statSync(join(dir, entry), { throwIfNoEntry: false });
+    if (stats?.isFile()) bytes += stats.size;
+  }
+  return bytes;
+}
+
 /** `origin` says where the model was named, e.g. "--model me/x=/models/x", in the error a folder the engine cannot read gives. */
-function describeModel(name: string, dir: string, origin: string): RegisteredModel {
+function describeModel(
+  name: string,
+  dir: string,
+  origin: string,
+  source: BaseModelInfo["source"],
+): RegisteredModel {
   let config: ModelConfig;
   try {
     config = readModelConfig(dir);
@@ -56,6 +71,10 @@ function describeModel(name: string, dir: string, origin: string): RegisteredMod
       contextLength: config.maxPositionEmbeddings,
       loraTargets: loraModulesOf(config).map((m) => m.name),
       description,
+      source,
+      cached: true,
+      revision: null,
+      sizeBytes: folderBytes(dir),
     },
   };
 }
@@ -71,7 +90,7 @@ export class ModelRegistry {
         if (entry.isDirectory() && existsSync(join(dir, "config.json"))) {
           const name = `svc/${entry.name}`;
           const origin = `bundled model ${name} (${dir}; svc server --bundled-models none serves none)`;
-          this.models.set(name, describeModel(name, dir, origin));
+          this.models.set(name, describeModel(name, dir, origin, "bundled"));
         }
       }
     }
@@ -80,7 +99,7 @@ export class ModelRegistry {
         throw new Error(`--model ${name}=${dir}: the name must look like <org>/<model>`);
       if (!existsSync(join(dir, "config.json")))
         throw new Error(`--model ${name}=${dir}: no config.json in ${dir}`);
-      this.models.set(name, describeModel(name, resolve(dir), `--model ${name}=${dir}`));
+      this.models.set(name, describeModel(name, resolve(dir), `--model ${name}=${dir}`, "local"));
     }
   }
 

@@ -131,6 +131,7 @@ export function jobRoutes(ctx: ServerContext) {
       name: body.name,
       status: "queued",
       base_model: body.baseModel,
+      base_model_revision: null,
       dataset_id: body.datasetId,
       eval_dataset_id: body.evalDatasetId ?? null,
       eval_fraction: body.evalFraction ?? null,

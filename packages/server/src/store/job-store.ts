@@ -29,6 +29,7 @@ export const toJob = (r: JobRow): Job => ({
   name: r.name,
   status: r.status,
   baseModel: r.base_model,
+  baseModelRevision: r.base_model_revision ?? null,
   datasetId: r.dataset_id,
   evalDatasetId: r.eval_dataset_id,
   hyperparameters: JSON.parse(r.hyperparameters) as JobHyperparameters,
@@ -104,6 +105,11 @@ export class JobStore {
   }
 
   /** Renews the lease; false when this owner no longer holds the job. */
+  /** Records the commit sha a Hub base model resolved to. */
+  async setBaseModelRevision(id: string, revision: string): Promise<void> {
+    await this.db.updateTable("jobs").set({ base_model_revision: revision }).where("id", "=", id).execute();
+  }
+
   async heartbeat(id: string, owner: string, leaseMs: number): Promise<boolean> {
     const r = await this.db
       .updateTable("jobs")

@@ -83,6 +83,10 @@ const phi3: BaseModelInfo = {
   contextLength: 4096,
   loraTargets: ["qkv_proj", "o_proj", "gate_up_proj", "down_proj"],
   description: "",
+  source: "local",
+  cached: true,
+  revision: null,
+  sizeBytes: null,
 };
 
 test("lora.targetModules takes any family's PEFT names and reaches the job as given", () => {
