@@ -1,10 +1,13 @@
-// Datasets: POST /v1/datasets with the JSONL as the body (?name=), or JSON
-// { url, token?, name? } to fetch it; GET /v1/datasets[/:id]. Files are
+// Datasets: POST /v1/datasets with the JSONL as the body (?name=), JSON
+// { url, token?, name? } to fetch it, or JSON { huggingface: { name, split,
+// config?, revision?, columns? } } for a Hub dataset's split (converted to the
+// same rows, datasets/hub-dataset-source.ts); GET /v1/datasets[/:id]. Files are
 // validated line by line before anything is stored. A base model named at
 // upload (?baseModel=&maxLength=, or in the JSON body) starts the dataset's
 // profile for it, and the answer carries the profile as it stands (dataset-profiles.ts).
 import { Hono } from "hono";
 import type { ApiEnv, ServerContext } from "../context.js";
+import { loadHubDataset } from "../datasets/hub-dataset-source.js";
 import { badRequest } from "../http/api-error.js";
 import { readBodyBytes, readJson } from "../http/body.js";
 import { fetchDatasetUrl } from "../http/dataset-url.js";
@@ -37,7 +40,36 @@ const fromUrlBody = object({
   maxLength: optional(inRange(hyperparameterRanges().lora.maxLength)),
 });
 
+const hubName = () => optional(string({ min: 1, max: 200 }));
+
+const fromHubBody = object({
+  huggingface: object({
+    name: string({ min: 1, max: 200 }),
+    split: string({ min: 1, max: 200 }),
+    config: hubName(),
+    revision: hubName(),
+    columns: optional(
+      object({
+        messages: hubName(),
+        prompt: hubName(),
+        completion: hubName(),
+        instruction: hubName(),
+        input: hubName(),
+        output: hubName(),
+        system: hubName(),
+      }),
+    ),
+  }),
+  name: optional(string({ min: 1, max: 200 })),
+  baseModel: optional(string({ min: 1, max: 200 })),
+  maxLength: optional(inRange(hyperparameterRanges().lora.maxLength)),
+});
+
 const nameCheck = optional(string({ min: 1, max: 200 }));
+
+/** Fields left out (undefined) are dropped, so the mapping holds only what was given. */
+const given = <T extends object>(value: T): T =>
+  Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T;
 
 /**
  * Rows of a dataset file, or a 400 naming its first bad line. A fetched file's
@@ -65,8 +97,9 @@ export function datasetRoutes(ctx: ServerContext) {
     bytes: Buffer,
     profile: ProfileRequest | null,
     fetched = false,
+    checkedRows?: number,
   ): Promise<{ dataset: Dataset; profile?: DatasetProfile }> => {
-    const rows = await datasetRows(bytes, name, fetched);
+    const rows = checkedRows ?? (await datasetRows(bytes, name, fetched));
     const id = uuidv7();
     const path = ctx.dataDir.datasetPath(id);
     await ctx.dataDir.writeAtomicAsync(path, bytes);
@@ -87,7 +120,29 @@ export function datasetRoutes(ctx: ServerContext) {
     const project = await projectFromQuery(ctx, c);
     const type = (c.req.header("content-type") ?? "").split(";")[0].trim().toLowerCase();
     if (type === "application/json") {
-      const body = parseBody(fromUrlBody, await readJson(c));
+      const json = await readJson(c);
+      if (typeof json === "object" && json !== null && "huggingface" in json) {
+        const body = parseBody(fromHubBody, json);
+        const request = given({
+          ...body.huggingface,
+          columns: body.huggingface.columns && given(body.huggingface.columns),
+        });
+        const profile = body.baseModel
+          ? {
+              model: profileModel(ctx, body.baseModel, "baseModel"),
+              maxLength: body.maxLength ?? DEFAULT_PROFILE_MAX_LENGTH,
+            }
+          : null;
+        const loaded = await loadHubDataset(request, {
+          limit: ctx.maxDatasetBytes,
+          signal: c.req.raw.signal,
+        });
+        const config = loaded.source.config ? `/${loaded.source.config}` : "";
+        const name = nameCheck(body.name, "name") ?? `${request.name}${config}:${request.split}`;
+        const stored = await store(project, name, loaded.jsonl, profile, false, loaded.rows);
+        return c.json({ ...stored, source: loaded.source }, 201);
+      }
+      const body = parseBody(fromUrlBody, json);
       let url: URL;
       try {
         url = new URL(body.url);

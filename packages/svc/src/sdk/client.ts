@@ -7,6 +7,7 @@ import type {
   BaseModelInfo,
   ChatCompletion,
   ChatCompletionChunk,
+  CreateDatasetFromHubRequest,
   CreateDatasetFromUrlRequest,
   CreateDeploymentRequest,
   CreateJobRequest,
@@ -17,6 +18,7 @@ import type {
   Deployment,
   DeploymentKey,
   DeploymentKeyUsage,
+  HubDatasetSource,
   InferArgs,
   IssuedDeploymentKey,
   Job,
@@ -62,6 +64,8 @@ type Query = Record<string, string | undefined>;
 export const RESPONSE_TIMEOUT_MS = 60_000;
 /** Inference answers after the whole completion (or, streamed, after the prompt's prefill): more time. */
 export const INFERENCE_RESPONSE_TIMEOUT_MS = 600_000;
+/** A Hub dataset answers once its split is downloaded and checked: a large one takes a while. */
+export const HUB_DATASET_RESPONSE_TIMEOUT_MS = 3_600_000;
 
 function responseTimeoutMs(fallback: number): number {
   const n = Number(process.env.SVC_API_RESPONSE_TIMEOUT_MS);
@@ -151,6 +155,16 @@ export class CloudApiClient implements CloudApi {
 
   async createDatasetFromUrl(body: CreateDatasetFromUrlRequest): Promise<Dataset> {
     return (await this.json<{ dataset: Dataset }>("POST", "/v1/datasets", { scoped: true, body })).dataset;
+  }
+
+  async createDatasetFromHub(
+    body: CreateDatasetFromHubRequest,
+  ): Promise<{ dataset: Dataset; source: HubDatasetSource }> {
+    return this.json<{ dataset: Dataset; source: HubDatasetSource }>("POST", "/v1/datasets", {
+      scoped: true,
+      body,
+      timeoutMs: HUB_DATASET_RESPONSE_TIMEOUT_MS,
+    });
   }
 
   async listDatasets(): Promise<Dataset[]> {

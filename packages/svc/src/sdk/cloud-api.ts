@@ -7,6 +7,7 @@ import type {
   Artifact,
   BaseModelInfo,
   ChatCompletion,
+  CreateDatasetFromHubRequest,
   CreateDatasetFromUrlRequest,
   CreateDeploymentRequest,
   CreateJobRequest,
@@ -17,6 +18,7 @@ import type {
   Deployment,
   DeploymentKey,
   DeploymentKeyUsage,
+  HubDatasetSource,
   InferArgs,
   IssuedDeploymentKey,
   Job,
@@ -62,6 +64,10 @@ export interface CloudApi {
   /** `baseModel` starts the dataset's profile for that model at upload (getDatasetProfile reads it). */
   uploadDataset(jsonl: string, options?: { name?: string } & DatasetProfileRequest): Promise<Dataset>;
   createDatasetFromUrl(body: CreateDatasetFromUrlRequest): Promise<Dataset>;
+  /** A Hub dataset's split, fetched and checked by the server (docs/hub.md#datasets). */
+  createDatasetFromHub(
+    body: CreateDatasetFromHubRequest,
+  ): Promise<{ dataset: Dataset; source: HubDatasetSource }>;
   listDatasets(): Promise<Dataset[]>;
   getDataset(datasetId: string): Promise<Dataset>;
   /** The dataset's profile for a base model; status "pending" (with progress) until it is computed. */

@@ -113,3 +113,22 @@ test("LoRA targets are checked against the model the server describes", () => {
     /model: the server does not serve "svc\/pico-llama" \(it serves "org\/phi-3-mini"\)/,
   );
 });
+
+test("a Hub dataset names its id and split; its other fields and column mapping are checked", () => {
+  const hub = { type: "huggingface", name: "org/ds", split: "train" } as const;
+  assert.doesNotThrow(() => createTrainer({ ...ok, dataset: hub }));
+  assert.doesNotThrow(() =>
+    createTrainer({
+      ...ok,
+      dataset: { ...hub, config: "en", revision: "v1", columns: { prompt: "question", completion: "answer" } },
+    }),
+  );
+  const bad: [object, RegExp][] = [
+    [{ ...hub, name: "ds" }, /dataset\.name: expected a Hub dataset id "org\/name"/],
+    [{ ...hub, split: "" }, /dataset\.split: expected a split name/],
+    [{ ...hub, subset: "en" }, /dataset\.subset: expected one of type, name, split, config, revision, columns/],
+    [{ ...hub, columns: { answer: "a" } }, /dataset\.columns\.answer: expected one of messages, prompt/],
+    [{ ...hub, columns: { prompt: 3 } }, /dataset\.columns\.prompt: expected a column name/],
+  ];
+  for (const [dataset, re] of bad) assert.throws(() => createTrainer({ ...ok, dataset } as never), re);
+});

@@ -4,6 +4,7 @@ import {
   type Artifact,
   type ChatMessage,
   DEFAULT_LORA,
+  type HubDatasetRequest,
   type Job,
   type JobHyperparameters,
   LR_SCHEDULER_TYPES,
@@ -19,7 +20,9 @@ export interface ChatExample {
 export type DatasetSource =
   | { type: "file"; path: string }
   | { type: "url"; url: string; token?: string }
-  | { type: "inline"; rows: ChatExample[] };
+  | { type: "inline"; rows: ChatExample[] }
+  /** A Hub dataset's split (docs/hub.md#datasets): Parquet or JSONL files, read by the server. */
+  | ({ type: "huggingface" } & HubDatasetRequest);
 
 export interface TrainerCallbacks {
   onStarted?(info: { job: Job }): void | Promise<void>;
@@ -80,9 +83,38 @@ function positiveNumber(field: string, v: unknown, allowZero = false): void {
   }
 }
 
+const HUB_DATASET_KEYS = ["type", "name", "split", "config", "revision", "columns"];
+const HUB_COLUMN_KEYS = ["messages", "prompt", "completion", "instruction", "input", "output", "system"];
+
+function validateHubDataset(field: string, ds: Record<string, unknown>): void {
+  for (const key of Object.keys(ds))
+    if (!HUB_DATASET_KEYS.includes(key))
+      fail(`${field}.${key}`, `one of ${HUB_DATASET_KEYS.join(", ")}`, key);
+  if (typeof ds.name !== "string" || !/^[\w.-]+\/[\w.-]+$/.test(ds.name))
+    fail(`${field}.name`, 'a Hub dataset id "org/name"', ds.name);
+  if (typeof ds.split !== "string" || ds.split === "")
+    fail(`${field}.split`, 'a split name, e.g. "train"', ds.split);
+  for (const key of ["config", "revision"] as const)
+    if (ds[key] !== undefined && (typeof ds[key] !== "string" || ds[key] === ""))
+      fail(`${field}.${key}`, "a non-empty string", ds[key]);
+  if (ds.columns === undefined) return;
+  if (typeof ds.columns !== "object" || ds.columns === null || Array.isArray(ds.columns))
+    fail(
+      `${field}.columns`,
+      "{ messages } | { prompt, completion } | { instruction, input?, output } (column names)",
+      ds.columns,
+    );
+  for (const [key, column] of Object.entries(ds.columns)) {
+    if (!HUB_COLUMN_KEYS.includes(key))
+      fail(`${field}.columns.${key}`, `one of ${HUB_COLUMN_KEYS.join(", ")}`, key);
+    if (typeof column !== "string" || column === "") fail(`${field}.columns.${key}`, "a column name", column);
+  }
+}
+
 function validateDataset(field: string, d: unknown): void {
   const ds = d as Record<string, unknown> | undefined;
-  if (!ds || typeof ds !== "object") fail(field, '{ type: "file" | "url" | "inline", ... }', d);
+  if (!ds || typeof ds !== "object")
+    fail(field, '{ type: "file" | "url" | "inline" | "huggingface", ... }', d);
   if (ds.type === "file") {
     if (typeof ds.path !== "string" || ds.path === "")
       fail(`${field}.path`, "a path to a JSONL file", ds.path);
@@ -98,8 +130,10 @@ function validateDataset(field: string, d: unknown): void {
       if (!Array.isArray(messages) || messages.length === 0)
         fail(`${field}.rows[${i}].messages`, "a non-empty array", messages);
     });
+  } else if (ds.type === "huggingface") {
+    validateHubDataset(field, ds);
   } else {
-    fail(`${field}.type`, '"file", "url" or "inline"', ds.type);
+    fail(`${field}.type`, '"file", "url", "inline" or "huggingface"', ds.type);
   }
 }
 

@@ -271,6 +271,10 @@ async function uploadDataset(
       name: fallbackName,
       ...profile,
     });
+  if (source.type === "huggingface") {
+    const { type: _, ...huggingface } = source;
+    return (await client.createDatasetFromHub({ huggingface, ...profile })).dataset;
+  }
   if (source.type === "inline") {
     const jsonl = source.rows.map((row) => JSON.stringify(row)).join("\n");
     return client.uploadDataset(`${jsonl}\n`, { name: fallbackName, ...profile });

@@ -1,0 +1,169 @@
+// A Hub dataset split as training rows: its files are chosen from the
+// repository's listing (hub-dataset-layout.ts), fetched into the shared Hugging
+// Face cache (ensureSnapshot; `datasets--org--name`), and converted and checked
+// on a worker thread (hub-dataset-convert.ts). A split whose files are all in
+// the cache is read without asking the Hub anything.
+import { listFiles } from "@huggingface/hub";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+import { ApiError, badRequest } from "../http/api-error.js";
+import { hubErrorOf } from "../hub/hub-error.js";
+import {
+  ensureSnapshot,
+  HubError,
+  type HubProgress,
+  hubCacheDir,
+  hubEndpoint,
+  hubOffline,
+  hubToken,
+  parseHubName,
+  RepoCache,
+} from "../hub/index.js";
+import type { HubDatasetRequest, HubDatasetSource } from "../wire.js";
+import { convertHubSplitOffLoop } from "./hub-dataset-convert.js";
+import { isDataFile, type SplitSelection, selectSplitFiles } from "./hub-dataset-layout.js";
+
+/** push_to_hub's shard names say how many shards a split has: `train-00001-of-00004.parquet`. */
+const SHARD = /-(\d+)-of-(\d+)\.[^/]+$/;
+
+/** Whether every shard the names promise is there (a download cut short may have left some out). */
+function shardsComplete(files: readonly string[]): boolean {
+  const groups = new Map<string, { expected: number; seen: Set<number> }>();
+  for (const file of files) {
+    const match = SHARD.exec(file);
+    if (!match) continue;
+    const key = file.slice(0, match.index);
+    const group = groups.get(key) ?? { expected: Number(match[2]), seen: new Set<number>() };
+    group.seen.add(Number(match[1]));
+    groups.set(key, group);
+  }
+  return [...groups.values()].every((g) => g.seen.size === g.expected);
+}
+
+const HUB_STATUS: Record<string, ContentfulStatusCode> = {
+  hub_not_found: 404,
+  hub_gated: 403,
+  hub_offline: 503,
+  hub_unreachable: 502,
+};
+
+/** A Hub failure as the API's error, keeping the Hub's message and code. */
+export function hubApiError(error: unknown): unknown {
+  if (!(error instanceof HubError)) return error;
+  return new ApiError(HUB_STATUS[error.code] ?? 400, error.code, error.message);
+}
+
+export interface LoadedHubDataset {
+  jsonl: Buffer;
+  rows: number;
+  source: HubDatasetSource;
+}
+
+/** The split's file paths, from the cached snapshot when it holds the whole split, else from the Hub's listing. */
+async function chooseFiles(
+  request: HubDatasetRequest,
+  label: string,
+): Promise<SplitSelection & { cachedOnly: boolean }> {
+  const revision = request.revision ?? "main";
+  const cache = new RepoCache(hubCacheDir(), "dataset", request.name);
+  const sha = cache.resolveRef(revision);
+  const cached = sha ? cache.snapshotFiles(sha).map((f) => f.path) : [];
+  let fromCache: SplitSelection | null = null;
+  let cacheProblem: unknown = null;
+  if (cached.length > 0) {
+    try {
+      fromCache = selectSplitFiles(cached, { ...request, label });
+    } catch (error) {
+      cacheProblem = error;
+    }
+  }
+  if (fromCache && shardsComplete(fromCache.files)) return { ...fromCache, cachedOnly: true };
+  if (hubOffline()) {
+    if (cacheProblem) throw cacheProblem;
+    // ensureSnapshot explains HF_HUB_OFFLINE and where the cache is.
+    await ensureSnapshot({
+      repo: request.name,
+      kind: "dataset",
+      revision,
+      wanted: isDataFile,
+      complete: () => false,
+    });
+  }
+  const endpoint = hubEndpoint();
+  const accessToken = hubToken();
+  const paths: string[] = [];
+  try {
+    for await (const entry of listFiles({
+      repo: { type: "dataset", name: request.name },
+      revision,
+      recursive: true,
+      hubUrl: endpoint,
+      accessToken,
+    })) {
+      if (entry.type === "file") paths.push(entry.path);
+    }
+  } catch (error) {
+    throw hubErrorOf(error, {
+      kind: "dataset",
+      repo: request.name,
+      revision,
+      endpoint,
+      hasToken: !!accessToken,
+    });
+  }
+  return { ...selectSplitFiles(paths, { ...request, label }), cachedOnly: false };
+}
+
+/**
+ * Loads `request`'s split as checked JSONL rows, or throws an ApiError: 400
+ * naming the split, columns or row that is wrong, 413 over `limit`, or the
+ * Hub's failure (404 unknown repo, 403 gated without HF_TOKEN, 503 offline).
+ */
+export async function loadHubDataset(
+  request: HubDatasetRequest,
+  options: { limit: number; onProgress?: (files: HubProgress[]) => void; signal?: AbortSignal },
+): Promise<LoadedHubDataset> {
+  const ref = parseHubName(request.name);
+  if (ref?.revision !== "main")
+    throw badRequest(`"huggingface.name": "${request.name}" is not a Hub dataset id (org/name)`);
+  const label = `${request.name}${request.config ? ` config "${request.config}"` : ""} split "${request.split}"`;
+  try {
+    const selection = await chooseFiles(request, request.name);
+    const wanted = new Set(selection.files);
+    const snapshot = await ensureSnapshot({
+      repo: request.name,
+      kind: "dataset",
+      revision: request.revision,
+      wanted: (path) => wanted.has(path),
+      complete: (_dir, files) => files.length === wanted.size,
+      onProgress: options.onProgress,
+      signal: options.signal,
+    });
+    const result = await convertHubSplitOffLoop({
+      dir: snapshot.dir,
+      files: selection.files,
+      columns: request.columns,
+      label,
+      limit: options.limit,
+    });
+    if (!result.ok) throw new ApiError(result.status, result.code, result.message);
+    const { kind, ...columns } = result.shape;
+    return {
+      jsonl: Buffer.from(result.jsonl.buffer, result.jsonl.byteOffset, result.jsonl.byteLength),
+      rows: result.rows,
+      source: {
+        type: "huggingface",
+        name: request.name,
+        split: request.split,
+        config: selection.config,
+        revision: snapshot.revision,
+        files: selection.files,
+        shape: kind,
+        columns: Object.fromEntries(Object.entries(columns).filter(([, v]) => v !== undefined)),
+        ignoredColumns: result.ignoredColumns,
+        fromCache: selection.cachedOnly || snapshot.fromCache,
+      },
+    };
+  } catch (error) {
+    throw hubApiError(error);
+  }
+}

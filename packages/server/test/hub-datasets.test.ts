@@ -1,0 +1,177 @@
+// Hub datasets through a real `svc server` process and the loopback test Hub:
+// a Parquet split and a JSONL split are fetched into the Hugging Face cache,
+// become datasets and train; the Alpaca and prompt/completion shapes map;
+// a bad row is refused with its row number, an unknown split with the splits
+// there are; a second read comes from the cache without asking the Hub.
+import assert from "node:assert/strict";
+import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { after, before, test } from "node:test";
+import { fileURLToPath } from "node:url";
+import {
+  call,
+  createJob,
+  eventsUntilEnd,
+  type Identity,
+  newIdentity,
+  type ServerProcess,
+  startServerProcess,
+  tempDir,
+} from "./harness.js";
+import { TestHub } from "./hub-server.js";
+
+const fixtures = fileURLToPath(new URL("../../test/fixtures/hub-datasets/", import.meta.url));
+
+let hub: TestHub;
+let server: ServerProcess;
+let id: Identity;
+let hfHome: string;
+let chatSha: string;
+
+const jsonl = (rows: object[]) => `${rows.map((r) => JSON.stringify(r)).join("\n")}\n`;
+
+function createHubDataset(huggingface: Record<string, unknown>, extra: Record<string, unknown> = {}) {
+  return call(server.apiUrl, "POST", `/v1/datasets?${id.scope}`, {
+    token: id.token,
+    json: { huggingface, ...extra },
+  });
+}
+
+before(async () => {
+  hub = await TestHub.start();
+  chatSha = hub.addRepo({ kind: "dataset", repo: "org/chat", dir: join(fixtures, "chat") });
+  hub.addRepo({ kind: "dataset", repo: "org/alpaca", dir: join(fixtures, "alpaca") });
+  hub.addRepo({ kind: "dataset", repo: "org/bad", dir: join(fixtures, "bad") });
+  const qa = tempDir("hub-qa");
+  writeFileSync(join(qa, "README.md"), "# questions\n");
+  writeFileSync(
+    join(qa, "train.jsonl"),
+    jsonl(
+      Array.from({ length: 6 }, (_, i) => ({
+        question: `What is ${i} plus one?`,
+        answer: `${i + 1}`,
+        id: i,
+      })),
+    ),
+  );
+  writeFileSync(join(qa, "test.jsonl"), jsonl([{ question: "What is 9 plus one?", answer: "10", id: 9 }]));
+  hub.addRepo({ kind: "dataset", repo: "org/qa", dir: qa });
+  const pc = tempDir("hub-pc");
+  mkdirSync(join(pc, "data"));
+  writeFileSync(
+    join(pc, "data", "train.jsonl"),
+    jsonl(Array.from({ length: 4 }, (_, i) => ({ prompt: `Say ${i}.`, completion: `${i}` }))),
+  );
+  hub.addRepo({ kind: "dataset", repo: "org/pc", dir: pc });
+  hfHome = tempDir("hf-home");
+  server = await startServerProcess({ env: { HF_ENDPOINT: hub.url, HF_HOME: hfHome } });
+  id = await newIdentity(server.apiUrl);
+});
+
+after(async () => {
+  await server?.stop();
+  await hub?.close();
+  rmSync(hfHome, { recursive: true, force: true });
+});
+
+async function trains(datasetId: string): Promise<void> {
+  const job = await createJob(server.apiUrl, id, datasetId, { maxSteps: 2, saveSteps: 2 });
+  const events = await eventsUntilEnd(server.apiUrl, id.token, job.id);
+  const types = events.map((e) => e.event);
+  assert.ok(
+    types.includes("training.completed"),
+    `the job did not complete: ${JSON.stringify(events.at(-2))}`,
+  );
+}
+
+test("a Parquet split (push_to_hub's layout) is fetched into the HF cache, becomes a dataset and trains", async () => {
+  const reply = await createHubDataset({ name: "org/chat", split: "train" });
+  assert.equal(reply.status, 201, JSON.stringify(reply.body));
+  assert.equal(reply.body.dataset.name, "org/chat:train");
+  assert.equal(reply.body.dataset.rows, 4);
+  assert.deepEqual(reply.body.source, {
+    type: "huggingface",
+    name: "org/chat",
+    split: "train",
+    config: null,
+    revision: chatSha,
+    files: ["data/train-00000-of-00001.parquet"],
+    shape: "messages",
+    columns: { messages: "messages" },
+    ignoredColumns: ["id"],
+    fromCache: false,
+  });
+  // Where huggingface_hub puts it: datasets--org--chat/{refs/main, snapshots/<sha>/<path>}; only the split was fetched.
+  const repoDir = join(hfHome, "hub", "datasets--org--chat");
+  assert.ok(existsSync(join(repoDir, "snapshots", chatSha, "data", "train-00000-of-00001.parquet")));
+  assert.ok(!existsSync(join(repoDir, "snapshots", chatSha, "data", "test-00000-of-00001.parquet")));
+  await trains(reply.body.dataset.id);
+});
+
+test("the same split again comes from the cache with no request to the Hub", async () => {
+  hub.clearRequests();
+  const reply = await createHubDataset({ name: "org/chat", split: "train" }, { name: "capitals" });
+  assert.equal(reply.status, 201, JSON.stringify(reply.body));
+  assert.equal(reply.body.dataset.name, "capitals");
+  assert.equal(reply.body.source.fromCache, true);
+  assert.deepEqual(hub.requests, []);
+});
+
+test("a JSONL split with its columns mapped (question/answer as prompt/completion) trains", async () => {
+  const reply = await createHubDataset({
+    name: "org/qa",
+    split: "train",
+    columns: { prompt: "question", completion: "answer" },
+  });
+  assert.equal(reply.status, 201, JSON.stringify(reply.body));
+  assert.equal(reply.body.dataset.rows, 6);
+  assert.deepEqual(reply.body.source.files, ["train.jsonl"]);
+  assert.equal(reply.body.source.shape, "prompt_completion");
+  assert.deepEqual(reply.body.source.ignoredColumns, ["id"]);
+  await trains(reply.body.dataset.id);
+});
+
+test("Alpaca columns and prompt/completion columns are found without a mapping", async () => {
+  const alpaca = await createHubDataset({ name: "org/alpaca", split: "train" });
+  assert.equal(alpaca.status, 201, JSON.stringify(alpaca.body));
+  assert.equal(alpaca.body.dataset.rows, 4);
+  assert.equal(alpaca.body.source.shape, "alpaca");
+  assert.deepEqual(alpaca.body.source.columns, {
+    instruction: "instruction",
+    output: "output",
+    input: "input",
+  });
+  const pc = await createHubDataset({ name: "org/pc", split: "train" });
+  assert.equal(pc.status, 201, JSON.stringify(pc.body));
+  assert.equal(pc.body.source.shape, "prompt_completion");
+  assert.deepEqual(pc.body.source.files, ["data/train.jsonl"]);
+});
+
+test("refusals: a bad row by its row number, an unknown split, unknown columns; nothing is stored", async () => {
+  const before = (await call(server.apiUrl, "GET", `/v1/datasets?${id.scope}`, { token: id.token })).body
+    .datasets.length;
+  const bad = await createHubDataset({ name: "org/bad", split: "train" });
+  assert.equal(bad.status, 400);
+  assert.deepEqual(bad.body.error, {
+    code: "invalid_dataset",
+    message:
+      'org/bad split "train" row 3 (data/train-00000-of-00001.parquet row 3): column "completion" must be a string, got null',
+  });
+  const split = await createHubDataset({ name: "org/chat", split: "validation" });
+  assert.equal(split.status, 400);
+  assert.equal(split.body.error.code, "hub_dataset_split_not_found");
+  assert.match(split.body.error.message, /org\/chat: no split "validation"; splits found: "test", "train"/);
+  const columns = await createHubDataset({ name: "org/qa", split: "train" });
+  assert.equal(columns.status, 400);
+  assert.equal(columns.body.error.code, "hub_dataset_columns");
+  assert.match(columns.body.error.message, /columns found: "question", "answer", "id"/);
+  const missing = await createHubDataset({ name: "org/nothing", split: "train" });
+  assert.equal(missing.status, 404, JSON.stringify(missing.body));
+  assert.equal(missing.body.error.code, "hub_not_found");
+  const unknownField = await createHubDataset({ name: "org/chat", split: "train", subset: "x" });
+  assert.equal(unknownField.status, 400);
+  assert.match(unknownField.body.error.message, /subset/);
+  const after = (await call(server.apiUrl, "GET", `/v1/datasets?${id.scope}`, { token: id.token })).body
+    .datasets.length;
+  assert.equal(after, before);
+});
