@@ -7,12 +7,22 @@
 //                         the C locale (Llama 3.2, Granite and SmolLM3 write
 //                         today's date into their system turn with it);
 //   raise_exception(msg)  fails the render with the template's message.
+// `tools` is defined only when a request or row gives tools, as transformers
+// passes them (OpenAI's {"type": "function", "function": {...}} objects).
+// Messages reach the template as transformers' callers give them: an
+// assistant message's tool_calls with each call's arguments as an object
+// (OpenAI sends JSON text; templates write it with tojson), its content ""
+// when it only calls tools (Qwen3's template cannot read a none content), and
+// a tool message's tool_call_id and name. A key
+// a message does not have is absent, not none: Llama 3.1 tests
+// `'tool_calls' in message`.
 // Nothing else is defined: a template's optional variables (Llama 3.1's
-// date_string, tools, documents, enable_thinking) take the template's own
-// defaults, as they do when transformers is called without them.
+// date_string, documents, enable_thinking) take the template's own defaults,
+// as they do when transformers is called without them.
 
 import { Environment, Interpreter, Template } from "@huggingface/jinja";
-import type { ChatMessage } from "./types.js";
+import { callArguments } from "./tool-syntax.js";
+import type { ChatMessage, ToolDefinition } from "./types.js";
 
 const DAYS = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"];
 const MONTHS = [
@@ -122,6 +132,22 @@ function range(start: number, stop?: number, step = 1): number[] {
   return values;
 }
 
+/** A message as the template sees it (see the header). */
+function templateMessage(m: ChatMessage): Record<string, unknown> {
+  const calls = m.tool_calls !== undefined && m.tool_calls.length > 0 ? m.tool_calls : undefined;
+  const value: Record<string, unknown> = { role: m.role, content: m.content };
+  if (calls) {
+    value.tool_calls = calls.map((c) => ({
+      id: c.id,
+      type: c.type,
+      function: { name: c.function.name, arguments: callArguments(c) },
+    }));
+  }
+  if (m.tool_call_id !== undefined) value.tool_call_id = m.tool_call_id;
+  if (m.name !== undefined) value.name = m.name;
+  return value;
+}
+
 /** A parsed chat template and the values every render of it gets. */
 export class ChatTemplate {
   private readonly template: Template;
@@ -139,7 +165,11 @@ export class ChatTemplate {
   }
 
   /** The template's text for `messages`; throws what the template raises. */
-  render(messages: readonly ChatMessage[], addGenerationPrompt: boolean): string {
+  render(
+    messages: readonly ChatMessage[],
+    addGenerationPrompt: boolean,
+    tools?: readonly ToolDefinition[],
+  ): string {
     // Template.render would declare @huggingface/jinja's own globals, whose
     // strftime_now names months in the process's locale and knows few
     // directives, and refuses a second declaration: the environment is built
@@ -158,9 +188,10 @@ export class ChatTemplate {
       },
       strftime_now: (format: unknown) => strftime(this.now(), String(format)),
       ...this.specialTokens,
-      messages: messages.map((m) => ({ role: m.role, content: m.content })),
+      messages: messages.map(templateMessage),
       add_generation_prompt: addGenerationPrompt,
     };
+    if (tools !== undefined) values.tools = tools;
     for (const [name, value] of Object.entries(values)) env.set(name, value);
     return new Interpreter(env).run(this.template.parsed).value as string;
   }

@@ -48,12 +48,12 @@ describe("parseDataset", () => {
     ]);
   });
 
-  test("keeps weight on assistant messages, accepts and drops name, allows tool turns", () => {
+  test("keeps weight on assistant messages, accepts and drops a user's name", () => {
     const line = JSON.stringify({
       messages: [
         { role: "user", content: "weather?", name: "ana" },
         { role: "assistant", content: "let me check", weight: 0 },
-        { role: "tool", content: '{"temp": 21}' },
+        { role: "user", content: "well?" },
         { role: "assistant", content: "21 degrees", weight: 1 },
       ],
     });
@@ -62,7 +62,7 @@ describe("parseDataset", () => {
         messages: [
           { role: "user", content: "weather?" },
           { role: "assistant", content: "let me check", weight: 0 },
-          { role: "tool", content: '{"temp": 21}' },
+          { role: "user", content: "well?" },
           { role: "assistant", content: "21 degrees", weight: 1 },
         ],
       },
@@ -122,7 +122,7 @@ describe("parseDataset", () => {
     ],
     [
       '{"messages": [{"role": "assistant", "contnet": "x"}]}',
-      '"messages[0]" has an unknown key "contnet" (allowed: role, content, name, weight)',
+      '"messages[0]" has an unknown key "contnet" (allowed: role, content, name, weight, tool_calls, tool_call_id)',
     ],
     ['{"messages": ["hi"]}', '"messages[0]" must be an object with "role" and "content", got a string'],
     [
@@ -142,8 +142,8 @@ describe("parseDataset", () => {
       '"messages[0].name" must be a string',
     ],
     [
-      '{"messages": [{"role": "assistant", "content": "x"}], "tools": []}',
-      'unknown key "tools" next to "messages"',
+      '{"messages": [{"role": "assistant", "content": "x"}], "functions": []}',
+      'unknown key "functions" next to "messages"',
     ],
     ['{"prompt": "a"}', '"completion" is missing'],
     ['{"completion": "a"}', '"prompt" is missing'],
@@ -269,5 +269,188 @@ describe("readDataset", () => {
     await assert.rejects(readDataset(dir), /is a folder, not a file/);
     await writeFile(join(dir, "empty.jsonl"), "\n\n");
     await assert.rejects(readDataset(join(dir, "empty.jsonl")), /empty\.jsonl: the dataset is empty/);
+  });
+});
+
+describe("rows with tools", () => {
+  const TOOLS = [
+    {
+      type: "function",
+      function: {
+        name: "lookup_order",
+        description: "Find an order",
+        parameters: {
+          type: "object",
+          properties: { order_id: { type: "string" } },
+          required: ["order_id"],
+          additionalProperties: false,
+        },
+        strict: true,
+      },
+    },
+  ];
+  const CALL = {
+    id: "call_1",
+    type: "function",
+    function: { name: "lookup_order", arguments: '{"order_id": "A1"}' },
+  };
+  const row = (messages: unknown[], extra: Record<string, unknown> = {}) =>
+    JSON.stringify({ tools: TOOLS, messages, ...extra });
+  const CONVERSATION = [
+    { role: "user", content: "Where is A1?" },
+    { role: "assistant", content: null, tool_calls: [CALL], weight: 1 },
+    { role: "tool", tool_call_id: "call_1", content: '{"status": "shipped"}' },
+    { role: "assistant", content: "It has shipped." },
+  ];
+
+  test("reads tools, calls with null or absent content, tool results and parallel_tool_calls", () => {
+    const [parsed] = parseDataset(row(CONVERSATION, { parallel_tool_calls: false }));
+    assert.deepEqual(parsed, {
+      tools: TOOLS,
+      messages: [
+        { role: "user", content: "Where is A1?" },
+        { role: "assistant", content: "", tool_calls: [CALL], weight: 1 },
+        { role: "tool", tool_call_id: "call_1", content: '{"status": "shipped"}' },
+        { role: "assistant", content: "It has shipped." },
+      ],
+    });
+    const absent = [CONVERSATION[0], { role: "assistant", tool_calls: [CALL] }];
+    assert.equal((parseDataset(row(absent))[0] as { messages: unknown[] }).messages.length, 2);
+  });
+
+  const BAD: [string, string][] = [
+    [
+      row([
+        CONVERSATION[0],
+        { role: "assistant", tool_calls: [{ ...CALL, function: { ...CALL.function, name: "cancel" } }] },
+      ]),
+      '"messages[1].tool_calls[0].function.name" calls an unknown tool "cancel" (the row\'s tools are lookup_order)',
+    ],
+    [
+      JSON.stringify({ messages: [CONVERSATION[0], { role: "assistant", tool_calls: [CALL] }] }),
+      '"messages[1].tool_calls[0].function.name" calls an unknown tool "lookup_order" (the row has no "tools")',
+    ],
+    [
+      row([
+        CONVERSATION[0],
+        {
+          role: "assistant",
+          tool_calls: [{ ...CALL, function: { ...CALL.function, arguments: "{order_id: A1}" } }],
+        },
+      ]),
+      '"messages[1].tool_calls[0].function.arguments" is not JSON',
+    ],
+    [
+      row([
+        CONVERSATION[0],
+        {
+          role: "assistant",
+          tool_calls: [{ ...CALL, function: { ...CALL.function, arguments: { order_id: "A1" } } }],
+        },
+      ]),
+      '"messages[1].tool_calls[0].function.arguments" must be a string, got an object',
+    ],
+    [
+      row([
+        CONVERSATION[0],
+        { role: "assistant", tool_calls: [{ ...CALL, function: { ...CALL.function, arguments: "[1]" } }] },
+      ]),
+      '"messages[1].tool_calls[0].function.arguments" must be the JSON text of an object, got an array',
+    ],
+    [
+      row([CONVERSATION[0], { role: "tool", tool_call_id: "call_9", content: "{}" }, CONVERSATION[3]]),
+      '"messages[1].tool_call_id" "call_9" answers no tool call made before it',
+    ],
+    [
+      row([CONVERSATION[0], { role: "tool", content: "{}" }, CONVERSATION[3]]),
+      '"messages[1].tool_call_id" is missing',
+    ],
+    [
+      row([CONVERSATION[0], { role: "assistant", tool_calls: [CALL, CALL] }]),
+      '"messages[1].tool_calls[1].id" "call_1" is used twice',
+    ],
+    [
+      row([CONVERSATION[0], { role: "assistant", tool_calls: [CALL], extra: 1 }]),
+      '"messages[1]" has an unknown key "extra"',
+    ],
+    [
+      row([{ ...CONVERSATION[0], tool_calls: [CALL] }, CONVERSATION[3]]),
+      '"messages[0].tool_calls" is only allowed on assistant messages',
+    ],
+    [
+      row([{ ...CONVERSATION[0], tool_call_id: "x" }, CONVERSATION[3]]),
+      '"messages[0].tool_call_id" is only allowed on tool messages',
+    ],
+    [
+      row([CONVERSATION[0], { role: "assistant", content: null }]),
+      '"messages[1].content" must be a string, got null',
+    ],
+    [
+      row([CONVERSATION[0], { role: "assistant", tool_calls: [{ ...CALL, type: "code" }] }]),
+      '"messages[1].tool_calls[0].type" must be "function"',
+    ],
+    [
+      row([
+        CONVERSATION[0],
+        { role: "assistant", tool_calls: [{ ...CALL, function: { ...CALL.function, extra: 1 } }] },
+      ]),
+      '"messages[1].tool_calls[0].function" has an unknown key "extra"',
+    ],
+    [JSON.stringify({ tools: {}, messages: CONVERSATION }), '"tools" must be an array, got an object'],
+    [
+      JSON.stringify({ tools: [{ type: "retrieval" }], messages: CONVERSATION }),
+      '"tools[0].type" must be "function"',
+    ],
+    [
+      JSON.stringify({ tools: [{ ...TOOLS[0], extra: 1 }], messages: CONVERSATION }),
+      '"tools[0]" has an unknown key "extra"',
+    ],
+    [
+      JSON.stringify({
+        tools: [{ type: "function", function: { name: "look up" } }],
+        messages: CONVERSATION,
+      }),
+      '"tools[0].function.name" must be 1 to 64 letters',
+    ],
+    [
+      JSON.stringify({
+        tools: [{ type: "function", function: { name: "f", colour: 1 } }],
+        messages: CONVERSATION,
+      }),
+      '"tools[0].function" has an unknown key "colour"',
+    ],
+    [
+      JSON.stringify({ tools: [TOOLS[0], TOOLS[0]], messages: CONVERSATION }),
+      '"tools[1].function.name" "lookup_order" is defined twice',
+    ],
+    [
+      JSON.stringify({
+        tools: [
+          {
+            type: "function",
+            function: {
+              name: "lookup_order",
+              parameters: { type: "object", properties: { order_id: { type: "string", pattern: "^A" } } },
+            },
+          },
+        ],
+        messages: CONVERSATION,
+      }),
+      '"tools[0].function.parameters": /properties/order_id/pattern',
+    ],
+    [
+      JSON.stringify({ tools: TOOLS, messages: CONVERSATION, parallel_tool_calls: "yes" }),
+      '"parallel_tool_calls" must be true or false',
+    ],
+  ];
+
+  test("every malformed kind is refused with its line number", () => {
+    for (const [line, problem] of BAD) {
+      assertDatasetError(
+        () => parseDataset(`${CHAT}\n${line}\n`, { source: "tools.jsonl" }),
+        2,
+        new RegExp(`^tools\\.jsonl line 2: ${problem.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}`),
+      );
+    }
   });
 });

@@ -8,26 +8,27 @@
 // "do not train the prediction made at position i".
 //
 // What is trained (lossOn "assistant", the default): for each assistant message,
-// its content as the template writes it, plus the end-of-turn token the template
+// its content and its tool calls as the template writes them, plus the end-of-turn token the template
 // writes right after it (`<|im_end|>` in ChatML, `<|eot_id|>` in Llama 3,
 // `<end_of_turn>` in Gemma, `<|end|>` in Phi, `</s>` in Mistral, whitespace
 // between them included), so the model learns both the answer and when to stop.
 // Everything else gets -100: system and user turns, a system preamble or default
 // system prompt the template adds (Llama 3's knowledge-cutoff and date lines,
 // Qwen's default system prompt), the turn's scaffolding (`<|im_start|>assistant\n`,
-// `<start_of_turn>model\n`), an empty thinking block the template inserts before
+// `<start_of_turn>model\n`), tool messages (the results a tool returned, which
+// the model reads but does not write), an empty thinking block the template inserts before
 // the content (Qwen3, SmolLM3 without reasoning), BOS, an EOS the template
 // appends after the last turn (Phi-3), and assistant messages with weight 0.
 // lossOn "all" trains every token.
 //
 // Finding the content: the conversation is rendered again with message k's
-// content replaced by a sentinel string. What the template writes before and
+// content replaced by a sentinel string (and its tool calls left out). What the template writes before and
 // after the sentinel is scaffolding, so in the real text the content lies
 // between that prefix and suffix; this holds whatever the template does to the
 // content (trims it, renames the role, folds the system prompt into a user turn,
 // rewrites earlier turns as Qwen3 does) as long as it treats the content as an
 // opaque string. When the content itself changes the rendering around it
-// (Qwen3 splits a "<think>...</think>" content into its reasoning block), the
+// (the tool calls a template writes after the content or instead of it; Qwen3 splits a "<think>...</think>" content into its reasoning block), the
 // content is the part of the text that differs from the sentinel rendering,
 // widened back to the end of the generation prompt when that prompt is a prefix
 // of the text, so a reasoning block written from the content is trained with it.
@@ -46,7 +47,7 @@
 
 import type { DatasetMessage } from "./dataset.js";
 import { EngineError } from "./errors.js";
-import type { ChatMessage, DatasetRow, TokenizedExample, Tokenizer } from "./types.js";
+import type { ChatMessage, DatasetRow, TokenizedExample, Tokenizer, ToolDefinition } from "./types.js";
 
 /** The label of a position that is not trained on (PyTorch's cross-entropy ignore_index). */
 export const IGNORE_INDEX = -100;
@@ -69,6 +70,11 @@ export function rowMessages(row: DatasetRow): DatasetMessage[] {
     { role: "user", content: row.prompt },
     { role: "assistant", content: row.completion },
   ];
+}
+
+/** The functions a row's conversation may call (rendered by the template with it). */
+export function rowTools(row: DatasetRow): ToolDefinition[] | undefined {
+  return "messages" in row ? row.tools : undefined;
 }
 
 /** Character span [start, end) of one trained assistant message in the rendered text. */
@@ -103,9 +109,15 @@ function commonSuffixLength(a: string, b: string, limit: number): number {
  * Where assistant message k's content lies in `text`, the whole conversation's
  * rendering; null when that rendering no longer matches (the clock ticked).
  */
-function contentSpan(tokenizer: Tokenizer, plain: ChatMessage[], k: number, text: string): Span | null {
+function contentSpan(
+  tokenizer: Tokenizer,
+  plain: ChatMessage[],
+  k: number,
+  text: string,
+  tools: ToolDefinition[] | undefined,
+): Span | null {
   const probe = plain.map((m, i) => (i === k ? { role: m.role, content: SENTINEL } : m));
-  const withSentinel = tokenizer.applyChatTemplate(probe);
+  const withSentinel = tokenizer.applyChatTemplate(probe, { tools });
   const at = withSentinel.indexOf(SENTINEL);
   if (at < 0 || withSentinel.indexOf(SENTINEL, at + 1) >= 0) {
     throw templateError("does not write each assistant message's content once, as it is");
@@ -122,19 +134,24 @@ function contentSpan(tokenizer: Tokenizer, plain: ChatMessage[], k: number, text
   const differsFrom = commonPrefixLength(text, withSentinel, Math.min(at, text.length));
   const differsTo =
     text.length - commonSuffixLength(text, withSentinel, Math.min(after.length, text.length - differsFrom));
-  const prompt = tokenizer.applyChatTemplate(plain.slice(0, k), { addGenerationPrompt: true });
+  const prompt = tokenizer.applyChatTemplate(plain.slice(0, k), { addGenerationPrompt: true, tools });
   if (!text.startsWith(prompt) || differsFrom < prompt.length) return null;
   return { start: prompt.length, end: Math.max(prompt.length, differsTo) };
 }
 
 /** The trained spans of `text`, or null when a render no longer matches it. */
-function assistantSpans(tokenizer: Tokenizer, messages: DatasetMessage[], text: string): Span[] | null {
+function assistantSpans(
+  tokenizer: Tokenizer,
+  messages: DatasetMessage[],
+  text: string,
+  tools: ToolDefinition[] | undefined,
+): Span[] | null {
   const endOfTurn = tokenizer.eosTokenIds.map((id) => tokenizer.decode([id])).filter((s) => s.length > 0);
-  const plain = messages.map((m): ChatMessage => ({ role: m.role, content: m.content }));
+  const plain = messages.map(({ weight: _, ...m }): ChatMessage => m);
   const spans: Span[] = [];
   for (let k = 0; k < messages.length; k++) {
     if (messages[k].role !== "assistant" || messages[k].weight === 0) continue;
-    const span = contentSpan(tokenizer, plain, k, text);
+    const span = contentSpan(tokenizer, plain, k, text, tools);
     if (span === null) return null;
     // The end-of-turn token right after the content (past whitespace) ends the turn.
     const rest = text.slice(span.end);
@@ -204,15 +221,17 @@ export function labelMessages(
   tokenizer: Tokenizer,
   messages: DatasetMessage[],
   lossOn: "assistant" | "all" = "assistant",
+  tools?: ToolDefinition[],
 ): TokenizedExample {
-  let text = tokenizer.applyChatTemplate(messages);
+  const plain = messages.map(({ weight: _, ...m }): ChatMessage => m);
+  let text = tokenizer.applyChatTemplate(plain, { tools });
   let spans: Span[] | null = null;
   if (lossOn === "assistant") {
-    spans = assistantSpans(tokenizer, messages, text);
+    spans = assistantSpans(tokenizer, messages, text, tools);
     if (spans === null) {
       // A render disagreed with the text: strftime_now's date changed in between. Once more.
-      text = tokenizer.applyChatTemplate(messages);
-      spans = assistantSpans(tokenizer, messages, text);
+      text = tokenizer.applyChatTemplate(plain, { tools });
+      spans = assistantSpans(tokenizer, messages, text, tools);
       if (spans === null) {
         throw templateError("writes earlier turns differently depending on an assistant message's content");
       }
@@ -254,7 +273,7 @@ export function tokenizeExample(
 ): TokenizedExample {
   checkExampleOptions(options);
   const { maxLength, lossOn = "assistant" } = options;
-  const full = labelMessages(tokenizer, rowMessages(row), lossOn);
+  const full = labelMessages(tokenizer, rowMessages(row), lossOn, rowTools(row));
   const total = full.inputIds.length;
   const length = maxLength === undefined ? total : Math.min(total, maxLength);
   const example: TokenizedExample = {

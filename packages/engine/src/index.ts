@@ -48,6 +48,17 @@ export {
 export { createRandomModel, type RandomModelOptions } from "./testing/random-model.js";
 export { writeTestTokenizer } from "./testing/test-tokenizer.js";
 export { loadTokenizer } from "./tokenizer.js";
+export {
+  newToolCallId,
+  type ParsedOutput,
+  parseToolCalls,
+  type ToolCallEvent,
+  ToolCallStream,
+  type ToolChoice,
+  type ToolGrammarOptions,
+  toolCallGrammar,
+} from "./tool-calls.js";
+export { DEFAULT_TOOL_SYNTAX, type ToolSyntax } from "./tool-syntax.js";
 export { plannedSteps, prepareSets, train } from "./train.js";
 export { type FittedRow, fitRow, TRUNCATION_MODES } from "./truncation.js";
 export * from "./types.js";

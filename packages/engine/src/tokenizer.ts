@@ -22,6 +22,13 @@ import { join } from "node:path";
 import { Tokenizer as HfTokenizer } from "@huggingface/tokenizers";
 import { ChatTemplate } from "./chat-template.js";
 import { EngineError } from "./errors.js";
+import {
+  DEFAULT_TOOL_SYNTAX,
+  defaultToolMessages,
+  detectToolSyntax,
+  rendersToolRole,
+  type ToolSyntax,
+} from "./tool-syntax.js";
 import type { ChatMessage, RenderChatOptions, Tokenizer } from "./types.js";
 
 /**
@@ -153,6 +160,9 @@ class HuggingFaceTokenizer implements Tokenizer {
   private readonly cleanUpSpaces: boolean;
 
   readonly maxTokenBytes: number;
+  readonly toolSyntax: ToolSyntax | null;
+  /** Whether the template writes "tool" messages itself (where svc writes the tool syntax). */
+  private readonly toolRole: boolean;
 
   /** `publishedEosIds`: generation_config.json's then config.json's eos_token_id ids. */
   constructor(
@@ -210,6 +220,9 @@ class HuggingFaceTokenizer implements Tokenizer {
       );
     }
     this.eosTokenIds = eosTokenIds;
+    const syntax = detectToolSyntax((messages, tools) => this.template.render(messages, false, tools));
+    this.toolSyntax = syntax === "none" ? DEFAULT_TOOL_SYNTAX : syntax;
+    this.toolRole = rendersToolRole((messages) => this.template.render(messages, false));
     this.padTokenId =
       tokens.pad_token === undefined ? eosTokenIds[0] : this.requireId("pad_token", tokens.pad_token);
   }
@@ -272,8 +285,13 @@ class HuggingFaceTokenizer implements Tokenizer {
   }
 
   applyChatTemplate(messages: ChatMessage[], options?: RenderChatOptions): string {
+    const addGenerationPrompt = options?.addGenerationPrompt ?? false;
     try {
-      return this.template.render(messages, options?.addGenerationPrompt ?? false);
+      if (this.toolSyntax?.writtenBy === "svc") {
+        const plain = defaultToolMessages(messages, options?.tools, this.toolRole);
+        return this.template.render(plain, addGenerationPrompt);
+      }
+      return this.template.render(messages, addGenerationPrompt, options?.tools);
     } catch (error) {
       throw new EngineError(
         "invalid_argument",

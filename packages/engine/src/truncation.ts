@@ -21,9 +21,17 @@ import {
   labelMessages,
   nothingToTrain,
   rowMessages,
+  rowTools,
   type TokenizeExampleOptions,
 } from "./examples.js";
-import type { DatasetRow, PreparedSet, TokenizedExample, Tokenizer, TruncationMode } from "./types.js";
+import type {
+  DatasetRow,
+  PreparedSet,
+  TokenizedExample,
+  Tokenizer,
+  ToolDefinition,
+  TruncationMode,
+} from "./types.js";
 
 export const TRUNCATION_MODES: readonly TruncationMode[] = ["keep_answers", "end", "strict"];
 
@@ -51,7 +59,8 @@ export function fitRow(tokenizer: Tokenizer, row: DatasetRow, options: FitOption
     );
   }
   const messages = rowMessages(row);
-  const full = labelMessages(tokenizer, messages, lossOn);
+  const tools = rowTools(row);
+  const full = labelMessages(tokenizer, messages, lossOn, tools);
   if (!hasTrainedTokens(full.labels)) throw nothingToTrain(full.inputIds.length);
   if (full.inputIds.length <= maxLength) return { example: full, truncated: false };
 
@@ -61,7 +70,9 @@ export function fitRow(tokenizer: Tokenizer, row: DatasetRow, options: FitOption
       `${tooLong(full.inputIds.length, maxLength)} (truncation "strict")`,
     );
   }
-  return truncation === "end" ? cutEnd(full, maxLength) : keepAnswers(tokenizer, messages, full, options);
+  return truncation === "end"
+    ? cutEnd(full, maxLength)
+    : keepAnswers(tokenizer, messages, tools, full, options);
 }
 
 function cutEnd(full: TokenizedExample, maxLength: number): FittedRow {
@@ -92,6 +103,7 @@ function smallestFitting(lo: number, hi: number, fits: (x: number) => boolean): 
 function keepAnswers(
   tokenizer: Tokenizer,
   messages: DatasetMessage[],
+  tools: ToolDefinition[] | undefined,
   full: TokenizedExample,
   options: FitOptions,
 ): FittedRow {
@@ -104,10 +116,12 @@ function keepAnswers(
   let userAt = -1;
   for (let i = last - 1; i >= head && userAt < 0; i--) if (messages[i].role === "user") userAt = i;
   const finalStart = userAt >= 0 ? userAt : last;
-  // The earlier turns, in exchanges that each run through an assistant turn: dropped whole, earliest first.
+  // The earlier turns, in exchanges that each run through an assistant turn and the tool results it
+  // asked for: dropped whole, earliest first.
   const exchanges: DatasetMessage[][] = [];
   for (let i = head; i < finalStart; i++) {
-    if (exchanges.length === 0 || exchanges[exchanges.length - 1].at(-1)?.role === "assistant")
+    const open = exchanges.at(-1);
+    if (open === undefined || (open.at(-1)?.role === "assistant" && messages[i].role !== "tool"))
       exchanges.push([]);
     exchanges[exchanges.length - 1].push(messages[i]);
   }
@@ -126,9 +140,9 @@ function keepAnswers(
     return out;
   };
   const fits = (candidate: DatasetMessage[]) =>
-    tokenizer.encode(tokenizer.applyChatTemplate(candidate)).length <= maxLength;
+    tokenizer.encode(tokenizer.applyChatTemplate(candidate, { tools })).length <= maxLength;
   const done = (candidate: DatasetMessage[]): FittedRow => {
-    const example = labelMessages(tokenizer, candidate, lossOn);
+    const example = labelMessages(tokenizer, candidate, lossOn, tools);
     // The searches measured the same rendering; a template that labels nothing after a cut is reported, not trained.
     if (example.inputIds.length > maxLength || !hasTrainedTokens(example.labels)) {
       return { example: null, dropped: "no cut of the prompt left a well-formed example that fits" };
@@ -141,7 +155,7 @@ function keepAnswers(
   // The answer with an empty prompt is the least a kept row can be: when even that is too long, drop the row.
   const least = build(exchanges.length, userText.length, 0);
   if (!fits(least)) {
-    const needs = tokenizer.encode(tokenizer.applyChatTemplate(least)).length;
+    const needs = tokenizer.encode(tokenizer.applyChatTemplate(least, { tools })).length;
     return {
       example: null,
       dropped: `the answer alone needs ${tooLong(needs, maxLength)} (full row: ${full.inputIds.length})`,

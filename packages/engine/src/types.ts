@@ -7,11 +7,39 @@ export type ChatRole = "system" | "user" | "assistant" | "tool";
 
 export interface ChatMessage {
   role: ChatRole;
+  /** "" for an assistant message that only calls tools (OpenAI sends null there). */
   content: string;
+  /** Assistant messages: the tools it calls (tool-calls.ts). */
+  tool_calls?: ToolCall[];
+  /** Tool messages: the id of the call this message answers. */
+  tool_call_id?: string;
+  /** Tool messages: the function's name (optional, as in OpenAI's format). */
+  name?: string;
+}
+
+/** One function call, in OpenAI's format: `arguments` is the JSON text of the arguments object. */
+export interface ToolCall {
+  id: string;
+  type: "function";
+  function: { name: string; arguments: string };
+}
+
+/** A function the model may call, in OpenAI's format; `parameters` is a JSON Schema of its arguments. */
+export interface ToolDefinition {
+  type: "function";
+  function: {
+    name: string;
+    description?: string;
+    parameters?: Record<string, unknown>;
+    /** Arguments constrained to `parameters` exactly (OpenAI's strict mode). */
+    strict?: boolean;
+  };
 }
 
 /** One training row, as read from JSONL (OpenAI chat fine-tuning format, or prompt/completion). */
-export type DatasetRow = { messages: ChatMessage[] } | { prompt: string; completion: string };
+export type DatasetRow =
+  | { messages: ChatMessage[]; tools?: ToolDefinition[] }
+  | { prompt: string; completion: string };
 
 /** A tokenized training example: labels[i] is the target for position i (-100 = not trained on). */
 export interface TokenizedExample {
@@ -24,6 +52,8 @@ export interface TokenizedExample {
 export interface RenderChatOptions {
   /** Append the assistant turn's opening so the model continues as the assistant. */
   addGenerationPrompt?: boolean;
+  /** The functions the model may call, rendered in the template's tool syntax (tool-syntax.ts). */
+  tools?: readonly ToolDefinition[];
 }
 
 export interface Tokenizer {
@@ -42,6 +72,11 @@ export interface Tokenizer {
    * refused as too long without tokenizing it.
    */
   readonly maxTokenBytes: number;
+  /**
+   * How the model writes tool calls (tool-syntax.ts): the template's own syntax, svc's default for a
+   * template without one, or null for a template whose syntax svc cannot parse (it still trains).
+   */
+  readonly toolSyntax: import("./tool-syntax.js").ToolSyntax | null;
 }
 
 // ---------------------------------------------------------------- model (load.ts, model.ts)
