@@ -23,6 +23,16 @@ export {
 export { EngineError, type EngineErrorCode, isEngineError } from "./errors.js";
 export { tokenizeExample } from "./examples.js";
 export {
+  checkExportOptions,
+  EXPORT_FORMATS,
+  type ExportFormat,
+  type ExportOptions,
+  type ExportResult,
+  exportModel,
+  GGUF_QUANTS,
+  MERGED_DTYPES,
+} from "./export/index.js";
+export {
   FAMILIES,
   LORA_MODULE_NAMES,
   loraModulesOf,

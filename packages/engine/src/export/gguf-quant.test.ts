@@ -1,0 +1,53 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { Rng } from "../rng.js";
+import { BLOCK_BYTES, decode, encode } from "./gguf-quant.js";
+
+function values(n: number, seed: number): Float32Array {
+  const rng = new Rng(seed);
+  return Float32Array.from({ length: n }, () => rng.normal() * 0.05);
+}
+
+function rmsError(a: Float32Array, b: Float32Array): number {
+  let e = 0;
+  let s = 0;
+  for (let i = 0; i < a.length; i++) {
+    e += (a[i] - b[i]) ** 2;
+    s += a[i] ** 2;
+  }
+  return Math.sqrt(e / s);
+}
+
+test("each block format decodes to the values within its resolution", () => {
+  const x = values(4096, 3);
+  // relative RMS error bounds: 8 bits ~0.4%, 6 bits ~2%, 5 bits ~4%, 4 bits with a min ~8%
+  const bounds = { F16: 1e-3, Q8_0: 0.01, Q6_K: 0.03, Q5_0: 0.06, Q4_K: 0.12 } as const;
+  for (const [type, bound] of Object.entries(bounds) as [keyof typeof bounds, number][]) {
+    const bytes = encode(type, x);
+    assert.equal(
+      bytes.length,
+      (x.length / (type === "F16" ? 1 : type.endsWith("_K") ? 256 : 32)) * BLOCK_BYTES[type],
+    );
+    const error = rmsError(x, decode(type, bytes, x.length));
+    assert.ok(error < bound, `${type}: relative RMS error ${error} ≥ ${bound}`);
+    assert.ok(error > 0 || type === "F16");
+  }
+});
+
+test("q8_0 rounds each value to the nearest step of its block's scale", () => {
+  const x = Float32Array.from({ length: 32 }, (_, i) => (i - 16) / 10);
+  const y = decode("Q8_0", encode("Q8_0", x), 32);
+  const step = 1.6 / 127;
+  for (let i = 0; i < 32; i++) assert.ok(Math.abs(x[i] - y[i]) <= step / 2 + 1e-3, `value ${i}`);
+});
+
+test("blocks of zeros and rows that are not whole blocks", () => {
+  for (const type of ["Q8_0", "Q5_0", "Q4_K", "Q6_K"] as const) {
+    const zeros = new Float32Array(256);
+    assert.ok(
+      decode(type, encode(type, zeros), 256).every((v) => v === 0),
+      type,
+    );
+  }
+  assert.throws(() => encode("Q4_K", new Float32Array(32)), /not whole blocks of 256/);
+});

@@ -1,0 +1,110 @@
+// A merged model as a Hugging Face folder that transformers and vLLM load as
+// they are: model.safetensors with the family's own tensor names (fused
+// Phi-3 tensors fused again, Gemma's norms stored as w where it applies
+// 1 + w), the base folder's config.json (its dtype key set to what was
+// written), generation_config.json, tokenizer files and chat template.
+import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { familyOf, type ModelConfig, type Slot } from "../families/index.js";
+import { type SafetensorsDtype, type Tensor, writeSafetensors } from "../safetensors.js";
+import { type ModelWeights, moduleShape } from "../weights.js";
+
+/** Files of a model folder besides its weights, copied as they are when present. */
+export const MODEL_SIDE_FILES = [
+  "generation_config.json",
+  "tokenizer.json",
+  "tokenizer_config.json",
+  "special_tokens_map.json",
+  "chat_template.jinja",
+  "tokenizer.model",
+  "vocab.json",
+  "merges.txt",
+  "added_tokens.json",
+] as const;
+
+const TORCH_DTYPE: Record<SafetensorsDtype, string> = { F32: "float32", F16: "float16", BF16: "bfloat16" };
+
+/** The weights by their checkpoint names, in the order a Hugging Face model lists them. */
+export function checkpointTensors(config: ModelConfig, weights: ModelWeights): [string, Tensor][] {
+  const family = familyOf(config);
+  const C = config.hiddenSize;
+  const out: [string, Tensor][] = [
+    ["model.embed_tokens.weight", { shape: [config.vocabSize, C], data: weights.embed }],
+  ];
+  const stored = (w: Float32Array) => (family.normPlusOne ? w.map((x) => x - 1) : w);
+  weights.layers.forEach((w, l) => {
+    const p = `model.layers.${l}`;
+    const n = family.norms;
+    const norms: [string | undefined, Float32Array | null][] = [
+      [n.attnNorm, w.attnNorm],
+      [n.attnOutNorm, w.attnOutNorm],
+      [n.mlpNorm, w.mlpNorm],
+      [n.mlpOutNorm, w.mlpOutNorm],
+      [n.qNorm, w.qNorm],
+      [n.kNorm, w.kNorm],
+    ];
+    for (const [name, data] of norms) {
+      if (name && data) out.push([`${p}.${name}.weight`, { shape: [data.length], data: stored(data) }]);
+    }
+    for (const module of family.modules) {
+      const { in: cols, out: rows } = moduleShape(config, module);
+      const parts = module.slots.map((s) => w[s]);
+      const data = parts.length === 1 ? parts[0] : concat(parts);
+      const base = `${p}.${module.parent}.${module.name}`;
+      out.push([`${base}.weight`, { shape: [rows, cols], data }]);
+      const biased = module.slots.filter((s: Slot) => config.block.biases.includes(s));
+      if (biased.length > 0) {
+        const bias = concat(
+          module.slots.map(
+            (s) => w.bias[s] ?? new Float32Array(moduleShape(config, { ...module, slots: [s] }).out),
+          ),
+        );
+        out.push([`${base}.bias`, { shape: [rows], data: bias }]);
+      }
+    }
+  });
+  out.push(["model.norm.weight", { shape: [C], data: stored(weights.finalNorm) }]);
+  if (!config.tieWordEmbeddings)
+    out.push(["lm_head.weight", { shape: [config.vocabSize, C], data: weights.lmHead }]);
+  return out;
+}
+
+function concat(parts: Float32Array[]): Float32Array {
+  const out = new Float32Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}
+
+/** Writes the merged folder; returns the files written. */
+export function writeHfFolder(
+  baseDir: string,
+  config: ModelConfig,
+  weights: ModelWeights,
+  out: string,
+  dtype: SafetensorsDtype,
+): string[] {
+  mkdirSync(out, { recursive: true });
+  const written: string[] = [];
+  const rawConfig = JSON.parse(readFileSync(join(baseDir, "config.json"), "utf8")) as Record<string, unknown>;
+  // transformers 5 writes "dtype", older versions "torch_dtype": set whichever the base uses
+  if ("dtype" in rawConfig || !("torch_dtype" in rawConfig)) rawConfig.dtype = TORCH_DTYPE[dtype];
+  if ("torch_dtype" in rawConfig) rawConfig.torch_dtype = TORCH_DTYPE[dtype];
+  writeFileSync(join(out, "config.json"), `${JSON.stringify(rawConfig, null, 2)}\n`);
+  written.push("config.json");
+  writeSafetensors(join(out, "model.safetensors"), checkpointTensors(config, weights), {
+    metadata: { format: "pt" },
+    dtype,
+  });
+  written.push("model.safetensors");
+  for (const name of MODEL_SIDE_FILES) {
+    if (existsSync(join(baseDir, name))) {
+      copyFileSync(join(baseDir, name), join(out, name));
+      written.push(name);
+    }
+  }
+  return written;
+}

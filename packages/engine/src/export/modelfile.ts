@@ -1,0 +1,103 @@
+// An Ollama Modelfile beside a GGUF file: FROM the file, the chat format as
+// an Ollama (Go text/template) TEMPLATE, and the end-of-turn markers as stop
+// parameters. The format is recognised from the model's Jinja chat template
+// by the markers each family's format writes; for a template it does not
+// recognise, TEMPLATE is left out and Ollama reads tokenizer.chat_template
+// from the GGUF metadata itself.
+
+interface ChatFormat {
+  name: string;
+  /** A marker only this format's Jinja template contains. */
+  marker: string;
+  system: [string, string];
+  user: [string, string];
+  assistant: [string, string];
+  stop: string[];
+}
+
+const FORMATS: ChatFormat[] = [
+  {
+    name: "ChatML",
+    marker: "<|im_start|>",
+    system: ["<|im_start|>system\n", "<|im_end|>\n"],
+    user: ["<|im_start|>user\n", "<|im_end|>\n"],
+    assistant: ["<|im_start|>assistant\n", "<|im_end|>\n"],
+    stop: ["<|im_end|>", "<|im_start|>"],
+  },
+  {
+    name: "Llama 3",
+    marker: "<|start_header_id|>",
+    system: ["<|start_header_id|>system<|end_header_id|>\n\n", "<|eot_id|>"],
+    user: ["<|start_header_id|>user<|end_header_id|>\n\n", "<|eot_id|>"],
+    assistant: ["<|start_header_id|>assistant<|end_header_id|>\n\n", "<|eot_id|>"],
+    stop: ["<|eot_id|>", "<|start_header_id|>"],
+  },
+  {
+    name: "Gemma",
+    marker: "<start_of_turn>",
+    // Gemma has no system role: its template puts the system text at the start of the first user turn
+    system: ["<start_of_turn>user\n", "\n\n"],
+    user: ["<start_of_turn>user\n", "<end_of_turn>\n"],
+    assistant: ["<start_of_turn>model\n", "<end_of_turn>\n"],
+    stop: ["<end_of_turn>"],
+  },
+  {
+    name: "Granite",
+    marker: "<|start_of_role|>",
+    system: ["<|start_of_role|>system<|end_of_role|>", "<|end_of_text|>\n"],
+    user: ["<|start_of_role|>user<|end_of_role|>", "<|end_of_text|>\n"],
+    assistant: ["<|start_of_role|>assistant<|end_of_role|>", "<|end_of_text|>\n"],
+    stop: ["<|end_of_text|>", "<|start_of_role|>"],
+  },
+  {
+    name: "Phi-3",
+    marker: "<|end|>",
+    system: ["<|system|>\n", "<|end|>\n"],
+    user: ["<|user|>\n", "<|end|>\n"],
+    assistant: ["<|assistant|>\n", "<|end|>\n"],
+    stop: ["<|end|>", "<|user|>", "<|assistant|>"],
+  },
+  {
+    name: "OLMo 2",
+    marker: "<|user|>",
+    system: ["<|system|>\n", "\n"],
+    user: ["<|user|>\n", "\n"],
+    assistant: ["<|assistant|>\n", "<|endoftext|>\n"],
+    stop: ["<|endoftext|>", "<|user|>"],
+  },
+];
+
+/** The chat format of a Jinja chat template, by its markers (null when none is known). */
+export function chatFormatOf(template: string | null): ChatFormat | null {
+  if (!template) return null;
+  return FORMATS.find((f) => template.includes(f.marker)) ?? null;
+}
+
+function ollamaTemplate(f: ChatFormat): string {
+  return [
+    "{{- range $i, $_ := .Messages }}",
+    "{{- $last := eq (len (slice $.Messages $i)) 1 }}",
+    `{{- if eq .Role "system" }}${f.system[0]}{{ .Content }}${f.system[1]}`,
+    `{{- else if eq .Role "user" }}${f.user[0]}{{ .Content }}${f.user[1]}`,
+    `{{- else if eq .Role "assistant" }}${f.assistant[0]}{{ .Content }}{{ if not $last }}${f.assistant[1]}{{ end }}`,
+    "{{- end }}",
+    `{{- if and (ne .Role "assistant") $last }}${f.assistant[0]}{{ end }}`,
+    "{{- end }}",
+  ].join("\n");
+}
+
+/** The Modelfile text for `ggufFile` (a path relative to the Modelfile). */
+export function modelfile(ggufFile: string, chatTemplate: string | null): string {
+  const format = chatFormatOf(chatTemplate);
+  const lines = [`FROM ./${ggufFile}`, ""];
+  if (format) {
+    lines.push(`# Chat format: ${format.name} (from the model's chat template)`);
+    lines.push(`TEMPLATE """${ollamaTemplate(format)}"""`, "");
+    for (const stop of format.stop) lines.push(`PARAMETER stop ${JSON.stringify(stop)}`);
+  } else {
+    lines.push(
+      "# The chat format was not recognised: Ollama reads tokenizer.chat_template from the GGUF file.",
+    );
+  }
+  return `${lines.join("\n")}\n`;
+}

@@ -1,0 +1,73 @@
+// llama.cpp as a peer for tests and benchmarks (never the product): the
+// node-llama-cpp package installed in bench/llama-cpp (CPU build only), loaded
+// from there by path. Null when that folder has not been installed.
+import { existsSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+
+/** The repository root, from packages/engine/dist/src/testing/. */
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "..", "..", "..");
+export const LLAMA_CPP_PACKAGE = join(ROOT, "bench", "llama-cpp", "node_modules", "node-llama-cpp");
+
+export interface LlamaCppPeer {
+  /** Logits after each of `ids` (row-major [ids.length, vocab]). */
+  logits(ids: number[]): Promise<Float32Array>;
+  /** Greedy continuation of `ids` by llama.cpp's own logits. */
+  greedy(ids: number[], steps: number): Promise<number[]>;
+  /** The GGUF metadata as node-llama-cpp reads it. */
+  metadata: Record<string, unknown>;
+  dispose(): Promise<void>;
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: node-llama-cpp is loaded by path and has no types here
+type Any = any;
+
+let llamaOnce: Promise<Any> | null = null;
+
+export async function openLlamaCpp(ggufFile: string, vocabSize: number): Promise<LlamaCppPeer | null> {
+  if (!existsSync(LLAMA_CPP_PACKAGE)) return null;
+  const lib: Any = await import(pathToFileURL(join(LLAMA_CPP_PACKAGE, "dist", "index.js")).href);
+  llamaOnce ??= lib.getLlama({ gpu: false, build: "never", logLevel: "error" });
+  const llama = await llamaOnce;
+  const model = await llama.loadModel({ modelPath: ggufFile });
+  const evaluate = async (ids: number[], all: boolean): Promise<Float32Array[]> => {
+    const context = await model.createContext({ contextSize: 128, batchSize: 128, threads: 2 });
+    try {
+      const items = ids.map((t, i) =>
+        all || i === ids.length - 1 ? [t, { generateNext: { logits: true } }] : t,
+      );
+      const results: Any[] = await context.getSequence().controlledEvaluate(items);
+      return results.filter(Boolean).map((r) => {
+        const row = new Float32Array(vocabSize);
+        for (const [token, value] of r.next.logits as Map<number, number>) row[token] = value;
+        return row;
+      });
+    } finally {
+      await context.dispose();
+    }
+  };
+  return {
+    metadata: model.fileInfo.metadata,
+    async logits(ids) {
+      const rows = await evaluate(ids, true);
+      const out = new Float32Array(ids.length * vocabSize);
+      for (const [i, row] of rows.entries()) out.set(row, i * vocabSize);
+      return out;
+    },
+    async greedy(ids, steps) {
+      const seq = [...ids];
+      for (let s = 0; s < steps; s++) {
+        const [row] = await evaluate(seq, false);
+        seq.push(argmax(row));
+      }
+      return seq.slice(ids.length);
+    },
+    dispose: () => model.dispose(),
+  };
+}
+
+export function argmax(row: ArrayLike<number>, from = 0, to = row.length): number {
+  let best = from;
+  for (let i = from + 1; i < to; i++) if (row[i] > row[best]) best = i;
+  return best - from;
+}

@@ -1,0 +1,171 @@
+// svc export against llama.cpp itself (node-llama-cpp, installed in
+// bench/llama-cpp by .ci/install): a tiny model of every family with its
+// adapter is exported as GGUF and loaded by llama.cpp.
+//   f16: on the same prompt ids, llama.cpp's greedy tokens equal the engine's
+//        on the merged model at f16, and every logit is within 0.01 + 0.002·max|logit|
+//        (llama.cpp rounds activations to f16 before its F16 matmuls, a relative
+//        error of about 2^-11 per product).
+//   q8_0: the logits differ from the engine's fp32 ones by at most twice
+//        what q8_0 itself moves the engine's logits (the engine run on the
+//        dequantized q8_0 weights), plus the f16 allowance: llama.cpp also
+//        rounds activations to 8 bits for its q8_0 dot products, an error of
+//        the same kind and size as the weights'.
+// The GGUF carries the chat template, and the Modelfile its Ollama form.
+import assert from "node:assert/strict";
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { after, describe, it } from "node:test";
+import { fileURLToPath } from "node:url";
+import { decode, encode } from "../src/export/gguf-quant.js";
+import { exportModel } from "../src/export/index.js";
+import { LoadedModel, loadModel } from "../src/load.js";
+import { argmax, LLAMA_CPP_PACKAGE, openLlamaCpp } from "../src/testing/llama-cpp-peer.js";
+import type { ModelWeights } from "../src/weights.js";
+
+const FIXTURES = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "fixtures");
+const installed = existsSync(LLAMA_CPP_PACKAGE);
+const skip = installed
+  ? false
+  : `llama.cpp peer not installed (npm ci --prefix bench/llama-cpp --omit=optional)`;
+
+// one fixture per family, each with its adapter; Phi-3's without its sliding
+// window (llama.cpp's phi3 attends to the whole context, which the export says)
+const CASES: [string, string, ((c: Record<string, unknown>) => void)?][] = [
+  ["llama", "llama-llama3-v5-f16"],
+  ["mistral", "mistral-classic-f32"],
+  ["qwen2", "qwen2-classic-bf16"],
+  ["qwen3", "qwen3-v5-bf16"],
+  ["gemma3", "gemma3-v5-f32"],
+  ["phi3", "phi3-mini-v5-f32", (c) => delete c.sliding_window],
+  ["smollm3", "smollm3-v5-f32"],
+  ["olmo2", "olmo2-v5-f32"],
+  ["granite", "granite-v5-bf16"],
+];
+const PROMPT = [5, 40, 77, 100, 3, 250, 17, 60, 9, 200, 33, 120];
+
+function maxDiff(a: Float32Array, b: Float32Array): number {
+  let m = 0;
+  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i] - b[i]));
+  return m;
+}
+const maxAbs = (a: Float32Array) => a.reduce((m, x) => Math.max(m, Math.abs(x)), 0);
+
+function greedyEngine(
+  model: { logits(ids: number[]): Float32Array },
+  ids: number[],
+  steps: number,
+  V: number,
+) {
+  const seq = [...ids];
+  for (let s = 0; s < steps; s++) {
+    const logits = model.logits(seq);
+    seq.push(argmax(logits, (seq.length - 1) * V, seq.length * V));
+  }
+  return seq.slice(ids.length);
+}
+
+/** The weights as q8_0 stores them (matrices quantized by rows, as the GGUF holds them). */
+function q8Weights(w: ModelWeights): ModelWeights {
+  const q = (a: Float32Array) => decode("Q8_0", encode("Q8_0", a), a.length);
+  const embed = q(w.embed);
+  return {
+    embed,
+    lmHead: w.lmHead === w.embed ? embed : q(w.lmHead),
+    finalNorm: w.finalNorm,
+    layers: w.layers.map((l) => ({
+      ...l,
+      q: q(l.q),
+      k: q(l.k),
+      v: q(l.v),
+      o: q(l.o),
+      gate: q(l.gate),
+      up: q(l.up),
+      down: q(l.down),
+    })),
+  };
+}
+
+describe("GGUF exports load in llama.cpp and compute what svc computes", { skip }, () => {
+  const root = mkdtempSync(join(tmpdir(), "svc-export-llama-"));
+  after(() => rmSync(root, { recursive: true, force: true }));
+
+  for (const [family, fixture, edit] of CASES) {
+    it(`${family}: f16 greedy tokens and logits match, q8_0 within its tolerance`, async () => {
+      const base = join(root, family, "base");
+      cpSync(join(FIXTURES, fixture), base, { recursive: true });
+      if (edit) {
+        const config = JSON.parse(readFileSync(join(base, "config.json"), "utf8"));
+        edit(config);
+        writeFileSync(join(base, "config.json"), JSON.stringify(config));
+      }
+      const adapterDir = join(base, "adapter");
+      const merged16 = join(root, family, "merged-f16");
+      await exportModel({ baseDir: base, adapterDir, format: "merged", quant: "f16", out: merged16 });
+      const engine = await loadModel(merged16);
+      const V = engine.config.vocabSize;
+
+      const f16 = await exportModel({
+        baseDir: base,
+        adapterDir,
+        format: "gguf",
+        quant: "f16",
+        out: join(root, family, "f16"),
+        name: "tiny",
+      });
+      assert.deepEqual(f16.warnings, []);
+      const peer = await openLlamaCpp(join(f16.dir, f16.files[0]), V);
+      assert.ok(peer);
+      try {
+        const want = engine.logits(PROMPT);
+        const got = await peer.logits(PROMPT);
+        const tolerance = 0.01 + 0.002 * maxAbs(want);
+        assert.ok(
+          maxDiff(want, got) <= tolerance,
+          `f16 logits differ by ${maxDiff(want, got)} > ${tolerance}`,
+        );
+        assert.deepEqual(await peer.greedy(PROMPT, 8), greedyEngine(engine, PROMPT, 8, V));
+        const template = readFileSync(join(base, "tokenizer_config.json"), "utf8");
+        assert.equal(
+          (peer.metadata as { tokenizer?: { chat_template?: string } }).tokenizer?.chat_template,
+          JSON.parse(template).chat_template,
+        );
+      } finally {
+        await peer.dispose();
+      }
+      const modelfile = readFileSync(join(f16.dir, "Modelfile"), "utf8");
+      assert.match(modelfile, /^FROM \.\/model-f16\.gguf$/m);
+      assert.match(modelfile, /TEMPLATE """/);
+
+      // q8_0 against the engine's fp32 merge
+      const merged32 = join(root, family, "merged-f32");
+      await exportModel({ baseDir: base, adapterDir, format: "merged", quant: "f32", out: merged32 });
+      const exact = (await loadModel(merged32)) as LoadedModel;
+      const reference = exact.logits(PROMPT);
+      const own = new LoadedModel(merged32, exact.config, q8Weights(exact.weights), exact.tokenizer, null, {
+        graph: null,
+      });
+      const quantEffect = maxDiff(reference, own.logits(PROMPT));
+      const q8 = await exportModel({
+        baseDir: base,
+        adapterDir,
+        format: "gguf",
+        quant: "q8_0",
+        out: join(root, family, "q8"),
+      });
+      const q8peer = await openLlamaCpp(join(q8.dir, q8.files[0]), V);
+      assert.ok(q8peer);
+      try {
+        const got = await q8peer.logits(PROMPT);
+        const tolerance = 2 * quantEffect + 0.01 + 0.002 * maxAbs(reference);
+        assert.ok(quantEffect > 0, "q8_0 changes the weights");
+        assert.ok(
+          maxDiff(reference, got) <= tolerance,
+          `q8_0 logits differ by ${maxDiff(reference, got)} > ${tolerance}`,
+        );
+      } finally {
+        await q8peer.dispose();
+      }
+    });
+  }
+});
