@@ -69,7 +69,7 @@ export {
   toolCallGrammar,
 } from "./tool-calls.js";
 export { DEFAULT_TOOL_SYNTAX, type ToolSyntax } from "./tool-syntax.js";
-export { plannedSteps, prepareSets, train } from "./train.js";
+export { plannedSteps, prepareSets, resolveHyperparameters, train } from "./train.js";
 export { type FittedRow, fitRow, TRUNCATION_MODES } from "./truncation.js";
 export * from "./types.js";
 export type { LayerWeights, LoraLayers, LoraPair, ModelWeights } from "./weights.js";

@@ -1,6 +1,7 @@
 // `svc server` and `svc worker` as functions the svc CLI calls with its argv
 // (the words after the subcommand). Both run in the foreground until SIGINT
 // or SIGTERM and resolve to the process exit code.
+import { spawnSync } from "node:child_process";
 import { parseArgs } from "node:util";
 import { DataDir, DEFAULT_DATA_DIR } from "./data-dir.js";
 import { openDatabase } from "./db/connect.js";
@@ -26,6 +27,7 @@ export const SERVER_USAGE = `usage: svc server [--host 127.0.0.1] [--port 4100] 
 
 export const WORKER_USAGE = `usage: svc worker --database-url postgres://... [--data-dir ~/.svc/server]
                   [--model <org>/<name>=<dir>]... [--concurrency 1]
+                  [--backend engine|torch] [--device cpu|cuda] [--gpus N] [--python /usr/bin/python3]
                   [--job-crash-restarts 3] [--no-restart-from-scratch]`;
 
 class UsageError extends Error {}
@@ -236,10 +238,44 @@ export async function runServerCommand(argv: string[]): Promise<number> {
   return 0;
 }
 
+/** --backend, --device, --gpus and --python of `svc worker` (docs/gpu-training.md). */
+function workerBackend(values: { backend?: string; device?: string; gpus?: string; python?: string }) {
+  const backend = values.backend ?? "engine";
+  if (backend !== "engine" && backend !== "torch")
+    throw new UsageError(`--backend must be engine or torch (got ${JSON.stringify(backend)})`);
+  if (backend === "engine") {
+    for (const flag of ["device", "gpus", "python"] as const)
+      if (values[flag] !== undefined) throw new UsageError(`--${flag} applies to --backend torch only`);
+    return { backend } as const;
+  }
+  const device = values.device ?? (values.gpus !== undefined ? "cuda" : "cpu");
+  if (device !== "cpu" && device !== "cuda")
+    throw new UsageError(`--device must be cpu or cuda (got ${JSON.stringify(device)})`);
+  const processes = int("gpus", values.gpus, 1, 1, 1024);
+  const python = values.python ?? process.env.SVC_PYTHON ?? "/usr/bin/python3";
+  const probe = spawnSync(python, ["-c", "import torch"], { encoding: "utf8" });
+  if (probe.status !== 0)
+    throw new Error(
+      `${python} cannot import torch (${(probe.error?.message ?? probe.stderr.trim().split("\n").pop()) || "failed"}): install PyTorch or pass --python`,
+    );
+  return { backend, torch: { python, device, processes } } as const;
+}
+
 export async function runWorkerCommand(argv: string[]): Promise<number> {
   let values: ReturnType<typeof parseWorker>;
   function parseWorker(args: string[]) {
-    return parseArgs({ args, strict: true, options: { ...common, concurrency: { type: "string" } } }).values;
+    return parseArgs({
+      args,
+      strict: true,
+      options: {
+        ...common,
+        concurrency: { type: "string" },
+        backend: { type: "string" },
+        device: { type: "string" },
+        gpus: { type: "string" },
+        python: { type: "string" },
+      },
+    }).values;
   }
   let store: Store;
   let runner: JobRunner;
@@ -268,6 +304,7 @@ export async function runWorkerCommand(argv: string[]): Promise<number> {
       pollMs: int("job-poll-ms", values["job-poll-ms"], DEFAULTS.jobPollMs, 10),
       ...crashPolicy(values),
       stopTimeoutMs: JOB_RUNNER_DEFAULTS.stopTimeoutMs,
+      ...workerBackend(values),
     });
     sweeper = new LeaseSweeper(store, Math.max(100, Math.floor(leaseMs / 2)));
   } catch (error) {
@@ -279,7 +316,9 @@ export async function runWorkerCommand(argv: string[]): Promise<number> {
   logExitReasons("svc worker");
   await sweeper.start();
   runner.start();
-  console.log(`svc worker: ${runner.owner} claiming jobs from ${store.opened.location}`);
+  console.log(
+    `svc worker: ${runner.owner} claiming ${runner.backendName} jobs from ${store.opened.location}`,
+  );
   console.log(`svc-worker-ready ${JSON.stringify({ owner: runner.owner, pid: process.pid })}`);
   const signal = await untilSignal();
   console.log(`svc worker: ${signal}, stopping (running jobs checkpoint and go back to the queue)`);

@@ -201,7 +201,13 @@ export interface CreateJobRequest {
   hyperparameters?: JobHyperparameters;
   /** Validate everything and run the data pipeline without training. */
   dryRun?: boolean;
+  /** Which training backend runs the job (docs/gpu-training.md); default "auto": any worker's. */
+  backend?: JobBackend;
 }
+
+/** A job's training backend: the engine (CPU), PyTorch (svc worker --backend torch), or any. */
+export type JobBackend = "auto" | "engine" | "torch";
+export const JOB_BACKENDS: readonly JobBackend[] = ["auto", "engine", "torch"];
 
 export interface Job {
   id: string;
@@ -215,6 +221,9 @@ export interface Job {
   evalDatasetId: string | null;
   hyperparameters: JobHyperparameters;
   dryRun: boolean;
+  backend: JobBackend;
+  /** Why a queued job waits: no running worker offers its backend; null when it will be claimed. */
+  queuedReason: string | null;
   error: string | null;
   createdAt: Iso8601;
   startedAt: Iso8601 | null;
@@ -284,6 +293,12 @@ export interface TrainingLogEvent extends JobEventBase {
   learningRate: number | null;
   epoch: number | null;
   tokensPerSecond: number | null;
+  /** The backend that trained the step; events recorded before backends existed lack it (the engine). */
+  backend?: "engine" | "torch";
+  /** The torch backend's device: "cpu", "cuda", or "cuda x4" for four data-parallel processes. */
+  device?: string;
+  /** The torch backend's peak memory so far: GPU memory allocated on CUDA, the peak RSS on the CPU. */
+  memoryBytes?: number;
 }
 
 export interface CheckpointSavedEvent extends JobEventBase {

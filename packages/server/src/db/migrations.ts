@@ -179,6 +179,24 @@ const jobBaseModelRevision: Migration = {
   },
 };
 
+// Jobs name the backend they need; job runners record the backend they offer
+// and when they last polled, so a job no worker can run says why it waits.
+const jobBackendWorkers: Migration = {
+  async up(db: Kysely<unknown>) {
+    await db.schema
+      .alterTable("jobs")
+      .addColumn("backend", "text", (c) => c.notNull().defaultTo("auto"))
+      .execute();
+    await db.schema
+      .createTable("workers")
+      .addColumn("owner", "text", (c) => c.primaryKey())
+      .addColumn("backend", "text", (c) => c.notNull())
+      .addColumn("device", "text", (c) => c.notNull())
+      .addColumn("seen_at", "text", (c) => c.notNull())
+      .execute();
+  },
+};
+
 export const migrationProvider: MigrationProvider = {
   async getMigrations() {
     return {
@@ -187,6 +205,7 @@ export const migrationProvider: MigrationProvider = {
       "0003_deployment_key_usage": deploymentKeyUsage,
       "0004_dataset_profiles": datasetProfiles,
       "0005_job_base_model_revision": jobBaseModelRevision,
+      "0007_job_backend_workers": jobBackendWorkers,
     };
   },
 };

@@ -91,6 +91,17 @@ export interface JobsTable {
   /** Checkpoint folder (relative to the data dir) the next run resumes from. */
   resume_from: string | null;
   attempts: number;
+  /** The training backend the job asks for (docs/gpu-training.md): any worker's, the engine's or PyTorch's. */
+  backend: "auto" | "engine" | "torch";
+}
+
+/** A job runner that claims jobs (a server's own or `svc worker`), as it last said it was alive. */
+export interface WorkersTable {
+  owner: string;
+  backend: "engine" | "torch";
+  device: string;
+  /** When it last polled for jobs; one not seen for a while is gone. */
+  seen_at: string;
 }
 
 export interface JobEventsTable {
@@ -162,6 +173,7 @@ export interface Database {
   datasets: DatasetsTable;
   dataset_profiles: DatasetProfilesTable;
   jobs: JobsTable;
+  workers: WorkersTable;
   job_events: JobEventsTable;
   artifacts: ArtifactsTable;
   deployments: DeploymentsTable;

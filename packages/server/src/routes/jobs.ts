@@ -20,10 +20,12 @@ import {
 } from "../http/validate.js";
 import { nowIso, UUID_PATTERN, uuidv7 } from "../ids.js";
 import { toJob } from "../store/job-store.js";
+import { withQueuedReasons } from "../store/worker-store.js";
 import {
   type BaseModelInfo,
   DEFAULT_LORA,
   hyperparameterRanges,
+  JOB_BACKENDS,
   type JobHyperparameters,
   type JobLimits,
   LR_SCHEDULER_TYPES,
@@ -92,6 +94,7 @@ const createJobBody = (limits: JobLimits) =>
     evalFraction: optional(number({ exclusiveMin: 0, max: 0.5 })),
     hyperparameters: optional(hyperparametersCheck(limits)),
     dryRun: optional(boolean()),
+    backend: optional(oneOf(JOB_BACKENDS)),
   });
 
 export function jobRoutes(ctx: ServerContext) {
@@ -146,17 +149,21 @@ export function jobRoutes(ctx: ServerContext) {
       lease_expires_at: null,
       resume_from: null,
       attempts: 0,
+      backend: body.backend ?? "auto",
     });
     ctx.wakeWorkers();
-    return c.json({ job }, 201);
+    return c.json({ job: (await withQueuedReasons(ctx.store.db, [job]))[0] }, 201);
   });
 
   app.get("/v1/jobs", async (c) => {
     const project = await projectFromQuery(ctx, c);
-    return c.json({ jobs: await ctx.store.jobs.list(project.id) });
+    return c.json({ jobs: await withQueuedReasons(ctx.store.db, await ctx.store.jobs.list(project.id)) });
   });
 
-  app.get("/v1/jobs/:id", async (c) => c.json({ job: toJob(await jobOr404(ctx, c, c.req.param("id"))) }));
+  app.get("/v1/jobs/:id", async (c) => {
+    const job = toJob(await jobOr404(ctx, c, c.req.param("id")));
+    return c.json({ job: (await withQueuedReasons(ctx.store.db, [job]))[0] });
+  });
 
   app.post("/v1/jobs/:id/cancel", async (c) => {
     const job = await jobOr404(ctx, c, c.req.param("id"));

@@ -34,6 +34,8 @@ export const toJob = (r: JobRow): Job => ({
   evalDatasetId: r.eval_dataset_id,
   hyperparameters: JSON.parse(r.hyperparameters) as JobHyperparameters,
   dryRun: r.dry_run === 1,
+  backend: r.backend ?? "auto",
+  queuedReason: null,
   error: r.error,
   createdAt: r.created_at,
   startedAt: r.started_at,
@@ -79,13 +81,21 @@ export class JobStore {
     return rows.map(toJob);
   }
 
-  /** Claims the oldest queued job for `owner`, or returns undefined when none waits. */
-  async claimNext(owner: string, leaseMs: number): Promise<JobRow | undefined> {
+  /**
+   * Claims the oldest queued job for `owner` among those it can run (jobs of
+   * its backend and "auto" ones), or returns undefined when none waits.
+   */
+  async claimNext(
+    owner: string,
+    leaseMs: number,
+    backend: JobRow["backend"] = "engine",
+  ): Promise<JobRow | undefined> {
     const now = nowIso();
     const pick = this.db
       .selectFrom("jobs")
       .select("id")
       .where("status", "=", "queued")
+      .where("backend", "in", [backend, "auto"])
       .orderBy("id")
       .limit(1);
     const row = await this.db

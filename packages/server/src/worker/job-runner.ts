@@ -13,10 +13,12 @@ import type { ModelRegistry } from "../models/model-registry.js";
 import { type EngineExit, type EngineProcess, forkEngineProcess } from "../process/engine-process.js";
 import type { JobRow, NewJobEvent } from "../store/job-store.js";
 import type { Store } from "../store/store.js";
+import { WorkerStore } from "../store/worker-store.js";
 import type { JobHyperparameters } from "../wire.js";
 import { JobTransitions } from "./job-transitions.js";
 import { JobTensorBoardLog } from "./tensorboard-log.js";
 import type {
+  TorchLaunch,
   TrainingProcessCommand,
   TrainingProcessInput,
   TrainingProcessMessage,
@@ -36,6 +38,10 @@ export interface JobRunnerOptions {
   restartWithoutCheckpoint: boolean;
   /** How long a stopping training process may take to checkpoint before it is killed. */
   stopTimeoutMs: number;
+  /** The backend this runner trains on (default: the engine); it claims that backend's jobs and "auto" ones. */
+  backend?: "engine" | "torch";
+  /** How the torch backend starts PyTorch (backend "torch"). */
+  torch?: TorchLaunch;
 }
 
 export const JOB_RUNNER_DEFAULTS = {
@@ -70,6 +76,8 @@ export class JobRunner {
   private wake: (() => void) | null = null;
   private loop: Promise<void> | null = null;
   private readonly jobs: JobTransitions;
+  private readonly workers: WorkerStore;
+  private lastSeen = 0;
 
   constructor(
     private readonly store: Store,
@@ -77,6 +85,7 @@ export class JobRunner {
     private readonly models: ModelRegistry,
     private readonly options: JobRunnerOptions,
   ) {
+    this.workers = new WorkerStore(store.db);
     this.jobs = new JobTransitions(
       store,
       dataDir,
@@ -107,6 +116,26 @@ export class JobRunner {
     for (const job of this.running.values()) this.stopProcess(job, "shutdown");
     await this.loop;
     await Promise.all([...this.finished]);
+    await this.workers.gone(this.owner).catch(() => {});
+  }
+
+  private get backend(): "engine" | "torch" {
+    return this.options.backend ?? "engine";
+  }
+
+  /** "engine", or "torch (cuda, 4 processes)": what this runner trains on, for its log. */
+  get backendName(): string {
+    const torch = this.options.torch;
+    if (this.backend !== "torch" || !torch) return this.backend;
+    return `torch (${torch.device}${torch.processes > 1 ? `, ${torch.processes} processes` : ""})`;
+  }
+
+  /** Records this runner as alive (at most every few seconds), so queued jobs know who can run them. */
+  private async announce(): Promise<void> {
+    if (Date.now() - this.lastSeen < 5_000) return;
+    this.lastSeen = Date.now();
+    const device = this.backend === "torch" ? (this.options.torch?.device ?? "cpu") : "cpu";
+    await this.workers.seen(this.owner, this.backend, device);
   }
 
   /** Asks the training process to checkpoint and stop; kills it if it takes longer than stopTimeoutMs. */
@@ -122,7 +151,8 @@ export class JobRunner {
       let claimed: JobRow | undefined;
       if (this.running.size < this.options.concurrency) {
         try {
-          claimed = await this.store.jobs.claimNext(this.owner, this.options.leaseMs);
+          await this.announce();
+          claimed = await this.store.jobs.claimNext(this.owner, this.options.leaseMs, this.backend);
         } catch (error) {
           console.error("svc worker: claiming a job failed:", (error as Error).message);
         }
@@ -197,6 +227,7 @@ export class JobRunner {
       outputDir: this.dataDir.abs(this.dataDir.jobOutputPath(row.id)),
       resumeFrom: null,
       dryRun: row.dry_run === 1,
+      ...(this.backend === "torch" && this.options.torch ? { torch: this.options.torch } : {}),
     };
     const heartbeat = setInterval(
       async () => {
@@ -290,7 +321,8 @@ export class JobRunner {
     progress: RunProgress,
   ): Promise<"reported" | EngineExit> {
     const jobs = this.store.jobs;
-    const child = forkEngineProcess(new URL("./training-process.js", import.meta.url), `[job ${row.id}]`);
+    const entry = this.backend === "torch" ? "./torch-training-process.js" : "./training-process.js";
+    const child = forkEngineProcess(new URL(entry, import.meta.url), `[job ${row.id}]`);
     job.process = child;
     console.log(
       `svc: ${this.owner} runs job ${row.id} in process ${child.pid}${input.resumeFrom ? ` from ${this.dataDir.rel(input.resumeFrom)}` : ""}`,
@@ -343,6 +375,9 @@ export class JobRunner {
               learningRate: p.learningRate ?? null,
               epoch: p.epoch ?? null,
               tokensPerSecond: p.tokensPerSecond ?? null,
+              ...(p.backend ? { backend: p.backend } : {}),
+              ...(p.device ? { device: p.device } : {}),
+              ...(p.memoryBytes !== undefined ? { memoryBytes: p.memoryBytes } : {}),
             },
           ]);
           return;

@@ -11,6 +11,26 @@ export interface TrainingProcessInput {
   outputDir: string;
   resumeFrom: string | null;
   dryRun: boolean;
+  /** Set for the torch backend's process (torch-training-process.ts): how it starts PyTorch. */
+  torch?: TorchLaunch;
+}
+
+/** How a torch worker runs its jobs (svc worker --backend torch). */
+export interface TorchLaunch {
+  /** The Python interpreter with torch (--python, SVC_PYTHON; default /usr/bin/python3). */
+  python: string;
+  device: "cpu" | "cuda";
+  /** Processes per job, data parallel (--gpus N; 1 on the CPU unless set). */
+  processes: number;
+}
+
+/** What the torch backend adds to a step's figures (events: training.log). */
+export interface BackendFigures {
+  backend?: "engine" | "torch";
+  /** "cpu", "cuda", or "cuda x4" for four data-parallel processes. */
+  device?: string;
+  /** Peak memory of the run so far: GPU memory allocated on CUDA, the process's peak RSS on the CPU. */
+  memoryBytes?: number;
 }
 
 export type TrainingProcessMessage =
@@ -23,7 +43,7 @@ export type TrainingProcessMessage =
       droppedRows: number;
       rowNotes: TruncationRowNote[];
     }
-  | { type: "progress"; progress: TrainProgress }
+  | { type: "progress"; progress: TrainProgress & BackendFigures }
   | { type: "checkpoint"; step: number; dir: string }
   | { type: "result"; result: TrainResult | null; trainSeconds: number }
   | { type: "error"; message: string; step: number | null };

@@ -1,0 +1,64 @@
+// The job runners that claim jobs (a server's own and each `svc worker`), with
+// the backend each offers and when it last polled. A queued job whose backend
+// no live runner offers gets a reason (queuedReason) instead of waiting silently.
+import type { Kysely } from "kysely";
+import type { Database, JobsTable, WorkersTable } from "../db/schema.js";
+import { nowIso } from "../ids.js";
+
+/** A runner not seen for this long is taken to be gone (runners poll every second or so). */
+export const WORKER_SEEN_MS = 60_000;
+
+export class WorkerStore {
+  constructor(private readonly db: Kysely<Database>) {}
+
+  /** Records that `owner` is alive and offers `backend` (called on each poll). */
+  async seen(owner: string, backend: WorkersTable["backend"], device: string): Promise<void> {
+    const seen_at = nowIso();
+    await this.db
+      .insertInto("workers")
+      .values({ owner, backend, device, seen_at })
+      .onConflict((c) => c.column("owner").doUpdateSet({ seen_at, backend, device }))
+      .execute();
+  }
+
+  /** Removes a runner that stopped. */
+  async gone(owner: string): Promise<void> {
+    await this.db.deleteFrom("workers").where("owner", "=", owner).execute();
+  }
+
+  /** The backends offered by runners seen within WORKER_SEEN_MS. */
+  async offered(): Promise<Set<WorkersTable["backend"]>> {
+    const since = new Date(Date.now() - WORKER_SEEN_MS).toISOString();
+    const rows = await this.db
+      .selectFrom("workers")
+      .select("backend")
+      .distinct()
+      .where("seen_at", ">=", since)
+      .execute();
+    return new Set(rows.map((r) => r.backend));
+  }
+}
+
+/** Why a queued job waits when no live runner can run it; null otherwise. */
+export function queuedReasonGiven(
+  job: Pick<JobsTable, "status" | "backend">,
+  offered: Set<WorkersTable["backend"]>,
+): string | null {
+  if (job.status !== "queued") return null;
+  if (job.backend === "auto" ? offered.size > 0 : offered.has(job.backend)) return null;
+  if (job.backend === "torch")
+    return "no worker offers the torch backend: start one with `svc worker --backend torch`";
+  if (job.backend === "engine")
+    return "no worker offers the engine backend: start `svc server` with --workers 1 or more, or `svc worker`";
+  return "no worker is running: start `svc server` with --workers 1 or more, or `svc worker`";
+}
+
+/** Jobs with the reason each queued one waits filled in (one look at the runners for the lot). */
+export async function withQueuedReasons<
+  T extends { status: JobsTable["status"]; backend: JobsTable["backend"]; queuedReason: string | null },
+>(db: Kysely<Database>, jobs: T[]): Promise<T[]> {
+  if (!jobs.some((j) => j.status === "queued")) return jobs;
+  const store = new WorkerStore(db);
+  const offered = await store.offered();
+  return jobs.map((j) => ({ ...j, queuedReason: queuedReasonGiven(j, offered) }));
+}

@@ -1,0 +1,105 @@
+// A job's training and eval sets as both backends train them: the datasets
+// read and validated by the engine, the eval split of evalFraction (seeded, so
+// it is the same on every resume), the base model loaded, and the sets fitted
+// to maxLength, with the "started" report of what was cut and dropped.
+import {
+  type DatasetRow,
+  loadModel,
+  type Model,
+  type PreparedSets,
+  plannedSteps,
+  prepareSets,
+  readDataset,
+} from "@svc/engine";
+import { ROW_NOTES_SHOWN, type TruncationRowNote } from "../wire.js";
+import type { TrainingProcessInput, TrainingProcessMessage } from "./training-protocol.js";
+
+/** Deterministic shuffle (mulberry32) so a job's eval split is the same on every resume. */
+function shuffled<T>(rows: T[], seed: number): T[] {
+  let state = seed >>> 0;
+  const random = () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  const out = rows.slice();
+  for (let i = out.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    [out[i], out[j]] = [out[j], out[i]];
+  }
+  return out;
+}
+
+export interface TrainingSets {
+  model: Model;
+  trainSet: DatasetRow[];
+  evalSet: DatasetRow[] | undefined;
+  prepared: PreparedSets;
+  started: Extract<TrainingProcessMessage, { type: "started" }>;
+}
+
+export async function readTrainingSets(input: TrainingProcessInput): Promise<TrainingSets> {
+  const rows = await readDataset(input.trainPath);
+  let trainSet: DatasetRow[] = rows;
+  let evalSet = input.evalPath ? await readDataset(input.evalPath) : undefined;
+  // 1-based rows of the files the sets came from, so truncation notes name a file's row.
+  let trainNumbers: number[] | undefined;
+  let evalNumbers: number[] | undefined;
+  if (!evalSet && input.evalFraction) {
+    const order = shuffled(
+      rows.map((_, i) => i),
+      input.hyperparameters.seed ?? 42,
+    );
+    const count = Math.min(order.length - 1, Math.max(1, Math.round(order.length * input.evalFraction)));
+    if (count >= 1) {
+      evalNumbers = order.slice(0, count).map((i) => i + 1);
+      trainNumbers = order.slice(count).map((i) => i + 1);
+      evalSet = evalNumbers.map((n) => rows[n - 1]);
+      trainSet = trainNumbers.map((n) => rows[n - 1]);
+    }
+  }
+  const model = await loadModel(input.modelDir);
+  // Prepared before "started", so the event reports what was cut and dropped; training reuses them.
+  const prepared = prepareSets(model.tokenizer, trainSet, evalSet, input.hyperparameters, {
+    train: trainNumbers,
+    eval: evalNumbers,
+  });
+  const sets = [
+    ["train", prepared.train],
+    ["eval", prepared.eval],
+  ] as const;
+  const notes: TruncationRowNote[] = [];
+  let truncatedRows = 0;
+  let droppedRows = 0;
+  for (const [set, p] of sets) {
+    if (!p) continue;
+    truncatedRows += p.truncated.length;
+    droppedRows += p.dropped.length;
+    for (const d of p.dropped) notes.push({ set, row: d.row, action: "dropped", reason: d.reason });
+  }
+  for (const [set, p] of sets)
+    for (const row of p?.truncated ?? []) notes.push({ set, row, action: "truncated" });
+  if (droppedRows > 0) {
+    const first = notes[0];
+    console.warn(
+      `svc: ${droppedRows} rows dropped, nothing trained fits in maxLength (first: ${first.set} row ${first.row}: ${first.reason})`,
+    );
+  }
+  return {
+    model,
+    trainSet,
+    evalSet,
+    prepared,
+    started: {
+      type: "started",
+      totalSteps: plannedSteps(prepared.train.examples.length, input.hyperparameters),
+      trainExamples: prepared.train.examples.length,
+      evalExamples: prepared.eval?.examples.length ?? 0,
+      truncatedRows,
+      droppedRows,
+      rowNotes: notes.slice(0, ROW_NOTES_SHOWN),
+    },
+  };
+}
