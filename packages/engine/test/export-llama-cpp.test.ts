@@ -17,10 +17,13 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { after, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
+import { tensorType } from "../src/export/gguf-export.js";
+import type { GgmlTypeName } from "../src/export/gguf-file.js";
 import { decode, encode } from "../src/export/gguf-quant.js";
 import { exportModel } from "../src/export/index.js";
 import { LoadedModel, loadModel } from "../src/load.js";
 import { argmax, LLAMA_CPP_PACKAGE, openLlamaCpp } from "../src/testing/llama-cpp-peer.js";
+import { createRandomModel } from "../src/testing/random-model.js";
 import type { ModelWeights } from "../src/weights.js";
 
 const FIXTURES = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "fixtures");
@@ -168,4 +171,74 @@ describe("GGUF exports load in llama.cpp and compute what svc computes", { skip 
       }
     });
   }
+
+  it("q4_k_m: llama.cpp reads the Q4_K and Q6_K blocks as svc wrote them", async () => {
+    // rows of 256 and 512 values are whole K-quant blocks; 8 layers give both Q4_K and Q6_K layers
+    const dir = join(root, "k-quants");
+    await createRandomModel(dir, {
+      hiddenSize: 256,
+      intermediateSize: 512,
+      numHiddenLayers: 8,
+      tieWordEmbeddings: false,
+      std: 0.05,
+      embedStd: 0.5,
+      headStd: 0.2,
+    });
+    const exact = (await loadModel(dir)) as LoadedModel;
+    const L = exact.config.numHiddenLayers;
+    const w = exact.weights;
+    const types = new Set<GgmlTypeName>();
+    const stored = (
+      a: Float32Array,
+      cols: number,
+      role: "embed" | "output" | "attn_v" | "ffn_down" | "matrix",
+      layer?: number,
+    ) => {
+      const type = tensorType(
+        { name: "", shape: [a.length / cols, cols], data: a, role, layer },
+        "q4_k_m",
+        L,
+        false,
+      );
+      types.add(type);
+      return decode(type, encode(type, a), a.length);
+    };
+    const C = exact.config.hiddenSize;
+    const weights: ModelWeights = {
+      embed: stored(w.embed, C, "embed"),
+      lmHead: stored(w.lmHead, C, "output"),
+      finalNorm: w.finalNorm,
+      layers: w.layers.map((l, i) => ({
+        ...l,
+        q: stored(l.q, C, "matrix", i),
+        k: stored(l.k, C, "matrix", i),
+        v: stored(l.v, C, "attn_v", i),
+        o: stored(l.o, C, "matrix", i),
+        gate: stored(l.gate, C, "matrix", i),
+        up: stored(l.up, C, "matrix", i),
+        down: stored(l.down, exact.config.intermediateSize, "ffn_down", i),
+      })),
+    };
+    assert.deepEqual([...types].sort(), ["Q4_K", "Q6_K"]);
+    const reference = exact.logits(PROMPT);
+    const own = new LoadedModel(dir, exact.config, weights, exact.tokenizer, null, { graph: null }).logits(
+      PROMPT,
+    );
+    const q4 = await exportModel({ baseDir: dir, format: "gguf", quant: "q4_k_m", out: join(dir, "gguf") });
+    const peer = await openLlamaCpp(join(q4.dir, q4.files[0]), exact.config.vocabSize);
+    assert.ok(peer);
+    try {
+      const got = await peer.logits(PROMPT);
+      // llama.cpp also rounds activations to 8 bits (Q8_K) for K-quant dot
+      // products; a block layout read differently would put it as far from
+      // svc's decoding as from fp32, or farther
+      const quantEffect = maxDiff(reference, own);
+      assert.ok(
+        maxDiff(own, got) < 0.5 * quantEffect,
+        `llama.cpp ${maxDiff(own, got)} from svc's q4_k_m decoding, which is ${quantEffect} from fp32`,
+      );
+    } finally {
+      await peer.dispose();
+    }
+  });
 });
