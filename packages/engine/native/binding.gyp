@@ -31,13 +31,13 @@
           "target_name": "svc_isa_avx2",
           "type": "static_library",
           "sources": ["src/isa_avx2.cc"],
-          "cflags_cc": ["-mavx2", "-mfma"]
+          "cflags_cc": ["-mavx2", "-mfma", "-mf16c"]
         },
         {
           "target_name": "svc_isa_avx512",
           "type": "static_library",
           "sources": ["src/isa_avx512.cc"],
-          "cflags_cc": ["-mavx512f", "-mavx512bw", "-mavx512dq", "-mavx512vl", "-mavx2", "-mfma", "-mprefer-vector-width=512"]
+          "cflags_cc": ["-mavx512f", "-mavx512bw", "-mavx512dq", "-mavx512vl", "-mavx2", "-mfma", "-mf16c", "-mprefer-vector-width=512"]
         }
       ]
     }]

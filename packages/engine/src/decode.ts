@@ -11,7 +11,7 @@ import { EngineError } from "./errors.js";
 import type { ModelConfig } from "./families/index.js";
 import type { LoraGroup } from "./lora-apply.js";
 import { createKvCache, type KvCache, ModelGraph, type Segment } from "./model.js";
-import type { LoraLayers, ModelWeights } from "./weights.js";
+import type { LoraLayers, ServingWeights } from "./weights.js";
 
 export { createKvCache, type KvCache };
 
@@ -35,7 +35,8 @@ export class BatchDecoder {
   private positions = new Int32Array(0);
   private logits = new Float32Array(0); // [wanted, vocab], reused by the next step
 
-  constructor(weights: ModelWeights, config: ModelConfig, maxContext: number) {
+  /** weights: fp32 or converted for serving (quant/serving.ts servingWeights). */
+  constructor(weights: ServingWeights, config: ModelConfig, maxContext: number) {
     this.config = config;
     this.maxContext = maxContext;
     this.graph = new ModelGraph(config, weights, { inferenceOnly: true });

@@ -11,6 +11,8 @@
 import { BatchDecoder, createKvCache, type DecodeEntry, type KvCache } from "./decode.js";
 import { EngineError } from "./errors.js";
 import { loraLayersFor } from "./lora-layers.js";
+import { isWeightFormat, WEIGHT_FORMATS, type WeightFormat } from "./quant/formats.js";
+import { servingWeights } from "./quant/serving.js";
 import type { Rng } from "./rng.js";
 import { type SamplingParams, samplingRng, TokenSampler } from "./sampling.js";
 import { IncrementalDetokenizer, StopStringFilter } from "./stop-strings.js";
@@ -31,6 +33,8 @@ export interface GeneratorOptions {
   maxContext?: number;
   /** Most tokens run in one step; long prompts are prefilled in chunks of this size (default 256). */
   maxStepTokens?: number;
+  /** The format the base weights are served in (default "fp32"; quant/formats.ts); adapters stay fp32. */
+  weightFormat?: WeightFormat;
 }
 
 const DEFAULT_MAX_TOKENS = 256;
@@ -135,7 +139,14 @@ class BatchGenerator implements Generator {
       this.maxBatch,
       positiveInteger(options.maxStepTokens ?? 256, "maxStepTokens"),
     );
-    this.decoder = new BatchDecoder(model.weights, config, this.maxContext);
+    const format = options.weightFormat ?? "fp32";
+    if (!isWeightFormat(format)) {
+      throw new EngineError(
+        "invalid_argument",
+        `weightFormat must be one of ${WEIGHT_FORMATS.join(", ")} (got ${format})`,
+      );
+    }
+    this.decoder = new BatchDecoder(servingWeights(model.weights, config, format), config, this.maxContext);
     this.sampler = new TokenSampler(config.vocabSize);
   }
 

@@ -5,6 +5,8 @@
 import type { ModelConfig } from "./families/index.js";
 import type { Kernels } from "./kernels/types.js";
 import { tick, tock } from "./profile.js";
+import { fp32Weight, matmulWeight } from "./quant/serving.js";
+import type { ProjectionWeight } from "./weights.js";
 
 // Logits exist for a chunk of rows at a time: 32 MB of them, but never fewer
 // than 256 rows, below which the head's matmul runs at a fraction of the
@@ -22,7 +24,7 @@ export class LmHead {
 
   constructor(
     private readonly config: ModelConfig,
-    private readonly head: Float32Array, // [V,C]
+    private readonly head: ProjectionWeight, // [V,C], fp32 when training
     private readonly kern: Kernels,
     private readonly training: boolean,
   ) {}
@@ -43,7 +45,7 @@ export class LmHead {
   logits(x: Float32Array, out: Float32Array, rows: number, capTanh: Float32Array | null = null): void {
     const { hiddenSize: C, vocabSize: V } = this.config;
     const t0 = tick();
-    this.kern.matmul(x, this.head, out, rows, V, C, false, true, false);
+    matmulWeight(this.kern, x, this.head, out, rows, V, C);
     const m = this.config.logitScale;
     if (m !== 1) for (let i = 0; i < rows * V; i++) out[i] *= m;
     const cap = this.config.finalLogitSoftcap;
@@ -117,7 +119,17 @@ export class LmHead {
       if (capTanh) for (let i = 0; i < m * V; i++) logits[i] *= 1 - capTanh[i] * capTanh[i];
       const scale = this.config.logitScale;
       if (scale !== 1) for (let i = 0; i < m * V; i++) logits[i] *= scale;
-      k.matmul(logits, this.head, this.headRows, m, C, V, false, false, false); // d(rows)[m,C]
+      k.matmul(
+        logits,
+        fp32Weight(this.head, "LM head backward"),
+        this.headRows,
+        m,
+        C,
+        V,
+        false,
+        false,
+        false,
+      ); // d(rows)[m,C]
       tock("bwd.matmul.lm_head", t0);
       for (let i = 0; i < m; i++) dxf.set(this.headRows.subarray(i * C, i * C + C), rowsOfChunk[i] * C);
     }

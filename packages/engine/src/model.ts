@@ -24,8 +24,9 @@ import type { Kernels } from "./kernels/types.js";
 import { LmHead } from "./lm-head.js";
 import { LoraRunner } from "./lora-apply.js";
 import { tick, tock } from "./profile.js";
+import { fp32Weight, matmulWeight, matrixRow } from "./quant/serving.js";
 import { RopeTables } from "./rope-tables.js";
-import type { LayerWeights, LoraLayers, ModelWeights } from "./weights.js";
+import type { LayerWeights, LoraLayers, ProjectionWeight, ServingWeights } from "./weights.js";
 
 export { type Batch, createKvCache, type KvCache, type Rows, type Segment } from "./graph-rows.js";
 export { profile } from "./profile.js";
@@ -58,7 +59,8 @@ export function sizesOf(config: ModelConfig) {
 
 export class ModelGraph {
   readonly config: ModelConfig;
-  readonly weights: ModelWeights;
+  /** fp32 (training, logits) or a serving format (decode: quant/serving.ts); the backward pass needs fp32. */
+  readonly weights: ServingWeights;
   private readonly kern: Kernels;
   private readonly skipUnlabeledRows: boolean;
   private readonly inferenceOnly: boolean;
@@ -72,7 +74,7 @@ export class ModelGraph {
   private pass: Rows | null = null;
   private batch: Batch | null = null;
 
-  constructor(config: ModelConfig, weights: ModelWeights, options: GraphOptions = {}) {
+  constructor(config: ModelConfig, weights: ServingWeights, options: GraphOptions = {}) {
     this.config = config;
     this.weights = weights;
     this.kern = getKernels();
@@ -110,7 +112,7 @@ export class ModelGraph {
   /** y[N,out] (+)= alpha·x[N,in]·Wᵀ (+ alpha·bias): a frozen base projection. */
   private project(
     x: Float32Array,
-    lw: LayerWeights,
+    lw: LayerWeights<ProjectionWeight>,
     slot: Slot,
     y: Float32Array,
     N: number,
@@ -120,7 +122,7 @@ export class ModelGraph {
     alpha = 1,
   ): void {
     const t = tick();
-    this.kern.matmul(x, lw[slot], y, N, out, inDim, false, true, accumulate, alpha);
+    matmulWeight(this.kern, x, lw[slot], y, N, out, inDim, accumulate, alpha);
     const bias = lw.bias[slot];
     if (bias) this.kern.addBias(y, bias, N, out, alpha);
     tock(`fwd.matmul.${slot}`, t);
@@ -129,7 +131,7 @@ export class ModelGraph {
   /** dx[N,in] (+)= dy[N,out]·W: the input gradient of a frozen projection (W gets none). */
   private projectBack(
     dy: Float32Array,
-    w: Float32Array,
+    w: ProjectionWeight,
     dx: Float32Array,
     N: number,
     out: number,
@@ -138,7 +140,7 @@ export class ModelGraph {
     accumulate: boolean,
   ): void {
     const t = tick();
-    this.kern.matmul(dy, w, dx, N, inDim, out, false, false, accumulate);
+    this.kern.matmul(dy, fp32Weight(w, "backward"), dx, N, inDim, out, false, false, accumulate);
     tock(`bwd.matmul.${slot}`, t);
   }
 
@@ -196,9 +198,9 @@ export class ModelGraph {
     const x0 = this.acts[0].resid;
     const scale = cfg.embeddingScale;
     for (let n = 0; n < N; n++) {
-      const row = w.embed.subarray(ids[n] * C, ids[n] * C + C);
-      if (scale === 1) x0.set(row, n * C);
-      else for (let c = 0; c < C; c++) x0[n * C + c] = row[c] * scale;
+      const row = x0.subarray(n * C, n * C + C);
+      matrixRow(w.embed, ids[n], C, row);
+      if (scale !== 1) for (let c = 0; c < C; c++) row[c] *= scale;
     }
     tock("fwd.embed", t0);
 

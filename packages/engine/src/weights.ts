@@ -4,32 +4,40 @@
 // qkv_proj, gate_up_proj) are split into per-slot views without copies, and
 // (1 + w) norms (Gemma) are stored as their effective weight.
 import type { LoraModule, ModelConfig, Slot } from "./families/index.js";
+import type { QuantMatrix } from "./kernels/types.js";
 
-export interface LayerWeights {
+/** A frozen matrix: fp32 (loaded, trained against), or a serving format (quant/; decode only). */
+export type ProjectionWeight = Float32Array | QuantMatrix;
+
+/** P: how the projections are held (fp32 unless the weights were converted for serving). */
+export interface LayerWeights<P extends ProjectionWeight = Float32Array> {
   attnNorm: Float32Array | null; // [hidden]
   attnOutNorm: Float32Array | null; // [hidden]
   mlpNorm: Float32Array | null; // [hidden]
   mlpOutNorm: Float32Array | null; // [hidden]
   qNorm: Float32Array | null; // [headDim] per head, or [nHeads*headDim] over the projection
   kNorm: Float32Array | null; // [headDim] or [nKv*headDim]
-  q: Float32Array; // [nHeads*headDim, hidden]
-  k: Float32Array; // [nKv*headDim, hidden]
-  v: Float32Array; // [nKv*headDim, hidden]
-  o: Float32Array; // [hidden, nHeads*headDim]
-  gate: Float32Array; // [ffn, hidden]
-  up: Float32Array; // [ffn, hidden]
-  down: Float32Array; // [hidden, ffn]
+  q: P; // [nHeads*headDim, hidden]
+  k: P; // [nKv*headDim, hidden]
+  v: P; // [nKv*headDim, hidden]
+  o: P; // [hidden, nHeads*headDim]
+  gate: P; // [ffn, hidden]
+  up: P; // [ffn, hidden]
+  down: P; // [hidden, ffn]
   /** Biases of the projections that have one, [out]. */
   bias: Partial<Record<Slot, Float32Array>>;
 }
 
-export interface ModelWeights {
-  embed: Float32Array; // [vocab, hidden]
-  layers: LayerWeights[];
+export interface ModelWeights<P extends ProjectionWeight = Float32Array> {
+  embed: P; // [vocab, hidden]
+  layers: LayerWeights<P>[];
   finalNorm: Float32Array; // [hidden] (effective weight)
   /** [vocab, hidden]; the same array as embed when tie_word_embeddings. */
-  lmHead: Float32Array;
+  lmHead: P;
 }
+
+/** Weights a model is served with: projections, embeddings and head in any format (quant/serving.ts). */
+export type ServingWeights = ModelWeights<ProjectionWeight>;
 
 /** LoRA factors of one slot: delta W = scale * B·A (views into the adapter's tensors). */
 export interface LoraPair {

@@ -240,6 +240,53 @@ napi_value Adamw(napi_env env, napi_callback_info info) {
   return undefined(env);
 }
 
+// A typed array of one given type (named `tname` in the error) with at least `need` elements.
+bool typed(Call& c, int i, const char* name, napi_typedarray_type want, const char* tname, double need,
+           void** out) {
+  bool is_ta = false;
+  napi_is_typedarray(c.env, c.argv[i], &is_ta);
+  napi_typedarray_type type = napi_float64_array;
+  size_t length = 0;
+  if (is_ta) napi_get_typedarray_info(c.env, c.argv[i], &type, &length, out, nullptr, nullptr);
+  if (!is_ta || type != want) {
+    char m[64];
+    snprintf(m, sizeof m, "must be %s", tname);
+    return fail(c, false, name, m);
+  }
+  if ((double)length < need)
+    return fail(c, true, name, "has %.0f elements but the shapes need %.0f", (double)length, need);
+  return true;
+}
+
+// matmulQuant(format, x, data, scales, y, m, n, k, accumulate, alpha?): quant.h's formats 1-3.
+napi_value MatmulQuant(napi_env env, napi_callback_info info) {
+  Call c;
+  if (!start(env, info, c, "matmulQuant")) return nullptr;
+  long format, m, n, k;
+  bool acc;
+  double alpha = 1;
+  float *x, *y;
+  void *w = nullptr, *scales = nullptr;
+  if (!dim(c, 0, "format", &format) || !dim(c, 5, "m", &m) || !dim(c, 6, "n", &n) ||
+      !dim(c, 7, "k", &k) || !flag(c, 8, "accumulate", &acc))
+    return nullptr;
+  if (!is_nullish(c, 9) && !num(c, 9, "alpha", &alpha)) return nullptr;
+  if (format < 1 || format > 3)
+    return fail(c, true, "format", "must be 1 (bf16), 2 (int8) or 3 (q4_0), got %.0f", format), nullptr;
+  if (format == 3 && k % 32)
+    return fail(c, true, "k", "must be a multiple of 32 for q4_0, got %.0f", k), nullptr;
+  if (!f32(c, 1, "x", (double)m * k, &x) || !f32(c, 4, "y", (double)m * n, &y)) return nullptr;
+  double nk = (double)n * k;
+  bool ok = format == 1   ? typed(c, 2, "data", napi_uint16_array, "a Uint16Array", nk, &w)
+            : format == 2 ? typed(c, 2, "data", napi_int8_array, "an Int8Array", nk, &w) &&
+                                typed(c, 3, "scales", napi_float32_array, "a Float32Array", n, &scales)
+                          : typed(c, 2, "data", napi_uint8_array, "a Uint8Array", nk / 2, &w) &&
+                                typed(c, 3, "scales", napi_uint16_array, "a Uint16Array", nk / 32, &scales);
+  if (!ok) return nullptr;
+  c.t->matmul_quant((int)format, x, w, scales, y, m, n, k, acc, (float)alpha);
+  return undefined(env);
+}
+
 void set(napi_env env, napi_value obj, const char* name, napi_value v) {
   napi_set_named_property(env, obj, name, v);
 }
@@ -292,6 +339,7 @@ napi_value Create(napi_env env, napi_callback_info info) {
       {"attentionBackward", AttentionBackward},
       {"crossEntropy", CrossEntropy},
       {"adamw", Adamw},
+      {"matmulQuant", MatmulQuant},
   };
   napi_value obj;
   napi_create_object(env, &obj);

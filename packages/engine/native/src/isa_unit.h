@@ -4,10 +4,11 @@
 #include "gemm.h"
 #include "ops.h"
 #include "attention.h"
+#include "quant.h"
 
 static const SvcKernelTable kTable = {
     SVC_ISA_NAME,      matmul,          rmsnorm_forward, rmsnorm_backward,
     rope,              swiglu_forward,  swiglu_backward, geglu_forward,
     geglu_backward,    add_bias,        attention_forward, attention_backward,
-    cross_entropy,     adamw,
+    cross_entropy,     adamw,           matmul_quant,
 };

@@ -21,11 +21,11 @@ inline bool svc_cpu_has_avx512() {
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
          __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
-         __builtin_cpu_supports("fma");
+         __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
 }
 inline bool svc_cpu_has_avx2() {
   __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
 }
 #endif
 inline bool svc_cpu_always() { return true; }

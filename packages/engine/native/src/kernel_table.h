@@ -32,4 +32,7 @@ struct SvcKernelTable {
                           float* dLogits, float gradScale);
   void (*adamw)(float* p, const float* g, float* m, float* v, long n, float lr, float beta1,
                 float beta2, float eps, float weightDecay, float bc1, float bc2);
+  // y[m,n] (=|+=) alpha * x[m,k] · Wᵀ, W [n,k] in a serving format (quant.h: SVC_QUANT_*).
+  void (*matmul_quant)(int format, const float* x, const void* w, const void* scales, float* y, long m,
+                       long n, long k, bool accumulate, float alpha);
 };

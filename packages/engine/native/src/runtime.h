@@ -21,5 +21,6 @@ enum {
   SVC_SLOT_GEMV_X = 2,  // gathered rows of a transposed A (decode GEMV)
   SVC_SLOT_TASK = 3,    // a task's own temporaries (attention scores, ...)
   SVC_SLOT_CALLER = 4,  // buffers the calling thread shares with its tasks
-  SVC_SCRATCH_SLOTS = 5
+  SVC_SLOT_QUANT = 5,   // a panel of dequantized weight rows (quant.h, many rows)
+  SVC_SCRATCH_SLOTS = 6
 };

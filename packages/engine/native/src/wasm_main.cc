@@ -125,6 +125,11 @@ double cross_entropy(const float* logits, const int* targets, long rows, long vo
                      float gradScale) {
   return kTable.cross_entropy(logits, targets, rows, vocab, dLogits, gradScale);
 }
+EXPORT(matmul_quant)
+void matmul_quant(int format, const float* x, const void* w, const void* scales, float* y, long m, long n,
+                  long k, int acc, float alpha) {
+  kTable.matmul_quant(format, x, w, scales, y, m, n, k, acc, alpha);
+}
 EXPORT(adamw)
 void adamw(float* p, const float* g, float* m, float* v, long n, float lr, float beta1, float beta2,
            float eps, float weightDecay, float bc1, float bc2) {

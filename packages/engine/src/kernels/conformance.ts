@@ -7,6 +7,7 @@
 
 import { type KernelCase, randomSource, randomView, ropeTables } from "./conformance-inputs.js";
 import { opsCases } from "./conformance-ops.js";
+import { quantCases } from "./conformance-quant.js";
 import { referenceKernels } from "./reference.js";
 import type { Kernels } from "./types.js";
 
@@ -241,6 +242,7 @@ export function kernelCases(): KernelCase[] {
     ...crossEntropyCases(),
     ...adamwCases(),
     ...opsCases(),
+    ...quantCases(),
   ];
 }
 

@@ -2,16 +2,31 @@
 // scripts/build-native.mjs) and binds it to one instruction set.
 import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
-import type { Kernels } from "./types.js";
+import { checkQuantMatrix } from "./quant-matrix.js";
+import { type Kernels, QUANT_FORMAT_CODES } from "./types.js";
 
-type KernelMethods = Omit<Kernels, "name" | "isa">;
+type KernelMethods = Omit<Kernels, "name" | "isa" | "matmulQuant">;
+
+/** The addon's matmulQuant: the QuantMatrix's fields as arguments (the addon checks them). */
+type AddonMatmulQuant = (
+  format: number,
+  x: Float32Array,
+  data: Uint16Array | Int8Array | Uint8Array,
+  scales: Float32Array | Uint16Array | null,
+  y: Float32Array,
+  m: number,
+  n: number,
+  k: number,
+  accumulate: boolean,
+  alpha?: number,
+) => void;
 
 interface NativeAddon {
   /** The ISAs this CPU runs, best first ("avx512", "avx2", "baseline"). */
   readonly supportedIsas: string[];
   /** Threads in the addon's worker pool (calling thread included). */
   readonly threads: number;
-  create(isa: string): KernelMethods & { readonly isa: string };
+  create(isa: string): KernelMethods & { readonly isa: string; readonly matmulQuant: AddonMatmulQuant };
 }
 
 export interface NativeKernels extends Kernels {
@@ -56,8 +71,14 @@ export function loadNativeKernels(options: NativeKernelOptions = {}): NativeKern
     );
   }
   const methods = addon.create(isa);
+  const quant = methods.matmulQuant;
   return {
     ...methods,
+    matmulQuant(x, w, y, m, accumulate, alpha) {
+      checkQuantMatrix(w);
+      const code = QUANT_FORMAT_CODES[w.format];
+      quant(code, x, w.data, w.scales, y, m, w.rows, w.cols, accumulate, alpha);
+    },
     name: "native",
     isa: methods.isa,
     threads: addon.threads,

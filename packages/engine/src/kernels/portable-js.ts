@@ -2,12 +2,14 @@
 // the WebAssembly build is available. Same algorithms as the native code, with
 // float64 accumulators and scratch arrays reused across calls; arguments are
 // checked by the caller (validate.ts).
+import { matmulQuantRows } from "./quant-matrix.js";
 import { GELU_BETA, GELU_KAPPA, referenceKernels } from "./reference.js";
 import type { Kernels } from "./types.js";
 
 let scratchA: Float32Array = new Float32Array(0);
 let scratchB: Float32Array = new Float32Array(0);
 let scratchF64 = new Float64Array(0);
+let scratchRow: Float32Array = new Float32Array(0);
 
 function growF32(buf: Float32Array, n: number): Float32Array {
   return buf.length >= n ? buf : new Float32Array(Math.max(n, buf.length * 2));
@@ -172,6 +174,12 @@ export const jsKernels: Kernels = {
       Bt = scratchB;
     }
     gemmDot(A, Bt, c, m, n, k, alpha);
+  },
+
+  // One row of W widened to fp32 at a time, float64 sums.
+  matmulQuant(x, w, y, m, accumulate, alpha = 1) {
+    scratchRow = growF32(scratchRow, w.cols);
+    matmulQuantRows(x, w, y, m, accumulate, alpha, scratchRow);
   },
 
   // One pass over the row already: the reference's loop is the whole kernel.

@@ -4,7 +4,7 @@
 // outputs back; arguments are checked by the caller (validate.ts).
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import type { Kernels } from "./types.js";
+import { type Kernels, QUANT_FORMAT_CODES, type QuantMatrix } from "./types.js";
 
 export const defaultWasmPath = fileURLToPath(
   new URL("../../../native/build/wasm/svc_kernels.wasm", import.meta.url),
@@ -30,6 +30,18 @@ interface WasmExports {
     k: number,
     ta: number,
     tb: number,
+    acc: number,
+    alpha: number,
+  ): void;
+  matmul_quant(
+    format: number,
+    x: number,
+    w: number,
+    scales: number,
+    y: number,
+    m: number,
+    n: number,
+    k: number,
     acc: number,
     alpha: number,
   ): void;
@@ -154,6 +166,41 @@ export function loadWasmKernels(path = defaultWasmPath): Kernels {
     });
   }
 
+  // A QuantMatrix's data and scales staged as bytes (they are Uint16/Int8/Uint8/Float32 arrays).
+  function matmulQuant(
+    x: Float32Array,
+    wq: QuantMatrix,
+    y: Float32Array,
+    m: number,
+    acc: boolean,
+    alpha: number,
+  ) {
+    const { rows: n, cols: k } = wq;
+    const dataBytes = wq.format === "q4_0" ? (n * k) / 2 : wq.format === "int8" ? n * k : 2 * n * k;
+    const scaleBytes = wq.format === "q4_0" ? (n * k) / 16 : wq.format === "int8" ? 4 * n : 0;
+    const parts: [ArrayBufferView | null, number, boolean][] = [
+      [x, 4 * m * k, true],
+      [wq.data, dataBytes, true],
+      [wq.scales, scaleBytes, true],
+      [y, 4 * m * n, acc],
+    ];
+    const offsets: number[] = [];
+    let total = 0;
+    for (const [, bytes] of parts) {
+      offsets.push(total);
+      total += (bytes + 63) & ~63;
+    }
+    const base = w.svc_io(total);
+    const heap = new Uint8Array(w.memory.buffer);
+    const ptrs = parts.map(([arr, bytes, copyIn], i) => {
+      const ptr = base + offsets[i];
+      if (arr && copyIn) heap.set(new Uint8Array(arr.buffer, arr.byteOffset, bytes), ptr);
+      return ptr;
+    });
+    w.matmul_quant(QUANT_FORMAT_CODES[wq.format], ptrs[0], ptrs[1], ptrs[2], ptrs[3], m, n, k, +acc, alpha);
+    unstage(y, ptrs[3], m * n);
+  }
+
   // Copies len floats at ptr back out (after the call: memory may have grown).
   function unstage(dst: Float32Array | null, ptr: number, len: number): void {
     if (dst) dst.set(new Float32Array(w.memory.buffer, ptr, len));
@@ -209,6 +256,7 @@ export function loadWasmKernels(path = defaultWasmPath): Kernels {
       w.matmul(pa, pb, pc, m, n, k, +transA, +transB, +accumulate, alpha);
       unstage(c, pc, m * n);
     },
+    matmulQuant: (x, wq, y, m, accumulate, alpha = 1) => matmulQuant(x, wq, y, m, accumulate, alpha),
     rmsnormForward(x, weight, y, rstd, rows, dim, eps) {
       const [px, pw, py, pr] = stage([
         [x, rows * dim, true],

@@ -2,6 +2,7 @@
 // They are the oracle the fast kernels are tested against; the portable JS
 // kernels also run rmsnormForward and rope from here, where a faster loop has
 // nothing to gain.
+import { matmulQuantRows } from "./quant-matrix.js";
 import type { Kernels } from "./types.js";
 
 /** gelu_tanh's constants: √(2/π) and the cubic's coefficient. */
@@ -29,6 +30,11 @@ export const referenceKernels: Kernels = {
         c[i * n + j] = alpha * s + (accumulate ? c[i * n + j] : 0);
       }
     }
+  },
+
+  // The weights as stored, widened to float64, against x in float64.
+  matmulQuant(x, w, y, m, accumulate, alpha = 1) {
+    matmulQuantRows(x, w, y, m, accumulate, alpha, new Float64Array(w.cols));
   },
 
   rmsnormForward(x, weight, y, rstd, rows, dim, eps) {

@@ -10,6 +10,25 @@
 // - Calls are synchronous. `out` arguments are fully overwritten unless the
 //   kernel says it accumulates.
 
+/**
+ * A frozen weight matrix W [rows, cols] (Hugging Face's [out, in]) in a
+ * serving format, as quant/ writes it:
+ * - "bf16": data Uint16Array [rows·cols], the top 16 bits of each fp32 weight; scales null.
+ * - "int8": data Int8Array [rows·cols]; scales Float32Array [rows]: w = q·scale (per output channel).
+ * - "q4_0": GGUF's Q4_0 blocks of 32 weights along a row (cols % 32 = 0): data Uint8Array
+ *   [rows·cols/2], byte j of a block holding weight j in its low nibble and weight j+16 in its
+ *   high nibble; scales Uint16Array [rows·cols/32] of f16 d: w = (nibble − 8)·d.
+ */
+export type QuantMatrix =
+  | { format: "bf16"; rows: number; cols: number; data: Uint16Array; scales: null }
+  | { format: "int8"; rows: number; cols: number; data: Int8Array; scales: Float32Array }
+  | { format: "q4_0"; rows: number; cols: number; data: Uint8Array; scales: Uint16Array };
+
+export type QuantFormat = QuantMatrix["format"];
+
+/** The number each implementation passes for a format (native quant.h's SVC_QUANT_*). */
+export const QUANT_FORMAT_CODES: Record<QuantFormat, number> = { bf16: 1, int8: 2, q4_0: 3 };
+
 export interface Kernels {
   /** "native" or "portable". */
   readonly name: "native" | "portable";
@@ -31,6 +50,20 @@ export interface Kernels {
     k: number,
     transA: boolean,
     transB: boolean,
+    accumulate: boolean,
+    alpha?: number,
+  ): void;
+
+  /**
+   * y[m, w.rows] = alpha · x[m, w.cols] · Wᵀ + (accumulate ? y : 0), with W in a
+   * serving format (QuantMatrix): a Linear layer of frozen quantized weights.
+   * The product is of x with the weights as the format stores them, in fp32.
+   */
+  matmulQuant(
+    x: Float32Array,
+    w: QuantMatrix,
+    y: Float32Array,
+    m: number,
     accumulate: boolean,
     alpha?: number,
   ): void;

@@ -1,6 +1,7 @@
 // Argument checks for the portable kernels, with the native addon's messages:
 // a wrong type is a TypeError, a short array or a bad shape a RangeError, each
 // naming the argument. Cheap (lengths and a pass over the integer arrays).
+import { checkQuantMatrix } from "./quant-matrix.js";
 import type { Kernels } from "./types.js";
 
 function fail(fn: string, arg: string, detail: string, range: boolean): never {
@@ -88,6 +89,16 @@ export function withValidation(impl: Kernels): Kernels {
       f32(fn, "b", b, k * n);
       f32(fn, "c", c, m * n);
       impl.matmul(a, b, c, m, n, k, transA, transB, accumulate, alpha ?? 1);
+    },
+    matmulQuant(x, w, y, m, accumulate, alpha) {
+      const fn = "matmulQuant";
+      checkQuantMatrix(w);
+      dim(fn, "m", m);
+      flag(fn, "accumulate", accumulate);
+      if (optional(alpha)) num(fn, "alpha", alpha);
+      f32(fn, "x", x, m * w.cols);
+      f32(fn, "y", y, m * w.rows);
+      impl.matmulQuant(x, w, y, m, accumulate, alpha ?? 1);
     },
     rmsnormForward(x, weight, y, rstd, rows, d, eps) {
       const fn = "rmsnormForward";

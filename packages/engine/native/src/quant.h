@@ -1,0 +1,264 @@
+// Matrix products of fp32 activations with weights stored in a serving format,
+// y[m, n] (=|+=) alpha * x[m, k] · Wᵀ with W [n, k] (a Linear layer's weight,
+// as the decode path holds it). Included by each ISA translation unit after
+// gemm.h (W, vf, par, gemm_blocked).
+//
+// Formats (SVC_QUANT_*, the numbers the addon and the wasm exports pass):
+//   bf16  data: uint16 [n, k], the top half of each fp32 weight.
+//   int8  data: int8 [n, k]; scales: fp32 [n], w = q * scale (per output row).
+//   q4_0  data: uint8 [n, k/2]; scales: f16 [n, k/32]. GGUF's Q4_0: blocks of
+//         32 weights, w = (nibble - 8) * d; byte j of a block holds weight j in
+//         its low nibble and weight j + 16 in its high nibble. k % 32 == 0.
+//
+// At decode the product is bound by memory bandwidth, so weights are widened
+// to fp32 in registers (a zero/sign extension and a convert per vector) and
+// the activations stay fp32: fewer bytes read per weight, and no second
+// rounding of the activations. Many rows (prefill) dequantize a panel of
+// weight rows at a time into fp32 scratch and run the blocked SGEMM on it.
+
+enum { SVC_QUANT_BF16 = 1, SVC_QUANT_INT8 = 2, SVC_QUANT_Q4_0 = 3 };
+
+typedef unsigned int vu __attribute__((vector_size(SVC_VEC_BYTES)));
+typedef unsigned short vh_u __attribute__((vector_size(SVC_VEC_BYTES / 2), aligned(1), may_alias));
+typedef unsigned char vu8_u __attribute__((vector_size(SVC_VEC_BYTES / 4), aligned(1), may_alias));
+typedef unsigned short vh __attribute__((vector_size(SVC_VEC_BYTES / 2)));
+typedef unsigned char vu8 __attribute__((vector_size(SVC_VEC_BYTES / 4)));
+
+constexpr long QBLOCK = 32;  // the k step of every format (Q4_0's block)
+
+// IEEE half -> float: one vcvtph2ps where the unit is built with F16C (the
+// AVX2 and AVX-512 units); elsewhere the exponent and mantissa shifted into
+// place and scaled by 2^112 (right for normals and subnormals alike),
+// infinities and NaNs apart.
+static inline float f16_to_f32(unsigned short h) {
+#if defined(__F16C__)
+  _Float16 f;
+  __builtin_memcpy(&f, &h, 2);
+  return (float)f;
+#else
+  unsigned int em = h & 0x7fffu, bits;
+  if (em >= 0x7c00u) {
+    bits = 0x7f800000u | ((em & 0x3ffu) << 13);
+  } else {
+    unsigned int t = em << 13;
+    float f;
+    __builtin_memcpy(&f, &t, 4);
+    f *= 5.192296858534828e33f;  // 2^112
+    __builtin_memcpy(&bits, &f, 4);
+  }
+  bits |= (unsigned int)(h & 0x8000u) << 16;
+  float r;
+  __builtin_memcpy(&r, &bits, 4);
+  return r;
+#endif
+}
+
+// Each format's row reader: W weights of row r at column pb + off (pb a block
+// start, off a multiple of W below 32) as floats before any per-block or
+// per-row scale, the scales, and a prefetch address.
+struct QBf16 {
+  const unsigned short* w;
+  long k;
+  static constexpr bool kBlockScale = false, kRowScale = false;
+  vf load(long r, long pb, int off) const {
+    vu u = __builtin_convertvector(*reinterpret_cast<const vh_u*>(w + r * k + pb + off), vu) << 16;
+    vf f;
+    __builtin_memcpy(&f, &u, sizeof f);
+    return f;
+  }
+  vf nibbles(long, long, int) const { return vf{}; }  // q4_0 only
+  float scalar(long r, long p) const {
+    unsigned int u = (unsigned int)w[r * k + p] << 16;
+    float f;
+    __builtin_memcpy(&f, &u, 4);
+    return f;
+  }
+  float block_scale(long, long) const { return 1.f; }
+  float row_scale(long) const { return 1.f; }
+  const void* addr(long r, long p) const { return w + r * k + p; }
+};
+
+struct QInt8 {
+  const signed char* w;
+  const float* scales;
+  long k;
+  static constexpr bool kBlockScale = false, kRowScale = true;
+  // Widened as unsigned bytes (a sign-extending convert of a byte vector
+  // compiles to scalar code in GCC 12): q = (b ^ 0x80) - 128.
+  vf load(long r, long pb, int off) const {
+    vu8 b = *reinterpret_cast<const vu8_u*>(w + r * k + pb + off) ^ (unsigned char)0x80;
+    return __builtin_convertvector(__builtin_convertvector(b, vi) - 128, vf);
+  }
+  vf nibbles(long, long, int) const { return vf{}; }  // q4_0 only
+  float scalar(long r, long p) const { return (float)w[r * k + p]; }
+  float block_scale(long, long) const { return 1.f; }
+  float row_scale(long r) const { return scales[r]; }
+  const void* addr(long r, long p) const { return w + r * k + p; }
+};
+
+struct QQ4 {
+  const unsigned char* w;
+  const unsigned short* scales;
+  long k;
+  static constexpr bool kBlockScale = true, kRowScale = false;
+  // Weights off..off+W-1 of the block are the low nibbles of its bytes off..
+  // when off < 16, else the high nibbles of bytes off-16 ...
+  vf load(long r, long pb, int off) const { return nibbles(r, pb, off) - 8.f; }
+  // The nibbles as they are (0..15): one decode row folds the −8 into the block's x sum.
+  vf nibbles(long r, long pb, int off) const {
+    const unsigned char* b = w + r * (k / 2) + pb / 2 + (off & 15);
+    vu8 bytes = *reinterpret_cast<const vu8_u*>(b);
+    vu8 nib = off < 16 ? (bytes & (unsigned char)15) : (bytes >> 4);
+    return __builtin_convertvector(__builtin_convertvector(nib, vi), vf);
+  }
+  float scalar(long, long) const { return 0.f; }  // k % 32 == 0: there is no tail
+  float block_scale(long r, long blk) const { return f16_to_f32(scales[r * (k / QBLOCK) + blk]); }
+  float row_scale(long) const { return 1.f; }
+  const void* addr(long r, long p) const { return w + r * (k / 2) + p / 2; }
+};
+
+// R weight rows j..j+R-1 against M rows of x, streamed once: per 32-wide
+// block each row's weights are widened in registers and feed M·R accumulators.
+template <class Q, int M, int R>
+static void qgemv_block(const Q& q, const float* x, long ldx, float* c, long ldc, long k, long j,
+                        float alpha, bool accumulate) {
+  vf acc[M][R];
+#pragma GCC unroll 4
+  for (int i = 0; i < M; i++)
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++) acc[i][r] = vf{};
+  long kb = k / QBLOCK * QBLOCK;
+  for (long p = 0; p < kb; p += QBLOCK) {
+    if constexpr (M == 1 && Q::kBlockScale) {
+      // One row of x (decode): Σ x·(q − 8)·d = d·(Σ x·q − 8·Σ x); the −8·Σ x term,
+      // as a vector, seeds every row's block sum, and d scales the sum once.
+      vf xv[QBLOCK / W], xm = vf{};
+#pragma GCC unroll 8
+      for (int v = 0; v < QBLOCK / W; v++) {
+        xv[v] = vload(x + p + v * W);
+        xm += xv[v];
+      }
+      xm *= -8.f;
+#pragma GCC unroll 8
+      for (int r = 0; r < R; r++) __builtin_prefetch(q.addr(j + R + r, p));
+#pragma GCC unroll 8
+      for (int r = 0; r < R; r++) {
+        vf t = xm;
+#pragma GCC unroll 8
+        for (int v = 0; v < QBLOCK / W; v++) t += xv[v] * q.nibbles(j + r, p, v * W);
+        acc[0][r] += q.block_scale(j + r, p / QBLOCK) * t;
+      }
+      continue;
+    }
+    float d[R];
+    if (Q::kBlockScale)
+#pragma GCC unroll 8
+      for (int r = 0; r < R; r++) d[r] = q.block_scale(j + r, p / QBLOCK);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++) __builtin_prefetch(q.addr(j + R + r, p));
+#pragma GCC unroll 8
+    for (int v = 0; v < QBLOCK / W; v++) {
+      vf xv[M];
+#pragma GCC unroll 4
+      for (int i = 0; i < M; i++) xv[i] = vload(x + i * ldx + p + v * W);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; r++) {
+        vf wv = q.load(j + r, p, v * W);
+        if (Q::kBlockScale) wv *= d[r];
+#pragma GCC unroll 4
+        for (int i = 0; i < M; i++) acc[i][r] += xv[i] * wv;
+      }
+    }
+  }
+  for (int i = 0; i < M; i++)
+    for (int r = 0; r < R; r++) {
+      float s = hsum(acc[i][r]);
+      for (long p = kb; p < k; p++) s += x[i * ldx + p] * q.scalar(j + r, p);
+      if (Q::kRowScale) s *= q.row_scale(j + r);
+      float* cp = c + i * ldc + j + r;
+      *cp = accumulate ? *cp + alpha * s : alpha * s;
+    }
+}
+
+template <class Q, int M>
+static void qgemv(const Q& q, const float* x, long ldx, float* c, long ldc, long n, long k, float alpha,
+                  bool accumulate) {
+  constexpr int R = M == 1 ? 8 : 4;
+  long groups = n / R;
+  long tasks = min_l(groups, svc_num_threads() * 8L);
+  if ((double)n * k < 1.0e5) tasks = 1;
+  par(tasks, [&](long t) {
+    for (long g = groups * t / tasks; g < groups * (t + 1) / tasks; g++)
+      qgemv_block<Q, M, R>(q, x, ldx, c, ldc, k, g * R, alpha, accumulate);
+  });
+  for (long j = groups * R; j < n; j++) qgemv_block<Q, M, 1>(q, x, ldx, c, ldc, k, j, alpha, accumulate);
+}
+
+// Row r of W as fp32 into out[k].
+template <class Q>
+static void dequant_row(const Q& q, long r, long k, float* out) {
+  long kb = k / QBLOCK * QBLOCK;
+  float rs = Q::kRowScale ? q.row_scale(r) : 1.f;
+  for (long p = 0; p < kb; p += QBLOCK) {
+    float d = Q::kBlockScale ? q.block_scale(r, p / QBLOCK) : rs;
+    for (int v = 0; v < QBLOCK / W; v++) {
+      vf wv = q.load(r, p, v * W);
+      if (Q::kBlockScale || Q::kRowScale) wv *= d;
+      vstore(out + p + v * W, wv);
+    }
+  }
+  for (long p = kb; p < k; p++) out[p] = q.scalar(r, p) * rs;
+}
+
+template <class Q>
+static void qmatmul(const Q& q, const float* x, float* y, long m, long n, long k, float alpha,
+                    bool accumulate) {
+  if (m <= GEMV_MAX_ROWS) {
+    for (long i = 0; i < m; i += 4) {
+      const float* xi = x + i * k;
+      float* yi = y + i * n;
+      long mi = min_l(4, m - i);
+      if (mi == 1) qgemv<Q, 1>(q, xi, k, yi, n, n, k, alpha, accumulate);
+      else if (mi == 2) qgemv<Q, 2>(q, xi, k, yi, n, n, k, alpha, accumulate);
+      else if (mi == 3) qgemv<Q, 3>(q, xi, k, yi, n, n, k, alpha, accumulate);
+      else qgemv<Q, 4>(q, xi, k, yi, n, n, k, alpha, accumulate);
+    }
+    return;
+  }
+  // Many rows: a panel of weight rows at a time (about 4 MB of fp32), then SGEMM.
+  long nb = (1L << 20) / (k > 0 ? k : 1);
+  nb = nb < 64 ? 64 : nb / 64 * 64;
+  if (nb > n) nb = n;
+  float* panel = svc_scratch(SVC_SLOT_QUANT, (size_t)nb * k);
+  View A{x, k, 1};
+  for (long j0 = 0; j0 < n; j0 += nb) {
+    long rows = min_l(nb, n - j0);
+    long tasks = min_l(rows, svc_num_threads() * 4L);
+    par(tasks, [&](long t) {
+      for (long r = rows * t / tasks; r < rows * (t + 1) / tasks; r++)
+        dequant_row(q, j0 + r, k, panel + r * k);
+    });
+    View B{panel, 1, k};
+    gemm_blocked(A, B, y + j0, n, 1, m, rows, k, alpha, accumulate);
+  }
+}
+
+// The table's entry. The caller has checked the format, lengths and k % 32 == 0 for q4_0.
+static void matmul_quant(int format, const float* x, const void* w, const void* scales, float* y,
+                         long m, long n, long k, bool accumulate, float alpha) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    if (!accumulate)
+      for (long i = 0; i < m * n; i++) y[i] = 0.f;
+    return;
+  }
+  if (format == SVC_QUANT_BF16) {
+    qmatmul(QBf16{static_cast<const unsigned short*>(w), k}, x, y, m, n, k, alpha, accumulate);
+  } else if (format == SVC_QUANT_INT8) {
+    qmatmul(QInt8{static_cast<const signed char*>(w), static_cast<const float*>(scales), k}, x, y, m,
+            n, k, alpha, accumulate);
+  } else {
+    qmatmul(QQ4{static_cast<const unsigned char*>(w), static_cast<const unsigned short*>(scales), k}, x,
+            y, m, n, k, alpha, accumulate);
+  }
+}
