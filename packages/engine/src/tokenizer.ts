@@ -21,6 +21,7 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { Tokenizer as HfTokenizer } from "@huggingface/tokenizers";
 import { ChatTemplate } from "./chat-template.js";
+import { tokenBytesTable } from "./constrained/token-bytes.js";
 import { EngineError } from "./errors.js";
 import {
   DEFAULT_TOOL_SYNTAX,
@@ -237,6 +238,23 @@ class HuggingFaceTokenizer implements Tokenizer {
       );
     }
     return id;
+  }
+
+  private bytesOfTokens: readonly (Uint8Array | null)[] | null = null;
+
+  tokenBytes(): readonly (Uint8Array | null)[] {
+    if (this.bytesOfTokens === null) {
+      const table = tokenBytesTable({
+        vocabSize: this.vocabSize,
+        idToToken: (id) => this.hf.id_to_token(id),
+        addedTokens: this.hf.get_added_tokens_decoder(),
+        decoder: this.hf.decoder?.config ?? null,
+      });
+      if (typeof table === "string")
+        throw new EngineError("invalid_argument", `${this.configPath}: ${table}`, this.configPath);
+      this.bytesOfTokens = table;
+    }
+    return this.bytesOfTokens;
   }
 
   /**

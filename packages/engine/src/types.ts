@@ -59,6 +59,12 @@ export interface RenderChatOptions {
 export interface Tokenizer {
   encode(text: string): number[];
   decode(ids: ArrayLike<number>, options?: { skipSpecialTokens?: boolean }): string;
+  /**
+   * The bytes each token id adds to the decoded text (index = id; null for
+   * special tokens and ids the vocabulary lacks), computed once; throws
+   * invalid_argument for a decoder it cannot read (constrained/token-bytes.ts).
+   */
+  tokenBytes(): readonly (Uint8Array | null)[];
   /** Render messages with the model's chat template (tokenizer_config.json). */
   applyChatTemplate(messages: ChatMessage[], options?: RenderChatOptions): string;
   readonly vocabSize: number;

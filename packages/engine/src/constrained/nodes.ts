@@ -41,6 +41,7 @@ export interface ObjNode {
   kind: "obj";
   /** first: the member as the object's first (`"key": value`); next: after another one (`, "key": value`). */
   props: { first: GNode; next: GNode; required: boolean }[];
+  close: LitNode;
   min: number;
 }
 /** At most one optional space (after `:` and `,`). */
@@ -88,6 +89,7 @@ export function obj(props: { key: string; value: GNode; required: boolean }[]): 
       const member = [lit(JSON.stringify(key)), lit(":"), space, value];
       return { first: seq(member), next: seq([lit(","), space, ...member]), required };
     }),
+    close: lit("}"),
     min: 0,
   };
 }
@@ -126,7 +128,7 @@ function children(node: GNode): GNode[] {
     case "rep":
       return node.sep ? [node.item, node.sep] : [node.item];
     case "obj":
-      return node.props.flatMap((p) => [p.first, p.next]);
+      return [...node.props.flatMap((p) => [p.first, p.next]), node.close];
     case "lazy":
       return [node.then];
     default:

@@ -1,0 +1,183 @@
+// One request's grammar during generation: which tokens may come next, and
+// sampling among them.
+//
+// Sampling first draws from the model's distribution as usual and checks only
+// the drawn token (a walk over its few bytes); only when the grammar refuses
+// it are the logits masked (a walk of the vocabulary trie) and the draw
+// repeated. For temperature sampling without top-p this draws exactly from the
+// masked distribution (P(t) = p(t) + P(refused) · p(t) / P(allowed)), and for
+// greedy decoding the argmax is the allowed argmax; with top-p < 1 the mask
+// comes first, so the nucleus is taken among the allowed tokens.
+//
+// Budget: a token is allowed only if the text can still be completed within
+// the tokens left, counting one token per missing byte (every byte has its own
+// token in a byte-level vocabulary). So the output closes in time whatever the
+// model does, unless max_tokens is below the fewest bytes of a valid text.
+import { EngineError } from "../errors.js";
+import type { Rng } from "../rng.js";
+import type { SamplingParams, TokenSampler } from "../sampling.js";
+import { compileGrammar } from "./compile.js";
+import type { OutputGrammar } from "./grammar.js";
+import {
+  advance,
+  advanceBytes,
+  canEnd,
+  initialState,
+  isFinal,
+  minBytes,
+  type State,
+  stateKey,
+} from "./matcher.js";
+import type { GNode } from "./nodes.js";
+import type { TrieNode, Vocabulary } from "./vocabulary.js";
+
+/** The allowed tokens of one state, and for each the fewest bytes still due after it. */
+interface Allowed {
+  ids: number[];
+  mins: number[];
+  maxMin: number;
+}
+
+/** A compiled grammar with the allowed tokens of the states met so far (shared by requests with the same grammar). */
+export interface CompiledGrammar {
+  root: GNode;
+  masks: Map<string, Allowed>;
+}
+
+const MAX_MASKS = 4096;
+const MAX_GRAMMARS = 64;
+const compiledByVocabulary = new WeakMap<Vocabulary, Map<string, CompiledGrammar>>();
+
+/** Compiles a grammar, or reuses the compilation of an equal one for this vocabulary. */
+export function compiledGrammarFor(grammar: OutputGrammar, vocabulary: Vocabulary): CompiledGrammar {
+  let cache = compiledByVocabulary.get(vocabulary);
+  if (!cache) {
+    cache = new Map();
+    compiledByVocabulary.set(vocabulary, cache);
+  }
+  const key = JSON.stringify(grammar);
+  let compiled = cache.get(key);
+  if (compiled) {
+    cache.delete(key); // most recently used last
+  } else {
+    compiled = { root: compileGrammar(grammar), masks: new Map() };
+    if (cache.size >= MAX_GRAMMARS) cache.delete(cache.keys().next().value!);
+  }
+  cache.set(key, compiled);
+  return compiled;
+}
+
+export class GrammarConstraint {
+  private state: State;
+  private masked: Float32Array | null = null;
+
+  constructor(
+    private readonly grammar: CompiledGrammar,
+    private readonly vocabulary: Vocabulary,
+    private readonly eos: ReadonlySet<number>,
+  ) {
+    this.state = initialState(grammar.root);
+  }
+
+  /** Whether the text is complete and nothing may follow (generation stops). */
+  get finished(): boolean {
+    return isFinal(this.state);
+  }
+
+  /** Whether the text so far is complete (end of sequence allowed). */
+  get complete(): boolean {
+    return canEnd(this.state);
+  }
+
+  /** Fewest bytes that complete the text. */
+  get bytesToComplete(): number {
+    return minBytes(this.state);
+  }
+
+  /** The byte budget after this token, given the tokens left including it (Infinity once it can no longer bind). */
+  private budget(left: number): number {
+    return minBytes(this.state) <= left ? left - 1 : Number.POSITIVE_INFINITY;
+  }
+
+  /** Whether `id` may be generated now with `left` tokens left (this one included). */
+  allows(id: number, left: number): boolean {
+    if (this.eos.has(id)) return canEnd(this.state);
+    const bytes = this.vocabulary.tokenBytes[id];
+    if (!bytes || bytes.length === 0) return false;
+    const next = advanceBytes(this.state, bytes);
+    return next.length > 0 && minBytes(next) <= this.budget(left);
+  }
+
+  /** Every id that may be generated now. */
+  allowedIds(left: number): number[] {
+    const allowed = this.allowedOfState();
+    const budget = this.budget(left);
+    const ids =
+      allowed.maxMin <= budget
+        ? allowed.ids.slice()
+        : allowed.ids.filter((_, i) => allowed.mins[i] <= budget);
+    if (canEnd(this.state)) ids.push(...this.eos);
+    return ids;
+  }
+
+  /** Draws the next token among the allowed ones (see the file comment); `row` may be overwritten. */
+  sample(row: Float32Array, sampler: TokenSampler, params: SamplingParams, rng: Rng, left: number): number {
+    if (params.temperature === 0 || params.topP >= 1) {
+      const id = sampler.sample(row, params, rng);
+      if (this.allows(id, left)) return id;
+    }
+    const ids = this.allowedIds(left);
+    if (ids.length === 0) {
+      throw new EngineError("invalid_argument", "no token of the vocabulary continues the grammar here");
+    }
+    if (this.masked?.length !== row.length)
+      this.masked = new Float32Array(row.length).fill(Number.NEGATIVE_INFINITY);
+    const masked = this.masked;
+    for (const id of ids) masked[id] = row[id];
+    const id = sampler.sample(masked, params, rng);
+    for (const i of ids) masked[i] = Number.NEGATIVE_INFINITY;
+    return id;
+  }
+
+  /** Moves past a generated token; returns whether the text is now final. */
+  accept(id: number): boolean {
+    if (this.eos.has(id)) return true;
+    const bytes = this.vocabulary.tokenBytes[id];
+    const next = bytes ? advanceBytes(this.state, bytes) : [];
+    if (next.length === 0)
+      throw new EngineError("invalid_argument", `token ${id} does not continue the grammar`);
+    this.state = next;
+    return isFinal(next);
+  }
+
+  private allowedOfState(): Allowed {
+    const masks = this.grammar.masks;
+    const key = stateKey(this.state);
+    let allowed = masks.get(key);
+    if (!allowed) {
+      allowed = { ids: [], mins: [], maxMin: 0 };
+      walk(this.vocabulary.trie, this.state, allowed);
+      if (masks.size >= MAX_MASKS) masks.clear();
+      masks.set(key, allowed);
+    }
+    return allowed;
+  }
+}
+
+function walk(node: TrieNode, state: State, out: Allowed): void {
+  const { bytes, children } = node;
+  for (let i = 0; i < bytes.length; i++) {
+    const next = advance(state, bytes[i]);
+    if (next.length === 0) continue;
+    const child = children[i];
+    if (child.tokens.length > 0) {
+      const min = minBytes(next);
+      if (min > out.maxMin) out.maxMin = min;
+      for (const id of child.tokens) {
+        out.ids.push(id);
+        out.mins.push(min);
+      }
+    }
+    if (child.children.length > 0) walk(child, next, out);
+  }
+}

@@ -1,0 +1,397 @@
+// A byte-level matcher for the grammar graph (nodes.ts): a pushdown automaton
+// run on every alternative at once. A state is a set of stacks; each stack is
+// an immutable linked list of frames (where in which node), whose top is a
+// frame that consumes bytes (a literal, a string, a number, a space, free
+// text), or the empty stack: the text so far is complete. Stacks are shared
+// between states, so a byte inside a JSON string returns the very same stack.
+import {
+  type GNode,
+  type LazyNode,
+  type LitNode,
+  type NumNode,
+  type ObjNode,
+  objRestMin,
+  type RepNode,
+  repRestMin,
+  type StrNode,
+} from "./nodes.js";
+
+let nextFrameId = 1;
+
+/** Where in a node the text is; `a` and `b` are the node's own counters. Frames are interned per (node, a, b). */
+export interface Frame {
+  readonly id: number;
+  readonly node: GNode;
+  readonly a: number;
+  readonly b: number;
+  /** Fewest bytes that finish this frame. */
+  readonly min: number;
+}
+
+/** One stack: top frame, then the frames below it; null is the empty stack. */
+export interface Cell {
+  readonly frame: Frame;
+  readonly next: Cell | null;
+  /** Fewest bytes that empty the whole stack. */
+  readonly min: number;
+  key: string | null;
+}
+
+/** A set of stacks, deduplicated; null stands for the empty stack (complete text). */
+export type State = (Cell | null)[];
+
+const frameTables = new WeakMap<GNode, Frame[]>();
+
+function frame(node: GNode, a: number, b = 0): Frame {
+  let table = frameTables.get(node);
+  if (!table) {
+    table = [];
+    frameTables.set(node, table);
+  }
+  const slot = a * 2 + b;
+  let f = table[slot];
+  if (!f) {
+    f = { id: nextFrameId++, node, a, b, min: frameMin(node, a, b) };
+    table[slot] = f;
+  }
+  return f;
+}
+
+function push(f: Frame, next: Cell | null): Cell {
+  return { frame: f, next, min: f.min + (next?.min ?? 0), key: null };
+}
+
+function cellKey(cell: Cell | null): string {
+  if (cell === null) return "";
+  if (cell.key === null) cell.key = `${cell.frame.id},${cellKey(cell.next)}`;
+  return cell.key;
+}
+
+// ---------------------------------------------------------------- strings
+// a: 0 before the opening quote, 1 inside, 2 after a backslash, 3..6 hex
+// digits of \u still due (a - 2), 7..13 inside a multi-byte UTF-8 character.
+const S_OPEN = 0;
+const S_IN = 1;
+const S_ESC = 2;
+const S_HEX1 = 3;
+/** Multi-byte UTF-8: [continuation bytes still due, lowest next byte, highest next byte]. */
+const UTF8_STATES: [number, number, number][] = [
+  [1, 0x80, 0xbf], // 7
+  [2, 0x80, 0xbf], // 8
+  [2, 0xa0, 0xbf], // 9 after E0 (no overlong forms)
+  [2, 0x80, 0x9f], // 10 after ED (no surrogates)
+  [3, 0x80, 0xbf], // 11
+  [3, 0x90, 0xbf], // 12 after F0
+  [3, 0x80, 0x8f], // 13 after F4 (up to U+10FFFF)
+];
+const S_UTF8 = 7;
+const ESCAPES = new Set([...'"\\/bfnrt'].map((c) => c.charCodeAt(0)));
+
+function isHex(b: number): boolean {
+  return (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x46) || (b >= 0x61 && b <= 0x66);
+}
+
+/** The string state after `byte` (-1: finished by the closing quote, -2: refused). */
+function stringStep(s: number, byte: number): number {
+  if (s === S_IN) {
+    if (byte === 0x22) return -1;
+    if (byte === 0x5c) return S_ESC;
+    if (byte < 0x20) return -2;
+    if (byte < 0x80) return S_IN;
+    if (byte >= 0xc2 && byte <= 0xdf) return S_UTF8;
+    if (byte === 0xe0) return S_UTF8 + 2;
+    if (byte === 0xed) return S_UTF8 + 3;
+    if (byte >= 0xe1 && byte <= 0xef) return S_UTF8 + 1;
+    if (byte === 0xf0) return S_UTF8 + 5;
+    if (byte >= 0xf1 && byte <= 0xf3) return S_UTF8 + 4;
+    if (byte === 0xf4) return S_UTF8 + 6;
+    return -2;
+  }
+  if (s === S_OPEN) return byte === 0x22 ? S_IN : -2;
+  if (s === S_ESC) return byte === 0x75 ? S_HEX1 + 3 : ESCAPES.has(byte) ? S_IN : -2;
+  if (s < S_UTF8) return isHex(byte) ? (s === S_HEX1 ? S_IN : s - 1) : -2;
+  const [due, lo, hi] = UTF8_STATES[s - S_UTF8];
+  if (byte < lo || byte > hi) return -2;
+  return due === 1 ? S_IN : S_UTF8 + (due === 2 ? 0 : 1);
+}
+
+function stringMin(s: number): number {
+  if (s === S_OPEN || s === S_ESC) return 2;
+  if (s === S_IN) return 1;
+  if (s < S_UTF8) return s - 1; // hex digits due, then the quote
+  return UTF8_STATES[s - S_UTF8][0] + 1;
+}
+
+// ---------------------------------------------------------------- numbers
+// -?(0|[1-9][0-9]{0,14})(\.[0-9]{1,16})?([eE][+-]?[0-9]{1,3})?, without fraction and exponent for integers:
+// bounded so that a number always ends.
+const N_START = 0;
+const N_MINUS = 1;
+const N_ZERO = 2;
+const N_DOT = 3;
+const N_EXP = 4;
+const N_EXP_SIGN = 5;
+const N_INT = 10; // + digits so far (1..16)
+const N_FRAC = 30; // + digits (1..16)
+const N_EXP_DIGITS = 50; // + digits (1..3)
+const MAX_INT_DIGITS = 15;
+const MAX_FRAC_DIGITS = 16;
+const MAX_EXP_DIGITS = 3;
+
+function numberAccepting(s: number): boolean {
+  return s === N_ZERO || s > N_INT;
+}
+
+/** The number state after `byte`, or -1. */
+function numberStep(s: number, byte: number, integer: boolean): number {
+  const digit = byte >= 0x30 && byte <= 0x39;
+  const fractionOrExponent = (b: number): number =>
+    integer ? -1 : b === 0x2e ? N_DOT : b === 0x65 || b === 0x45 ? N_EXP : -1;
+  if (s === N_START || s === N_MINUS) {
+    if (byte === 0x2d && s === N_START) return N_MINUS;
+    if (byte === 0x30) return N_ZERO;
+    return digit ? N_INT + 1 : -1;
+  }
+  if (s === N_ZERO) return fractionOrExponent(byte);
+  if (s > N_INT && s < N_FRAC) {
+    if (digit) return s - N_INT < MAX_INT_DIGITS ? s + 1 : -1;
+    return fractionOrExponent(byte);
+  }
+  if (s === N_DOT) return digit ? N_FRAC + 1 : -1;
+  if (s > N_FRAC && s < N_EXP_DIGITS) {
+    if (digit) return s - N_FRAC < MAX_FRAC_DIGITS ? s + 1 : -1;
+    return byte === 0x65 || byte === 0x45 ? N_EXP : -1;
+  }
+  if (s === N_EXP) {
+    if (byte === 0x2b || byte === 0x2d) return N_EXP_SIGN;
+    return digit ? N_EXP_DIGITS + 1 : -1;
+  }
+  if (s === N_EXP_SIGN) return digit ? N_EXP_DIGITS + 1 : -1;
+  if (s > N_EXP_DIGITS) return digit && s - N_EXP_DIGITS < MAX_EXP_DIGITS ? s + 1 : -1;
+  return -1;
+}
+
+/** Whether any byte continues the number (a full integer part of an integer has none). */
+function numberCanGrow(s: number, integer: boolean): boolean {
+  if (!numberAccepting(s)) return true;
+  if (!integer && s < N_EXP_DIGITS) return true;
+  if (s > N_INT && s < N_FRAC) return s - N_INT < MAX_INT_DIGITS;
+  return s > N_EXP_DIGITS && s - N_EXP_DIGITS < MAX_EXP_DIGITS;
+}
+
+// ---------------------------------------------------------------- lazy triggers
+
+const kmpTables = new WeakMap<LazyNode, Int32Array>();
+
+/** KMP automaton over the trigger: [matched * 256 + byte] → matched after the byte. */
+function kmp(node: LazyNode): Int32Array {
+  let table = kmpTables.get(node);
+  if (table) return table;
+  const t = node.trigger;
+  table = new Int32Array(t.length * 256);
+  const fail = new Int32Array(t.length + 1);
+  for (let i = 1, k = 0; i < t.length; i++) {
+    while (k > 0 && t[i] !== t[k]) k = fail[k];
+    if (t[i] === t[k]) k++;
+    fail[i + 1] = k;
+  }
+  for (let m = 0; m < t.length; m++) {
+    for (let b = 0; b < 256; b++) {
+      let k = m;
+      while (k > 0 && t[k] !== b) k = fail[k];
+      table[m * 256 + b] = t[k] === b ? k + 1 : 0;
+    }
+  }
+  kmpTables.set(node, table);
+  return table;
+}
+
+// ---------------------------------------------------------------- frames
+
+function frameMin(node: GNode, a: number, b: number): number {
+  switch (node.kind) {
+    case "lit":
+      return node.bytes.length - a;
+    case "seq": {
+      let sum = 0;
+      for (let i = a; i < node.items.length; i++) sum += node.items[i].min;
+      return sum;
+    }
+    case "alt":
+      return node.min;
+    case "rep":
+      return repRestMin(node, a);
+    case "obj":
+      return objRestMin(node, a, b === 1);
+    case "str":
+      return stringMin(a);
+    case "num":
+      return numberAccepting(a) ? 0 : 1;
+    case "ws":
+    case "lazy":
+      return 0;
+  }
+}
+
+/** Adds to `out` every stack reachable from `cell` without consuming a byte whose top consumes bytes (or the empty stack). */
+function expand(cell: Cell | null, out: State): void {
+  if (cell === null) {
+    out.push(null);
+    return;
+  }
+  const { frame: f, next } = cell;
+  const node = f.node;
+  switch (node.kind) {
+    case "lit":
+      if (f.a === node.bytes.length) expand(next, out);
+      else out.push(cell);
+      return;
+    case "seq": {
+      if (f.a === node.items.length) {
+        expand(next, out);
+        return;
+      }
+      const rest = f.a + 1 === node.items.length ? next : push(frame(node, f.a + 1), next);
+      expand(push(frame(node.items[f.a], 0), rest), out);
+      return;
+    }
+    case "alt":
+      for (const option of node.options) expand(push(frame(option, 0), next), out);
+      return;
+    case "rep":
+      expandRepeat(node, f.a, next, out);
+      return;
+    case "obj":
+      expandObject(node, f.a, f.b === 1, next, out);
+      return;
+    case "num":
+      if (numberCanGrow(f.a, node.integer)) out.push(cell);
+      if (numberAccepting(f.a)) expand(next, out);
+      return;
+    case "str":
+      out.push(cell);
+      return;
+    case "ws":
+    case "lazy":
+      out.push(cell);
+      expand(next, out); // both may end here
+      return;
+  }
+}
+
+function expandRepeat(node: RepNode, count: number, next: Cell | null, out: State): void {
+  if (count >= node.minCount) expand(next, out);
+  if (count >= node.maxCount) return;
+  let stack = push(frame(node.item, 0), push(frame(node, count + 1), next));
+  if (count > 0 && node.sep) stack = push(frame(node.sep, 0), stack);
+  expand(stack, out);
+}
+
+function expandObject(node: ObjNode, k: number, any: boolean, next: Cell | null, out: State): void {
+  for (let j = k; j < node.props.length; j++) {
+    const prop = node.props[j];
+    expand(push(frame(any ? prop.next : prop.first, 0), push(frame(node, j + 1, 1), next)), out);
+    if (prop.required) return;
+  }
+  expand(push(frame(node.close, 0), next), out);
+}
+
+/** Feeds one byte to a stack whose top consumes bytes; adds the resulting stacks to `out`. */
+function step(cell: Cell, byte: number, out: State): void {
+  const { frame: f, next } = cell;
+  const node = f.node;
+  switch (node.kind) {
+    case "lit": {
+      if ((node as LitNode).bytes[f.a] !== byte) return;
+      if (f.a + 1 === node.bytes.length) expand(next, out);
+      else out.push(push(frame(node, f.a + 1), next));
+      return;
+    }
+    case "str": {
+      const s = stringStep(f.a, byte);
+      if (s === -1) expand(next, out);
+      else if (s === f.a) out.push(cell);
+      else if (s >= 0) out.push(push(frame(node as StrNode, s), next));
+      return;
+    }
+    case "num": {
+      const s = numberStep(f.a, byte, (node as NumNode).integer);
+      if (s >= 0) expand(push(frame(node, s), next), out);
+      return;
+    }
+    case "ws":
+      if (byte === 0x20) expand(next, out);
+      return;
+    case "lazy": {
+      const matched = kmp(node)[f.a * 256 + byte];
+      if (matched < node.trigger.length) {
+        expand(matched === f.a ? cell : push(frame(node, matched), next), out); // free text may end anywhere
+        return;
+      }
+      // the trigger is complete: from its first byte on, the text is `then`'s
+      let state: State = [];
+      expand(push(frame(node.then, 0), next), state);
+      for (const b of node.trigger) state = advance(state, b);
+      out.push(...state);
+      return;
+    }
+    default:
+      throw new Error(`matcher: a ${node.kind} frame cannot consume bytes`);
+  }
+}
+
+/** The state of a grammar before any text. */
+export function initialState(root: GNode): State {
+  const out: State = [];
+  expand(push(frame(root, 0), null), out);
+  return dedupe(out);
+}
+
+/** The state after one more byte ([] when the byte is not allowed). */
+export function advance(state: State, byte: number): State {
+  const out: State = [];
+  for (const cell of state) if (cell !== null) step(cell, byte, out);
+  return out.length > 1 ? dedupe(out) : out;
+}
+
+/** The state after a token's bytes ([] when not allowed). */
+export function advanceBytes(state: State, bytes: Uint8Array): State {
+  let s = state;
+  for (let i = 0; i < bytes.length && s.length > 0; i++) s = advance(s, bytes[i]);
+  return s;
+}
+
+/** Whether the text so far is complete. */
+export function canEnd(state: State): boolean {
+  return state.includes(null);
+}
+
+/** Whether the text is complete and nothing may follow it. */
+export function isFinal(state: State): boolean {
+  return state.length > 0 && state.every((cell) => cell === null);
+}
+
+/** Fewest bytes that complete the text (Infinity for the dead state). */
+export function minBytes(state: State): number {
+  let min = Number.POSITIVE_INFINITY;
+  for (const cell of state) min = Math.min(min, cell?.min ?? 0);
+  return min;
+}
+
+/** A key equal for equal states (the same stacks in the same order). */
+export function stateKey(state: State): string {
+  return state.length === 1 ? cellKey(state[0]) : state.map(cellKey).join("|");
+}
+
+function dedupe(state: State): State {
+  const seen = new Set<string>();
+  const out: State = [];
+  for (const cell of state) {
+    const key = cell === null ? "" : cellKey(cell);
+    if (!seen.has(key)) {
+      seen.add(key);
+      out.push(cell);
+    }
+  }
+  return out;
+}
