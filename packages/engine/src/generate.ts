@@ -8,6 +8,8 @@
 // samples a token for every sequence whose logits came back, and then yields
 // to the event loop (setImmediate) so servers stay responsive. Requests join
 // at the next step and leave as soon as they finish; their KV caches go with them.
+import { compiledGrammarFor, GrammarConstraint } from "./constrained/constraint.js";
+import { vocabularyOf } from "./constrained/vocabulary.js";
 import { BatchDecoder, createKvCache, type DecodeEntry, type KvCache } from "./decode.js";
 import { EngineError } from "./errors.js";
 import { loraLayersFor } from "./lora-layers.js";
@@ -67,6 +69,8 @@ class Sequence {
     readonly detokenizer: IncrementalDetokenizer,
     readonly stops: StopStringFilter,
     eos: readonly number[],
+    /** The request's grammar (constrained/), or null. */
+    readonly grammar: GrammarConstraint | null,
   ) {
     this.promptIds = promptIds;
     this.maxTokens = maxTokens;
@@ -253,6 +257,16 @@ class BatchGenerator implements Generator {
       );
     }
 
+    let grammar: GrammarConstraint | null = null;
+    if (request.grammar !== undefined) {
+      const vocabulary = vocabularyOf(tokenizer);
+      grammar = new GrammarConstraint(
+        compiledGrammarFor(request.grammar, vocabulary),
+        vocabulary,
+        new Set(tokenizer.eosTokenIds),
+      );
+    }
+
     const adapter = request.adapter === undefined ? this.model.adapter : request.adapter;
     const lora = adapter ? loraLayersFor(adapter, config) : null;
     return new Sequence(
@@ -265,6 +279,7 @@ class BatchGenerator implements Generator {
       new IncrementalDetokenizer(tokenizer),
       new StopStringFilter(stop),
       tokenizer.eosTokenIds,
+      grammar,
     );
   }
 
@@ -355,8 +370,17 @@ class BatchGenerator implements Generator {
     const vocab = this.model.config.vocabSize;
     sampled.forEach((sequence, j) => {
       const row = logits.subarray(j * vocab, (j + 1) * vocab);
-      const tokenId = this.sampler.sample(row, sequence.sampling, sequence.rng);
-      this.accept(sequence, tokenId);
+      if (!sequence.grammar) {
+        this.accept(sequence, this.sampler.sample(row, sequence.sampling, sequence.rng));
+        return;
+      }
+      try {
+        const left = sequence.maxTokens - sequence.completionTokens;
+        const tokenId = sequence.grammar.sample(row, this.sampler, sequence.sampling, sequence.rng, left);
+        this.accept(sequence, tokenId);
+      } catch (error) {
+        sequence.fail(error); // this request only; the others in the step go on
+      }
     });
 
     let kept = 0;
@@ -364,9 +388,13 @@ class BatchGenerator implements Generator {
     this.active.length = kept;
   }
 
-  /** Records a sampled token: streams its text, and finishes the request on eos, a stop string or the length limit. */
+  /**
+   * Records a sampled token: streams its text, and finishes the request on eos,
+   * a stop string, a grammar that is complete with nothing to follow, or the length limit.
+   */
   private accept(sequence: Sequence, tokenId: number): void {
     sequence.completionTokens++;
+    const grammarDone = sequence.grammar?.accept(tokenId) ?? false;
     let finish: FinishReason | null = null;
     let out: { text: string; stopped: boolean };
     if (sequence.eos.has(tokenId)) {
@@ -375,10 +403,10 @@ class BatchGenerator implements Generator {
     } else {
       out = sequence.stops.push(sequence.detokenizer.push(tokenId));
       if (out.stopped) finish = "stop";
-      else if (sequence.completionTokens >= sequence.maxTokens) {
+      else if (grammarDone || sequence.completionTokens >= sequence.maxTokens) {
         const tail = sequence.stops.push(sequence.detokenizer.flush());
         out = { text: out.text + tail.text, stopped: tail.stopped };
-        finish = tail.stopped ? "stop" : "length";
+        finish = tail.stopped || grammarDone ? "stop" : "length";
       }
     }
     let text = out.text;
