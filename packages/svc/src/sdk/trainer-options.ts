@@ -5,7 +5,9 @@ import {
   type ChatMessage,
   DEFAULT_LORA,
   type HubDatasetRequest,
+  JOB_BACKENDS,
   type Job,
+  type JobBackend,
   type JobHyperparameters,
   LR_SCHEDULER_TYPES,
   TRUNCATION_MODES,
@@ -58,6 +60,11 @@ export interface TrainerOptions extends TrainerHyperparameters {
    */
   lora?: JobHyperparameters["lora"];
   dryRun?: boolean;
+  /**
+   * The training backend (docs/gpu-training.md): "auto" (default, any worker),
+   * "engine" (svc's CPU engine) or "torch" (PyTorch: svc worker --backend torch).
+   */
+  backend?: JobBackend;
   callbacks?: TrainerCallbacks;
   /** Stops only the local wait(); the job keeps running (use cancel() to stop it). */
   abortSignal?: AbortSignal;
@@ -183,6 +190,8 @@ export function validateTrainerOptions(o: TrainerOptions): void {
   positiveInt("exactMatchMaxTokens", o.exactMatchMaxTokens, true);
   positiveInt("exactMatchSamples", o.exactMatchSamples, true);
   if (o.dryRun !== undefined && typeof o.dryRun !== "boolean") fail("dryRun", "a boolean", o.dryRun);
+  if (o.backend !== undefined && !JOB_BACKENDS.includes(o.backend))
+    fail("backend", '"auto", "engine" or "torch"', o.backend);
   if (o.callbacks !== undefined) {
     if (typeof o.callbacks !== "object" || o.callbacks === null)
       fail("callbacks", "an object of functions", o.callbacks);

@@ -10,6 +10,7 @@ import {
   type DatasetProfileRequest,
   DEFAULT_PROFILE_MAX_LENGTH,
   type Job,
+  type JobBackend,
   type JobEvent,
 } from "@svc/server/wire";
 import { type ApiNotice, apiRecovery, formatApiNotice } from "./api-recovery.js";
@@ -48,7 +49,8 @@ export interface Trainer {
   readonly model: SupportedModel;
   /** The submitted job's id; null before start(). */
   readonly jobId: string | null;
-  start(): Promise<{ jobId: string }>;
+  /** Submits the job; `backend` overrides the trainer's (svc start --backend). */
+  start(overrides?: { backend?: JobBackend }): Promise<{ jobId: string }>;
   /**
    * The training dataset's profile for the trainer's model and maxLength
    * (row and token counts, duplicates, a suggested maxLength), which start()
@@ -105,15 +107,15 @@ class SvcTrainer implements Trainer {
     return this.id;
   }
 
-  start(): Promise<{ jobId: string }> {
-    this.submitted ??= this.submit().catch((err) => {
+  start(overrides: { backend?: JobBackend } = {}): Promise<{ jobId: string }> {
+    this.submitted ??= this.submit(overrides.backend ?? this.options.backend).catch((err) => {
       this.submitted = null;
       throw err;
     });
     return this.submitted;
   }
 
-  private async submit(): Promise<{ jobId: string }> {
+  private async submit(backend: JobBackend | undefined): Promise<{ jobId: string }> {
     const projectDir = defaultProjectDir();
     this.session = await openScopedSession(projectDir);
     const client = this.session.scoped;
@@ -141,6 +143,7 @@ class SvcTrainer implements Trainer {
       evalDatasetId: evalDataset?.id,
       hyperparameters: hyperparametersOf(this.options),
       dryRun: this.options.dryRun,
+      ...(backend ? { backend } : {}),
     });
     this.id = job.id;
     return { jobId: job.id };

@@ -56,11 +56,13 @@ export const jobsCommand: Command = {
           `name        ${job.name}`,
           `status      ${job.status}`,
           `base model  ${job.baseModel}`,
+          `backend     ${job.backend}`,
           `created     ${job.createdAt}`,
           `started     ${job.startedAt ?? "-"}`,
           `finished    ${job.finishedAt ?? "-"}`,
           `artifacts   ${artifacts.map((a) => a.name).join(", ") || "-"}`,
         ];
+        if (job.queuedReason) lines.push(`waiting     ${job.queuedReason}`);
         if (job.error) lines.push(`error       ${job.error}`);
         process.stdout.write(`${lines.join("\n")}\n`);
       }

@@ -1,10 +1,11 @@
 // svc start: run the project's trainer. Reuses .svc/build/index.mjs when present
 // (svc build refreshes it), submits the job and prints its progress until it ends.
+import { JOB_BACKENDS, type JobBackend } from "@svc/server/wire";
 import { ensureLocalServer } from "../../sdk/local-server.js";
 import { loadProject, ManifestBuildError } from "../../sdk/manifest.js";
 import { defaultProjectDir } from "../../sdk/session.js";
 import { TrainingCancelledError, TrainingFailedError } from "../../sdk/trainer.js";
-import { type Command, parse } from "../args.js";
+import { type Command, parse, stringOption, UsageError } from "../args.js";
 import { formatDatasetProfile } from "../dataset-profile-text.js";
 import { OutagePrinter } from "../outage.js";
 import { JobProgressPrinter } from "../progress.js";
@@ -16,7 +17,7 @@ export const startCommand: Command = {
   name: "start",
   summary: "run the project's trainer and follow its progress",
   usage: [
-    "Usage: svc start [--rebuild] [--detach]",
+    "Usage: svc start [--rebuild] [--detach] [--backend auto|engine|torch]",
     "",
     "Runs the trainer that src/svc/index.ts registers with createSvc. Uses",
     ".svc/build/index.mjs when it exists (svc build refreshes it), builds otherwise.",
@@ -34,9 +35,18 @@ export const startCommand: Command = {
     "Options:",
     "  --rebuild  build the bundle even when one exists",
     "  --detach   submit and exit without following the job",
+    "  --backend  the training backend, overriding the trainer's (docs/gpu-training.md):",
+    "             auto (any worker), engine (svc's CPU engine) or torch (svc worker --backend torch)",
   ].join("\n"),
   async run(argv) {
-    const { values } = parse(argv, { rebuild: { type: "boolean" }, detach: { type: "boolean" } }, 0);
+    const { values } = parse(
+      argv,
+      { rebuild: { type: "boolean" }, detach: { type: "boolean" }, backend: { type: "string" } },
+      0,
+    );
+    const backend = stringOption(values, "backend") as JobBackend | undefined;
+    if (backend !== undefined && !JOB_BACKENDS.includes(backend))
+      throw new UsageError(`--backend must be auto, engine or torch (got ${JSON.stringify(backend)})`);
     const projectDir = defaultProjectDir();
     let manifest: Awaited<ReturnType<typeof loadProject>>;
     try {
@@ -61,7 +71,7 @@ export const startCommand: Command = {
         ),
       onStarting: ({ log }) => process.stdout.write(`starting the local server (log: ${log})\n`),
     });
-    const { jobId } = await trainer.start();
+    const { jobId } = await trainer.start({ backend });
     process.stdout.write(`job ${jobId} submitted: ${trainer.name} on ${trainer.model}\n`);
     if (values.detach) return 0;
     const profile = await trainer
