@@ -3,6 +3,7 @@
 import { Hono } from "hono";
 import { requireBearer } from "./auth/bearer.js";
 import type { ApiEnv, ServerContext } from "./context.js";
+import { ExportRunner } from "./exports/export-runner.js";
 import { errorBody, handleApiError } from "./http/api-error.js";
 import { enforceRateLimit } from "./http/rate-limit.js";
 import { refuseNulInUrl } from "./http/validate.js";
@@ -12,6 +13,7 @@ import { datasetProfileRoutes } from "./routes/dataset-profiles.js";
 import { datasetRoutes } from "./routes/datasets.js";
 import { endpointRoutes } from "./routes/endpoints.js";
 import { eventRoutes } from "./routes/events.js";
+import { exportRoutes } from "./routes/exports.js";
 import { inferenceRoutes } from "./routes/inference.js";
 import { jobRoutes } from "./routes/jobs.js";
 import { keyRoutes } from "./routes/keys.js";
@@ -49,5 +51,6 @@ export function createApiApp(ctx: ServerContext): Hono<ApiEnv> {
   ]) {
     app.route("/", routes(ctx));
   }
+  app.route("/", exportRoutes(ctx, new ExportRunner(ctx.dataDir)));
   return app;
 }

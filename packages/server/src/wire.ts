@@ -6,6 +6,7 @@ import type { DatasetProfileRequest } from "./wire-dataset-profiles.js";
 
 export * from "./wire-dataset-profiles.js";
 export * from "./wire-deployments.js";
+export * from "./wire-exports.js";
 export * from "./wire-limits.js";
 
 export type Iso8601 = string;

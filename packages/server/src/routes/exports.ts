@@ -1,0 +1,95 @@
+// Exports: POST /v1/exports writes a job's adapter (final or a checkpoint) or
+// a base model as a PEFT folder, a merged Hugging Face folder, or a GGUF file
+// with an Ollama Modelfile (engine export/); GET /v1/exports/:id describes
+// it, GET /v1/exports/:id/:file downloads a file, DELETE removes it.
+import { createReadStream } from "node:fs";
+import { Readable } from "node:stream";
+import { checkExportOptions, type EngineError, EXPORT_FORMATS } from "@svc/engine";
+import type { Context } from "hono";
+import { Hono } from "hono";
+import type { ApiEnv, ServerContext } from "../context.js";
+import type { ExportRunner } from "../exports/export-runner.js";
+import { badRequest, notFound } from "../http/api-error.js";
+import { readJson } from "../http/body.js";
+import { object, oneOf, optional, parseBody, string } from "../http/validate.js";
+import type { ExportInfo } from "../wire.js";
+import { projectFromQuery, visibleJob } from "./access.js";
+import { adapterRefCheck } from "./inference.js";
+
+const exportBody = object({
+  adapter: optional(adapterRefCheck),
+  baseModel: optional(string({ min: 1 })),
+  format: oneOf(EXPORT_FORMATS),
+  quant: optional(string({ min: 1, max: 16 })),
+});
+
+async function exportOr404(
+  ctx: ServerContext,
+  runner: ExportRunner,
+  c: Context<ApiEnv>,
+): Promise<ExportInfo> {
+  const info = runner.get(c.req.param("id") ?? "");
+  const orgId = info ? await ctx.store.projects.orgIdOf(info.projectId) : undefined;
+  if (!info || orgId === undefined || !(await ctx.store.identity.isMember(c.get("user").id, orgId))) {
+    throw notFound(`export ${c.req.param("id")}`);
+  }
+  return info;
+}
+
+export function exportRoutes(ctx: ServerContext, runner: ExportRunner) {
+  const app = new Hono<ApiEnv>();
+  app.post("/v1/exports", async (c) => {
+    const project = await projectFromQuery(ctx, c);
+    const body = parseBody(exportBody, await readJson(c));
+    if (body.adapter && body.baseModel) throw badRequest(`"adapter" and "baseModel" cannot both be given`);
+    if (!body.adapter && !body.baseModel) throw badRequest(`"adapter" or "baseModel" is required`);
+    try {
+      checkExportOptions(body.format, body.quant, Boolean(body.adapter));
+    } catch (error) {
+      const e = error as EngineError;
+      throw badRequest(`"${e.file}": ${e.message}`, "invalid_export");
+    }
+    let target: { modelDir: string; adapterDir: string | null; baseModel: string };
+    let jobId: string | null = null;
+    if (body.adapter) {
+      const job = await visibleJob(ctx, c, body.adapter.jobId);
+      if (!job || job.project_id !== project.id) throw notFound(`job ${body.adapter.jobId}`);
+      target = await ctx.inference.adapter(job, body.adapter, "adapter");
+      jobId = job.id;
+    } else {
+      target = ctx.inference.baseModel(body.baseModel as string, "baseModel");
+    }
+    const info = await runner.run({
+      projectId: project.id,
+      format: body.format,
+      quant: body.quant,
+      jobId,
+      step: body.adapter?.kind === "checkpoint" ? body.adapter.step : null,
+      baseModel: target.baseModel,
+      modelDir: target.modelDir,
+      adapterDir: target.adapterDir,
+    });
+    return c.json({ export: info }, 201);
+  });
+  app.get("/v1/exports/:id", async (c) => c.json({ export: await exportOr404(ctx, runner, c) }));
+  app.delete("/v1/exports/:id", async (c) => {
+    const info = await exportOr404(ctx, runner, c);
+    runner.remove(info.id);
+    return c.json({ export: info });
+  });
+  app.get("/v1/exports/:id/:file", async (c) => {
+    const info = await exportOr404(ctx, runner, c);
+    const file = info.files.find((f) => f.path === c.req.param("file"));
+    const path = file ? runner.filePath(info, file.path) : null;
+    if (!file || !path) throw notFound(`file ${c.req.param("file")} of export ${info.id}`);
+    const body = file.bytes === 0 ? null : (Readable.toWeb(createReadStream(path)) as ReadableStream);
+    return new Response(body, {
+      headers: {
+        "content-type": file.path.endsWith(".json") ? "application/json" : "application/octet-stream",
+        "content-length": String(file.bytes),
+        "content-disposition": `attachment; filename="${file.path}"`,
+      },
+    });
+  });
+  return app;
+}

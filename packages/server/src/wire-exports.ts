@@ -1,0 +1,38 @@
+// Wire types of exports (/v1/exports): a job's adapter, a checkpoint's or a
+// base model written as a PEFT folder, a merged Hugging Face folder or a GGUF
+// file with an Ollama Modelfile; wire.ts re-exports them. Free of runtime
+// dependencies, like wire.ts.
+import type { AdapterRef, Iso8601 } from "./wire.js";
+
+export type ExportFormat = "peft" | "merged" | "gguf";
+
+/** POST /v1/exports?orgSlug=&projectSlug= */
+export interface CreateExportArgs {
+  /** What to export: a job's final adapter or a checkpoint (folded into its base model for merged and gguf)… */
+  adapter?: AdapterRef;
+  /** …or a base model on its own (merged or gguf). */
+  baseModel?: string;
+  format: ExportFormat;
+  /** gguf: "f16" (default), "q8_0", "q4_k_m"; merged: "base" (default: the base model's dtype), "f32", "f16", "bf16". */
+  quant?: string;
+}
+
+export interface ExportFile {
+  path: string;
+  bytes: number;
+}
+
+export interface ExportInfo {
+  id: string;
+  projectId: string;
+  format: ExportFormat;
+  quant: string | null;
+  /** The job and checkpoint step (null: its final adapter), or null for a base model export. */
+  jobId: string | null;
+  step: number | null;
+  baseModel: string;
+  files: ExportFile[];
+  /** Where a runtime computes something differently from svc for this export (GGUF: llama.cpp's fixed choices). */
+  warnings: string[];
+  createdAt: Iso8601;
+}
