@@ -3,11 +3,12 @@
 // This module must stay free of runtime dependencies.
 
 import type { DatasetProfileRequest } from "./wire-dataset-profiles.js";
+import type { ResponseFormat, ToolCall, ToolCallDelta, ToolChoice, ToolDefinition } from "./wire-tools.js";
 
 export * from "./wire-dataset-profiles.js";
 export * from "./wire-deployments.js";
-export * from "./wire-exports.js";
 export * from "./wire-limits.js";
+export * from "./wire-tools.js";
 
 export type Iso8601 = string;
 
@@ -376,7 +377,13 @@ export type JobEventType = JobEvent["type"];
 
 export interface ChatMessage {
   role: "system" | "user" | "assistant" | "tool";
-  content: string;
+  /** null (or absent) for an assistant message that only calls tools. */
+  content: string | null;
+  /** Assistant messages: the tools it called. */
+  tool_calls?: ToolCall[];
+  /** Tool messages: the call this result answers. */
+  tool_call_id?: string;
+  name?: string;
 }
 
 export type AdapterRef =
@@ -394,7 +401,17 @@ export interface InferArgs {
   stop?: string | string[];
   seed?: number;
   stream?: boolean;
+  /** Functions the model may call (docs/tools.md). */
+  tools?: ToolDefinition[];
+  toolChoice?: ToolChoice;
+  /** Several calls in one answer (default true). */
+  parallelToolCalls?: boolean;
+  /** JSON output enforced by constrained decoding (docs/tools.md#structured-output). */
+  responseFormat?: ResponseFormat;
 }
+
+/** Why a generation ended: "tool_calls" when the answer calls tools. */
+export type ChatFinishReason = "stop" | "length" | "tool_calls";
 
 /** OpenAI chat.completion object (the subset we produce). */
 export interface ChatCompletion {
@@ -404,8 +421,8 @@ export interface ChatCompletion {
   model: string;
   choices: {
     index: number;
-    message: { role: "assistant"; content: string };
-    finish_reason: "stop" | "length";
+    message: { role: "assistant"; content: string | null; tool_calls?: ToolCall[] };
+    finish_reason: ChatFinishReason;
   }[];
   usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number };
 }
@@ -418,8 +435,8 @@ export interface ChatCompletionChunk {
   model: string;
   choices: {
     index: number;
-    delta: { role?: "assistant"; content?: string };
-    finish_reason: "stop" | "length" | null;
+    delta: { role?: "assistant"; content?: string | null; tool_calls?: ToolCallDelta[] };
+    finish_reason: ChatFinishReason | null;
   }[];
   usage?: { prompt_tokens: number; completion_tokens: number; total_tokens: number } | null;
 }

@@ -21,8 +21,16 @@ import {
   string,
 } from "../http/validate.js";
 import { type ChatParams, respondWithChat } from "../inference/chat-completions.js";
+import {
+  checkToolRequest,
+  engineMessages,
+  messagesCheck,
+  responseFormatCheck,
+  toolChoiceCheck,
+  toolsCheck,
+} from "../inference/chat-request.js";
 import type { ResolvedTarget } from "../inference/inference-service.js";
-import { messagesCheck, stopCheck } from "../routes/inference.js";
+import { stopCheck } from "../routes/inference.js";
 import { targetOf, upstreamOf } from "../store/deployment-store.js";
 import { SEED_RANGE } from "../wire.js";
 import type { DeploymentDirectory } from "./deployment-directory.js";
@@ -51,6 +59,10 @@ const KNOWN_FIELDS = [
   "seed",
   "stream",
   "n",
+  "tools",
+  "tool_choice",
+  "parallel_tool_calls",
+  "response_format",
 ];
 
 /** The subset of the OpenAI chat request we honour; unknown fields are ignored, as OpenAI-compatible servers do. */
@@ -66,6 +78,10 @@ const chatRequest = (body: unknown) => {
     seed: optional(inRange(SEED_RANGE)),
     stream: optional(boolean()),
     n: optional(number({ integer: true, min: 1, max: 1 })),
+    tools: optional(toolsCheck),
+    tool_choice: optional(toolChoiceCheck),
+    parallel_tool_calls: optional(boolean()),
+    response_format: optional(responseFormatCheck),
   });
   if (typeof body === "object" && body !== null && !Array.isArray(body)) {
     const record = body as Record<string, unknown>;
@@ -162,6 +178,13 @@ export function createEdgeApp(
       return forwardChat(c, declared, upstream.model, raw as Record<string, unknown>, meter);
     }
     const body = chatRequest(await readJson(c));
+    const tooling = {
+      tools: body.tools,
+      toolChoice: body.tool_choice,
+      parallelToolCalls: body.parallel_tool_calls,
+      responseFormat: body.response_format,
+    };
+    checkToolRequest(tooling, { tools: "tools", toolChoice: "tool_choice" });
     const target = targetOf(deployment);
     let resolved: ResolvedTarget;
     if (target.kind === "base_model") {
@@ -180,7 +203,9 @@ export function createEdgeApp(
     resolved = { ...resolved, label: slug };
     const maxTokens = body.max_completion_tokens ?? body.max_tokens;
     const params: ChatParams = {
-      messages: body.messages,
+      ...tooling,
+      toolsField: "tools",
+      messages: engineMessages(body.messages),
       temperature: body.temperature,
       topP: body.top_p,
       maxTokens,

@@ -4,25 +4,37 @@
 import { randomUUID } from "node:crypto";
 import type { ServerResponse } from "node:http";
 import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
-import type { GenerationResult } from "@svc/engine";
+import { type GenerationResult, parseToolCalls, type ToolCallEvent, ToolCallStream } from "@svc/engine";
 import type { Context } from "hono";
 import { ApiError } from "../http/api-error.js";
-import type { ChatCompletion, ChatCompletionChunk, ChatMessage } from "../wire.js";
+import type { ChatCompletion, ChatCompletionChunk, ChatFinishReason, ToolCallDelta } from "../wire.js";
+import type { ToolRequest } from "./chat-request.js";
+import { planTools } from "./chat-tools.js";
 import type { ChatGeneration, PromptLimits } from "./inference-protocol.js";
 import type { InferenceService, ResolvedTarget } from "./inference-service.js";
 
-/** A chat request as the routes read it: the generation, and whether to stream it. */
-export interface ChatParams extends ChatGeneration {
+/**
+ * A chat request as the routes read it: the generation, whether to stream it,
+ * what it asks of tools and output, and the name of its "tools" field in errors.
+ */
+export interface ChatParams extends Omit<ChatGeneration, "grammar">, ToolRequest {
   stream: boolean;
+  toolsField: string;
 }
 
 /**
  * Refuses, before anything is tokenized, messages too long for the context
  * whatever their tokenization: B bytes need at least B / maxTokenBytes tokens.
  */
-export function checkPromptFits(messages: ChatMessage[], limits: PromptLimits): void {
-  let bytes = 0;
-  for (const m of messages) bytes += Buffer.byteLength(m.content);
+export function checkPromptFits(
+  params: Pick<ChatGeneration, "messages" | "tools">,
+  limits: PromptLimits,
+): void {
+  let bytes = params.tools === undefined ? 0 : Buffer.byteLength(JSON.stringify(params.tools));
+  for (const m of params.messages) {
+    bytes += Buffer.byteLength(m.content);
+    if (m.tool_calls !== undefined) bytes += Buffer.byteLength(JSON.stringify(m.tool_calls));
+  }
   const most = limits.contextLength * limits.maxTokenBytes;
   if (bytes > most)
     throw new ApiError(
@@ -32,8 +44,15 @@ export function checkPromptFits(messages: ChatMessage[], limits: PromptLimits): 
     );
 }
 
-const finishReason = (r: GenerationResult["finishReason"]): "stop" | "length" =>
-  r === "length" ? "length" : "stop";
+const finishReason = (r: GenerationResult["finishReason"], called: boolean): ChatFinishReason =>
+  r === "length" ? "length" : called ? "tool_calls" : "stop";
+
+/** A streamed tool-call event as OpenAI's chunk delta. */
+function toolCallDelta(event: Exclude<ToolCallEvent, { type: "content" }>): ToolCallDelta {
+  return event.type === "call"
+    ? { index: event.index, id: event.id, type: "function", function: { name: event.name, arguments: "" } }
+    : { index: event.index, function: { arguments: event.text } };
+}
 
 const usageOf = (r: GenerationResult) => ({
   prompt_tokens: r.promptTokens,
@@ -64,17 +83,21 @@ export async function respondWithChat(
   const id = `chatcmpl-${randomUUID().replaceAll("-", "")}`;
   const created = Math.floor(Date.now() / 1000);
   const prepared = await inference.prepare(target);
-  checkPromptFits(params.messages, prepared.limits);
+  checkPromptFits(params, prepared.limits);
+  const { stream, toolsField, toolChoice, parallelToolCalls, responseFormat, ...chat } = params;
+  const plan = planTools(params, prepared.limits.toolSyntax, toolsField);
+  const request: ChatGeneration = plan.grammar === undefined ? chat : { ...chat, grammar: plan.grammar };
   const res = nodeResponse(c);
   const controller = new AbortController();
   const onClose = () => {
     if (!res.writableFinished) controller.abort();
   };
   res.once("close", onClose);
-  const { stream, ...request } = params;
   if (!stream) {
     const result = await prepared.complete(request, controller.signal);
     onResult?.(result);
+    const parsed = plan.syntax === null ? null : parseToolCalls(plan.syntax, result.text);
+    const called = parsed !== null && parsed.toolCalls.length > 0;
     const body: ChatCompletion = {
       id,
       object: "chat.completion",
@@ -83,8 +106,14 @@ export async function respondWithChat(
       choices: [
         {
           index: 0,
-          message: { role: "assistant", content: result.text },
-          finish_reason: finishReason(result.finishReason),
+          message: called
+            ? {
+                role: "assistant",
+                content: parsed.content === "" ? null : parsed.content,
+                tool_calls: parsed.toolCalls,
+              }
+            : { role: "assistant", content: result.text },
+          finish_reason: finishReason(result.finishReason, called),
         },
       ],
       usage: usageOf(result),
@@ -111,7 +140,7 @@ export async function respondWithChat(
   };
   const chunk = (
     delta: ChatCompletionChunk["choices"][0]["delta"],
-    finish: "stop" | "length" | null,
+    finish: ChatFinishReason | null,
     usage?: GenerationResult,
   ) => {
     const body: ChatCompletionChunk = {
@@ -124,15 +153,29 @@ export async function respondWithChat(
     };
     return send(JSON.stringify(body));
   };
+  // With tools the text is read for calls as it comes: content passes on, calls go out as tool_calls deltas.
+  const calls = plan.syntax === null ? null : new ToolCallStream(plan.syntax);
+  const sendText = async (events: ToolCallEvent[]) => {
+    for (const event of events) {
+      if (event.type === "content") await chunk({ content: event.text }, null);
+      else await chunk({ tool_calls: [toolCallDelta(event)] }, null);
+    }
+  };
   try {
     await chunk({ role: "assistant", content: "" }, null);
     for (;;) {
       if (next.done) {
         onResult?.(next.value);
-        await chunk({}, finishReason(next.value.finishReason), next.value);
+        if (calls !== null) await sendText(calls.end());
+        const called = calls !== null && calls.callCount > 0 && calls.complete;
+        await chunk({}, finishReason(next.value.finishReason, called), next.value);
         break;
       }
-      if (next.value.text !== "") await chunk({ content: next.value.text }, null);
+      const text = next.value.text;
+      if (text !== "") {
+        if (calls === null) await chunk({ content: text }, null);
+        else await sendText(calls.push(text));
+      }
       next = await generation.next();
     }
   } catch (error) {

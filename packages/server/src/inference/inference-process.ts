@@ -29,8 +29,18 @@ async function generate(command: Extract<InferenceCommand, { type: "generate" }>
   const controller = new AbortController();
   running.set(command.id, controller);
   try {
-    const [{ generator }, adapter] = await prepare(command);
-    const generation = generator.generate({ ...command.request, adapter, signal: controller.signal });
+    const [{ generator, tokenizer }, adapter] = await prepare(command);
+    const { messages, tools, ...options } = command.request;
+    // With tools (or tool turns) the template renders them here; the generator renders plain chats itself.
+    const rendered =
+      tools !== undefined || messages.some((m) => m.role === "tool" || m.tool_calls !== undefined)
+        ? {
+            promptIds: tokenizer.encode(
+              tokenizer.applyChatTemplate(messages, { addGenerationPrompt: true, tools }),
+            ),
+          }
+        : { messages };
+    const generation = generator.generate({ ...options, ...rendered, adapter, signal: controller.signal });
     for (;;) {
       const next = await generation.next();
       if (next.done) {
@@ -54,7 +64,11 @@ process.on("message", (command: InferenceCommand) => {
           reply({
             type: "prepared",
             id: command.id,
-            limits: { contextLength: generator.maxContext, maxTokenBytes: tokenizer.maxTokenBytes },
+            limits: {
+              contextLength: generator.maxContext,
+              maxTokenBytes: tokenizer.maxTokenBytes,
+              toolSyntax: tokenizer.toolSyntax,
+            },
           }),
         (error) => replyError(command.id, error),
       );

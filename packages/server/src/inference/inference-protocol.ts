@@ -1,6 +1,13 @@
 // Messages between the server and its inference process. Requests carry
 // folders, not loaded objects: the process loads and caches models and adapters.
-import type { ChatMessage, GenerationChunk, GenerationResult } from "@svc/engine";
+import type {
+  ChatMessage,
+  GenerationChunk,
+  GenerationResult,
+  OutputGrammar,
+  ToolDefinition,
+  ToolSyntax,
+} from "@svc/engine";
 
 /** A generation request as it crosses the process boundary (no adapter object, no signal). */
 export interface ChatGeneration {
@@ -12,14 +19,20 @@ export interface ChatGeneration {
   seed?: number;
   /** "refuse": an explicit max_tokens past the context is an error (OpenAI's behaviour); default "clamp". */
   maxTokensPolicy?: "clamp" | "refuse";
+  /** Functions the prompt offers, rendered by the model's chat template. */
+  tools?: ToolDefinition[];
+  /** The completion must match this grammar (tool calls, response_format). */
+  grammar?: OutputGrammar;
 }
 
-/** What a request must fit, per base model: checked before anything is tokenized. */
+/** What a request must fit, per base model (checked before anything is tokenized), and how it writes tool calls. */
 export interface PromptLimits {
   /** Positions of one sequence (prompt plus completion). */
   contextLength: number;
   /** Text bytes one token can stand for at most (Tokenizer.maxTokenBytes). */
   maxTokenBytes: number;
+  /** Tokenizer.toolSyntax: null when svc cannot read the model's tool calls. */
+  toolSyntax: ToolSyntax | null;
 }
 
 export interface GenerationTarget {

@@ -13,13 +13,20 @@ import {
   literal,
   number,
   object,
-  oneOf,
   optional,
   parseBody,
   string,
 } from "../http/validate.js";
 import { UUID_PATTERN } from "../ids.js";
 import { type ChatParams, respondWithChat } from "../inference/chat-completions.js";
+import {
+  checkToolRequest,
+  engineMessages,
+  messagesCheck,
+  responseFormatCheck,
+  toolChoiceCheck,
+  toolsCheck,
+} from "../inference/chat-request.js";
 import type { ResolvedTarget } from "../inference/inference-service.js";
 import { type AdapterRef, MAX_STORED_INTEGER, SEED_RANGE } from "../wire.js";
 import { visibleJob } from "./access.js";
@@ -34,14 +41,6 @@ export const adapterRefCheck: Check<AdapterRef> = byKind<AdapterRef>({
     step: inRange({ integer: true, min: 1, max: MAX_STORED_INTEGER }),
   }),
 });
-
-export const messagesCheck = array(
-  object({
-    role: oneOf(["system", "user", "assistant", "tool"]),
-    content: string({ max: 200_000, allowNul: true }),
-  }),
-  { min: 1, max: 500 },
-);
 
 /** "stop": a string or up to 4 strings. */
 export const stopCheck: Check<string[]> = (value, path) =>
@@ -59,12 +58,17 @@ const inferBody = object({
   stop: optional(stopCheck),
   seed: optional(inRange(SEED_RANGE)),
   stream: optional(boolean()),
+  tools: optional(toolsCheck),
+  toolChoice: optional(toolChoiceCheck),
+  parallelToolCalls: optional(boolean()),
+  responseFormat: optional(responseFormatCheck),
 });
 
 export function inferenceRoutes(ctx: ServerContext) {
   const app = new Hono<ApiEnv>();
   app.post("/v1/inference/chat", async (c) => {
     const body = parseBody(inferBody, await readJson(c));
+    checkToolRequest(body, { tools: "tools", toolChoice: "toolChoice" });
     let target: ResolvedTarget;
     if (body.adapter && body.baseModel) throw badRequest(`"adapter" and "baseModel" cannot both be given`);
     if (body.adapter) {
@@ -79,8 +83,13 @@ export function inferenceRoutes(ctx: ServerContext) {
       target = ctx.inference.baseModel(names[0], "baseModel");
     }
     // Only the generation's own fields cross to the inference process.
-    const { adapter: _adapter, baseModel: _baseModel, stream, ...generation } = body;
-    const params: ChatParams = { ...generation, stream: stream ?? false };
+    const { adapter: _adapter, baseModel: _baseModel, stream, messages, ...generation } = body;
+    const params: ChatParams = {
+      ...generation,
+      messages: engineMessages(messages),
+      stream: stream ?? false,
+      toolsField: "tools",
+    };
     return respondWithChat(c, ctx.inference, target, params);
   });
   return app;

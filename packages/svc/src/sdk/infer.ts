@@ -1,5 +1,14 @@
 // infer(): chat with a job's final adapter, one of its checkpoints, or a base model.
-import type { ChatCompletion, ChatMessage, InferArgs as WireInferArgs } from "@svc/server/wire";
+import type {
+  ChatCompletion,
+  ChatFinishReason,
+  ChatMessage,
+  ResponseFormat,
+  ToolCall,
+  ToolChoice,
+  ToolDefinition,
+  InferArgs as WireInferArgs,
+} from "@svc/server/wire";
 import type { CloudApi } from "./cloud-api.js";
 import { openScopedSession } from "./session.js";
 
@@ -10,6 +19,12 @@ export interface InferOptions {
   maxTokens?: number;
   stop?: string | string[];
   seed?: number;
+  /** Functions the model may call (docs/tools.md); the result's toolCalls holds the calls it makes. */
+  tools?: ToolDefinition[];
+  toolChoice?: ToolChoice;
+  parallelToolCalls?: boolean;
+  /** JSON output enforced by constrained decoding: { type: "json_object" } or { type: "json_schema", json_schema }. */
+  responseFormat?: ResponseFormat;
   signal?: AbortSignal;
 }
 
@@ -17,8 +32,11 @@ export interface InferOptions {
 export type InferTarget = Pick<WireInferArgs, "adapter" | "baseModel">;
 
 export interface InferResult {
+  /** The answer's text ("" when the model only calls tools). */
   text: string;
-  finishReason: "stop" | "length";
+  /** The tools the model calls (empty when none); finishReason is then "tool_calls". */
+  toolCalls: ToolCall[];
+  finishReason: ChatFinishReason;
   completion: ChatCompletion;
 }
 
@@ -59,7 +77,12 @@ export function bindInfer(client: CloudApi, target: InferTarget): BoundInfer {
 async function inferWith(client: CloudApi, args: InferRequest): Promise<InferResult> {
   const completion = await client.infer(wireArgs(args));
   const choice = completion.choices[0];
-  return { text: choice?.message.content ?? "", finishReason: choice?.finish_reason ?? "stop", completion };
+  return {
+    text: choice?.message.content ?? "",
+    toolCalls: choice?.message.tool_calls ?? [],
+    finishReason: choice?.finish_reason ?? "stop",
+    completion,
+  };
 }
 
 function wireArgs(args: InferRequest & { stream?: boolean }): WireInferArgs {
@@ -72,7 +95,10 @@ function validateInferArgs(args: InferRequest): void {
     throw new TypeError("messages: expected a non-empty array of { role, content }");
   }
   args.messages.forEach((m, i) => {
-    if (typeof m?.content !== "string" || !["system", "user", "assistant", "tool"].includes(m?.role)) {
+    // An assistant message that calls tools may have no content.
+    const content =
+      typeof m?.content === "string" || (m?.role === "assistant" && Array.isArray(m?.tool_calls));
+    if (!content || !["system", "user", "assistant", "tool"].includes(m?.role)) {
       throw new TypeError(
         `messages[${i}]: expected { role: "system"|"user"|"assistant"|"tool", content: string }`,
       );
