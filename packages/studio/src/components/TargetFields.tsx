@@ -1,6 +1,7 @@
 // Target inputs shared by the create form and the target editor: job UUID,
-// job UUID + step, or base model name.
+// job UUID + step, or base model name (picked from the server's models or typed as a Hub id).
 import type { TargetForm } from "../lib/targets.js";
+import { BaseModelPicker } from "./BaseModelPicker.js";
 
 export function TargetFields({ form, onChange }: { form: TargetForm; onChange: (f: TargetForm) => void }) {
   return (
@@ -45,17 +46,14 @@ export function TargetFields({ form, onChange }: { form: TargetForm; onChange: (
         </label>
       )}
       {form.kind === "base_model" && (
-        <label className="field">
+        <div className="field">
           <span>Base model</span>
-          <input
-            className="input mono"
-            type="text"
+          <BaseModelPicker
             value={form.baseModel}
-            placeholder="org/model"
-            onChange={(e) => onChange({ ...form, baseModel: e.target.value })}
-            data-testid="target-base"
+            onChange={(baseModel) => onChange({ ...form, baseModel })}
+            testId="target-base"
           />
-        </label>
+        </div>
       )}
     </div>
   );

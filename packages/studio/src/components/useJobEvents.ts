@@ -4,10 +4,13 @@
 import type { JobStatus } from "@svc/server/wire";
 import { useEffect, useState } from "react";
 import { jobEventsUrl } from "../api.js";
+import { applyDownloadEvent, type Download, downloadKey } from "../lib/download-progress.js";
 import { appendLogEntry, artifactCount, type EventLogEntry, formatEventMessage } from "../lib/event-log.js";
 import { addLogFrame, dropStepsAfter, emptySeries, type LossSeries } from "../lib/loss-series.js";
 
 export const JOB_EVENT_NAMES = [
+  "download.progress",
+  "download.completed",
   "training.started",
   "training.log",
   "checkpoint.saved",
@@ -26,6 +29,8 @@ export interface JobEventState {
   ended: boolean;
   totalSteps: number | null;
   lastStep: number | null;
+  /** Hub downloads the job waited on (download.progress / download.completed). */
+  downloads: Download[];
 }
 
 const initial = (): JobEventState => ({
@@ -38,6 +43,7 @@ const initial = (): JobEventState => ({
   ended: false,
   totalSteps: null,
   lastStep: null,
+  downloads: [],
 });
 
 function reduce(s: JobEventState, event: string, raw: string, id: string): JobEventState {
@@ -52,8 +58,14 @@ function reduce(s: JobEventState, event: string, raw: string, id: string): JobEv
     event,
     message: formatEventMessage(event, payload, raw),
     timestamp: typeof payload.timestamp === "string" ? payload.timestamp : null,
+    group: event === "download.progress" ? `download:${downloadKey(payload)}` : undefined,
   };
-  const next: JobEventState = { ...s, interrupted: false, log: appendLogEntry(s.log, entry) };
+  const next: JobEventState = {
+    ...s,
+    interrupted: false,
+    log: appendLogEntry(s.log, entry),
+    downloads: applyDownloadEvent(s.downloads, event, payload),
+  };
   const step = typeof payload.step === "number" ? payload.step : null;
   switch (event) {
     case "training.started":

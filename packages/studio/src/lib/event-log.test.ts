@@ -48,3 +48,31 @@ test("the log keeps only the newest 500 entries", () => {
   assert.equal(log[0].key, "120");
   assert.equal(log[499].key, "619");
 });
+
+test("a download's progress rows update one row while they follow one another; its completion is a row of its own", () => {
+  const row = (key: string, event: string, group?: string): EventLogEntry => ({
+    key,
+    event,
+    message: key,
+    timestamp: null,
+    group,
+  });
+  let log: EventLogEntry[] = [];
+  log = appendLogEntry(log, row("1", "download.progress", "download:model:org/m"));
+  log = appendLogEntry(log, row("2", "download.progress", "download:model:org/m"));
+  log = appendLogEntry(log, row("3", "download.progress", "download:dataset:org/d"));
+  log = appendLogEntry(log, row("4", "download.completed"));
+  log = appendLogEntry(log, row("5", "download.progress", "download:dataset:org/d"));
+  assert.deepEqual(
+    log.map((e) => e.key),
+    ["2", "3", "4", "5"],
+  );
+  assert.equal(
+    formatEventMessage(
+      "download.completed",
+      { kind: "model", repo: "org/m", bytes: 1e6, fromCache: true },
+      "",
+    ),
+    "model org/m: in the cache (1 MB)",
+  );
+});

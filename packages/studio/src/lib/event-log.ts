@@ -1,5 +1,8 @@
 // The job-detail event log: one row per SSE frame, the event name next to a
 // message formatted per the spec's Events table, keeping the newest 500 rows.
+// A download's progress frames (several a second) share one row that updates.
+import { formatDownloadMessage } from "./download-progress.js";
+
 export const EVENT_LOG_LIMIT = 500;
 
 export interface EventLogEntry {
@@ -8,6 +11,8 @@ export interface EventLogEntry {
   event: string;
   message: string;
   timestamp: string | null;
+  /** Rows of one group (a download's progress) replace each other while they follow one another. */
+  group?: string;
 }
 
 type Payload = Record<string, unknown>;
@@ -44,6 +49,9 @@ export function formatEventMessage(event: string, payload: Payload, raw: string)
       return formatArtifactCount(artifactCount(payload));
     case "training.failed":
       return typeof payload.error === "string" ? payload.error : String(payload.error ?? "");
+    case "download.progress":
+    case "download.completed":
+      return formatDownloadMessage(event, payload);
     case "training.cancelled":
       return payload.step == null ? "cancelled" : `cancelled at step=${payload.step}`;
     default:
@@ -57,6 +65,8 @@ export function appendLogEntry(
   entry: EventLogEntry,
   limit = EVENT_LOG_LIMIT,
 ): EventLogEntry[] {
+  const last = entries[entries.length - 1];
+  if (entry.group !== undefined && last?.group === entry.group) return [...entries.slice(0, -1), entry];
   const next = entries.length >= limit ? entries.slice(entries.length - limit + 1) : entries.slice();
   next.push(entry);
   return next;

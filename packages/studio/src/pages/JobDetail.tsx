@@ -5,6 +5,7 @@ import { useEffect, useState } from "react";
 import { errorMessage, getJson, sendJson } from "../api.js";
 import { ErrorText, StatusBadge, shortId } from "../components/common.js";
 import { DatasetProfileCard } from "../components/DatasetProfileCard.js";
+import { DownloadProgressCard } from "../components/DownloadProgressCard.js";
 import { EventLog } from "../components/EventLog.js";
 import { LossChart } from "../components/LossChart.js";
 import { StatsCards } from "../components/StatsCards.js";
@@ -18,11 +19,13 @@ export function JobDetail({ jobId }: { jobId: string }) {
   const [advanced, setAdvanced] = useState(false);
   const [cancelling, setCancelling] = useState(false);
 
+  // Read again as the job moves on: the resolved revision of a Hub base model is set once it is downloaded.
+  // biome-ignore lint/correctness/useExhaustiveDependencies: ev.status is the trigger, not an input
   useEffect(() => {
     getJson<{ job: Job }>(`/api/jobs/${encodeURIComponent(jobId)}`)
       .then((r) => setJob(r.job))
       .catch((e) => setError(errorMessage(e)));
-  }, [jobId]);
+  }, [jobId, ev.status]);
 
   const status = ev.status ?? job?.status ?? null;
   const cancel = async () => {
@@ -67,6 +70,7 @@ export function JobDetail({ jobId }: { jobId: string }) {
               {ev.failure}
             </div>
           )}
+          <DownloadProgressCard downloads={ev.downloads} />
           <section className="card">
             <div className="card-head">
               <h2>Loss</h2>
@@ -98,7 +102,14 @@ export function JobDetail({ jobId }: { jobId: string }) {
             {job && (
               <>
                 <dt>Base model</dt>
-                <dd>{job.baseModel}</dd>
+                <dd>
+                  {job.baseModel}
+                  {job.baseModelRevision && (
+                    <div className="muted mono" title={job.baseModelRevision}>
+                      @ {job.baseModelRevision.slice(0, 12)}
+                    </div>
+                  )}
+                </dd>
                 <dt>Created</dt>
                 <dd>{new Date(job.createdAt).toLocaleString()}</dd>
               </>

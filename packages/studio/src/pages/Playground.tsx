@@ -1,11 +1,16 @@
 // Playground: streaming chat with a completed job's adapter (final or a
-// checkpoint) or with a base model from GET /v1/models, with sampling controls.
+// checkpoint) or with a base model from GET /v1/models (or any Hub id typed in
+// the base-model picker), with sampling controls.
 import type { AdapterRef, Artifact, BaseModelInfo, ChatMessage, Job } from "@svc/server/wire";
 import { useEffect, useRef, useState } from "react";
 import { errorMessage, getJson, studioFetch } from "../api.js";
+import { BaseModelPicker } from "../components/BaseModelPicker.js";
 import { ErrorText, shortId } from "../components/common.js";
 
 type ModelChoice = { kind: "base"; name: string } | { kind: "job"; jobId: string };
+
+/** The select's value while the picker holds a Hub id that is not among the server's models. */
+const OTHER_BASE = "base-other";
 
 const encodeChoice = (c: ModelChoice) => (c.kind === "base" ? `base:${c.name}` : `job:${c.jobId}`);
 const decodeChoice = (v: string): ModelChoice | null =>
@@ -19,6 +24,7 @@ export function Playground() {
   const [models, setModels] = useState<BaseModelInfo[]>([]);
   const [jobs, setJobs] = useState<Job[]>([]);
   const [choice, setChoice] = useState("");
+  const [otherBase, setOtherBase] = useState("");
   const [checkpoints, setCheckpoints] = useState<Artifact[]>([]);
   const [checkpoint, setCheckpoint] = useState("final");
   const [temperature, setTemperature] = useState(0.7);
@@ -44,7 +50,19 @@ export function Playground() {
       .catch((e) => setError(errorMessage(e)));
   }, []);
 
-  const selected = decodeChoice(choice);
+  const selected: ModelChoice | null =
+    choice === OTHER_BASE
+      ? otherBase.trim()
+        ? { kind: "base", name: otherBase.trim() }
+        : null
+      : decodeChoice(choice);
+  const pickBase = (name: string) => {
+    if (models.some((m) => m.name === name)) setChoice(encodeChoice({ kind: "base", name }));
+    else {
+      setOtherBase(name);
+      setChoice(OTHER_BASE);
+    }
+  };
   const selectedJob = selected?.kind === "job" ? selected.jobId : null;
   useEffect(() => {
     setCheckpoint("final");
@@ -158,9 +176,21 @@ export function Playground() {
                     {m.name} ({m.family})
                   </option>
                 ))}
+                <option value={OTHER_BASE}>Other Hub model…</option>
               </optgroup>
             </select>
           </label>
+          {(selected?.kind === "base" || choice === OTHER_BASE) && (
+            <div className="field">
+              <span>Base model</span>
+              <BaseModelPicker
+                value={choice === OTHER_BASE ? otherBase : (selected as { name: string }).name}
+                onChange={pickBase}
+                models={models}
+                testId="pg-base"
+              />
+            </div>
+          )}
           {selectedJob && (
             <label className="field">
               <span>Adapter</span>

@@ -1,0 +1,73 @@
+// How a base model from GET /v1/models reads in the pickers: parameters and
+// bytes in short units, and whether its files are on the server's machine.
+import type { BaseModelInfo } from "@svc/server/wire";
+
+/** 135_000_000 → "135M", 1_540_000_000 → "1.5B", 4_200 → "4.2K". */
+export function formatCount(n: number): string {
+  const units: [number, string][] = [
+    [1e12, "T"],
+    [1e9, "B"],
+    [1e6, "M"],
+    [1e3, "K"],
+  ];
+  for (const [size, unit] of units) {
+    if (n >= size) {
+      const v = n / size;
+      return `${v >= 100 ? Math.round(v) : Number(v.toFixed(1))}${unit}`;
+    }
+  }
+  return String(n);
+}
+
+/** Bytes in decimal units, as the Hub shows file sizes: 1_234_567 → "1.2 MB". */
+export function formatBytes(n: number): string {
+  const units: [number, string][] = [
+    [1e12, "TB"],
+    [1e9, "GB"],
+    [1e6, "MB"],
+    [1e3, "kB"],
+  ];
+  for (const [size, unit] of units) if (n >= size) return `${Number((n / size).toFixed(1))} ${unit}`;
+  return `${n} B`;
+}
+
+export interface ModelBadge {
+  text: string;
+  tone: "on" | "off" | "neutral";
+  title: string;
+}
+
+/** The badge next to a model: bundled, local folder, cached Hub model, or one the server would download. */
+export function modelBadge(
+  m: Partial<Pick<BaseModelInfo, "source" | "cached" | "revision" | "sizeBytes">>,
+): ModelBadge | null {
+  const size = m.sizeBytes ? `, ${formatBytes(m.sizeBytes)}` : "";
+  if (m.source === "bundled") return { text: "bundled", tone: "on", title: `Ships with svc${size}` };
+  if (m.source === "local")
+    return { text: "local", tone: "on", title: `A folder the server was given${size}` };
+  if (m.cached === true)
+    return {
+      text: "cached",
+      tone: "on",
+      title: `In the Hugging Face cache${m.revision ? ` at ${m.revision.slice(0, 12)}` : ""}${size}`,
+    };
+  if (m.cached === false)
+    return { text: "not downloaded", tone: "off", title: "Downloaded from the Hub when first used" };
+  return null;
+}
+
+/** "llama · 1.2M params · 2,048 ctx": the facts a picker row shows. */
+export function modelFacts(m: Pick<BaseModelInfo, "family" | "parameters" | "contextLength">): string {
+  return `${m.family} · ${formatCount(m.parameters)} params · ${m.contextLength.toLocaleString("en-US")} ctx`;
+}
+
+/** The models whose name holds `query` (case-insensitive), all of them for an empty query. */
+export function filterModels<T extends { name: string }>(models: readonly T[], query: string): T[] {
+  const q = query.trim().toLowerCase();
+  return q ? models.filter((m) => m.name.toLowerCase().includes(q)) : [...models];
+}
+
+/** A Hub id as the server takes it: `org/name`, optionally `@revision`. */
+export function looksLikeHubId(text: string): boolean {
+  return /^[A-Za-z0-9][\w.-]*\/[A-Za-z0-9][\w.-]*(@[\w.\-/]+)?$/.test(text.trim());
+}
