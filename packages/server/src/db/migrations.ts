@@ -192,6 +192,7 @@ const jobBackendWorkers: Migration = {
       .addColumn("owner", "text", (c) => c.primaryKey())
       .addColumn("backend", "text", (c) => c.notNull())
       .addColumn("device", "text", (c) => c.notNull())
+      .addColumn("free_slots", "integer", (c) => c.notNull())
       .addColumn("seen_at", "text", (c) => c.notNull())
       .execute();
   },

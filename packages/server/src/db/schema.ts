@@ -99,7 +99,10 @@ export interface JobsTable {
 export interface WorkersTable {
   owner: string;
   backend: "engine" | "torch";
+  /** "cpu" or "cuda". */
   device: string;
+  /** Jobs it could start now (its concurrency less the jobs it runs). */
+  free_slots: number;
   /** When it last polled for jobs; one not seen for a while is gone. */
   seen_at: string;
 }

@@ -83,19 +83,38 @@ export class JobStore {
 
   /**
    * Claims the oldest queued job for `owner` among those it can run (jobs of
-   * its backend and "auto" ones), or returns undefined when none waits.
+   * its backend and "auto" ones), or returns undefined when none waits. A
+   * runner without a GPU leaves "auto" jobs to a GPU runner that has a free
+   * slot (seen since `gpuSeenSince`), so they train on the GPU when one is free.
    */
   async claimNext(
     owner: string,
     leaseMs: number,
-    backend: JobRow["backend"] = "engine",
+    runner: { backend: "engine" | "torch"; gpu: boolean; gpuSeenSince: string } = {
+      backend: "engine",
+      gpu: false,
+      gpuSeenSince: nowIso(),
+    },
   ): Promise<JobRow | undefined> {
     const now = nowIso();
+    const freeGpu = this.db
+      .selectFrom("workers")
+      .select("owner")
+      .where("device", "=", "cuda")
+      .where("free_slots", ">", 0)
+      .where("seen_at", ">=", runner.gpuSeenSince);
     const pick = this.db
       .selectFrom("jobs")
       .select("id")
       .where("status", "=", "queued")
-      .where("backend", "in", [backend, "auto"])
+      .where((eb) =>
+        runner.gpu
+          ? eb("backend", "in", [runner.backend, "auto"])
+          : eb.or([
+              eb("backend", "=", runner.backend),
+              eb.and([eb("backend", "=", "auto"), eb.not(eb.exists(freeGpu))]),
+            ]),
+      )
       .orderBy("id")
       .limit(1);
     const row = await this.db

@@ -11,13 +11,18 @@ export const WORKER_SEEN_MS = 60_000;
 export class WorkerStore {
   constructor(private readonly db: Kysely<Database>) {}
 
-  /** Records that `owner` is alive and offers `backend` (called on each poll). */
-  async seen(owner: string, backend: WorkersTable["backend"], device: string): Promise<void> {
+  /** Records that `owner` is alive, offers `backend` on `device` and could start `free_slots` jobs now. */
+  async seen(
+    owner: string,
+    backend: WorkersTable["backend"],
+    device: string,
+    free_slots: number,
+  ): Promise<void> {
     const seen_at = nowIso();
     await this.db
       .insertInto("workers")
-      .values({ owner, backend, device, seen_at })
-      .onConflict((c) => c.column("owner").doUpdateSet({ seen_at, backend, device }))
+      .values({ owner, backend, device, free_slots, seen_at })
+      .onConflict((c) => c.column("owner").doUpdateSet({ seen_at, backend, device, free_slots }))
       .execute();
   }
 

@@ -13,7 +13,7 @@ import type { ModelRegistry } from "../models/model-registry.js";
 import { type EngineExit, type EngineProcess, forkEngineProcess } from "../process/engine-process.js";
 import type { JobRow, NewJobEvent } from "../store/job-store.js";
 import type { Store } from "../store/store.js";
-import { WorkerStore } from "../store/worker-store.js";
+import { WORKER_SEEN_MS, WorkerStore } from "../store/worker-store.js";
 import type { JobHyperparameters } from "../wire.js";
 import { JobTransitions } from "./job-transitions.js";
 import { JobTensorBoardLog } from "./tensorboard-log.js";
@@ -78,6 +78,7 @@ export class JobRunner {
   private readonly jobs: JobTransitions;
   private readonly workers: WorkerStore;
   private lastSeen = 0;
+  private lastFree = -1;
 
   constructor(
     private readonly store: Store,
@@ -130,12 +131,21 @@ export class JobRunner {
     return `torch (${torch.device}${torch.processes > 1 ? `, ${torch.processes} processes` : ""})`;
   }
 
-  /** Records this runner as alive (at most every few seconds), so queued jobs know who can run them. */
+  private get device(): "cpu" | "cuda" {
+    return this.backend === "torch" ? (this.options.torch?.device ?? "cpu") : "cpu";
+  }
+
+  /**
+   * Records this runner as alive with its free slots (every few seconds, and
+   * at once when they change), so queued jobs know who can run them and jobs
+   * for any backend wait for a free GPU.
+   */
   private async announce(): Promise<void> {
-    if (Date.now() - this.lastSeen < 5_000) return;
+    const free = this.options.concurrency - this.running.size;
+    if (Date.now() - this.lastSeen < 5_000 && free === this.lastFree) return;
     this.lastSeen = Date.now();
-    const device = this.backend === "torch" ? (this.options.torch?.device ?? "cpu") : "cpu";
-    await this.workers.seen(this.owner, this.backend, device);
+    this.lastFree = free;
+    await this.workers.seen(this.owner, this.backend, this.device, free);
   }
 
   /** Asks the training process to checkpoint and stop; kills it if it takes longer than stopTimeoutMs. */
@@ -149,10 +159,17 @@ export class JobRunner {
   private async claimLoop(): Promise<void> {
     while (!this.stopped) {
       let claimed: JobRow | undefined;
+      // Announced while busy too: a runner whose slots are all taken is still alive.
+      await this.announce().catch((error) =>
+        console.error("svc worker: recording this runner failed:", (error as Error).message),
+      );
       if (this.running.size < this.options.concurrency) {
         try {
-          await this.announce();
-          claimed = await this.store.jobs.claimNext(this.owner, this.options.leaseMs, this.backend);
+          claimed = await this.store.jobs.claimNext(this.owner, this.options.leaseMs, {
+            backend: this.backend,
+            gpu: this.device === "cuda",
+            gpuSeenSince: new Date(Date.now() - WORKER_SEEN_MS).toISOString(),
+          });
         } catch (error) {
           console.error("svc worker: claiming a job failed:", (error as Error).message);
         }
