@@ -26,6 +26,7 @@ export {
   readCredentials,
 } from "./sdk/credentials.js";
 export { type WaitForDatasetProfileOptions, waitForDatasetProfile } from "./sdk/dataset-profile.js";
+export { type ExportedFiles, type ExportModelOptions, exportModel } from "./sdk/export.js";
 export {
   type BoundInfer,
   type InferOptions,

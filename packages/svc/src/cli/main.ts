@@ -6,6 +6,7 @@ import { loginCommand, logoutCommand, whoamiCommand } from "./commands/auth.js";
 import { buildCommand } from "./commands/build.js";
 import { deployCommand } from "./commands/deploy.js";
 import { devCommand } from "./commands/dev.js";
+import { exportCommand } from "./commands/export.js";
 import { initCommand } from "./commands/init.js";
 import { jobsCommand } from "./commands/jobs.js";
 import { keysCommand } from "./commands/keys.js";
@@ -20,6 +21,7 @@ export const COMMANDS: Command[] = [
   devCommand,
   jobsCommand,
   deployCommand,
+  exportCommand,
   keysCommand,
   loginCommand,
   logoutCommand,

@@ -10,6 +10,7 @@ import type {
   CreateDatasetFromHubRequest,
   CreateDatasetFromUrlRequest,
   CreateDeploymentRequest,
+  CreateExportArgs,
   CreateJobRequest,
   CreateProjectRequest,
   Dataset,
@@ -18,6 +19,7 @@ import type {
   Deployment,
   DeploymentKey,
   DeploymentKeyUsage,
+  ExportInfo,
   HubDatasetSource,
   InferArgs,
   IssuedDeploymentKey,
@@ -230,6 +232,30 @@ export class CloudApiClient implements CloudApi {
     const path = `/v1/jobs/${seg(jobId)}/artifacts/${seg(artifactName)}/${filePath.split("/").map(seg).join("/")}`;
     const res = await this.request("GET", path, { scoped: true });
     return new Uint8Array(await res.arrayBuffer());
+  }
+
+  // ------------------------------------------------------------ exports
+
+  async createExport(body: CreateExportArgs): Promise<ExportInfo> {
+    // merging and quantizing a large model takes minutes on the server
+    const options = { scoped: true, body, timeoutMs: HUB_DATASET_RESPONSE_TIMEOUT_MS };
+    return (await this.json<{ export: ExportInfo }>("POST", "/v1/exports", options)).export;
+  }
+
+  async getExport(exportId: string): Promise<ExportInfo> {
+    return (await this.json<{ export: ExportInfo }>("GET", `/v1/exports/${seg(exportId)}`)).export;
+  }
+
+  async deleteExport(exportId: string): Promise<ExportInfo> {
+    return (await this.json<{ export: ExportInfo }>("DELETE", `/v1/exports/${seg(exportId)}`)).export;
+  }
+
+  async openExportFile(
+    exportId: string,
+    filePath: string,
+    options: { signal?: AbortSignal } = {},
+  ): Promise<Response> {
+    return this.request("GET", `/v1/exports/${seg(exportId)}/${seg(filePath)}`, { signal: options.signal });
   }
 
   // ------------------------------------------------------------ inference

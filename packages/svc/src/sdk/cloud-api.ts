@@ -10,6 +10,7 @@ import type {
   CreateDatasetFromHubRequest,
   CreateDatasetFromUrlRequest,
   CreateDeploymentRequest,
+  CreateExportArgs,
   CreateJobRequest,
   CreateProjectRequest,
   Dataset,
@@ -18,6 +19,7 @@ import type {
   Deployment,
   DeploymentKey,
   DeploymentKeyUsage,
+  ExportInfo,
   HubDatasetSource,
   InferArgs,
   IssuedDeploymentKey,
@@ -83,6 +85,13 @@ export interface CloudApi {
   getArtifact(jobId: string, artifactName: string): Promise<Artifact>;
   /** The bytes of one file of an artifact, e.g. (jobId, "final", "adapter_config.json"). */
   downloadArtifactFile(jobId: string, artifactName: string, filePath: string): Promise<Uint8Array>;
+
+  /** Writes an export on the server (PEFT, merged or GGUF); resolves once it is written. */
+  createExport(body: CreateExportArgs): Promise<ExportInfo>;
+  getExport(exportId: string): Promise<ExportInfo>;
+  deleteExport(exportId: string): Promise<ExportInfo>;
+  /** One file of an export as a streamed response (GGUF files are large). */
+  openExportFile(exportId: string, filePath: string, options?: { signal?: AbortSignal }): Promise<Response>;
 
   /** Non-streaming chat; see inferStream for stream: true. */
   infer(args: InferArgs): Promise<ChatCompletion>;
