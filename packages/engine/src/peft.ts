@@ -11,6 +11,8 @@ import type { LoraAdapter } from "./types.js";
 export interface SaveAdapterOptions {
   /** Written as base_model_name_or_path (a hub id or the base model's folder). */
   baseModelName?: string;
+  /** Written as revision: the base model's commit on the Hub. */
+  baseModelRevision?: string;
 }
 
 // lora_A / lora_B of one module; PEFT's in-memory names carry the adapter
@@ -67,7 +69,7 @@ export function saveAdapter(adapter: LoraAdapter, dir: string, options: SaveAdap
     peft_type: "LORA",
     r,
     rank_pattern: {},
-    revision: null,
+    revision: options.baseModelRevision ?? null,
     target_modules: [...targetModules],
     task_type: "CAUSAL_LM",
     use_dora: false,

@@ -214,10 +214,13 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
       : null;
   let exactMatch: ExactMatchRunner | null = null;
   const checkpoints: CheckpointInfo[] = [];
-  const baseModelName = model.dir;
+  const adapterBase = {
+    baseModelName: options.baseModelName ?? model.dir,
+    baseModelRevision: options.baseModelRevision,
+  };
   const writeCheckpoint = async (): Promise<CheckpointInfo> => {
     const dir = join(outputDir, `checkpoint-${step}`);
-    saveAdapter(adapter, dir, { baseModelName });
+    saveAdapter(adapter, dir, adapterBase);
     const epoch = Math.floor(step / stepsPerEpoch);
     const state: TrainerState = {
       global_step: step,
@@ -349,7 +352,7 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
   }
 
   const finalDir = join(outputDir, "final");
-  saveAdapter(adapter, finalDir, { baseModelName });
+  saveAdapter(adapter, finalDir, adapterBase);
   return {
     status: "completed",
     steps: step,

@@ -188,6 +188,10 @@ export interface TrainOptions {
   prepared?: PreparedSets;
   onProgress?: (progress: TrainProgress) => void | Promise<void>;
   onCheckpoint?: (checkpoint: CheckpointInfo) => void | Promise<void>;
+  /** Written as the adapters' base_model_name_or_path, e.g. a Hub id (default: the model's folder). */
+  baseModelName?: string;
+  /** Written as the adapters' revision: the base model's commit on the Hub. */
+  baseModelRevision?: string;
 }
 
 /** One set fitted to maxLength: the examples that train, and the 1-based numbers of the rows cut or dropped. */

@@ -8,6 +8,7 @@ import { openDatabase } from "./db/connect.js";
 import { parseUpstreams, type Upstream } from "./edge/upstreams.js";
 import { parseAllowedHosts } from "./http/dataset-url.js";
 import { DEFAULT_RATE_LIMITS, parseRateLimit, type RateLimit } from "./http/rate-limit.js";
+import { HubModelPolicy } from "./models/hub-policy.js";
 import { ModelRegistry } from "./models/model-registry.js";
 import { logExitReasons } from "./process/exit-reasons.js";
 import { DEFAULTS, PortInUseError, type ServerOptions, startServer } from "./server.js";
@@ -19,6 +20,7 @@ import { LeaseSweeper } from "./worker/lease-sweeper.js";
 export const SERVER_USAGE = `usage: svc server [--host 127.0.0.1] [--port 4100] [--edge-port 4200]
                   [--deployment-domain localhost:4200] [--data-dir ~/.svc/server]
                   [--database-url postgres://...] [--model <org>/<name>=<dir>]...
+                  [--hub-models <org>/<pattern>[,...]|cached|none]   (default: cached; docs/hub.md)
                   [--oidc-issuer <url> --oidc-audience <client id>] [--workers 1]
                   [--upstream <name>=<OpenAI base URL>]...   (its key: env SVC_UPSTREAM_KEY_<NAME>)
                   [--dataset-url-allow <host>[,<host>]...] [--max-job-steps 100000] [--max-batch-size 256]
@@ -37,6 +39,7 @@ const common = {
   "database-url": { type: "string" },
   model: { type: "string", multiple: true },
   "bundled-models": { type: "string" },
+  "hub-models": { type: "string" },
   "job-lease-ms": { type: "string" },
   "job-poll-ms": { type: "string" },
   "job-crash-restarts": { type: "string" },
@@ -106,6 +109,17 @@ function upstreamFlags(flags: string[] | undefined): Upstream[] {
   }
 }
 
+/** --hub-models (or SVC_HUB_MODELS): which Hub models jobs may use. */
+function hubPolicy(value: string | undefined): HubModelPolicy {
+  const text = value ?? process.env.SVC_HUB_MODELS;
+  if (text === undefined) return new HubModelPolicy();
+  try {
+    return HubModelPolicy.parse(text);
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+}
+
 const bundled = (value: string | undefined) =>
   value === undefined ? undefined : value === "none" ? null : value;
 
@@ -148,6 +162,7 @@ export function parseServerArgs(argv: string[]): ServerOptions | "help" {
     databaseUrl: values["database-url"] ?? process.env.SVC_DATABASE_URL ?? null,
     models: modelFlags(values.model),
     bundledModelsDir: bundled(values["bundled-models"]),
+    hubModels: hubPolicy(values["hub-models"]),
     oidc: issuer && audience ? { issuer, audience } : null,
     upstreams: upstreamFlags(values.upstream),
     workers: int("workers", values.workers, 1),
@@ -295,6 +310,7 @@ export async function runWorkerCommand(argv: string[]): Promise<number> {
     const models = new ModelRegistry({
       bundledDir: bundled(values["bundled-models"]),
       extra: modelFlags(values.model),
+      hubPolicy: hubPolicy(values["hub-models"]),
     });
     const leaseMs = int("job-lease-ms", values["job-lease-ms"], DEFAULTS.jobLeaseMs, 100);
     store = new Store(await openDatabase({ databaseUrl, sqlitePath: dataDir.sqlitePath }));

@@ -17,6 +17,7 @@ import { JobEventHub } from "./events/job-event-hub.js";
 import { PgNotifications } from "./events/pg-notifications.js";
 import { RateLimiters, type RateLimits } from "./http/rate-limit.js";
 import { InferenceService } from "./inference/inference-service.js";
+import type { HubModelPolicy } from "./models/hub-policy.js";
 import { ModelRegistry } from "./models/model-registry.js";
 import { DatasetProfiler } from "./profiles/dataset-profiler.js";
 import { Store } from "./store/store.js";
@@ -35,6 +36,8 @@ export interface ServerOptions {
   models?: { name: string; dir: string }[];
   /** The folder of bundled models (default: the repository's models/); null for none. */
   bundledModelsDir?: string | null;
+  /** Which Hub models jobs may use (svc server --hub-models); default: those already cached. */
+  hubModels?: HubModelPolicy;
   oidc?: OidcConfig | null;
   /** External OpenAI-compatible servers deployments may forward to (see edge/upstreams.ts). */
   upstreams?: Upstream[];
@@ -127,7 +130,11 @@ async function sweepOrphanDatasets(store: Store, dataDir: DataDir, database: str
 export async function startServer(options: ServerOptions = {}): Promise<ServerHandle> {
   const host = options.host ?? DEFAULTS.host;
   const dataDir = new DataDir(options.dataDir ?? DEFAULT_DATA_DIR);
-  const models = new ModelRegistry({ bundledDir: options.bundledModelsDir, extra: options.models });
+  const models = new ModelRegistry({
+    bundledDir: options.bundledModelsDir,
+    extra: options.models,
+    hubPolicy: options.hubModels,
+  });
   const opened = await openDatabase({ databaseUrl: options.databaseUrl, sqlitePath: dataDir.sqlitePath });
   const store = new Store(opened);
   const events = new JobEventHub(store.jobs);

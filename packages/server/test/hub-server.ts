@@ -118,6 +118,11 @@ export class TestHub {
     return sha;
   }
 
+  /** Takes a repo off the Hub (later requests for it answer 404). */
+  removeRepo(kind: "model" | "dataset", repo: string): void {
+    this.repos.delete(`${kind}:${repo}`);
+  }
+
   /** The next `times` file responses (GET of a file's bytes) end after `afterBytes` bytes. */
   cutAfter(afterBytes: number, times = 1): void {
     this.cut = { afterBytes, times };

@@ -48,8 +48,8 @@ export interface EnsureSnapshotOptions {
   complete?: (dir: string, files: string[]) => boolean;
   /** Ask the Hub what the revision points at now even when a snapshot is cached (svc models pull). */
   refresh?: boolean;
-  /** Called with every wanted file's progress, at most every PROGRESS_MS and once at the end. */
-  onProgress?: (files: HubProgress[]) => void;
+  /** Called with every wanted file's progress and the commit being fetched, at most every PROGRESS_MS and once at the end. */
+  onProgress?: (files: HubProgress[], revision: string) => void;
   signal?: AbortSignal;
 }
 
@@ -62,7 +62,7 @@ const shared = new Map<string, SharedDownload>();
 /** One download and the callers waiting on it; it stops when every caller has gone. */
 interface SharedDownload {
   result: Promise<HubSnapshot>;
-  listeners: Set<(files: HubProgress[]) => void>;
+  listeners: Set<(files: HubProgress[], revision: string) => void>;
   controller: AbortController;
   callers: number;
 }
@@ -100,10 +100,10 @@ function startDownload(
   revision: string,
   options: EnsureSnapshotOptions,
 ): SharedDownload {
-  const listeners = new Set<(files: HubProgress[]) => void>();
+  const listeners = new Set<(files: HubProgress[], revision: string) => void>();
   const controller = new AbortController();
-  const report = (files: HubProgress[]) => {
-    for (const listener of listeners) listener(files);
+  const report = (files: HubProgress[], revision: string) => {
+    for (const listener of listeners) listener(files, revision);
   };
   const download: SharedDownload = {
     result: fetchSnapshot(cache, revision, options, controller.signal, report).finally(() =>
@@ -195,7 +195,7 @@ async function fetchSnapshot(
   revision: string,
   options: EnsureSnapshotOptions,
   signal: AbortSignal,
-  report: (files: HubProgress[]) => void,
+  report: (files: HubProgress[], revision: string) => void,
 ): Promise<HubSnapshot> {
   const endpoint = hubEndpoint();
   const accessToken = hubToken();
@@ -255,7 +255,10 @@ async function fetchSnapshot(
       const now = Date.now();
       if (!force && now - lastReport < PROGRESS_MS) return;
       lastReport = now;
-      report(progress.map((p) => ({ ...p })));
+      report(
+        progress.map((p) => ({ ...p })),
+        sha,
+      );
     };
     const headers: Record<string, string> = accessToken ? { Authorization: `Bearer ${accessToken}` } : {};
     let fetched = 0;

@@ -5,6 +5,7 @@
 import type { GenerationChunk, GenerationResult } from "@svc/engine";
 import type { DataDir } from "../data-dir.js";
 import { badRequest } from "../http/api-error.js";
+import { parseHubName } from "../hub/index.js";
 import type { ModelRegistry } from "../models/model-registry.js";
 import type { JobRow } from "../store/job-store.js";
 import type { Store } from "../store/store.js";
@@ -38,15 +39,25 @@ export class InferenceService {
 
   /** `field` names the request field in errors, e.g. "baseModel" or "target.baseModel". */
   baseModel(name: string, field: string): ResolvedTarget {
-    const model = this.models.get(name);
+    const model = this.registered(name, field);
     if (!model) {
-      const known = this.models.names();
-      throw badRequest(
-        `"${field}": base model ${JSON.stringify(name)} is not served here (${known.length ? `available: ${known.join(", ")}` : "no base models are registered"})`,
-        "unknown_base_model",
-      );
+      // A Hub model serves once its files are in the cache (a job trained on it, or svc models pull).
+      const hint =
+        this.models.isRegistered(name) || !parseHubName(name)
+          ? ""
+          : `; a Hub model serves once it is cached: svc models pull ${name}`;
+      throw badRequest(`${this.models.notServedMessage(name, field)}${hint}`, "unknown_base_model");
     }
     return { baseModel: name, modelDir: model.dir, adapterDir: null, label: name };
+  }
+
+  /** The registry's model, with an unreadable cached Hub config as a 400 naming the field. */
+  private registered(name: string, field: string) {
+    try {
+      return this.models.get(name);
+    } catch (error) {
+      throw badRequest(`"${field}": ${(error as Error).message}`, "unsupported_model");
+    }
   }
 
   /**
@@ -54,7 +65,12 @@ export class InferenceService {
    * `field` names the adapter object in errors, e.g. "adapter" or "target.adapter".
    */
   async adapter(job: JobRow, ref: AdapterRef, field: string): Promise<ResolvedTarget> {
-    const base = this.models.get(job.base_model);
+    // A Hub model's adapter runs on the commit it was trained on, wherever the branch has moved since.
+    const hub = job.base_model_revision ? parseHubName(job.base_model) : null;
+    const base = this.registered(
+      hub ? `${hub.repo}@${job.base_model_revision}` : job.base_model,
+      `${field}.jobId`,
+    );
     if (!base)
       throw badRequest(
         `"${field}.jobId": the job's base model ${job.base_model} is no longer served here`,

@@ -1,13 +1,17 @@
 // The base models this server serves: every folder with a config.json in the
-// repository's bundled models/ folder (named svc/<folder>), plus models given
-// with --model <name>=<dir>. What a model is (family, architecture, size,
+// repository's bundled models/ folder (named svc/<folder>), models given with
+// --model <name>=<dir>, and Hugging Face Hub models (hub-models.ts) that are in
+// the Hugging Face cache or that --hub-models lets jobs download. What a model is (family, architecture, size,
 // context, LoRA targets) is the engine's reading of its config.json; a folder
 // the engine cannot read stops the server with the engine's reason.
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { loraModulesOf, type ModelConfig, parameterCount, readModelConfig } from "@svc/engine";
+import { parseHubName } from "../hub/index.js";
 import type { BaseModelInfo } from "../wire.js";
+import { type HubModelEntry, HubModels } from "./hub-models.js";
+import { HubModelPolicy } from "./hub-policy.js";
 
 export interface RegisteredModel {
   info: BaseModelInfo;
@@ -63,26 +67,47 @@ function describeModel(
   return {
     dir,
     config,
-    info: {
-      name,
-      family: config.family,
-      architecture: config.architecture,
-      parameters: parameterCount(config),
-      contextLength: config.maxPositionEmbeddings,
-      loraTargets: loraModulesOf(config).map((m) => m.name),
-      description,
-      source,
-      cached: true,
-      revision: null,
-      sizeBytes: folderBytes(dir),
-    },
+    info: { ...describeConfig(name, config, description, source), sizeBytes: folderBytes(dir) },
   };
+}
+
+/** What the engine's reading of a config.json says about a model, as GET /v1/models lists it. */
+export function describeConfig(
+  name: string,
+  config: ModelConfig,
+  description: string,
+  source: BaseModelInfo["source"],
+): BaseModelInfo {
+  return {
+    name,
+    family: config.family,
+    architecture: config.architecture,
+    parameters: parameterCount(config),
+    contextLength: config.maxPositionEmbeddings,
+    loraTargets: loraModulesOf(config).map((m) => m.name),
+    description,
+    source,
+    cached: true,
+    revision: null,
+    sizeBytes: null,
+  };
+}
+
+export interface ModelRegistryOptions {
+  bundledDir?: string | null;
+  extra?: { name: string; dir: string }[];
+  /** Which Hub models jobs may use (svc server --hub-models); default: those already cached. */
+  hubPolicy?: HubModelPolicy;
 }
 
 export class ModelRegistry {
   private readonly models = new Map<string, RegisteredModel>();
+  readonly hub: HubModels;
+  /** Hub snapshots described once: a snapshot folder (named by its commit) never changes. */
+  private readonly described = new Map<string, RegisteredModel>();
 
-  constructor(options: { bundledDir?: string | null; extra?: { name: string; dir: string }[] }) {
+  constructor(options: ModelRegistryOptions) {
+    this.hub = new HubModels(options.hubPolicy ?? new HubModelPolicy());
     const bundled = options.bundledDir === undefined ? BUNDLED_MODELS_DIR : options.bundledDir;
     if (bundled && existsSync(bundled)) {
       for (const entry of readdirSync(bundled, { withFileTypes: true })) {
@@ -103,15 +128,61 @@ export class ModelRegistry {
     }
   }
 
+  /** Bundled and local models, then the Hub models in the cache that the policy lets jobs use. */
   list(): BaseModelInfo[] {
-    return [...this.models.values()].map((m) => m.info);
+    const hub: BaseModelInfo[] = [];
+    for (const { name, entry } of this.hub.listCached()) {
+      if (this.models.has(name)) continue;
+      try {
+        hub.push(this.describeHub(name, entry).info);
+      } catch {
+        // A cached model the engine cannot read is not offered; a job naming it gets the engine's reason.
+      }
+    }
+    return [...[...this.models.values()].map((m) => m.info), ...hub];
   }
 
+  /**
+   * A bundled or local model, or a Hub model whose files are all in the cache
+   * (and which the policy allows). Throws the engine's reason when a cached
+   * Hub model's config.json cannot be read.
+   */
   get(name: string): RegisteredModel | undefined {
-    return this.models.get(name);
+    const registered = this.models.get(name);
+    if (registered) return registered;
+    const ref = parseHubName(name);
+    if (!ref || !this.hub.policy.allowsUse(ref.repo)) return undefined;
+    const entry = this.hub.cached(name);
+    return entry ? this.describeHub(name, entry) : undefined;
   }
 
+  /** Whether `name` is one of the bundled or --model models (never looked up on the Hub). */
+  isRegistered(name: string): boolean {
+    return this.models.has(name);
+  }
+
+  /** Names of the bundled, local and cached Hub models. */
   names(): string[] {
-    return [...this.models.keys()];
+    return this.list().map((m) => m.name);
+  }
+
+  /** The 400's message for a model this server does not serve; `field` names the request field. */
+  notServedMessage(name: string, field: string): string {
+    const known = this.names();
+    return `"${field}": base model ${JSON.stringify(name)} is not served here (${known.length ? `available: ${known.join(", ")}` : "no base models are registered"})`;
+  }
+
+  describeHub(name: string, entry: HubModelEntry): RegisteredModel {
+    let model = this.described.get(`${name}\0${entry.dir}`);
+    if (!model) {
+      const described = describeModel(name, entry.dir, `Hub model ${name} (${entry.dir})`, "hub");
+      const description = `${described.config.architecture} from the Hugging Face Hub, commit ${entry.revision.slice(0, 12)}`;
+      model = {
+        ...described,
+        info: { ...described.info, description, revision: entry.revision, sizeBytes: entry.bytes },
+      };
+      this.described.set(`${name}\0${entry.dir}`, model);
+    }
+    return model;
   }
 }

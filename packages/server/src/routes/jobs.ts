@@ -6,6 +6,7 @@ import type { ApiEnv, ServerContext } from "../context.js";
 import { engineHyperparameters } from "../engine-hyperparameters.js";
 import { badRequest, conflict } from "../http/api-error.js";
 import { readJson } from "../http/body.js";
+import { checkJobBaseModel } from "../models/job-base-model.js";
 import {
   array,
   boolean,
@@ -104,9 +105,13 @@ export function jobRoutes(ctx: ServerContext) {
   app.post("/v1/jobs", async (c) => {
     const project = await projectFromQuery(ctx, c);
     const body = parseBody(createBody, await readJson(c));
-    ctx.inference.baseModel(body.baseModel, "baseModel");
+    const baseModel = await checkJobBaseModel(
+      ctx.models,
+      body.baseModel,
+      body.hyperparameters ?? { lora: { ...DEFAULT_LORA } },
+    );
     const targetModules = body.hyperparameters?.lora.targetModules;
-    if (targetModules) checkTargetModules(targetModules, ctx.models.get(body.baseModel)!.info);
+    if (targetModules) checkTargetModules(targetModules, baseModel);
     if (body.evalDatasetId && body.evalFraction !== undefined)
       throw badRequest(`"evalFraction" cannot be combined with "evalDatasetId"`);
     let trainRows = 0;

@@ -9,12 +9,14 @@
 import type { DataDir } from "../data-dir.js";
 import { engineHyperparameters } from "../engine-hyperparameters.js";
 import { randomBase62 } from "../ids.js";
-import type { ModelRegistry } from "../models/model-registry.js";
+import { parseHubName } from "../hub/index.js";
+import type { ModelRegistry, RegisteredModel } from "../models/model-registry.js";
 import { type EngineExit, type EngineProcess, forkEngineProcess } from "../process/engine-process.js";
 import type { JobRow, NewJobEvent } from "../store/job-store.js";
 import type { Store } from "../store/store.js";
 import { WORKER_SEEN_MS, WorkerStore } from "../store/worker-store.js";
 import type { JobHyperparameters } from "../wire.js";
+import { downloadBaseModel } from "./base-model-download.js";
 import { JobTransitions } from "./job-transitions.js";
 import { JobTensorBoardLog } from "./tensorboard-log.js";
 import type {
@@ -55,6 +57,8 @@ interface RunningJob {
   /** Why the process was asked to stop: a user's cancel or this process shutting down. */
   stopReason: "cancel" | "shutdown" | "lease_lost" | null;
   stopTimer: NodeJS.Timeout | null;
+  /** Aborts the download of the job's Hub base model while one runs. */
+  download: AbortController | null;
   /** The job's TensorBoard event file, written as its events are stored. */
   tensorboard: JobTensorBoardLog;
 }
@@ -151,6 +155,7 @@ export class JobRunner {
   /** Asks the training process to checkpoint and stop; kills it if it takes longer than stopTimeoutMs. */
   private stopProcess(job: RunningJob, reason: NonNullable<RunningJob["stopReason"]>): void {
     job.stopReason = reason;
+    job.download?.abort();
     job.process?.send({ type: "abort" } satisfies TrainingProcessCommand);
     job.stopTimer ??= setTimeout(() => job.process?.kill("SIGKILL"), this.options.stopTimeoutMs);
     job.stopTimer.unref();
@@ -211,6 +216,7 @@ export class JobRunner {
       process: null,
       stopReason: null,
       stopTimer: null,
+      download: null,
       tensorboard: new JobTensorBoardLog(this.store, this.dataDir, row.id),
     };
     this.running.set(row.id, job);
@@ -224,7 +230,10 @@ export class JobRunner {
 
   private async train(row: JobRow, job: RunningJob): Promise<void> {
     const jobs = this.store.jobs;
-    const model = this.models.get(row.base_model);
+    const model = this.models.isRegistered(row.base_model)
+      ? this.models.get(row.base_model)
+      : await this.hubBaseModel(row, job);
+    if (model === null) return; // settled while downloading: failed, cancelled or requeued
     const dataset = await this.store.datasets.get(row.dataset_id);
     const evalDataset = row.eval_dataset_id ? await this.store.datasets.get(row.eval_dataset_id) : undefined;
     if (!model)
@@ -237,6 +246,10 @@ export class JobRunner {
 
     const input: TrainingProcessInput = {
       modelDir: model.dir,
+      // A Hub model's adapter names its Hub id and commit (adapter_config.json), not the cache folder.
+      ...(model.info.source === "hub"
+        ? { baseModelName: row.base_model.split("@")[0], baseModelRevision: model.info.revision ?? undefined }
+        : {}),
       trainPath: this.dataDir.abs(dataset.path),
       evalPath: evalDataset ? this.dataDir.abs(evalDataset.path) : null,
       evalFraction: row.eval_fraction,
@@ -246,20 +259,7 @@ export class JobRunner {
       dryRun: row.dry_run === 1,
       ...(this.backend === "torch" && this.options.torch ? { torch: this.options.torch } : {}),
     };
-    const heartbeat = setInterval(
-      async () => {
-        try {
-          if (!(await jobs.heartbeat(row.id, this.owner, this.options.leaseMs))) {
-            if (!job.stopReason) this.stopProcess(job, "lease_lost");
-          } else if (!job.stopReason && (await jobs.isCancelRequested(row.id))) {
-            this.stopProcess(job, "cancel");
-          }
-        } catch (error) {
-          console.error(`svc worker: heartbeat of job ${row.id} failed:`, (error as Error).message);
-        }
-      },
-      Math.max(50, Math.floor(this.options.leaseMs / 3)),
-    );
+    const heartbeat = this.startHeartbeat(row, job);
 
     const resumePoint = row.resume_from
       ? (await jobs.artifacts(row.id)).find((a) => a.kind === "checkpoint" && a.dir === row.resume_from)
@@ -324,6 +324,47 @@ export class JobRunner {
           "the training process stopped without reporting a result",
           progress.lastStep,
         );
+    }
+  }
+
+  /** Renews the job's lease and notices a cancel, a third of the lease apart. */
+  private startHeartbeat(row: JobRow, job: RunningJob): NodeJS.Timeout {
+    return setInterval(
+      async () => {
+        try {
+          if (!(await this.store.jobs.heartbeat(row.id, this.owner, this.options.leaseMs))) {
+            if (!job.stopReason) this.stopProcess(job, "lease_lost");
+          } else if (!job.stopReason && (await this.store.jobs.isCancelRequested(row.id))) {
+            this.stopProcess(job, "cancel");
+          }
+        } catch (error) {
+          console.error(`svc worker: heartbeat of job ${row.id} failed:`, (error as Error).message);
+        }
+      },
+      Math.max(50, Math.floor(this.options.leaseMs / 3)),
+    );
+  }
+
+  /**
+   * A Hub base model's files, fetched with the job's download events
+   * (base-model-download.ts), or undefined for a name that is no Hub id; null
+   * when the job was settled meanwhile (the download failed, or was stopped).
+   */
+  private async hubBaseModel(row: JobRow, job: RunningJob): Promise<RegisteredModel | undefined | null> {
+    if (!parseHubName(row.base_model)) return undefined;
+    const heartbeat = this.startHeartbeat(row, job);
+    job.download = new AbortController();
+    if (job.stopReason) job.download.abort();
+    try {
+      return await downloadBaseModel(this.models, this.store.jobs, row, job.download.signal);
+    } catch (error) {
+      if (job.stopReason === "shutdown") await this.jobs.requeue(row, row.resume_from);
+      else if (job.stopReason === "cancel") await this.jobs.cancelled(row, null);
+      else if (job.stopReason !== "lease_lost") await this.jobs.fail(row, (error as Error).message, null);
+      return null;
+    } finally {
+      clearInterval(heartbeat);
+      job.download = null;
     }
   }
 

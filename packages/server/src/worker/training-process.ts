@@ -48,6 +48,8 @@ async function main(): Promise<void> {
       signal: controller.signal,
       resumeFrom: input.resumeFrom ?? undefined,
       prepared,
+      baseModelName: input.baseModelName,
+      baseModelRevision: input.baseModelRevision,
       onProgress: (progress) => {
         lastStep = progress.step;
         void post({ type: "progress", progress });

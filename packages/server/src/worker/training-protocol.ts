@@ -11,6 +11,9 @@ export interface TrainingProcessInput {
   outputDir: string;
   resumeFrom: string | null;
   dryRun: boolean;
+  /** A Hub base model's id and commit, written into the adapters' adapter_config.json. */
+  baseModelName?: string;
+  baseModelRevision?: string;
   /** Set for the torch backend's process (torch-training-process.ts): how it starts PyTorch. */
   torch?: TorchLaunch;
 }

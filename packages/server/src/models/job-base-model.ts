@@ -1,0 +1,76 @@
+// The base model of a job being created (POST /v1/jobs), checked before the
+// job is accepted: a bundled, local or cached model as it is; a Hub model the
+// operator's policy allows, by its config.json alone (fetched when not
+// cached); and every model against this machine's memory, so a model that
+// cannot fit is refused here instead of crashing the training process.
+import type { ModelConfig } from "@svc/engine";
+import { engineHyperparameters } from "../engine-hyperparameters.js";
+import { ApiError, badRequest } from "../http/api-error.js";
+import { HubError, parseHubName } from "../hub/index.js";
+import type { BaseModelInfo, JobHyperparameters } from "../wire.js";
+import { uncachedInfo } from "./hub-models.js";
+import { estimateTrainingMemory, formatBytes, machineMemoryBytes } from "./memory-estimate.js";
+import { describeConfig, type ModelRegistry } from "./model-registry.js";
+
+/** HubError → the API's status: the Hub being unreachable is not the request's fault. */
+export function hubApiError(error: HubError, field: string): ApiError {
+  return new ApiError(
+    error.code === "hub_unreachable" ? 502 : 400,
+    error.code,
+    `"${field}": ${error.message}`,
+  );
+}
+
+export async function checkJobBaseModel(
+  models: ModelRegistry,
+  name: string,
+  hyperparameters: JobHyperparameters,
+  field = "baseModel",
+): Promise<BaseModelInfo> {
+  const { info, config } = (await lookupModel(models, name, field)) ?? (await hubModel(models, name, field));
+  checkMemory(info, config, hyperparameters, field);
+  return info;
+}
+
+async function lookupModel(models: ModelRegistry, name: string, field: string) {
+  try {
+    return models.get(name);
+  } catch (error) {
+    throw badRequest(`"${field}": ${(error as Error).message}`, "unsupported_model");
+  }
+}
+
+/** A Hub model that is not cached: allowed by the policy, and read from its config.json alone. */
+async function hubModel(models: ModelRegistry, name: string, field: string) {
+  if (!parseHubName(name)) throw badRequest(models.notServedMessage(name, field), "unknown_base_model");
+  const refusal = models.hub.refusal(name);
+  if (refusal) throw badRequest(`${models.notServedMessage(name, field)}; ${refusal}`, "hub_model_refused");
+  try {
+    const { config, revision } = await models.hub.config(name);
+    const description = `${config.architecture} from the Hugging Face Hub`;
+    return { config, info: uncachedInfo(describeConfig(name, config, description, "hub"), revision) };
+  } catch (error) {
+    if (error instanceof HubError) throw hubApiError(error, field);
+    throw badRequest(`"${field}": Hub model ${name}: ${(error as Error).message}`, "unsupported_model");
+  }
+}
+
+function checkMemory(
+  info: BaseModelInfo,
+  config: ModelConfig,
+  hyperparameters: JobHyperparameters,
+  field: string,
+): void {
+  const estimate = estimateTrainingMemory(config, engineHyperparameters(hyperparameters));
+  const available = machineMemoryBytes();
+  if (estimate.totalBytes <= available) return;
+  const parts = [
+    `${formatBytes(estimate.weightBytes)} of F32 weights for ${info.parameters.toLocaleString("en-US")} parameters`,
+    `${formatBytes(estimate.loraBytes)} of LoRA state`,
+    `${formatBytes(estimate.activationBytes)} of activations at this batchSize and maxLength`,
+  ];
+  throw badRequest(
+    `"${field}": ${info.name} needs about ${formatBytes(estimate.totalBytes)} to train (${parts.join(", ")}) and this machine has ${formatBytes(available)}: choose a smaller model, or lower hyperparameters.batchSize or lora.maxLength (docs/hub.md#memory)`,
+    "model_too_large",
+  );
+}

@@ -1,0 +1,59 @@
+// A Hub base model is part of its job: the worker fetches it (or finds it in
+// the Hugging Face cache) before training, storing download.progress events
+// (at most PROGRESS_EVENT_MS apart) and a download.completed event before
+// training.started, and records the commit on the job row.
+import type { HubProgress } from "../hub/index.js";
+import type { ModelRegistry, RegisteredModel } from "../models/model-registry.js";
+import type { JobRow, JobStore, NewJobEvent } from "../store/job-store.js";
+
+const PROGRESS_EVENT_MS = 250;
+
+export async function downloadBaseModel(
+  models: ModelRegistry,
+  jobs: JobStore,
+  row: JobRow,
+  signal: AbortSignal,
+): Promise<RegisteredModel> {
+  const name = row.base_model;
+  const repo = name.split("@")[0]!;
+  // Events are stored one after another, in the order they were made.
+  let chain = Promise.resolve();
+  const append = (event: NewJobEvent) => {
+    chain = chain.then(() => jobs.appendEvents(row.id, [event]));
+    return chain;
+  };
+  let lastEvent = 0;
+  const onProgress = (files: HubProgress[], revision: string) => {
+    const now = Date.now();
+    if (now - lastEvent < PROGRESS_EVENT_MS) return;
+    lastEvent = now;
+    void append({
+      type: "download.progress",
+      kind: "model",
+      repo,
+      revision,
+      files: files.map((f) => ({ name: f.file, bytesDone: f.bytesDone, bytesTotal: f.bytesTotal })),
+      bytesDone: files.reduce((sum, f) => sum + f.bytesDone, 0),
+      bytesTotal: files.reduce((sum, f) => sum + f.bytesTotal, 0),
+    }).catch(() => {});
+  };
+  try {
+    const snapshot = await models.hub.fetch(name, { onProgress, signal });
+    await jobs.setBaseModelRevision(row.id, snapshot.revision);
+    await append({
+      type: "download.completed",
+      kind: "model",
+      repo,
+      revision: snapshot.revision,
+      bytes: snapshot.bytes,
+      fromCache: snapshot.fromCache,
+    });
+    return models.describeHub(name, {
+      dir: snapshot.dir,
+      revision: snapshot.revision,
+      bytes: snapshot.bytes,
+    });
+  } finally {
+    await chain.catch(() => {});
+  }
+}
