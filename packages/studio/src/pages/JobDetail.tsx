@@ -7,6 +7,7 @@ import { ErrorText, StatusBadge, shortId } from "../components/common.js";
 import { DatasetProfileCard } from "../components/DatasetProfileCard.js";
 import { DownloadProgressCard } from "../components/DownloadProgressCard.js";
 import { EventLog } from "../components/EventLog.js";
+import { ExportCard } from "../components/ExportCard.js";
 import { LossChart } from "../components/LossChart.js";
 import { StatsCards } from "../components/StatsCards.js";
 import { TaskMetricsChart } from "../components/TaskMetricsChart.js";
@@ -83,6 +84,7 @@ export function JobDetail({ jobId }: { jobId: string }) {
             <TaskMetricsChart series={ev.series} />
             {advanced && <StatsCards series={ev.series} />}
           </section>
+          {status === "completed" && <ExportCard jobId={jobId} />}
           <DatasetProfileCard jobId={jobId} />
           <section className="card">
             <div className="card-head">

@@ -1,7 +1,7 @@
-// /api/jobs: list, detail, artifacts, cancel, the profile of a job's training
+// /api/jobs: list, detail, artifacts, exports, cancel, the profile of a job's training
 // dataset for its base model and maxLength, and the SSE proxy of a job's
 // events (Last-Event-ID passed through so the browser's reconnect resumes).
-import { DEFAULT_PROFILE_MAX_LENGTH, type Job } from "@svc/server/wire";
+import { DEFAULT_PROFILE_MAX_LENGTH, type ExportFormat, type Job } from "@svc/server/wire";
 import { Hono } from "hono";
 import { existingProjectSession, projectSessionOr404 } from "../cloud-session.js";
 import type { StudioEnv } from "../env.js";
@@ -26,6 +26,32 @@ export function jobRoutes(env: StudioEnv): Hono {
   app.get("/:id/artifacts", async (c) => {
     const id = c.req.param("id");
     return c.json({ artifacts: await (await session(id)).client.listArtifacts(id) });
+  });
+
+  // Exports of the job's final adapter: written by the cloud API, downloaded through here.
+  app.post("/:id/exports", async (c) => {
+    const id = c.req.param("id");
+    const body = (await c.req.json().catch(() => ({}))) as { format?: ExportFormat; quant?: string };
+    const { client } = await session(id);
+    const info = await client.createExport({
+      adapter: { kind: "final", jobId: id },
+      format: body.format as ExportFormat,
+      ...(body.quant ? { quant: body.quant } : {}),
+    });
+    return c.json({ export: info }, 201);
+  });
+
+  app.get("/:id/exports/:exportId/:file", async (c) => {
+    const { client } = await session(c.req.param("id"));
+    const upstream = await client.openExportFile(c.req.param("exportId"), c.req.param("file"), {
+      signal: c.req.raw.signal,
+    });
+    const headers = new Headers({ "Content-Type": "application/octet-stream" });
+    for (const name of ["content-length", "content-disposition"]) {
+      const value = upstream.headers.get(name);
+      if (value) headers.set(name, value);
+    }
+    return new Response(upstream.body, { headers });
   });
 
   // 202 while the cloud API still computes it, as upstream.
