@@ -128,6 +128,15 @@ describe("GGUF exports load in llama.cpp and compute what svc computes", { skip 
           `f16 logits differ by ${maxDiff(want, got)} > ${tolerance}`,
         );
         assert.deepEqual(await peer.greedy(PROMPT, 8), greedyEngine(engine, PROMPT, 8, V));
+        // llama.cpp tokenizes chat text as the model's own tokenizer does
+        const chat = engine.tokenizer.applyChatTemplate(
+          [
+            { role: "user", content: "Hello there! What's 12 + 345?  Über naïve café 日本語 🙂" },
+            { role: "assistant", content: "It's 357.\n\nAnything else?" },
+          ],
+          { addGenerationPrompt: false },
+        );
+        assert.deepEqual(peer.tokenize(chat), engine.tokenizer.encode(chat));
         const template = readFileSync(join(base, "tokenizer_config.json"), "utf8");
         assert.equal(
           (peer.metadata as { tokenizer?: { chat_template?: string } }).tokenizer?.chat_template,

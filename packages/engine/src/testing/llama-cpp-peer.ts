@@ -14,6 +14,8 @@ export interface LlamaCppPeer {
   logits(ids: number[]): Promise<Float32Array>;
   /** Greedy continuation of `ids` by llama.cpp's own logits. */
   greedy(ids: number[], steps: number): Promise<number[]>;
+  /** llama.cpp's tokenization of `text`, special tokens written in the text parsed as such. */
+  tokenize(text: string): number[];
   /** The GGUF metadata as node-llama-cpp reads it. */
   metadata: Record<string, unknown>;
   dispose(): Promise<void>;
@@ -48,6 +50,7 @@ export async function openLlamaCpp(ggufFile: string, vocabSize: number): Promise
   };
   return {
     metadata: model.fileInfo.metadata,
+    tokenize: (text) => [...model.tokenize(text, true)],
     async logits(ids) {
       const rows = await evaluate(ids, true);
       const out = new Float32Array(ids.length * vocabSize);
