@@ -4,6 +4,7 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { getRequestListener } from "@hono/node-server";
+import type { WeightFormat } from "@svc/engine";
 import { createApiApp } from "./api-app.js";
 import { type OidcConfig, OidcVerifier } from "./auth/oidc.js";
 import type { ServerContext } from "./context.js";
@@ -41,6 +42,8 @@ export interface ServerOptions {
   oidc?: OidcConfig | null;
   /** External OpenAI-compatible servers deployments may forward to (see edge/upstreams.ts). */
   upstreams?: Upstream[];
+  /** The weight format of deployments that name none (svc server --weights); default fp32. */
+  weightFormat?: WeightFormat;
   /** In-process training workers (0: jobs wait for `svc worker` processes). */
   workers?: number;
   jobLeaseMs?: number;
@@ -155,7 +158,7 @@ export async function startServer(options: ServerOptions = {}): Promise<ServerHa
   // Bound before the apps exist (the edge port decides the default deployment domain).
   const apiServer = createServer();
   const edgeServer = createServer();
-  const inference = new InferenceService(store, models, dataDir);
+  const inference = new InferenceService(store, models, dataDir, options.weightFormat);
   const profiler = new DatasetProfiler(store, dataDir);
   const cleanup = async () => {
     await Promise.all([shut(apiServer), shut(edgeServer)]);

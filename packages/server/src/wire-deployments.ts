@@ -1,6 +1,7 @@
 // Wire types of deployments (/v1/endpoints), their API keys and the keys'
 // usage; wire.ts re-exports them. Free of runtime dependencies, like wire.ts.
 
+import type { WeightFormat } from "@svc/engine";
 import type { AdapterRef, Iso8601 } from "./wire.js";
 import type { NumericRange } from "./wire-limits.js";
 
@@ -35,6 +36,13 @@ export interface Deployment {
   target: DeploymentTarget;
   /** null: this server's engine serves the target; otherwise the edge forwards each request there. */
   upstream: DeploymentUpstream | null;
+  /**
+   * The format this server's engine holds the base model's weights in for the
+   * deployment ("fp32", "bf16", "int8", "q4_0"; docs/serving-formats.md); the
+   * adapter stays fp32. null: the server's default (`svc server --weights`,
+   * fp32 unless set). Always null with an upstream.
+   */
+  weightFormat: WeightFormat | null;
   authMode: AuthMode;
   enabled: boolean;
   /** Reserved for a future feature; always null. */
@@ -51,6 +59,7 @@ export interface CreateDeploymentRequest {
   slug: string;
   target: DeploymentTarget;
   upstream?: DeploymentUpstream | null;
+  weightFormat?: WeightFormat | null;
   authMode?: AuthMode;
   enabled?: boolean;
   runRetentionMode?: RunRetentionMode;
@@ -61,6 +70,8 @@ export interface UpdateDeploymentRequest {
   target?: DeploymentTarget;
   /** null: serve with this server's engine again. */
   upstream?: DeploymentUpstream | null;
+  /** null: the server's default format again. */
+  weightFormat?: WeightFormat | null;
   authMode?: AuthMode;
   enabled?: boolean;
   runRetentionMode?: RunRetentionMode;

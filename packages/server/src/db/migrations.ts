@@ -179,6 +179,13 @@ const jobBaseModelRevision: Migration = {
   },
 };
 
+// The weight format a deployment is served in (null: the server's default).
+const deploymentWeightFormat: Migration = {
+  async up(db: Kysely<unknown>) {
+    await db.schema.alterTable("deployments").addColumn("weight_format", "text").execute();
+  },
+};
+
 // Jobs name the backend they need; job runners record the backend they offer
 // and when they last polled, so a job no worker can run says why it waits.
 const jobBackendWorkers: Migration = {
@@ -206,6 +213,7 @@ export const migrationProvider: MigrationProvider = {
       "0003_deployment_key_usage": deploymentKeyUsage,
       "0004_dataset_profiles": datasetProfiles,
       "0005_job_base_model_revision": jobBaseModelRevision,
+      "0006_deployment_weight_format": deploymentWeightFormat,
       "0007_job_backend_workers": jobBackendWorkers,
     };
   },

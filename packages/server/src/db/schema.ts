@@ -1,6 +1,7 @@
 // Table shapes as Kysely sees them. Columns are portable across SQLite and
 // PostgreSQL: text for ids, JSON and ISO 8601 timestamps (which sort as text),
 // integer for counters and 0/1 flags.
+import type { WeightFormat } from "@svc/engine";
 import type { Generated } from "kysely";
 
 export interface UsersTable {
@@ -133,6 +134,8 @@ export interface DeploymentsTable {
   target: string;
   /** JSON DeploymentUpstream, or null when the built-in engine serves. */
   upstream: string | null;
+  /** The engine's weight format for this deployment; null: the server's default. */
+  weight_format: WeightFormat | null;
   auth_mode: "fixed_api_key" | "none";
   enabled: number;
   custom_domain: string | null;

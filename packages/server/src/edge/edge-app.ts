@@ -200,7 +200,7 @@ export function createEdgeApp(
         );
       resolved = await ctx.inference.adapter(job, target.adapter, "target.adapter");
     }
-    resolved = { ...resolved, label: slug };
+    resolved = { ...resolved, label: slug, weightFormat: deployment.weight_format };
     const maxTokens = body.max_completion_tokens ?? body.max_tokens;
     const params: ChatParams = {
       ...tooling,

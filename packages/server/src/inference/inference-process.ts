@@ -15,7 +15,7 @@ const reply = (message: InferenceReply) => process.send?.(message);
 
 function prepare(target: GenerationTarget) {
   return Promise.all([
-    pool.model(target.modelDir),
+    pool.model(target.modelDir, target.weightFormat),
     target.adapterDir ? pool.adapter(target.adapterDir) : null,
   ]);
 }

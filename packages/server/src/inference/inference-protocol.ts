@@ -7,6 +7,7 @@ import type {
   OutputGrammar,
   ToolDefinition,
   ToolSyntax,
+  WeightFormat,
 } from "@svc/engine";
 
 /** A generation request as it crosses the process boundary (no adapter object, no signal). */
@@ -38,6 +39,8 @@ export interface PromptLimits {
 export interface GenerationTarget {
   modelDir: string;
   adapterDir: string | null;
+  /** The format the process holds the base weights in (one generator per model folder and format). */
+  weightFormat: WeightFormat;
 }
 
 export type InferenceCommand =

@@ -1,4 +1,5 @@
 // Deployments: GET|POST /v1/endpoints, GET|PATCH|DELETE /v1/endpoints/:id.
+import { WEIGHT_FORMATS, type WeightFormat } from "@svc/engine";
 import type { Context } from "hono";
 import { Hono } from "hono";
 import type { ApiEnv, ServerContext } from "../context.js";
@@ -58,6 +59,8 @@ const upstreamField = optional(
   nullable(object({ name: string({ min: 1 }), model: string({ min: 1, max: 200 }) })),
 );
 
+const weightFormatField = optional(nullable(oneOf(WEIGHT_FORMATS)));
+
 const retentionFields = {
   authMode: optional(oneOf(["fixed_api_key", "none"])),
   enabled: optional(boolean()),
@@ -69,9 +72,15 @@ const createBody = object({
   slug: deploymentSlugCheck,
   target: targetCheck,
   upstream: upstreamField,
+  weightFormat: weightFormatField,
   ...retentionFields,
 });
-const updateBody = object({ target: optional(targetCheck), upstream: upstreamField, ...retentionFields });
+const updateBody = object({
+  target: optional(targetCheck),
+  upstream: upstreamField,
+  weightFormat: weightFormatField,
+  ...retentionFields,
+});
 
 export function toDeployment(row: DeploymentRow, deploymentDomain: string): Deployment {
   return {
@@ -80,6 +89,7 @@ export function toDeployment(row: DeploymentRow, deploymentDomain: string): Depl
     slug: row.slug,
     target: targetOf(row),
     upstream: upstreamOf(row),
+    weightFormat: row.weight_format,
     authMode: row.auth_mode,
     enabled: row.enabled === 1,
     customDomain: row.custom_domain,
@@ -129,6 +139,19 @@ function upstreamColumn(ctx: ServerContext, upstream: DeploymentUpstream | null 
   return JSON.stringify({ name: upstream.name, model: upstream.model });
 }
 
+/** A weight format is how this server's engine holds the model: an upstream deployment has none. */
+function weightFormatColumn(
+  format: WeightFormat | null | undefined,
+  upstream: string | null,
+): WeightFormat | null {
+  if (format && upstream !== null)
+    throw badRequest(
+      `"weightFormat": an upstream deployment is served by its upstream, which picks its own weights; leave weightFormat unset or set upstream to null`,
+      "weight_format_with_upstream",
+    );
+  return format ?? null;
+}
+
 /** The retention pair after applying a change: "days" always has a day count, other modes none. */
 function retention(mode: RunRetentionMode, days: number | null | undefined, current: number | null) {
   if (mode !== "days") {
@@ -148,6 +171,7 @@ export function endpointRoutes(ctx: ServerContext) {
     const project = await projectFromQuery(ctx, c);
     const body = parseBody(createBody, await readJson(c));
     const upstream = upstreamColumn(ctx, body.upstream);
+    const weightFormat = weightFormatColumn(body.weightFormat, upstream);
     await checkTarget(ctx, c, project, body.target, body.upstream);
     const kept = retention(body.runRetentionMode ?? "days", body.runRetentionDays, null);
     const now = nowIso();
@@ -157,6 +181,7 @@ export function endpointRoutes(ctx: ServerContext) {
       slug: body.slug,
       target: JSON.stringify(body.target),
       upstream,
+      weight_format: weightFormat,
       auth_mode: body.authMode ?? "fixed_api_key",
       enabled: body.enabled === false ? 0 : 1,
       custom_domain: null,
@@ -191,6 +216,14 @@ export function endpointRoutes(ctx: ServerContext) {
       patch.upstream = upstreamColumn(ctx, upstream);
       await checkTarget(ctx, c, { id: row.project_id } as Project, target, upstream);
       patch.target = JSON.stringify(target);
+    }
+    if (body.weightFormat !== undefined || body.upstream !== undefined) {
+      // as the pair will stand: a format and an upstream exclude each other
+      const format = body.weightFormat !== undefined ? body.weightFormat : row.weight_format;
+      patch.weight_format = weightFormatColumn(
+        format,
+        patch.upstream !== undefined ? patch.upstream : row.upstream,
+      );
     }
     if (body.authMode) patch.auth_mode = body.authMode;
     if (body.enabled !== undefined) patch.enabled = body.enabled ? 1 : 0;
