@@ -30,6 +30,7 @@ export const SERVER_USAGE = `usage: svc server [--host 127.0.0.1] [--port 4100] 
 export const WORKER_USAGE = `usage: svc worker --database-url postgres://... [--data-dir ~/.svc/server]
                   [--model <org>/<name>=<dir>]... [--concurrency 1]
                   [--backend engine|torch] [--device cpu|cuda] [--gpus N] [--python /usr/bin/python3]
+                  [--gradient-checkpointing]
                   [--job-crash-restarts 3] [--no-restart-from-scratch]`;
 
 class UsageError extends Error {}
@@ -253,13 +254,19 @@ export async function runServerCommand(argv: string[]): Promise<number> {
   return 0;
 }
 
-/** --backend, --device, --gpus and --python of `svc worker` (docs/gpu-training.md). */
-function workerBackend(values: { backend?: string; device?: string; gpus?: string; python?: string }) {
+/** --backend, --device, --gpus, --python and --gradient-checkpointing of `svc worker` (docs/gpu-training.md). */
+function workerBackend(values: {
+  backend?: string;
+  device?: string;
+  gpus?: string;
+  python?: string;
+  "gradient-checkpointing"?: boolean;
+}) {
   const backend = values.backend ?? "engine";
   if (backend !== "engine" && backend !== "torch")
     throw new UsageError(`--backend must be engine or torch (got ${JSON.stringify(backend)})`);
   if (backend === "engine") {
-    for (const flag of ["device", "gpus", "python"] as const)
+    for (const flag of ["device", "gpus", "python", "gradient-checkpointing"] as const)
       if (values[flag] !== undefined) throw new UsageError(`--${flag} applies to --backend torch only`);
     return { backend } as const;
   }
@@ -268,12 +275,18 @@ function workerBackend(values: { backend?: string; device?: string; gpus?: strin
     throw new UsageError(`--device must be cpu or cuda (got ${JSON.stringify(device)})`);
   const processes = int("gpus", values.gpus, 1, 1, 1024);
   const python = values.python ?? process.env.SVC_PYTHON ?? "/usr/bin/python3";
-  const probe = spawnSync(python, ["-c", "import torch"], { encoding: "utf8" });
+  // The interpreter must have torch, and CUDA with enough GPUs when asked for.
+  const check =
+    device === "cuda"
+      ? `import torch, sys; n = torch.cuda.device_count(); sys.exit(0 if n >= ${processes} else f"{n} CUDA GPUs visible, --gpus asks for ${processes}")`
+      : "import torch";
+  const probe = spawnSync(python, ["-c", check], { encoding: "utf8" });
   if (probe.status !== 0)
     throw new Error(
-      `${python} cannot import torch (${(probe.error?.message ?? probe.stderr.trim().split("\n").pop()) || "failed"}): install PyTorch or pass --python`,
+      `${python}: ${(probe.error?.message ?? probe.stderr.trim().split("\n").pop()) || "failed"} (svc worker --backend torch needs PyTorch${device === "cuda" ? " with CUDA" : ""}; pass --python to use another interpreter)`,
     );
-  return { backend, torch: { python, device, processes } } as const;
+  const gradientCheckpointing = values["gradient-checkpointing"] === true;
+  return { backend, torch: { python, device, processes, gradientCheckpointing } } as const;
 }
 
 export async function runWorkerCommand(argv: string[]): Promise<number> {
@@ -289,6 +302,7 @@ export async function runWorkerCommand(argv: string[]): Promise<number> {
         device: { type: "string" },
         gpus: { type: "string" },
         python: { type: "string" },
+        "gradient-checkpointing": { type: "boolean" },
       },
     }).values;
   }

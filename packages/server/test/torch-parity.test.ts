@@ -114,7 +114,11 @@ async function runEngine(model: Model, hyperparameters: TrainHyperparameters, re
   return { steps, checkpoints };
 }
 
-function jobFor(model: Model, hyperparameters: TrainHyperparameters, extra: { resumeFrom?: string } = {}) {
+function jobFor(
+  model: Model,
+  hyperparameters: TrainHyperparameters,
+  extra: { resumeFrom?: string; gradientCheckpointing?: boolean } = {},
+) {
   return torchJob({
     model,
     prepared: prepareSets(model.tokenizer, trainRows, evalRows, hyperparameters),
@@ -122,6 +126,7 @@ function jobFor(model: Model, hyperparameters: TrainHyperparameters, extra: { re
     outputDir: mkdtempSync(join(scratch, "torch-")),
     resumeFrom: extra.resumeFrom ?? null,
     threads: 1,
+    gradientCheckpointing: extra.gradientCheckpointing,
   });
 }
 
@@ -211,5 +216,15 @@ describe("engine and torch backends train the same", { skip: !hasTorch && `${PYT
     );
     for (let i = 1; i < 3; i++) assert.ok(relative(single.steps[i].loss, pair.steps[i].loss) < 1e-4);
     assert.ok(relative(single.steps[2].evalLoss!, pair.steps[2].evalLoss!) < 1e-4);
+  });
+
+  it("gradient checkpointing recomputes activations without changing the training", async () => {
+    const model = await loadModel(join(FIXTURES, "gemma3-v5-f32"));
+    const h = hyperparameters({ maxSteps: 5, evalSteps: 5 });
+    const plain = await runTorch(jobFor(model, h));
+    const recomputed = await runTorch(jobFor(model, h, { gradientCheckpointing: true }));
+    for (let i = 0; i < 5; i++)
+      assert.ok(relative(plain.steps[i].loss, recomputed.steps[i].loss) < 1e-6, `step ${i + 1}`);
+    assert.ok(relative(plain.steps[4].evalLoss!, recomputed.steps[4].evalLoss!) < 1e-6);
   });
 });

@@ -1,4 +1,4 @@
-"""The torch backend's process: one training job, driven over JSON lines (docs/torch-backend.md#protocol).
+"""The torch backend's process: one training job, driven over JSON lines (docs/gpu-training.md#protocol).
 
     python3 -m svc_trainer --input job.json [--device cpu|cuda] [--stdin-commands]
 
@@ -57,7 +57,7 @@ def load_base_weights(model_dir):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python3 -m svc_trainer")
-    parser.add_argument("--input", required=True, help="the job, as JSON (docs/torch-backend.md#job)")
+    parser.add_argument("--input", required=True, help="the job, as JSON (docs/gpu-training.md#the-job-file)")
     parser.add_argument("--device", choices=["cpu", "cuda"], default=None)
     parser.add_argument("--stdin-commands", action="store_true")
     args = parser.parse_args(argv)
@@ -92,6 +92,7 @@ def main(argv=None):
             torch.set_num_threads(int(job["threads"]))
         torch.manual_seed(job["settings"]["seed"])
         model = Decoder(job["model"])
+        model.gradient_checkpointing = bool(job.get("gradientCheckpointing"))
         tensors, source = load_base_weights(job["modelDir"])
         model.load_checkpoint(tensors, source)
         del tensors

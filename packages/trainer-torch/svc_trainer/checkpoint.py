@@ -1,4 +1,4 @@
-"""Training checkpoints in the engine's format (docs/training-checkpoints.md), so either backend resumes
+"""Training checkpoints in the engine's format (docs/gpu-training.md#checkpoints), so either backend resumes
 the other's: the PEFT adapter, trainer_state.json (the step, where the data order stands, the log
 history) and optimizer.safetensors (AdamW's moments as m.<tensor> and v.<tensor>, flat, with the
 optimizer's step in the metadata)."""

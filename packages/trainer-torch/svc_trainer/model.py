@@ -1,6 +1,6 @@
 """A decoder of any family the engine computes, built from the engine's block description.
 
-The description (docs/torch-backend.md#model) is the engine's ModelConfig as
+The description (docs/gpu-training.md#the-model) is the engine's ModelConfig as
 JSON plus its family's checkpoint layout: which norms a layer has and their
 checkpoint names, whether norm weights apply as (1 + w), the linear modules and
 the projections ("slots") each covers, biases, q/k norms, the activation, the
@@ -17,6 +17,7 @@ names. Base weights are frozen; only LoRA factors train.
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.utils.checkpoint import checkpoint
 
 LAYER_NORMS = ("attnNorm", "attnOutNorm", "mlpNorm", "mlpOutNorm")
 
@@ -208,6 +209,8 @@ class Decoder(nn.Module):
         if not desc["tieWordEmbeddings"]:
             self.add_module("lm_head", Linear(V, C, False))
         self._tables = {}
+        # Recompute each layer's activations in the backward pass instead of keeping them.
+        self.gradient_checkpointing = False
 
     def rope_tables(self, index, T, device):
         """cos, sin [T, rotaryDim] of one rope; longrope's long factors for a forward longer than its original context."""
@@ -234,7 +237,10 @@ class Decoder(nn.Module):
         for l, layer in enumerate(self.model.layers):
             index = desc["layers"][l]["rope"]
             rope = self.rope_tables(index, T, x.device) if index >= 0 else None
-            x = layer(x, rope)
+            if self.gradient_checkpointing and torch.is_grad_enabled():
+                x = checkpoint(layer, x, rope, use_reentrant=False)
+            else:
+                x = layer(x, rope)
         x = self.model.norm(x)
         head = self.model.embed_tokens.weight if desc["tieWordEmbeddings"] else self.lm_head.weight
         logits = F.linear(x, head)

@@ -4,7 +4,7 @@
 // fitted to maxLength, the hyperparameters with the engine's defaults applied
 // and the engine's planned step count. The Python side decides none of these,
 // so dataset validation, truncation, defaults and the step count are the
-// engine's by construction (docs/torch-backend.md).
+// engine's by construction (docs/gpu-training.md).
 import { fileURLToPath } from "node:url";
 import {
   FAMILIES,
@@ -47,6 +47,8 @@ export interface TorchJobOptions {
   resumeFrom: string | null;
   /** Torch's intra-op threads (unset: torch's default). */
   threads?: number;
+  /** Recompute each decoder layer's activations in the backward pass, trading compute for memory. */
+  gradientCheckpointing?: boolean;
 }
 
 export function torchJob(options: TorchJobOptions): Record<string, unknown> {
@@ -65,5 +67,6 @@ export function torchJob(options: TorchJobOptions): Record<string, unknown> {
     outputDir: options.outputDir,
     resumeFrom: options.resumeFrom,
     ...(options.threads ? { threads: options.threads } : {}),
+    ...(options.gradientCheckpointing ? { gradientCheckpointing: true } : {}),
   };
 }

@@ -78,6 +78,7 @@ async function main(): Promise<void> {
           hyperparameters: input.hyperparameters,
           outputDir: input.outputDir,
           resumeFrom: input.resumeFrom,
+          gradientCheckpointing: launch.gradientCheckpointing,
         }),
       ),
     );

@@ -25,6 +25,8 @@ export interface TorchLaunch {
   device: "cpu" | "cuda";
   /** Processes per job, data parallel (--gpus N; 1 on the CPU unless set). */
   processes: number;
+  /** Recompute each decoder layer's activations in the backward pass (--gradient-checkpointing). */
+  gradientCheckpointing?: boolean;
 }
 
 /** What the torch backend adds to a step's figures (events: training.log). */
