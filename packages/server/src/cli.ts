@@ -3,6 +3,7 @@
 // or SIGTERM and resolve to the process exit code.
 import { spawnSync } from "node:child_process";
 import { parseArgs } from "node:util";
+import { isWeightFormat, WEIGHT_FORMATS, type WeightFormat } from "@svc/engine";
 import { DataDir, DEFAULT_DATA_DIR } from "./data-dir.js";
 import { openDatabase } from "./db/connect.js";
 import { parseUpstreams, type Upstream } from "./edge/upstreams.js";
@@ -25,7 +26,8 @@ export const SERVER_USAGE = `usage: svc server [--host 127.0.0.1] [--port 4100] 
                   [--upstream <name>=<OpenAI base URL>]...   (its key: env SVC_UPSTREAM_KEY_<NAME>)
                   [--dataset-url-allow <host>[,<host>]...] [--max-job-steps 100000] [--max-batch-size 256]
                   [--job-crash-restarts 3] [--no-restart-from-scratch]
-                  [--rate-limit-key 600/min] [--rate-limit-identity 1200/min] [--rate-limit-signup 30/min]`;
+                  [--rate-limit-key 600/min] [--rate-limit-identity 1200/min] [--rate-limit-signup 30/min]
+                  [--weights fp32|bf16|int8|q4_0]   (deployments' default weight format; docs/serving-formats.md)`;
 
 export const WORKER_USAGE = `usage: svc worker --database-url postgres://... [--data-dir ~/.svc/server]
                   [--model <org>/<name>=<dir>]... [--concurrency 1]
@@ -121,6 +123,16 @@ function hubPolicy(value: string | undefined): HubModelPolicy {
   }
 }
 
+/** --weights (or SVC_WEIGHTS): the weight format of deployments that name none. */
+function weightsFlag(value: string | undefined): WeightFormat {
+  const format = value ?? process.env.SVC_WEIGHTS ?? "fp32";
+  if (!isWeightFormat(format))
+    throw new UsageError(
+      `--weights must be one of ${WEIGHT_FORMATS.join(", ")} (got ${JSON.stringify(format)})`,
+    );
+  return format;
+}
+
 const bundled = (value: string | undefined) =>
   value === undefined ? undefined : value === "none" ? null : value;
 
@@ -147,6 +159,7 @@ export function parseServerArgs(argv: string[]): ServerOptions | "help" {
       "dataset-url-allow": { type: "string", multiple: true },
       "max-job-steps": { type: "string" },
       "max-batch-size": { type: "string" },
+      weights: { type: "string" },
     },
   });
   if (values.help) return "help";
@@ -166,6 +179,7 @@ export function parseServerArgs(argv: string[]): ServerOptions | "help" {
     hubModels: hubPolicy(values["hub-models"]),
     oidc: issuer && audience ? { issuer, audience } : null,
     upstreams: upstreamFlags(values.upstream),
+    weightFormat: weightsFlag(values.weights),
     workers: int("workers", values.workers, 1),
     jobLeaseMs: int("job-lease-ms", values["job-lease-ms"], DEFAULTS.jobLeaseMs, 100),
     jobPollMs: int("job-poll-ms", values["job-poll-ms"], DEFAULTS.jobPollMs, 10),

@@ -2,7 +2,7 @@
 // or one of its checkpoints) into model and adapter folders, validating that
 // they exist; generation itself runs in the inference process (InferenceHost).
 
-import type { GenerationChunk, GenerationResult } from "@svc/engine";
+import type { GenerationChunk, GenerationResult, WeightFormat } from "@svc/engine";
 import type { DataDir } from "../data-dir.js";
 import { badRequest } from "../http/api-error.js";
 import { parseHubName } from "../hub/index.js";
@@ -19,6 +19,8 @@ export interface ResolvedTarget {
   adapterDir: string | null;
   /** The `model` field of responses. */
   label: string;
+  /** The deployment's weight format; null or absent: the server's default. */
+  weightFormat?: WeightFormat | null;
 }
 
 /** A target whose model and adapter are loaded, ready to generate. */
@@ -35,6 +37,8 @@ export class InferenceService {
     private readonly store: Store,
     private readonly models: ModelRegistry,
     private readonly dataDir: DataDir,
+    /** The weight format of targets that name none (`svc server --weights`). */
+    readonly defaultWeightFormat: WeightFormat = "fp32",
   ) {}
 
   /** `field` names the request field in errors, e.g. "baseModel" or "target.baseModel". */
@@ -111,7 +115,11 @@ export class InferenceService {
    * when the model and adapter load; a load error rejects here or at the first result).
    */
   async prepare(target: ResolvedTarget): Promise<PreparedChat> {
-    const folders = { modelDir: target.modelDir, adapterDir: target.adapterDir };
+    const folders = {
+      modelDir: target.modelDir,
+      adapterDir: target.adapterDir,
+      weightFormat: target.weightFormat ?? this.defaultWeightFormat,
+    };
     const limits = await this.host.prepare(folders);
     return {
       limits,
