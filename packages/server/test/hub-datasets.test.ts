@@ -63,6 +63,22 @@ before(async () => {
     jsonl(Array.from({ length: 4 }, (_, i) => ({ prompt: `Say ${i}.`, completion: `${i}` }))),
   );
   hub.addRepo({ kind: "dataset", repo: "org/pc", dir: pc });
+  // Files whose names say no split, laid out by the README's configs section instead.
+  const manual = tempDir("hub-manual");
+  mkdirSync(join(manual, "raw"));
+  writeFileSync(
+    join(manual, "README.md"),
+    "---\nconfigs:\n- config_name: default\n  data_files:\n  - split: train\n    path: raw/first*.jsonl\n  - split: test\n    path: raw/second.jsonl\n---\n# manual\n",
+  );
+  writeFileSync(
+    join(manual, "raw", "first.jsonl"),
+    jsonl([
+      { prompt: "a", completion: "b" },
+      { prompt: "c", completion: "d" },
+    ]),
+  );
+  writeFileSync(join(manual, "raw", "second.jsonl"), jsonl([{ prompt: "e", completion: "f" }]));
+  hub.addRepo({ kind: "dataset", repo: "org/manual", dir: manual });
   hfHome = tempDir("hf-home");
   server = await startServerProcess({ env: { HF_ENDPOINT: hub.url, HF_HOME: hfHome } });
   id = await newIdentity(server.apiUrl);
@@ -145,6 +161,25 @@ test("Alpaca columns and prompt/completion columns are found without a mapping",
   assert.equal(pc.status, 201, JSON.stringify(pc.body));
   assert.equal(pc.body.source.shape, "prompt_completion");
   assert.deepEqual(pc.body.source.files, ["data/train.jsonl"]);
+});
+
+test("a README.md configs section decides the split's files, and is read from the cache the second time", async () => {
+  const train = await createHubDataset({ name: "org/manual", split: "train" });
+  assert.equal(train.status, 201, JSON.stringify(train.body));
+  assert.deepEqual(train.body.source.files, ["raw/first.jsonl"]);
+  assert.equal(train.body.source.config, "default");
+  assert.equal(train.body.dataset.rows, 2);
+  hub.clearRequests();
+  const again = await createHubDataset({ name: "org/manual", split: "train" });
+  assert.equal(again.status, 201, JSON.stringify(again.body));
+  assert.equal(again.body.source.fromCache, true);
+  assert.deepEqual(hub.requests, []);
+  const missing = await createHubDataset({ name: "org/manual", split: "validation" });
+  assert.equal(missing.status, 400);
+  assert.match(
+    missing.body.error.message,
+    /no split "validation" in config "default" of its README.md; splits: "train", "test"/,
+  );
 });
 
 test("refusals: a bad row by its row number, an unknown split, unknown columns; nothing is stored", async () => {

@@ -71,6 +71,15 @@ test("configs are top-level folders; several need one named, a missing one lists
     "default/train/0001.parquet",
   ]);
   assert.deepEqual(select(["data/train.jsonl"], "train", "default"), ["data/train.jsonl"]);
+  // Configs as folders under data/ (data/<config>/<split>-NNNNN-of-NNNNN.parquet).
+  const nested = [
+    "data/all/train-00000-of-00001.parquet",
+    "data/small/train-00000-of-00001.parquet",
+    "data/small/test-00000-of-00001.parquet",
+  ];
+  refused(() => select(nested, "train"), "hub_dataset_config_required", /several configs \("all", "small"\)/);
+  assert.deepEqual(select(nested, "train", "small"), ["data/small/train-00000-of-00001.parquet"]);
+  assert.deepEqual(selectSplitFiles(nested, { split: "test", config: "small", label }).config, "small");
 });
 
 test("an unknown split lists the splits and files there are; a repository without data files says so", () => {

@@ -7,8 +7,10 @@
 // - data files are `.parquet` and `.jsonl` (case-insensitive); files and
 //   folders whose names start with "." are not data;
 // - `config` names a top-level folder (`<config>/...`, as the Hub's Parquet
-//   conversion lays out `<config>/<split>/0000.parquet`); "default" with no
-//   such folder means the whole repository;
+//   conversion lays out `<config>/<split>/0000.parquet`) or a folder under
+//   `data/` (`data/<config>/train-00000-of-00001.parquet`); "default" with no
+//   such folder means the whole repository; files in several config folders
+//   need a config named;
 // - a file's split is, in this order:
 //   1. the name before `-NNNNN-of-NNNNN` (push_to_hub's `data/train-00000-of-00001.parquet`);
 //   2. the folder of a file named only by digits (`default/train/0000.parquet`);
@@ -18,7 +20,10 @@
 //      test/testing/eval/evaluation → "test";
 // - when no data file has a split, every file is "train";
 // - a split's files are read in natural path order (shard 2 before shard 10).
+// A README.md whose front matter declares `configs:` (hub-dataset-readme.ts)
+// decides instead: its config's split is the files its patterns match.
 import { badRequest } from "../http/api-error.js";
+import { globRegex, type ReadmeConfig } from "./hub-dataset-readme.js";
 
 export const DATA_FILE_EXTENSIONS = [".parquet", ".jsonl"] as const;
 
@@ -79,18 +84,28 @@ export function listNames(names: readonly string[], max = 20): string {
   return names.length > max ? `${shown.join(", ")} and ${names.length - max} more` : shown.join(", ");
 }
 
-/** Top-level folders holding data files that are not split folders or `data/`: the repository's configs. */
-function configFolders(dataFiles: readonly string[]): string[] {
-  const folders = new Set<string>();
+/**
+ * The config a data file belongs to and the folder that holds it: its
+ * top-level folder, or the folder under `data/` (`data/<config>/train-*.parquet`),
+ * unless that folder names a split; null for files outside any config folder.
+ */
+function configOf(path: string): { name: string; prefix: string } | null {
+  const segments = path.split("/");
+  const at = segments[0] === "data" && segments.length >= 3 ? 1 : 0;
+  if (segments.length - 1 <= at) return null;
+  const name = segments[at];
+  if (name === "data" || keywordSplit(name) !== null) return null;
+  return { name, prefix: `${segments.slice(0, at + 1).join("/")}/` };
+}
+
+/** The repository's configs: folder name → the prefix of its files. */
+function configFolders(dataFiles: readonly string[]): Map<string, string> {
+  const folders = new Map<string, string>();
   for (const path of dataFiles) {
-    const slash = path.indexOf("/");
-    if (slash < 0) continue;
-    const folder = path.slice(0, slash);
-    if (folder === "data" || keywordSplit(folder) !== null) continue;
-    // A folder of push_to_hub shards (`data/train-00000-of-00001.parquet` under another name) is a config too.
-    folders.add(folder);
+    const config = configOf(path);
+    if (config && !folders.has(config.name)) folders.set(config.name, config.prefix);
   }
-  return [...folders].sort(naturalOrder);
+  return new Map([...folders].sort(([a], [b]) => naturalOrder(a, b)));
 }
 
 export interface SplitSelection {
@@ -109,7 +124,9 @@ export interface SplitSelection {
 export function selectSplitFiles(
   paths: readonly string[],
   request: { split: string; config?: string; label: string },
+  readme: readonly ReadmeConfig[] | null = null,
 ): SplitSelection {
+  if (readme) return selectFromReadme(paths, request, readme);
   const dataFiles = paths.filter(isDataFile).sort(naturalOrder);
   const { label } = request;
   if (dataFiles.length === 0) {
@@ -119,7 +136,8 @@ export function selectSplitFiles(
       "hub_dataset_no_data",
     );
   }
-  const configs = configFolders(dataFiles);
+  const folders = configFolders(dataFiles);
+  const configs = [...folders.keys()];
   let config: string | null = null;
   if (request.config !== undefined && (request.config !== "default" || configs.includes("default"))) {
     if (!configs.includes(request.config))
@@ -136,11 +154,12 @@ export function selectSplitFiles(
     );
   } else if (request.config === undefined && configs.length === 1) {
     // One config folder holding every data file (the Hub's Parquet conversion of a single-config dataset).
-    if (dataFiles.every((path) => path.startsWith(`${configs[0]}/`))) config = configs[0];
+    if (dataFiles.every((path) => path.startsWith(folders.get(configs[0])!))) config = configs[0];
   }
 
-  const inConfig = config === null ? dataFiles : dataFiles.filter((path) => path.startsWith(`${config}/`));
-  const relative = (path: string) => (config === null ? path : path.slice(config.length + 1));
+  const prefix = config === null ? "" : folders.get(config)!;
+  const inConfig = dataFiles.filter((path) => path.startsWith(prefix));
+  const relative = (path: string) => path.slice(prefix.length);
   const splitOf = new Map(inConfig.map((path) => [path, splitOfFile(relative(path))]));
   const anySplit = [...splitOf.values()].some((split) => split !== null);
   const fileSplit = (path: string) => (anySplit ? splitOf.get(path) : "train");
@@ -155,4 +174,69 @@ export function selectSplitFiles(
     );
   }
   return { files, config, splits };
+}
+
+/** The README's choice of config: the one named, else the one marked default, else "default", else the only one. */
+function readmeConfig(
+  configs: readonly ReadmeConfig[],
+  request: { config?: string; label: string },
+): ReadmeConfig {
+  const names = configs.map((c) => c.name);
+  const { label } = request;
+  if (request.config !== undefined) {
+    const named = configs.find((c) => c.name === request.config);
+    if (!named)
+      throw badRequest(
+        `${label}: no config "${request.config}" in its README.md; configs: ${listNames(names)}`,
+        "hub_dataset_config_not_found",
+      );
+    return named;
+  }
+  const chosen =
+    configs.find((c) => c.default) ??
+    configs.find((c) => c.name === "default") ??
+    (configs.length === 1 ? configs[0] : null);
+  if (!chosen)
+    throw badRequest(
+      `${label}: its README.md declares several configs (${listNames(names)}); name one with "config"`,
+      "hub_dataset_config_required",
+    );
+  return chosen;
+}
+
+function selectFromReadme(
+  paths: readonly string[],
+  request: { split: string; config?: string; label: string },
+  configs: readonly ReadmeConfig[],
+): SplitSelection {
+  const config = readmeConfig(configs, request);
+  const { label } = request;
+  const prefix = config.dataDir ? `${config.dataDir}/` : "";
+  if (config.splits.length === 0) {
+    // A config of only a data_dir: the automatic layout, inside that folder.
+    const inside = paths.filter((p) => p.startsWith(prefix)).map((p) => p.slice(prefix.length));
+    const selection = selectSplitFiles(inside, { split: request.split, label });
+    return { files: selection.files.map((f) => prefix + f), config: config.name, splits: selection.splits };
+  }
+  const splits = config.splits.map((s) => s.split);
+  const wanted = canonicalSplit(request.split);
+  const entry =
+    config.splits.find((s) => s.split === request.split) ??
+    config.splits.find((s) => canonicalSplit(s.split) === wanted);
+  if (!entry)
+    throw badRequest(
+      `${label}: no split "${request.split}" in config "${config.name}" of its README.md; splits: ${listNames(splits)}`,
+      "hub_dataset_split_not_found",
+    );
+  const patterns = entry.patterns.map((p) => globRegex(prefix + p.replace(/^\.?\//, "")));
+  const matched = paths.filter((p) => patterns.some((re) => re.test(p))).sort(naturalOrder);
+  const where = `config "${config.name}" split "${entry.split}" (README.md: ${entry.patterns.join(", ")})`;
+  if (matched.length === 0) throw badRequest(`${label}: ${where} matches no file`, "hub_dataset_no_data");
+  const others = matched.filter((p) => !isDataFile(p));
+  if (others.length > 0)
+    throw badRequest(
+      `${label}: ${where} holds files svc does not read (${listNames(others, 5)}); svc reads ${DATA_FILE_EXTENSIONS.join(" and ")} files`,
+      "hub_dataset_no_data",
+    );
+  return { files: matched, config: config.name, splits };
 }

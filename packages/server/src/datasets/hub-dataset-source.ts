@@ -3,6 +3,8 @@
 // Face cache (ensureSnapshot; `datasets--org--name`), and converted and checked
 // on a worker thread (hub-dataset-convert.ts). A split whose files are all in
 // the cache is read without asking the Hub anything.
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
 import { listFiles } from "@huggingface/hub";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { ApiError, badRequest } from "../http/api-error.js";
@@ -21,6 +23,21 @@ import {
 import type { HubDatasetRequest, HubDatasetSource } from "../wire.js";
 import { convertHubSplitOffLoop } from "./hub-dataset-convert.js";
 import { isDataFile, type SplitSelection, selectSplitFiles } from "./hub-dataset-layout.js";
+import { type ReadmeConfig, ReadmeConfigError, readmeConfigs } from "./hub-dataset-readme.js";
+
+const README = "README.md";
+
+/** The configs a snapshot's README.md declares (null: none, or no README). */
+async function readmeOf(dir: string, label: string): Promise<ReadmeConfig[] | null> {
+  const text = await readFile(join(dir, README), "utf8").catch(() => null);
+  if (text === null) return null;
+  try {
+    return readmeConfigs(text);
+  } catch (error) {
+    if (!(error instanceof ReadmeConfigError)) throw error;
+    throw badRequest(`${label}: ${error.message}`, "hub_dataset_readme");
+  }
+}
 
 /** push_to_hub's shard names say how many shards a split has: `train-00001-of-00004.parquet`. */
 const SHARD = /-(\d+)-of-(\d+)\.[^/]+$/;
@@ -62,21 +79,24 @@ export interface LoadedHubDataset {
 async function chooseFiles(
   request: HubDatasetRequest,
   label: string,
-): Promise<SplitSelection & { cachedOnly: boolean }> {
+): Promise<SplitSelection & { cachedOnly: boolean; hasReadme: boolean }> {
   const revision = request.revision ?? "main";
   const cache = new RepoCache(hubCacheDir(), "dataset", request.name);
   const sha = cache.resolveRef(revision);
   const cached = sha ? cache.snapshotFiles(sha).map((f) => f.path) : [];
   let fromCache: SplitSelection | null = null;
   let cacheProblem: unknown = null;
+  const cachedReadme = cached.includes(README);
   if (cached.length > 0) {
     try {
-      fromCache = selectSplitFiles(cached, { ...request, label });
+      const readme = cachedReadme && sha ? await readmeOf(cache.snapshotDir(sha), label) : null;
+      fromCache = selectSplitFiles(cached, { ...request, label }, readme);
     } catch (error) {
       cacheProblem = error;
     }
   }
-  if (fromCache && shardsComplete(fromCache.files)) return { ...fromCache, cachedOnly: true };
+  if (fromCache && shardsComplete(fromCache.files))
+    return { ...fromCache, cachedOnly: true, hasReadme: cachedReadme };
   if (hubOffline()) {
     if (cacheProblem) throw cacheProblem;
     // ensureSnapshot explains HF_HUB_OFFLINE and where the cache is.
@@ -110,7 +130,18 @@ async function chooseFiles(
       hasToken: !!accessToken,
     });
   }
-  return { ...selectSplitFiles(paths, { ...request, label }), cachedOnly: false };
+  const hasReadme = paths.includes(README);
+  let readme: ReadmeConfig[] | null = null;
+  if (hasReadme) {
+    const snapshot = await ensureSnapshot({
+      repo: request.name,
+      kind: "dataset",
+      revision,
+      wanted: (path) => path === README,
+    });
+    readme = await readmeOf(snapshot.dir, label);
+  }
+  return { ...selectSplitFiles(paths, { ...request, label }, readme), cachedOnly: false, hasReadme };
 }
 
 /**
@@ -128,7 +159,8 @@ export async function loadHubDataset(
   const label = `${request.name}${request.config ? ` config "${request.config}"` : ""} split "${request.split}"`;
   try {
     const selection = await chooseFiles(request, request.name);
-    const wanted = new Set(selection.files);
+    // README.md comes along: it decides the layout the next time the split is read from the cache.
+    const wanted = new Set(selection.hasReadme ? [...selection.files, README] : selection.files);
     const snapshot = await ensureSnapshot({
       repo: request.name,
       kind: "dataset",
