@@ -101,6 +101,8 @@ export async function startTestServer(options: {
   args?: string[];
   port?: number;
   dataDir?: string;
+  /** Extra environment for the server (HF_HOME, HF_ENDPOINT, ...). */
+  env?: Record<string, string>;
 }): Promise<TestServer> {
   const dataDir = options.dataDir ?? (await tempDir("server-data"));
   const port = String(options.port ?? 0);
@@ -120,7 +122,7 @@ export async function startTestServer(options: {
       "off",
       ...(options.args ?? []),
     ],
-    { env: cliEnv(options.home, null), stdio: ["ignore", "pipe", "pipe"] },
+    { env: cliEnv(options.home, null, options.env), stdio: ["ignore", "pipe", "pipe"] },
   );
   let output = "";
   const ready = await new Promise<{ apiUrl: string; edgeUrl: string; deploymentDomain: string }>(

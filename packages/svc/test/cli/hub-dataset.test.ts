@@ -1,0 +1,91 @@
+// A trainer whose dataset is a Hub dataset's split: `svc start` has the server
+// read it from the loopback test Hub into the Hugging Face cache and trains on
+// it; a split the dataset does not have fails `svc start` with the server's
+// message, before any job is submitted (docs/hub.md#datasets).
+import assert from "node:assert/strict";
+import { mkdir, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { after, before, test } from "node:test";
+import {
+  cliEnv,
+  createTestModel,
+  REPO_ROOT,
+  runSvc,
+  startTestServer,
+  TEST_MODEL,
+  type TestServer,
+  tempDir,
+} from "./harness.js";
+
+/** The server package's loopback test Hub (packages/server/test/hub-server.ts), as far as this test uses it. */
+interface TestHub {
+  url: string;
+  addRepo(options: { kind: "model" | "dataset"; repo: string; dir: string }): string;
+  close(): Promise<void>;
+}
+
+let hub: TestHub;
+let server: TestServer;
+let env: NodeJS.ProcessEnv;
+
+const trainer = (dataset: string) => `import { createSvc, createTrainer } from "svc";
+
+const trainer = createTrainer({
+  name: "hub-data",
+  model: "${TEST_MODEL}" as "svc/pico-llama",
+  dataset: ${dataset},
+  maxSteps: 2,
+  batchSize: 2,
+  seed: 1,
+});
+
+export default createSvc({ trainer });
+`;
+
+async function project(dataset: string): Promise<string> {
+  const dir = await tempDir("hub-data-project");
+  await mkdir(join(dir, "src", "svc"), { recursive: true });
+  await writeFile(join(dir, "src", "svc", "index.ts"), trainer(dataset));
+  return dir;
+}
+
+before(async () => {
+  const url = join(REPO_ROOT, "packages", "server", "dist", "test", "hub-server.js");
+  const { TestHub } = (await import(url)) as { TestHub: { start(): Promise<TestHub> } };
+  hub = await TestHub.start();
+  hub.addRepo({
+    kind: "dataset",
+    repo: "org/alpaca",
+    dir: join(REPO_ROOT, "packages", "server", "test", "fixtures", "hub-datasets", "alpaca"),
+  });
+  const home = await tempDir("hub-data-home");
+  const hf = { HF_HOME: join(home, "hf"), HF_ENDPOINT: hub.url };
+  server = await startTestServer({
+    home,
+    args: ["--bundled-models", "none", "--model", `${TEST_MODEL}=${await createTestModel()}`],
+    env: hf,
+  });
+  env = cliEnv(home, server.apiUrl);
+});
+
+after(async () => {
+  await server?.stop();
+  await hub?.close();
+});
+
+test("svc start trains on a Hub dataset's split (Parquet, Alpaca columns)", async () => {
+  const dir = await project(`{ type: "huggingface", name: "org/alpaca", split: "train" }`);
+  const r = await runSvc(["start"], { cwd: dir, env, timeoutMs: 300_000 });
+  assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}\n${server.log()}`);
+  assert.match(r.stdout, /^job \S+ submitted: hub-data on test\/tiny-random$/m);
+  assert.match(r.stdout, /^started: 2 steps, 4 train \/ 0 eval examples/m);
+  assert.match(r.stdout, /completed/);
+});
+
+test("a split the dataset does not have fails svc start with the splits it has", async () => {
+  const dir = await project(`{ type: "huggingface", name: "org/alpaca", split: "validation" }`);
+  const r = await runSvc(["start"], { cwd: dir, env, timeoutMs: 120_000 });
+  assert.notEqual(r.code, 0);
+  assert.match(r.stderr, /org\/alpaca: no split "validation"; splits found: "train"/);
+  assert.doesNotMatch(r.stdout, /submitted/);
+});
