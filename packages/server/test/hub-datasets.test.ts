@@ -79,8 +79,18 @@ before(async () => {
   );
   writeFileSync(join(manual, "raw", "second.jsonl"), jsonl([{ prompt: "e", completion: "f" }]));
   hub.addRepo({ kind: "dataset", repo: "org/manual", dir: manual });
+  // A split of about 8,500 bytes: over what the server fetches for a dataset (4 × --max-dataset-bytes).
+  const big = tempDir("hub-big");
+  writeFileSync(
+    join(big, "train.jsonl"),
+    jsonl(Array.from({ length: 100 }, (_, i) => ({ prompt: `${i}`.padEnd(60, "."), completion: "x" }))),
+  );
+  hub.addRepo({ kind: "dataset", repo: "org/big", dir: big });
   hfHome = tempDir("hf-home");
-  server = await startServerProcess({ env: { HF_ENDPOINT: hub.url, HF_HOME: hfHome } });
+  server = await startServerProcess({
+    env: { HF_ENDPOINT: hub.url, HF_HOME: hfHome },
+    args: ["--max-dataset-bytes", "1500"],
+  });
   id = await newIdentity(server.apiUrl);
 });
 
@@ -203,6 +213,14 @@ test("refusals: a bad row by its row number, an unknown split, unknown columns; 
   const missing = await createHubDataset({ name: "org/nothing", split: "train" });
   assert.equal(missing.status, 404, JSON.stringify(missing.body));
   assert.equal(missing.body.error.code, "hub_not_found");
+  hub.clearRequests();
+  const big = await createHubDataset({ name: "org/big", split: "train" });
+  assert.equal(big.status, 413, JSON.stringify(big.body));
+  assert.match(
+    big.body.error.message,
+    /org\/big: the split's files are \d+ bytes, over the 6000 this server fetches/,
+  );
+  assert.deepEqual(hub.requestsTo("/resolve/"), []);
   const unknownField = await createHubDataset({ name: "org/chat", split: "train", subset: "x" });
   assert.equal(unknownField.status, 400);
   assert.match(unknownField.body.error.message, /subset/);

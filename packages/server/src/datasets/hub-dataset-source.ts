@@ -26,6 +26,8 @@ import { isDataFile, type SplitSelection, selectSplitFiles } from "./hub-dataset
 import { type ReadmeConfig, ReadmeConfigError, readmeConfigs } from "./hub-dataset-readme.js";
 
 const README = "README.md";
+/** A split's files may be this many times the dataset size limit (Parquet holds columns no row is made from). */
+const DOWNLOAD_FACTOR = 4;
 
 /** The configs a snapshot's README.md declares (null: none, or no README). */
 async function readmeOf(dir: string, label: string): Promise<ReadmeConfig[] | null> {
@@ -79,6 +81,7 @@ export interface LoadedHubDataset {
 async function chooseFiles(
   request: HubDatasetRequest,
   label: string,
+  maxDownloadBytes: number,
 ): Promise<SplitSelection & { cachedOnly: boolean; hasReadme: boolean }> {
   const revision = request.revision ?? "main";
   const cache = new RepoCache(hubCacheDir(), "dataset", request.name);
@@ -111,6 +114,7 @@ async function chooseFiles(
   const endpoint = hubEndpoint();
   const accessToken = hubToken();
   const paths: string[] = [];
+  const sizes = new Map<string, number>();
   try {
     for await (const entry of listFiles({
       repo: { type: "dataset", name: request.name },
@@ -119,7 +123,9 @@ async function chooseFiles(
       hubUrl: endpoint,
       accessToken,
     })) {
-      if (entry.type === "file") paths.push(entry.path);
+      if (entry.type !== "file") continue;
+      paths.push(entry.path);
+      sizes.set(entry.path, entry.lfs?.size ?? entry.size);
     }
   } catch (error) {
     throw hubErrorOf(error, {
@@ -141,7 +147,16 @@ async function chooseFiles(
     });
     readme = await readmeOf(snapshot.dir, label);
   }
-  return { ...selectSplitFiles(paths, { ...request, label }, readme), cachedOnly: false, hasReadme };
+  const selection = selectSplitFiles(paths, { ...request, label }, readme);
+  // Nothing is fetched that could not become a dataset here (unread columns, images say, make files larger than their rows).
+  const bytes = selection.files.reduce((sum, file) => sum + (sizes.get(file) ?? 0), 0);
+  if (bytes > maxDownloadBytes)
+    throw new ApiError(
+      413,
+      "payload_too_large",
+      `${label}: the split's files are ${bytes} bytes, over the ${maxDownloadBytes} this server fetches for a dataset (${DOWNLOAD_FACTOR} × --max-dataset-bytes)`,
+    );
+  return { ...selection, cachedOnly: false, hasReadme };
 }
 
 /**
@@ -158,7 +173,7 @@ export async function loadHubDataset(
     throw badRequest(`"huggingface.name": "${request.name}" is not a Hub dataset id (org/name)`);
   const label = `${request.name}${request.config ? ` config "${request.config}"` : ""} split "${request.split}"`;
   try {
-    const selection = await chooseFiles(request, request.name);
+    const selection = await chooseFiles(request, request.name, options.limit * DOWNLOAD_FACTOR);
     // README.md comes along: it decides the layout the next time the split is read from the cache.
     const wanted = new Set(selection.hasReadme ? [...selection.files, README] : selection.files);
     const snapshot = await ensureSnapshot({
