@@ -1,0 +1,195 @@
+// Studio's base-model pickers and download progress in Chromium against a real
+// `svc dev` and `svc server` whose Hugging Face cache holds one Hub model and
+// whose Hub (the loopback test Hub) serves another: the endpoint form and the
+// Playground list GET /v1/models with family, size, context and a cached badge,
+// a Hub id can be typed, and a job on the uncached Hub model shows its download
+// on the job page.
+import assert from "node:assert/strict";
+import { cp, mkdir, readFile, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import {
+  cliEnv,
+  createTestModel,
+  REPO_ROOT,
+  runSvc,
+  startTestServer,
+  TEST_MODEL,
+  type TestServer,
+  tempDir,
+} from "../cli/harness.js";
+import { chromiumMissing, launchStudioBrowser, maybeScreenshot, type StudioBrowser } from "./browser.js";
+import { makeProject, type StudioProcess, startStudio, TRAINER_SOURCE } from "./studio-process.js";
+
+/** The server package's loopback test Hub (packages/server/test/hub-server.ts), as far as this test uses it. */
+interface TestHub {
+  url: string;
+  addRepo(options: { kind: "model" | "dataset"; repo: string; dir: string }): string;
+  close(): Promise<void>;
+}
+
+async function startTestHub(): Promise<TestHub> {
+  const url = join(REPO_ROOT, "packages", "server", "dist", "test", "hub-server.js");
+  const { TestHub } = (await import(url)) as { TestHub: { start(): Promise<TestHub> } };
+  return TestHub.start();
+}
+
+const CACHED = "org/cached-tiny";
+const REMOTE = "org/remote-tiny";
+const CACHED_SHA = "c0ffee".padEnd(40, "0");
+
+async function until<T>(what: string, probe: () => Promise<T | null | undefined | false>, timeoutMs = 60_000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await probe();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+/** A model folder laid out in the HF cache as huggingface_hub leaves it: snapshots/<sha>/ and refs/main. */
+async function cacheModel(hfHome: string, repo: string, sha: string, dir: string): Promise<void> {
+  const root = join(hfHome, "hub", `models--${repo.replace("/", "--")}`);
+  await cp(dir, join(root, "snapshots", sha), { recursive: true });
+  await mkdir(join(root, "refs"), { recursive: true });
+  await writeFile(join(root, "refs", "main"), sha);
+}
+
+describe("Studio: base-model pickers and Hub download progress", { skip: chromiumMissing, timeout: 300_000 }, () => {
+  let hub: TestHub;
+  let server: TestServer;
+  let studio: StudioProcess;
+  let browser: StudioBrowser;
+  let home = "";
+  let projectDir = "";
+  let firstJobId = "";
+  before(async () => {
+    home = await tempDir("studio-models-home");
+    const tiny = await createTestModel();
+    const hfHome = join(home, "hf");
+    await cacheModel(hfHome, CACHED, CACHED_SHA, tiny);
+    hub = await startTestHub();
+    hub.addRepo({ kind: "model", repo: REMOTE, dir: tiny });
+    server = await startTestServer({
+      home,
+      args: ["--bundled-models", "none", "--model", `${TEST_MODEL}=${tiny}`, "--hub-models", "org/remote-*,cached"],
+      env: { HF_HOME: hfHome, HF_ENDPOINT: hub.url },
+    });
+    const project = await makeProject({
+      source: TRAINER_SOURCE.replace('"svc/pico-llama"', `"${TEST_MODEL}" as "svc/pico-llama"`).replace(
+        "maxSteps: 12",
+        "maxSteps: 2",
+      ),
+    });
+    projectDir = project.projectDir;
+    const started = await runSvc(["start", "--detach"], { cwd: projectDir, env: cliEnv(home, server.apiUrl) });
+    assert.equal(started.code, 0, started.stderr);
+    firstJobId = /^job (\S+) submitted/m.exec(started.stdout)?.[1] ?? "";
+    studio = await startStudio({
+      projectDir,
+      home,
+      env: { SVC_CLOUD_API_URL: server.apiUrl, SVC_EXTRA_MODELS: TEST_MODEL },
+    });
+    browser = await launchStudioBrowser();
+  });
+  after(async () => {
+    await browser?.close();
+    await studio?.stop();
+    await server?.stop();
+    await hub?.close();
+  });
+
+  test("endpoint form: the picker lists the server's models with their facts and badges; one is picked, a Hub id typed", async () => {
+    const { page } = browser;
+    await page.goto(`http://localhost:${studio.port}/#/endpoints`);
+    await page.getByTestId("new-endpoint").click();
+    await page.getByTestId("create-slug").fill("cached-base");
+    await page.getByTestId("target-kind").selectOption("base_model");
+    const options = page.getByTestId("target-base-options");
+    const cached = options.locator(`button[data-model="${CACHED}"]`);
+    await cached.waitFor();
+    assert.equal(await cached.getByTestId("model-badge").textContent(), "cached");
+    assert.match((await cached.getByTestId("model-badge").getAttribute("title")) ?? "", /at c0ffee000000/);
+    assert.match((await cached.locator(".model-option-facts").textContent()) ?? "", /^llama · [\d.]+K? params · [\d,]+ ctx$/);
+    const local = options.locator(`button[data-model="${TEST_MODEL}"]`);
+    assert.equal(await local.getByTestId("model-badge").textContent(), "local");
+
+    // Typing narrows the list; a Hub id the server does not list yet is accepted with a hint.
+    const field = page.getByTestId("target-base");
+    await field.fill("org/cach");
+    assert.equal(await options.locator("button").count(), 1);
+    await field.fill("someorg/some-model");
+    assert.match((await page.getByTestId("target-base-hint").textContent()) ?? "", /fetched from the Hugging Face Hub/);
+    await field.fill("");
+    await cached.click();
+    assert.equal(await field.inputValue(), CACHED);
+    assert.equal(await cached.getAttribute("aria-pressed"), "true");
+    await maybeScreenshot(page, "endpoint-model-picker");
+    await page.getByTestId("create-submit").click();
+    await page.getByTestId("endpoint-list").getByText(`Base model: ${CACHED}`).waitFor();
+  });
+
+  test("Playground: a Hub model picked in the picker answers", async () => {
+    const { page } = browser;
+    await page.goto(`http://localhost:${studio.port}/#/playground`);
+    const model = page.getByTestId("pg-model");
+    await until("model options", async () => (await model.locator("option").count()) >= 3);
+    await model.selectOption("base-other");
+    const pick = page.getByTestId("pg-base-options").locator(`button[data-model="${CACHED}"]`);
+    assert.equal(await pick.getByTestId("model-badge").textContent(), "cached");
+    await pick.click();
+    assert.equal(await model.inputValue(), `base:${CACHED}`);
+    assert.equal(await page.getByTestId("pg-base").inputValue(), CACHED);
+    const sent: { baseModel?: string }[] = [];
+    page.on("request", (r) => {
+      if (r.url().endsWith("/api/inference/chat")) sent.push(r.postDataJSON());
+    });
+    const answered = page.waitForResponse((r) => r.url().endsWith("/api/inference/chat"));
+    await page.getByTestId("pg-input").fill("hello");
+    await page.getByTestId("pg-send").click();
+    const response = await answered;
+    assert.equal(response.status(), 200, await response.text());
+    await response.finished();
+    assert.equal(sent[0]?.baseModel, CACHED);
+    await maybeScreenshot(page, "playground-model-picker");
+  });
+
+  test("job detail: a job on an uncached Hub model shows its download per file, then training", async () => {
+    // The job is submitted through the cloud API with the project's credentials, as the SDK would.
+    const { token } = JSON.parse(await readFile(join(home, ".svc", "credentials.json"), "utf8"));
+    const state = JSON.parse(await readFile(join(projectDir, ".svc", "state.json"), "utf8"));
+    const scope = `orgSlug=${state.orgSlug}&projectSlug=${state.projectSlug}`;
+    const headers = { authorization: `Bearer ${token}`, "content-type": "application/json" };
+    const first = (await (await fetch(`${server.apiUrl}/v1/jobs/${firstJobId}`, { headers })).json()) as { job: { datasetId: string } };
+    const created = await fetch(`${server.apiUrl}/v1/jobs?${scope}`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify({
+        name: "remote-base",
+        baseModel: REMOTE,
+        datasetId: first.job.datasetId,
+        hyperparameters: { lora: { r: 4, alpha: 8 }, maxSteps: 2, batchSize: 2 },
+      }),
+    });
+    const body = (await created.json()) as { job: { id: string } };
+    assert.equal(created.status, 201, JSON.stringify(body));
+    const { page } = browser;
+    await page.goto(`http://localhost:${studio.port}/#/jobs/${body.job.id}`);
+    const download = page.locator(`[data-testid="download-progress"] .download[data-repo="${REMOTE}"]`);
+    await download.waitFor({ timeout: 60_000 });
+    await until("the download to finish", async () => (await download.getAttribute("data-done")) === "true");
+    assert.match((await download.getByTestId("download-bytes").textContent()) ?? "", /^downloaded [\d.]+ (kB|MB)$/);
+    const files = await download.locator(".download-files td.mono").allTextContents();
+    assert.ok(files.includes("config.json") && files.includes("model.safetensors"), files.join(", "));
+    assert.equal(await download.locator('[role="progressbar"]').first().getAttribute("aria-valuenow"), "100");
+    // The event log has one row for the download's completion, and training follows it.
+    await page.locator(".event-download-completed").first().waitFor();
+    assert.match(
+      (await page.locator(".event-download-completed .event-message").first().textContent()) ?? "",
+      new RegExp(`^model ${REMOTE} @ [0-9a-f]{12}: downloaded`),
+    );
+    await page.locator(".event-training-completed").waitFor({ timeout: 120_000 });
+    await maybeScreenshot(page, "job-download");
+  });
+});
