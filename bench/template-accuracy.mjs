@@ -12,8 +12,16 @@ import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "nod
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { createGenerator, loadAdapter, loadModel, readDataset, train } from "@svc/engine";
-import { scorePii, scoreTriage } from "./template-accuracy/scoring.mjs";
+import {
+  createGenerator,
+  loadAdapter,
+  loadModel,
+  parseToolCalls,
+  readDataset,
+  toolCallGrammar,
+  train,
+} from "@svc/engine";
+import { scorePii, scoreToolCalls, scoreTriage, toolTurn } from "./template-accuracy/scoring.mjs";
 import { readTemplateConfig } from "./template-accuracy/template-config.mjs";
 
 const TEMPLATES_DIR = "templates";
@@ -39,6 +47,21 @@ const TASKS = {
     },
     describe: (s) =>
       `valid JSON ${pct(s.validJson)}, category ${pct(s.category)}, priority ${pct(s.priority)}, both ${pct(s.bothCorrect)}`,
+  },
+  "tool-calling": {
+    score: (examples, completions) =>
+      scoreToolCalls(examples.map((e, i) => ({ prediction: completions[i], reference: e.reference }))),
+    // No model: call lookup_order with the first order id in the message, answer in text when there is none.
+    trivial: (examples) => ({
+      name: "lookup_order on the first order id",
+      completions: examples.map((e) => {
+        const id = /\b[A-Z]\d{4}\b/.exec(e.input)?.[0];
+        const call = { function: { name: "lookup_order", arguments: JSON.stringify({ order_id: id }) } };
+        return toolTurn(id ? { tool_calls: [call] } : { content: "" });
+      }),
+    }),
+    describe: (s) =>
+      `exact name and arguments ${pct(s.exact)}, right call-or-answer and name ${pct(s.decision)}, called when expected ${pct(s.calledWhenExpected)}`,
   },
   "pii-redaction": {
     score: (examples, completions) =>
@@ -95,8 +118,22 @@ for (const t of templates) {
   if (!TASKS[t]) usage(`--template: no task metric for ${t}; add one to TASKS`);
 }
 
-/** A held-out chat row as prompt messages, the user's text and the reference assistant turn. */
+/**
+ * A held-out chat row as prompt messages, the user's text and the reference assistant turn.
+ * A row with tools is cut before its first assistant turn, whose calls (or text) are the reference.
+ */
 function heldOutExample(row, index, file) {
+  if (row.tools !== undefined) {
+    const at = row.messages.findIndex((m) => m.role === "assistant");
+    const prompt = row.messages.slice(0, at);
+    const user = prompt.findLast((m) => m.role === "user");
+    return {
+      messages: prompt,
+      tools: row.tools,
+      input: user?.content ?? "",
+      reference: toolTurn(row.messages[at]),
+    };
+  }
   const messages = row.messages;
   const last = messages?.at(-1);
   if (!messages || last.role !== "assistant")
@@ -106,16 +143,37 @@ function heldOutExample(row, index, file) {
   return { messages: prompt, input: user?.content ?? "", reference: last.content };
 }
 
-/** Greedy completions of every example, run concurrently on the generator's batch. */
-async function decodeAll(generator, examples, adapter, maxTokens) {
+/**
+ * Greedy completions of every example, run concurrently on the generator's batch.
+ * An example with tools is served as the edge serves tool_choice "auto" (the
+ * tools in the prompt, calls constrained once started) and read back with toolTurn.
+ */
+async function decodeAll(generator, tokenizer, examples, adapter, maxTokens) {
   const started = performance.now();
   const results = await Promise.all(
-    examples.map((e) => generator.complete({ messages: e.messages, adapter, temperature: 0, maxTokens })),
+    examples.map((e) => {
+      if (e.tools === undefined)
+        return generator.complete({ messages: e.messages, adapter, temperature: 0, maxTokens });
+      const text = tokenizer.applyChatTemplate(e.messages, { addGenerationPrompt: true, tools: e.tools });
+      const grammar = toolCallGrammar(tokenizer.toolSyntax, { tools: e.tools, toolChoice: "auto" });
+      return generator.complete({
+        promptIds: tokenizer.encode(text),
+        grammar,
+        adapter,
+        temperature: 0,
+        maxTokens,
+      });
+    }),
   );
   const seconds = (performance.now() - started) / 1000;
   const tokens = results.reduce((sum, r) => sum + r.completionTokens, 0);
+  const read = (r, e) => {
+    if (e.tools === undefined) return r.text;
+    const parsed = parseToolCalls(tokenizer.toolSyntax, r.text);
+    return toolTurn({ content: parsed.content, tool_calls: parsed.toolCalls });
+  };
   return {
-    completions: results.map((r) => r.text),
+    completions: results.map((r, i) => read(r, examples[i])),
     seconds,
     completionTokens: tokens,
     truncated: results.filter((r) => r.finishReason === "length").length,
@@ -140,14 +198,16 @@ async function runTemplate(model, generator, name) {
     ...(stepsOverride ? { maxSteps: stepsOverride } : {}),
   };
   // Room for the longest reference plus slack, so a wrong but long answer is still seen whole.
-  const maxTokens = Math.max(...examples.map((e) => model.tokenizer.encode(e.reference).length)) + 16;
+  // (A call's text holds its syntax's tags besides the reference's name and arguments: more slack.)
+  const slack = examples.some((e) => e.tools !== undefined) ? 40 : 16;
+  const maxTokens = Math.max(...examples.map((e) => model.tokenizer.encode(e.reference).length)) + slack;
 
   console.log(
     `\n== ${name} (trains ${config.model}): ${trainSet.length} train rows, ${examples.length} held-out examples`,
   );
   console.log(`   hyperparameters: ${JSON.stringify(hyperparameters)}`);
 
-  const base = await decodeAll(generator, examples, null, maxTokens);
+  const base = await decodeAll(generator, model.tokenizer, examples, null, maxTokens);
   console.log(`   base model decoded in ${base.seconds.toFixed(1)} s`);
 
   const outputDir = mkdtempSync(join(tmpdir(), `svc-bench-${name}-`));
@@ -176,7 +236,7 @@ async function runTemplate(model, generator, name) {
     });
     const trainSeconds = (performance.now() - started) / 1000;
     const adapter = loadAdapter(result.adapterDir);
-    const tuned = await decodeAll(generator, examples, adapter, maxTokens);
+    const tuned = await decodeAll(generator, model.tokenizer, examples, adapter, maxTokens);
     console.log(`   adapter decoded in ${tuned.seconds.toFixed(1)} s`);
 
     const { score, trivial } = TASKS[name];

@@ -1,6 +1,7 @@
 // Generates the templates' datasets offline and deterministically (fixed seed):
 // `node templates/generate-datasets.mjs` rewrites templates/*/data/{train,eval}.jsonl.
-// Each row is one chat in the OpenAI fine-tuning format: {"messages":[...]}.
+// Each row is one chat in the OpenAI fine-tuning format: {"messages":[...]}
+// (with "tools" for the tool-calling template).
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -140,6 +141,101 @@ function piiRow(r) {
   };
 }
 
+// ------------------------------------------------------------ tool calling
+
+export const TOOLS_SYSTEM = "You are a shop's support assistant.";
+
+export const SUPPORT_TOOLS = [
+  {
+    type: "function",
+    function: {
+      name: "lookup_order",
+      description: "Status of an order",
+      parameters: { type: "object", properties: { order_id: { type: "string" } }, required: ["order_id"] },
+    },
+  },
+  {
+    type: "function",
+    function: {
+      name: "create_ticket",
+      description: "Open a ticket about an order",
+      parameters: {
+        type: "object",
+        properties: {
+          order_id: { type: "string" },
+          issue: { type: "string", enum: ["damaged", "missing", "refund", "wrong_item"] },
+        },
+        required: ["order_id", "issue"],
+      },
+    },
+  },
+];
+
+const LOOKUPS = [
+  "Where is my order {id}?",
+  "Has {id} shipped yet?",
+  "Any news on order {id}?",
+  "Can you check the status of {id}?",
+  "When will order {id} arrive?",
+];
+const ISSUES = {
+  damaged: ["Order {id} arrived damaged.", "The item in {id} is broken.", "My package {id} came crushed."],
+  missing: ["Order {id} never arrived.", "Tracking says {id} was delivered but I have nothing."],
+  refund: ["I want my money back for {id}.", "Please refund order {id}.", "Can I get a refund on {id}?"],
+  wrong_item: ["I got the wrong item in order {id}.", "Order {id} had someone else's product in it."],
+};
+const NO_TOOL = [
+  ["What are your opening hours?", "We answer messages every day from 8:00 to 20:00."],
+  ["Do you ship abroad?", "Yes, we ship to most countries in Europe."],
+  ["Thanks for your help!", "You're welcome, have a nice day!"],
+  ["How do I reset my password?", 'Use the "Forgot password" link on the login page.'],
+];
+const STATUS = ["shipped", "processing", "delivered", "out for delivery"];
+
+let callNumber = 0;
+/** One call turn and its result: the assistant calls, the tool answers. */
+function callTurns(name, args, result) {
+  const id = `call_${String(++callNumber).padStart(4, "0")}`;
+  return [
+    {
+      role: "assistant",
+      content: null,
+      tool_calls: [{ id, type: "function", function: { name, arguments: JSON.stringify(args) } }],
+    },
+    { role: "tool", tool_call_id: id, content: JSON.stringify(result) },
+  ];
+}
+
+function toolRow(r) {
+  const id = `${pick(r, ["A", "B", "C", "D", "K", "M"])}${1000 + Math.floor(r() * 9000)}`;
+  const greeting = pick(r, GREETINGS);
+  const kind = r();
+  let turns;
+  if (kind < 0.15) {
+    const [question, answer] = pick(r, NO_TOOL);
+    turns = [
+      { role: "user", content: `${greeting}${question}` },
+      { role: "assistant", content: answer },
+    ];
+  } else if (kind < 0.55) {
+    const status = pick(r, STATUS);
+    turns = [
+      { role: "user", content: `${greeting}${pick(r, LOOKUPS).replace("{id}", id)}` },
+      ...callTurns("lookup_order", { order_id: id }, { status }),
+      { role: "assistant", content: `Order ${id} is ${status}.` },
+    ];
+  } else {
+    const issue = pick(r, Object.keys(ISSUES));
+    const ticket = `T-${10000 + Math.floor(r() * 90000)}`;
+    turns = [
+      { role: "user", content: `${greeting}${pick(r, ISSUES[issue]).replace("{id}", id)}` },
+      ...callTurns("create_ticket", { order_id: id, issue }, { ticket }),
+      { role: "assistant", content: `I opened ticket ${ticket} for order ${id}.` },
+    ];
+  }
+  return { tools: SUPPORT_TOOLS, messages: [{ role: "system", content: TOOLS_SYSTEM }, ...turns] };
+}
+
 // ------------------------------------------------------------ write
 
 function write(template, makeRow, seed, trainRows, evalRows) {
@@ -156,4 +252,5 @@ function write(template, makeRow, seed, trainRows, evalRows) {
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   write("ticket-triage", triageRow, 20251121, 240, 40);
   write("pii-redaction", piiRow, 20251122, 240, 40);
+  write("tool-calling", toolRow, 20251124, 240, 40);
 }

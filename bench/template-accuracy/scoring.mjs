@@ -136,3 +136,70 @@ export function scorePii(triples) {
     entities,
   };
 }
+
+// ------------------------------------------------------------ tool calling
+
+/**
+ * What an assistant turn does, in one comparable form: the calls it makes
+ * (name and parsed arguments, in order), or null when it answers in text.
+ * @param {{ content?: string | null, tool_calls?: { function: { name: string, arguments: string } }[] }} message
+ * @returns {string} JSON text: {"calls": [...]} or {"calls": null}
+ */
+export function toolTurn(message) {
+  const calls = message.tool_calls?.length
+    ? message.tool_calls.map((c) => {
+        let args;
+        try {
+          args = JSON.parse(c.function.arguments);
+        } catch {
+          args = { unparsed: c.function.arguments };
+        }
+        return { name: c.function.name, arguments: sortKeys(args) };
+      })
+    : null;
+  return JSON.stringify({ calls });
+}
+
+function sortKeys(value) {
+  if (Array.isArray(value)) return value.map(sortKeys);
+  if (value === null || typeof value !== "object") return value;
+  return Object.fromEntries(
+    Object.keys(value)
+      .sort()
+      .map((k) => [k, sortKeys(value[k])]),
+  );
+}
+
+/**
+ * Exact tool use: the prediction and the reference are toolTurn() texts.
+ * `decision` is right call-or-answer and the right tool's name; `exact` also
+ * needs the same arguments (an answer in text where text was expected counts).
+ * @param {{ prediction: string, reference: string }[]} pairs
+ * @returns {{ examples: number, decision: number, exact: number, accuracy: number, calledWhenExpected: number }}
+ */
+export function scoreToolCalls(pairs) {
+  let decision = 0;
+  let exact = 0;
+  let expected = 0;
+  let called = 0;
+  for (const { prediction, reference } of pairs) {
+    const want = JSON.parse(reference).calls;
+    const got = JSON.parse(prediction).calls;
+    if (want !== null) {
+      expected++;
+      if (got !== null) called++;
+    }
+    const names = (calls) => (calls === null ? null : calls.map((c) => c.name).join(","));
+    if (names(want) === names(got)) decision++;
+    if (JSON.stringify(want) === JSON.stringify(got)) exact++;
+  }
+  const n = pairs.length;
+  const rate = (k, of = n) => (of === 0 ? 0 : k / of);
+  return {
+    examples: n,
+    decision: rate(decision),
+    exact: rate(exact),
+    accuracy: rate(exact),
+    calledWhenExpected: rate(called, expected),
+  };
+}

@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import * as esbuild from "esbuild";
-import { engineHyperparameters } from "../../packages/server/dist/src/worker/job-runner.js";
+import { engineHyperparameters } from "../../packages/server/dist/src/engine-hyperparameters.js";
 import { hyperparametersOf } from "../../packages/svc/dist/src/sdk/trainer-options.js";
 
 const captureUrl = pathToFileURL(fileURLToPath(new URL("svc-capture.mjs", import.meta.url))).href;

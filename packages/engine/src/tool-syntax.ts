@@ -133,11 +133,10 @@ export function detectToolSyntax(
 
 function toolsText(tools: readonly ToolDefinition[]): string {
   const list = tools.map((tool) => pythonJson(tool)).join("\n");
+  // Short: the bundled model's context is 512 tokens.
   return (
-    "You can call these functions, given as JSON Schema function signatures:\n" +
-    `<tools>\n${list}\n</tools>\n\n` +
-    "To call a function, write one JSON object with its name and arguments inside <tool_call></tool_call> tags:\n" +
-    '<tool_call>\n{"name": <function name>, "arguments": <arguments as a JSON object>}\n</tool_call>'
+    `You can call these functions:\n<tools>\n${list}\n</tools>\n` +
+    'To call one, answer with <tool_call>\n{"name": <name>, "arguments": <JSON object>}\n</tool_call>'
   );
 }
 

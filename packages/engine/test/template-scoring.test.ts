@@ -37,6 +37,17 @@ interface Scoring {
   scoreTriage(pairs: { prediction: string; reference: string }[]): TriageScore;
   redactedValues(input: string, reference: string): { placeholder: string; value: string }[];
   scorePii(triples: { input: string; prediction: string; reference: string }[]): PiiScore;
+  toolTurn(message: {
+    content?: string | null;
+    tool_calls?: { function: { name: string; arguments: string } }[];
+  }): string;
+  scoreToolCalls(pairs: { prediction: string; reference: string }[]): {
+    examples: number;
+    decision: number;
+    exact: number;
+    accuracy: number;
+    calledWhenExpected: number;
+  };
 }
 const scoring = (await import(scoringUrl)) as Scoring;
 
@@ -116,6 +127,25 @@ test("pii: exact match, placeholder precision and recall, leaked values", () => 
   });
 });
 
+test("tool calls: exact name and arguments (key order aside), the call-or-answer decision", () => {
+  const call = (name: string, args: string) =>
+    scoring.toolTurn({ tool_calls: [{ function: { name, arguments: args } }] });
+  const text = scoring.toolTurn({ content: "We open at 8." });
+  const reference = [
+    call("lookup_order", '{"order_id": "A1"}'),
+    call("create_ticket", '{"order_id": "B2", "issue": "refund"}'),
+    text,
+  ];
+  const s = scoring.scoreToolCalls([
+    { prediction: call("lookup_order", '{"order_id":"A1"}'), reference: reference[0] },
+    { prediction: call("create_ticket", '{"issue": "damaged", "order_id": "B2"}'), reference: reference[1] },
+    { prediction: call("lookup_order", '{"order_id": "C3"}'), reference: reference[2] },
+  ]);
+  assert.deepEqual(s, { examples: 3, decision: 2 / 3, exact: 1 / 3, accuracy: 1 / 3, calledWhenExpected: 1 });
+  assert.equal(call("f", '{"b": 1, "a": [2]}'), call("f", '{"a": [2], "b": 1}'));
+  assert.equal(scoring.scoreToolCalls([{ prediction: text, reference: reference[0] }]).calledWhenExpected, 0);
+});
+
 function heldOut(template: string): { input: string; reference: string }[] {
   const file = fileURLToPath(new URL(`templates/${template}/data/eval.jsonl`, repoRoot));
   return readFileSync(file, "utf8")
@@ -153,4 +183,17 @@ test("the templates' own held-out references score 100% against themselves, thei
   assert.equal(echo.exactMatch, 0);
   assert.equal(echo.leakRate, 1);
   for (const e of Object.values(echo.entities)) assert.equal(e.recall ?? 0, 0);
+
+  const toolRows = readFileSync(
+    fileURLToPath(new URL("templates/tool-calling/data/eval.jsonl", repoRoot)),
+    "utf8",
+  )
+    .trim()
+    .split("\n")
+    .map((line) => JSON.parse(line).messages.find((m: { role: string }) => m.role === "assistant"));
+  const turns = toolRows.map((m) => scoring.toolTurn(m));
+  assert.equal(scoring.scoreToolCalls(turns.map((t) => ({ prediction: t, reference: t }))).exact, 1);
+  assert.ok(
+    turns.some((t) => JSON.parse(t).calls === null) && turns.some((t) => JSON.parse(t).calls !== null),
+  );
 });

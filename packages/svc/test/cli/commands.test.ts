@@ -78,14 +78,23 @@ test("usage mistakes exit 2 with one clear line", async () => {
   assert.equal(badTemplate.code, 2);
   assert.match(
     badTemplate.stderr,
-    /--template: unknown template "nope"; one of pii-redaction, ticket-triage/,
+    /--template: unknown template "nope"; one of pii-redaction, ticket-triage, tool-calling/,
   );
 });
 
-test("init --list shows both templates; pii-redaction scaffolds its own trainer", async () => {
+test("init --list shows every template; pii-redaction and tool-calling scaffold their own trainers", async () => {
   const list = await runSvc(["init", "--list"], { cwd: home, env });
   assert.match(list.stdout, /^pii-redaction +\S/m);
   assert.match(list.stdout, /^ticket-triage +\S/m);
+  assert.match(list.stdout, /^tool-calling +\S/m);
+  const tools = join(home, "support");
+  assert.equal((await runSvc(["init", tools, "--template", "tool-calling"], { cwd: home, env })).code, 0);
+  assert.match(await readFile(join(tools, "src", "svc", "index.ts"), "utf8"), /name: "tool-calling"/);
+  const toolRows = (await readFile(join(tools, "data", "train.jsonl"), "utf8")).trim().split("\n");
+  assert.equal(toolRows.length, 240);
+  assert.ok(
+    toolRows.some((row) => JSON.parse(row).messages.some((m: { tool_calls?: unknown }) => m.tool_calls)),
+  );
   const dir = join(home, "redact");
   assert.equal((await runSvc(["init", dir, "--template", "pii-redaction"], { cwd: home, env })).code, 0);
   assert.match(await readFile(join(dir, "src", "svc", "index.ts"), "utf8"), /name: "pii-redaction"/);
