@@ -1,11 +1,19 @@
 // Playground: streaming chat with a completed job's adapter (final or a
 // checkpoint) or with a base model from GET /v1/models (or any Hub id typed in
-// the base-model picker), with sampling controls.
+// the base-model picker), with sampling controls, tool definitions and a
+// JSON-schema output mode (components/ToolsPanel.tsx).
 import type { AdapterRef, Artifact, BaseModelInfo, ChatMessage, Job } from "@svc/server/wire";
 import { useEffect, useRef, useState } from "react";
 import { errorMessage, getJson, studioFetch } from "../api.js";
 import { BaseModelPicker } from "../components/BaseModelPicker.js";
 import { ErrorText, shortId } from "../components/common.js";
+import {
+  NO_TOOLS,
+  ToolCallList,
+  ToolsPanel,
+  toolRequestOf,
+  unansweredCall,
+} from "../components/ToolsPanel.js";
 
 type ModelChoice = { kind: "base"; name: string } | { kind: "job"; jobId: string };
 
@@ -30,6 +38,7 @@ export function Playground() {
   const [temperature, setTemperature] = useState(0.7);
   const [topP, setTopP] = useState(0.95);
   const [maxTokens, setMaxTokens] = useState(128);
+  const [tooling, setTooling] = useState(NO_TOOLS);
   const [messages, setMessages] = useState<ChatMessage[]>([]);
   const [input, setInput] = useState("");
   const [streaming, setStreaming] = useState(false);
@@ -84,7 +93,14 @@ export function Playground() {
   const send = async () => {
     const text = input.trim();
     if (!text || !selected || streaming) return;
-    const history: ChatMessage[] = [...messages, { role: "user", content: text }];
+    const extras = toolRequestOf(tooling);
+    if (typeof extras === "string") return setError(extras);
+    // After a call, the composer's text is the tool's result.
+    const pending = unansweredCall(messages);
+    const turn: ChatMessage = pending
+      ? { role: "tool", tool_call_id: pending.id, content: text }
+      : { role: "user", content: text };
+    const history: ChatMessage[] = [...messages, turn];
     setMessages([...history, { role: "assistant", content: "" }]);
     setInput("");
     setError(null);
@@ -102,10 +118,12 @@ export function Playground() {
       temperature,
       topP,
       maxTokens,
+      ...extras,
     };
     const abort = new AbortController();
     abortRef.current = abort;
     let reply = "";
+    let called = false;
     try {
       const res = await studioFetch("/api/inference/chat", {
         method: "POST",
@@ -122,8 +140,19 @@ export function Playground() {
         buffered = lines.pop() ?? "";
         for (const line of lines) {
           if (!line.trim()) continue;
-          const msg = JSON.parse(line) as { delta?: string; error?: { message: string } };
+          const msg = JSON.parse(line) as {
+            delta?: string;
+            toolCalls?: ChatMessage["tool_calls"];
+            error?: { message: string };
+          };
           if (msg.error) throw new Error(msg.error.message);
+          if (msg.toolCalls) {
+            called = true;
+            setMessages([
+              ...history,
+              { role: "assistant", content: reply || null, tool_calls: msg.toolCalls },
+            ]);
+          }
           if (msg.delta) {
             reply += msg.delta;
             setMessages([...history, { role: "assistant", content: reply }]);
@@ -135,10 +164,11 @@ export function Playground() {
     } finally {
       setStreaming(false);
       abortRef.current = null;
-      if (!reply) setMessages(history);
+      if (!reply && !called) setMessages(history);
     }
   };
 
+  const pendingCall = streaming ? null : unansweredCall(messages);
   return (
     <div className="page">
       <div className="page-head">
@@ -235,6 +265,7 @@ export function Playground() {
               onChange={(e) => setTopP(Number(e.target.value))}
             />
           </label>
+          <ToolsPanel value={tooling} onChange={setTooling} />
           <label className="field">
             <span>Max tokens</span>
             <input
@@ -255,6 +286,7 @@ export function Playground() {
               <div key={i} className={`bubble bubble-${m.role}`} data-role={m.role}>
                 {m.content ||
                   (streaming && i === messages.length - 1 ? <span className="typing">●●●</span> : "")}
+                {m.tool_calls && <ToolCallList calls={m.tool_calls} />}
               </div>
             ))}
           </div>
@@ -269,7 +301,11 @@ export function Playground() {
             <textarea
               className="input"
               rows={2}
-              placeholder="Message…  (Enter to send, Shift+Enter for a new line)"
+              placeholder={
+                pendingCall
+                  ? `Result of ${pendingCall.function.name}…  (sent as the tool's answer)`
+                  : "Message…  (Enter to send, Shift+Enter for a new line)"
+              }
               value={input}
               onChange={(e) => setInput(e.target.value)}
               onKeyDown={(e) => {

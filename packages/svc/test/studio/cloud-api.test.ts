@@ -248,6 +248,83 @@ describe("Studio API against svc server", { timeout: 300_000 }, () => {
     );
     assert.equal(typeof (await json(unknownModel)).error.message, "string");
   });
+
+  test("POST /api/inference/chat with tools answers the calls; responseFormat streams valid JSON", async () => {
+    const tools = [
+      {
+        type: "function",
+        function: {
+          name: "lookup_order",
+          parameters: {
+            type: "object",
+            properties: { order_id: { type: "string", enum: ["A1", "B2"] } },
+            required: ["order_id"],
+            additionalProperties: false,
+          },
+        },
+      },
+    ];
+    const messages = [{ role: "user", content: "Where is A1?" }];
+    const r = await studioFetch(studio, "/api/inference/chat", {
+      method: "POST",
+      body: JSON.stringify({ baseModel: TEST_MODEL, messages, tools, toolChoice: "required", maxTokens: 200 }),
+    });
+    assert.equal(r.status, 200);
+    const lines = (await r.text())
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
+    const calls = lines.find((l) => l.toolCalls)?.toolCalls;
+    assert.equal(calls?.length, 1, JSON.stringify(lines));
+    assert.equal(calls[0].function.name, "lookup_order");
+    assert.ok(["A1", "B2"].includes(JSON.parse(calls[0].function.arguments).order_id));
+
+    // The call goes back as history with the tool's answer.
+    const followUp = await studioFetch(studio, "/api/inference/chat", {
+      method: "POST",
+      body: JSON.stringify({
+        baseModel: TEST_MODEL,
+        tools,
+        maxTokens: 4,
+        messages: [
+          ...messages,
+          { role: "assistant", content: null, tool_calls: calls },
+          { role: "tool", tool_call_id: calls[0].id, content: "shipped" },
+        ],
+      }),
+    });
+    assert.equal(followUp.status, 200);
+
+    const formatted = await studioFetch(studio, "/api/inference/chat", {
+      method: "POST",
+      body: JSON.stringify({
+        baseModel: TEST_MODEL,
+        messages,
+        responseFormat: { type: "json_object" },
+        maxTokens: 200,
+      }),
+    });
+    const text = (await formatted.text())
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l).delta)
+      .join("");
+    assert.equal(typeof JSON.parse(text), "object");
+
+    const badSchema = await studioFetch(studio, "/api/inference/chat", {
+      method: "POST",
+      body: JSON.stringify({
+        baseModel: TEST_MODEL,
+        messages,
+        responseFormat: {
+          type: "json_schema",
+          json_schema: { name: "r", schema: { type: "string", format: "email" } },
+        },
+      }),
+    });
+    assert.equal(badSchema.status, 400);
+    assert.match((await json(badSchema)).error.message, /"format"/);
+  });
 });
 
 describe("Studio with OAuth credentials and no .svc/state.json", () => {

@@ -1,7 +1,18 @@
 // /api/inference/chat: the Playground's streaming chat. The answer is NDJSON:
 // one {"delta": "..."} line per text piece, and {"error": {...}} if the stream
-// breaks after it started (before that, errors keep their HTTP status).
-import type { AdapterRef, ChatMessage, InferArgs } from "@svc/server/wire";
+// breaks after it started (before that, errors keep their HTTP status). With
+// tools the chat is answered whole: a {"delta"} line with the text, if any,
+// and a {"toolCalls": [...]} line with the calls (docs/tools.md). tools,
+// toolChoice, parallelToolCalls and responseFormat go upstream as they are;
+// the cloud API checks them and its 400s keep their status.
+import type {
+  AdapterRef,
+  ChatMessage,
+  InferArgs,
+  ResponseFormat,
+  ToolChoice,
+  ToolDefinition,
+} from "@svc/server/wire";
 import { Hono } from "hono";
 import { ensuredProjectSession } from "../cloud-session.js";
 import type { StudioEnv } from "../env.js";
@@ -18,11 +29,12 @@ export function parseChatBody(body: Record<string, unknown>): InferArgs {
   }
   messages.forEach((m, i) => {
     const msg = m as Partial<ChatMessage> | null;
+    const calls = msg?.role === "assistant" && Array.isArray(msg.tool_calls);
     if (
       !msg ||
       typeof msg !== "object" ||
       !ROLES.has(msg.role as string) ||
-      typeof msg.content !== "string"
+      (typeof msg.content !== "string" && !(calls && (msg.content === null || msg.content === undefined)))
     ) {
       throw new StudioError(
         400,
@@ -45,6 +57,13 @@ export function parseChatBody(body: Record<string, unknown>): InferArgs {
     }
     args[k] = body[k] as number;
   }
+  if (body.tools !== undefined) {
+    if (!Array.isArray(body.tools)) throw new StudioError(400, "invalid_request", "tools: expected an array");
+    args.tools = body.tools as ToolDefinition[];
+  }
+  if (body.toolChoice !== undefined) args.toolChoice = body.toolChoice as ToolChoice;
+  if (body.parallelToolCalls !== undefined) args.parallelToolCalls = body.parallelToolCalls as boolean;
+  if (body.responseFormat !== undefined) args.responseFormat = body.responseFormat as ResponseFormat;
   return args;
 }
 
@@ -54,6 +73,15 @@ export function inferenceRoutes(env: StudioEnv): Hono {
   app.post("/chat", async (c) => {
     const args = parseChatBody(await jsonObjectBody(c));
     const s = await ensuredProjectSession(env.projectDir);
+    const ndjson = { "Content-Type": "application/x-ndjson; charset=utf-8", "Cache-Control": "no-cache" };
+    if (args.tools?.length) {
+      const message = (await s.client.infer(args)).choices[0]?.message;
+      const lines = [
+        ...(message?.content ? [{ delta: message.content }] : []),
+        ...(message?.tool_calls?.length ? [{ toolCalls: message.tool_calls }] : []),
+      ];
+      return new Response(lines.map((l) => `${JSON.stringify(l)}\n`).join(""), { headers: ndjson });
+    }
     const deltas = s.client.inferStream(args, { signal: c.req.raw.signal })[Symbol.asyncIterator]();
     // Wait for the first piece so an upstream refusal still answers with its own status.
     const first = await deltas.next();
@@ -76,9 +104,7 @@ export function inferenceRoutes(env: StudioEnv): Hono {
         await deltas.return?.();
       },
     });
-    return new Response(body, {
-      headers: { "Content-Type": "application/x-ndjson; charset=utf-8", "Cache-Control": "no-cache" },
-    });
+    return new Response(body, { headers: ndjson });
   });
 
   return app;
