@@ -42,6 +42,7 @@ before(async () => {
   chatSha = hub.addRepo({ kind: "dataset", repo: "org/chat", dir: join(fixtures, "chat") });
   hub.addRepo({ kind: "dataset", repo: "org/alpaca", dir: join(fixtures, "alpaca") });
   hub.addRepo({ kind: "dataset", repo: "org/bad", dir: join(fixtures, "bad") });
+  hub.addRepo({ kind: "dataset", repo: "org/gated", dir: join(fixtures, "chat"), gated: true });
   const qa = tempDir("hub-qa");
   writeFileSync(join(qa, "README.md"), "# questions\n");
   writeFileSync(
@@ -211,8 +212,13 @@ test("refusals: a bad row by its row number, an unknown split, unknown columns; 
   assert.equal(columns.body.error.code, "hub_dataset_columns");
   assert.match(columns.body.error.message, /columns found: "question", "answer", "id"/);
   const missing = await createHubDataset({ name: "org/nothing", split: "train" });
-  assert.equal(missing.status, 404, JSON.stringify(missing.body));
+  assert.equal(missing.status, 400, JSON.stringify(missing.body));
   assert.equal(missing.body.error.code, "hub_not_found");
+  assert.match(missing.body.error.message, /^"huggingface.name": dataset org\/nothing: not found on the Hub/);
+  const gated = await createHubDataset({ name: "org/gated", split: "train" });
+  assert.equal(gated.status, 400, JSON.stringify(gated.body));
+  assert.equal(gated.body.error.code, "hub_gated");
+  assert.match(gated.body.error.message, /dataset org\/gated: .*refused access \(401\).*HF_TOKEN/);
   hub.clearRequests();
   const big = await createHubDataset({ name: "org/big", split: "train" });
   assert.equal(big.status, 413, JSON.stringify(big.body));

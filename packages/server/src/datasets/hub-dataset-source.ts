@@ -6,7 +6,6 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { listFiles } from "@huggingface/hub";
-import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { ApiError, badRequest } from "../http/api-error.js";
 import { hubErrorOf } from "../hub/hub-error.js";
 import {
@@ -20,6 +19,7 @@ import {
   parseHubName,
   RepoCache,
 } from "../hub/index.js";
+import { hubApiError } from "../models/job-base-model.js";
 import type { HubDatasetRequest, HubDatasetSource } from "../wire.js";
 import { convertHubSplitOffLoop } from "./hub-dataset-convert.js";
 import { isDataFile, type SplitSelection, selectSplitFiles } from "./hub-dataset-layout.js";
@@ -56,19 +56,6 @@ function shardsComplete(files: readonly string[]): boolean {
     groups.set(key, group);
   }
   return [...groups.values()].every((g) => g.seen.size === g.expected);
-}
-
-const HUB_STATUS: Record<string, ContentfulStatusCode> = {
-  hub_not_found: 404,
-  hub_gated: 403,
-  hub_offline: 503,
-  hub_unreachable: 502,
-};
-
-/** A Hub failure as the API's error, keeping the Hub's message and code. */
-export function hubApiError(error: unknown): unknown {
-  if (!(error instanceof HubError)) return error;
-  return new ApiError(HUB_STATUS[error.code] ?? 400, error.code, error.message);
 }
 
 export interface LoadedHubDataset {
@@ -162,7 +149,7 @@ async function chooseFiles(
 /**
  * Loads `request`'s split as checked JSONL rows, or throws an ApiError: 400
  * naming the split, columns or row that is wrong, 413 over `limit`, or the
- * Hub's failure (404 unknown repo, 403 gated without HF_TOKEN, 503 offline).
+ * Hub's failure as for base models (400 with its code; 502 when the Hub cannot be reached).
  */
 export async function loadHubDataset(
   request: HubDatasetRequest,
@@ -211,6 +198,6 @@ export async function loadHubDataset(
       },
     };
   } catch (error) {
-    throw hubApiError(error);
+    throw error instanceof HubError ? hubApiError(error, "huggingface.name") : error;
   }
 }
