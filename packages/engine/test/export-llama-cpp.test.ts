@@ -24,6 +24,7 @@ import { exportModel } from "../src/export/index.js";
 import { LoadedModel, loadModel } from "../src/load.js";
 import { argmax, LLAMA_CPP_PACKAGE, openLlamaCpp } from "../src/testing/llama-cpp-peer.js";
 import { createRandomModel } from "../src/testing/random-model.js";
+import { writeSentencePieceTokenizer } from "../src/testing/spm-tokenizer.js";
 import type { ModelWeights } from "../src/weights.js";
 
 const FIXTURES = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "fixtures");
@@ -250,4 +251,66 @@ describe("GGUF exports load in llama.cpp and compute what svc computes", { skip 
       await peer.dispose();
     }
   });
+
+  for (const style of ["llama2", "gemma"] as const) {
+    it(`a SentencePiece vocabulary (${style} style) is llama.cpp's "llama" tokenizer: same tokens, same greedy continuation`, async () => {
+      const dir = join(root, `spm-${style}`);
+      await createRandomModel(dir, { merges: 120 });
+      const V = JSON.parse(readFileSync(join(dir, "config.json"), "utf8")).vocab_size as number;
+      await writeSentencePieceTokenizer(dir, V, style);
+      const model = await loadModel(dir);
+      const gguf = await exportModel({ baseDir: dir, format: "gguf", out: join(dir, "gguf") });
+      const peer = await openLlamaCpp(join(gguf.dir, gguf.files[0]), V);
+      assert.ok(peer);
+      try {
+        assert.equal(
+          (peer.metadata as { tokenizer?: { ggml?: { model?: string } } }).tokenizer?.ggml?.model,
+          "llama",
+        );
+        const texts = [
+          "The quick brown fox jumps over the lazy dog.",
+          // two spaces, characters the vocabulary lacks (byte fallback)
+          "hello there!  Two  spaces, naïve café 日本語 🙂 zzqx",
+          model.tokenizer.applyChatTemplate(
+            [
+              { role: "user", content: "What is the weather like?" },
+              { role: "assistant", content: "The answer is yes, thank you." },
+            ],
+            {},
+          ),
+        ];
+        for (const text of texts) assert.deepEqual(peer.tokenize(text), model.tokenizer.encode(text), text);
+        const prompt = model.tokenizer.encode(texts[2]);
+        assert.deepEqual(
+          await peer.greedy(prompt, 6),
+          greedyEngine(roundedModel(model as LoadedModel), prompt, 6, V),
+        );
+      } finally {
+        await peer.dispose();
+      }
+    });
+  }
 });
+
+/** The model with its matrices rounded to f16, as an f16 GGUF holds them. */
+function roundedModel(m: LoadedModel): LoadedModel {
+  const r = (a: Float32Array) => decode("F16", encode("F16", a), a.length);
+  const w = m.weights;
+  const embed = r(w.embed);
+  const weights: ModelWeights = {
+    embed,
+    lmHead: w.lmHead === w.embed ? embed : r(w.lmHead),
+    finalNorm: w.finalNorm,
+    layers: w.layers.map((l) => ({
+      ...l,
+      q: r(l.q),
+      k: r(l.k),
+      v: r(l.v),
+      o: r(l.o),
+      gate: r(l.gate),
+      up: r(l.up),
+      down: r(l.down),
+    })),
+  };
+  return new LoadedModel(m.dir, m.config, weights, m.tokenizer, null, { graph: null });
+}

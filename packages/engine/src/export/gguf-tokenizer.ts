@@ -11,7 +11,7 @@ import { bool, type GgufValue, str, u32 } from "./gguf-file.js";
 type Json = Record<string, unknown>;
 
 /** llama.cpp's token types (llama_token_type). */
-const TOKEN_TYPE = { normal: 1, control: 3, userDefined: 4, unused: 5 } as const;
+const TOKEN_TYPE = { normal: 1, unknown: 2, control: 3, userDefined: 4, unused: 5, byte: 6 } as const;
 
 // The split patterns of the families' tokenizer.json files, as they are written there.
 const LLAMA3_SPLIT =
@@ -19,14 +19,15 @@ const LLAMA3_SPLIT =
 const QWEN2_SPLIT =
   "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 
+const steps = (p: unknown): Json[] =>
+  p && typeof p === "object"
+    ? (p as Json).type === "Sequence"
+      ? (((p as Json).normalizers ?? (p as Json).pretokenizers) as Json[])
+      : [p as Json]
+    : [];
+
 /** llama.cpp's pre-tokenizer name for tokenizer.json's pre_tokenizer, or null when it has none. */
 export function preTokenizerName(pre: unknown): string | null {
-  const steps = (p: unknown): Json[] =>
-    p && typeof p === "object"
-      ? (p as Json).type === "Sequence"
-        ? ((p as Json).pretokenizers as Json[])
-        : [p as Json]
-      : [];
   const list = steps(pre);
   const byteLevel = list.find((s) => s.type === "ByteLevel");
   if (!byteLevel) return null;
@@ -67,6 +68,39 @@ export function chatTemplateOf(dir: string): string | null {
   return null;
 }
 
+/**
+ * A SentencePiece vocabulary in tokenizer.json's BPE form (byte fallback,
+ * spaces as "▁"), as Llama 2, Mistral, Phi-3 and Gemma publish it: llama.cpp's
+ * "llama" tokenizer model. Its merge order becomes the token scores
+ * (llama.cpp merges the pair whose joined token scores highest). Whether
+ * llama.cpp prepends "▁" to text: Llama 2's Prepend normalizer (and
+ * Metaspace "always") yes; Gemma's plain Replace, and Metaspace "first"
+ * (where text after a special token gets none, as the chat templates write
+ * it) no. Null for any other tokenizer.
+ */
+function sentencePieceStyle(json: Json, refuse: (why: string) => Error): { addSpacePrefix: boolean } | null {
+  const model = json.model as Json;
+  if (model?.type !== "BPE" || model.byte_fallback !== true) return null;
+  let replaces = false;
+  let prepends = false;
+  for (const n of steps(json.normalizer)) {
+    const pattern = (n.pattern as Json | undefined)?.String;
+    if (n.type === "Replace" && pattern === " " && n.content === "▁") replaces = true;
+    else if (n.type === "Prepend" && n.prepend === "▁") prepends = true;
+    else throw refuse(`normalizer step ${JSON.stringify(n.type)} has no llama.cpp equivalent`);
+  }
+  const pre = steps(json.pre_tokenizer);
+  const metaspace = pre.find((p) => p.type === "Metaspace");
+  if (pre.some((p) => p.type !== "Metaspace")) {
+    throw refuse(`pre-tokenizer ${JSON.stringify(json.pre_tokenizer)} with a SentencePiece vocabulary`);
+  }
+  if (!replaces && !metaspace) return null;
+  const scheme = metaspace
+    ? String(metaspace.prepend_scheme ?? (metaspace.add_prefix_space === false ? "never" : "always"))
+    : null;
+  return { addSpacePrefix: prepends || scheme === "always" };
+}
+
 /** The tokenizer.* metadata of a GGUF file for the model folder `dir` (vocabulary padded to vocabSize). */
 export function tokenizerMetadata(
   dir: string,
@@ -78,25 +112,34 @@ export function tokenizerMetadata(
     new EngineError("unsupported_architecture", `${file}: cannot export to GGUF: ${why}`, file);
   const json = readJson(file);
   const model = json.model as Json;
-  if (model?.type !== "BPE")
-    throw refuse(`tokenizer model ${JSON.stringify(model?.type)} (only byte-level BPE)`);
-  const pre = preTokenizerName(json.pre_tokenizer);
-  if (pre === null) {
+  if (model?.type !== "BPE") throw refuse(`tokenizer model ${JSON.stringify(model?.type)} (only BPE)`);
+  const spm = sentencePieceStyle(json, refuse);
+  const pre = spm ? null : preTokenizerName(json.pre_tokenizer);
+  if (!spm && pre === null) {
     throw refuse(
-      `pre-tokenizer ${JSON.stringify(json.pre_tokenizer)} has no llama.cpp equivalent (byte-level BPE: GPT-2, SmolLM, Llama 3 or Qwen2 splits)`,
+      `pre-tokenizer ${JSON.stringify(json.pre_tokenizer)} has no llama.cpp equivalent (byte-level BPE: GPT-2, SmolLM, Llama 3 or Qwen2 splits; or a SentencePiece vocabulary)`,
     );
   }
-  if (json.normalizer != null) throw refuse(`normalizer ${JSON.stringify((json.normalizer as Json).type)}`);
+  if (!spm && json.normalizer != null)
+    throw refuse(`normalizer ${JSON.stringify((json.normalizer as Json).type)}`);
   const vocab = model.vocab as Record<string, number>;
   const tokens: string[] = new Array(vocabSize);
   const types: number[] = new Array(vocabSize).fill(TOKEN_TYPE.normal);
-  for (const [text, id] of Object.entries(vocab)) if (id < vocabSize) tokens[id] = text;
+  for (const [text, id] of Object.entries(vocab)) {
+    if (id >= vocabSize) continue;
+    tokens[id] = text;
+    if (spm && /^<0x[0-9A-F]{2}>$/.test(text)) types[id] = TOKEN_TYPE.byte;
+  }
+  if (typeof model.unk_token === "string" && vocab[model.unk_token] !== undefined) {
+    types[vocab[model.unk_token]] = TOKEN_TYPE.unknown;
+  }
   for (const t of (json.added_tokens as Json[] | undefined) ?? []) {
     const id = t.id as number;
     if (id >= vocabSize)
       throw refuse(`added token ${JSON.stringify(t.content)} has id ${id} past vocab_size ${vocabSize}`);
     tokens[id] = t.content as string;
-    types[id] = t.special === false ? TOKEN_TYPE.userDefined : TOKEN_TYPE.control;
+    if (types[id] !== TOKEN_TYPE.unknown)
+      types[id] = t.special === false ? TOKEN_TYPE.userDefined : TOKEN_TYPE.control;
   }
   for (let id = 0; id < vocabSize; id++) {
     if (tokens[id] === undefined) {
@@ -112,11 +155,27 @@ export function tokenizerMetadata(
     '"SpecialToken"',
   );
   const out = new Map<string, GgufValue>();
-  out.set("tokenizer.ggml.model", str("gpt2"));
-  out.set("tokenizer.ggml.pre", str(pre));
-  out.set("tokenizer.ggml.tokens", { type: "array", of: "string", value: tokens });
-  out.set("tokenizer.ggml.token_type", { type: "array", of: "i32", value: types });
-  out.set("tokenizer.ggml.merges", { type: "array", of: "string", value: merges });
+  if (spm) {
+    // a token's score: minus the rank of the first merge that makes it (earlier merges win)
+    const scores = new Float32Array(vocabSize).fill(-1e9);
+    for (let rank = merges.length - 1; rank >= 0; rank--) {
+      const id = vocab[merges[rank].replace(" ", "")];
+      if (id !== undefined && id < vocabSize) scores[id] = -rank;
+    }
+    out.set("tokenizer.ggml.model", str("llama"));
+    out.set("tokenizer.ggml.tokens", { type: "array", of: "string", value: tokens });
+    out.set("tokenizer.ggml.scores", { type: "array", of: "f32", value: scores });
+    out.set("tokenizer.ggml.token_type", { type: "array", of: "i32", value: types });
+    out.set("tokenizer.ggml.add_space_prefix", bool(spm.addSpacePrefix));
+    const unk = typeof model.unk_token === "string" ? vocab[model.unk_token] : undefined;
+    if (unk !== undefined) out.set("tokenizer.ggml.unknown_token_id", u32(unk));
+  } else {
+    out.set("tokenizer.ggml.model", str("gpt2"));
+    out.set("tokenizer.ggml.pre", str(pre as string));
+    out.set("tokenizer.ggml.tokens", { type: "array", of: "string", value: tokens });
+    out.set("tokenizer.ggml.token_type", { type: "array", of: "i32", value: types });
+    out.set("tokenizer.ggml.merges", { type: "array", of: "string", value: merges });
+  }
   if (tokenizer.bosTokenId !== null) out.set("tokenizer.ggml.bos_token_id", u32(tokenizer.bosTokenId));
   out.set("tokenizer.ggml.eos_token_id", u32(tokenizer.eosTokenIds[0]));
   if (tokenizer.eosTokenIds.length > 1) {
