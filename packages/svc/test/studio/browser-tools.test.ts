@@ -1,0 +1,124 @@
+// The Playground's tools and JSON-schema mode in Chromium against a real
+// `svc dev` and `svc server` (tiny random model): tool definitions typed in
+// the JSON editor with tool choice "required" give a call shown in the
+// transcript, the composer then sends the tool's result, and the JSON schema
+// output mode gives an answer that parses and matches the schema.
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { startTestModelServer, TEST_MODEL, type TestServer, tempDir } from "../cli/harness.js";
+import { chromiumMissing, launchStudioBrowser, maybeScreenshot, type StudioBrowser } from "./browser.js";
+import { makeProject, type StudioProcess, startStudio, TRAINER_SOURCE } from "./studio-process.js";
+
+async function until<T>(
+  what: string,
+  probe: () => Promise<T | null | undefined | false>,
+  timeoutMs = 60_000,
+) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await probe();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+const TOOLS = JSON.stringify([
+  {
+    type: "function",
+    function: {
+      name: "lookup_order",
+      parameters: {
+        type: "object",
+        properties: { order_id: { type: "string", enum: ["A1", "B2"] } },
+        required: ["order_id"],
+        additionalProperties: false,
+      },
+    },
+  },
+]);
+
+describe("Studio Playground: tools and JSON schema output", {
+  skip: chromiumMissing,
+  timeout: 300_000,
+}, () => {
+  let server: TestServer;
+  let studio: StudioProcess;
+  let browser: StudioBrowser;
+  before(async () => {
+    const home = await tempDir("studio-tools-home");
+    server = await startTestModelServer(home);
+    const project = await makeProject({
+      source: TRAINER_SOURCE.replace('"svc/pico-llama"', `"${TEST_MODEL}" as "svc/pico-llama"`),
+    });
+    studio = await startStudio({
+      projectDir: project.projectDir,
+      home,
+      env: { SVC_CLOUD_API_URL: server.apiUrl, SVC_EXTRA_MODELS: TEST_MODEL },
+    });
+    browser = await launchStudioBrowser();
+  });
+  after(async () => {
+    await browser?.close();
+    await studio?.stop();
+    await server?.stop();
+  });
+
+  test("a tool call is shown, the next message is its result; the JSON schema mode answers valid JSON", async () => {
+    const { page } = browser;
+    await page.goto(`http://localhost:${studio.port}/#/playground`);
+    const model = page.getByTestId("pg-model");
+    await until("model options", async () => (await model.locator("option").count()) >= 1);
+    await model.selectOption(`base:${TEST_MODEL}`);
+    await page.getByLabel("Max tokens").fill("200");
+
+    // A malformed definition is named before anything is sent.
+    await page.getByTestId("pg-tools").fill("[{");
+    await page.getByTestId("pg-input").fill("Where is A1?");
+    await page.getByTestId("pg-send").click();
+    await page.getByText(/Tools: not valid JSON/).waitFor();
+
+    await page.getByTestId("pg-tools").fill(TOOLS);
+    await page.getByTestId("pg-tool-choice").selectOption("required");
+    await page.getByTestId("pg-send").click();
+    const calls = page.getByTestId("tool-calls");
+    await calls.waitFor();
+    // (Parallel calls are allowed: the random model may make more than one.)
+    const shown = (await calls.locator("li").first().textContent()) ?? "";
+    const match = /^lookup_order\((.*)\)$/.exec(shown.trim());
+    assert.ok(match, shown);
+    assert.ok(["A1", "B2"].includes(JSON.parse(match[1]).order_id));
+
+    const input = page.getByTestId("pg-input");
+    assert.match((await input.getAttribute("placeholder")) ?? "", /^Result of lookup_order/);
+    await page.getByTestId("pg-tool-choice").selectOption("none");
+    await input.fill('{"status": "shipped"}');
+    await page.getByTestId("pg-send").click();
+    await page.locator(".bubble-tool", { hasText: "shipped" }).waitFor();
+    await until("the answer after the result", async () => (await page.getByTestId("pg-send").count()) === 1);
+    await maybeScreenshot(page, "playground-tools");
+
+    await page.getByRole("button", { name: "Clear chat" }).click();
+    await page.getByTestId("pg-tools").fill("");
+    await page.getByTestId("pg-format").selectOption("json_schema");
+    await page.getByTestId("pg-schema").fill(
+      JSON.stringify({
+        type: "object",
+        properties: { answer: { type: "string", enum: ["yes", "no"] }, count: { type: "integer" } },
+        required: ["answer", "count"],
+        additionalProperties: false,
+      }),
+    );
+    await input.fill("Is it shipped?");
+    await page.getByTestId("pg-send").click();
+    const reply = page.locator(".bubble-assistant").last();
+    const text = await until("a JSON reply", async () => {
+      const t = ((await reply.textContent()) ?? "").replace("●●●", "");
+      return (await page.getByTestId("pg-send").count()) === 1 && t.length > 0 ? t : null;
+    });
+    const value = JSON.parse(text);
+    assert.ok(["yes", "no"].includes(value.answer), text);
+    assert.ok(Number.isInteger(value.count), text);
+    assert.deepEqual(browser.pageErrors, []);
+  });
+});
