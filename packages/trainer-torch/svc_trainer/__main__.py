@@ -96,7 +96,10 @@ def main(argv=None):
         tensors, source = load_base_weights(job["modelDir"])
         model.load_checkpoint(tensors, source)
         del tensors
-        model.to(device)
+        # On CUDA the frozen base weights are kept in bf16 and matmuls run under bf16
+        # autocast; LoRA factors and AdamW's state stay fp32. The CPU computes in fp32.
+        bf16 = device.type == "cuda" and job.get("dtype", "bf16") == "bf16"
+        model.to(device, dtype=torch.bfloat16 if bf16 else torch.float32)
         began = time.perf_counter()
         trainer = Trainer(job, model, device, say, cancel.is_set)
         result = trainer.run()

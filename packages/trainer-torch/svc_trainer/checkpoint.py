@@ -12,8 +12,8 @@ from .lora import load_adapter, save_adapter
 from .safetensors_io import read_safetensors, write_safetensors
 
 
-def write_checkpoint(directory, spec, params, optimizer, state, base_model_name):
-    save_adapter(directory, spec, params, base_model_name)
+def write_checkpoint(directory, spec, params, optimizer, state, base_model):
+    save_adapter(directory, spec, params, *base_model)
     with open(os.path.join(directory, "trainer_state.json"), "w") as f:
         f.write(json.dumps(state, indent=2) + "\n")
     moments = []

@@ -73,23 +73,23 @@ def attach(model, spec, tensors):
     return params
 
 
-def peft_config(spec, base_model_name):
+def peft_config(spec, base_model_name, revision=None):
     """adapter_config.json as the engine's saveAdapter writes it."""
     return {
         "alpha_pattern": {}, "auto_mapping": None, "base_model_name_or_path": base_model_name, "bias": "none",
         "fan_in_fan_out": False, "inference_mode": True, "init_lora_weights": True, "layer_replication": None,
         "layers_pattern": None, "layers_to_transform": None, "loftq_config": {}, "lora_alpha": spec["alpha"],
         "lora_dropout": 0.0, "megatron_config": None, "megatron_core": "megatron.core", "modules_to_save": None,
-        "peft_type": "LORA", "r": spec["r"], "rank_pattern": {}, "revision": None,
+        "peft_type": "LORA", "r": spec["r"], "rank_pattern": {}, "revision": revision,
         "target_modules": list(spec["targetModules"]), "task_type": "CAUSAL_LM", "use_dora": False,
         "use_rslora": False,
     }
 
 
-def save_adapter(directory, spec, params, base_model_name):
+def save_adapter(directory, spec, params, base_model_name, revision=None):
     os.makedirs(directory, exist_ok=True)
     with open(os.path.join(directory, "adapter_config.json"), "w") as f:
-        f.write(json.dumps(peft_config(spec, base_model_name), indent=2) + "\n")
+        f.write(json.dumps(peft_config(spec, base_model_name, revision), indent=2) + "\n")
     ordered = sorted(((name, p.detach()) for name, p in params), key=lambda item: item[0])
     write_safetensors(os.path.join(directory, "adapter_model.safetensors"), ordered, {"format": "pt"})
 

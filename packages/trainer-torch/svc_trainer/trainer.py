@@ -115,7 +115,7 @@ class Trainer:
             history = list(state["log_history"])
         checkpoints = []
         out_dir = job["outputDir"]
-        base_name = job.get("baseModelName")
+        base_model = (job.get("baseModelName"), job.get("baseModelRevision"))
 
         def checkpoint():
             directory = os.path.join(out_dir, f"checkpoint-{step}")
@@ -128,7 +128,7 @@ class Trainer:
                     "lora": {"r": spec["r"], "alpha": spec["alpha"], "target_modules": spec["targetModules"]},
                     "log_history": history,
                 }
-                write_checkpoint(directory, spec, params, optimizer, state, base_name)
+                write_checkpoint(directory, spec, params, optimizer, state, base_model)
                 self.emit({"type": "checkpoint", "step": step, "dir": directory})
             checkpoints.append({"step": step, "dir": directory})
             return directory
@@ -205,7 +205,7 @@ class Trainer:
                 checkpoint()
         final = os.path.join(out_dir, "final")
         if self.rank == 0:
-            save_adapter(final, spec, params, base_name)
+            save_adapter(final, spec, params, *base_model)
         return {"status": "completed", "steps": step, "finalLoss": last_loss, "evalLoss": last_eval,
                 "adapterDir": final, "checkpoints": checkpoints}
 

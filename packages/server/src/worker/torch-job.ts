@@ -49,6 +49,9 @@ export interface TorchJobOptions {
   threads?: number;
   /** Recompute each decoder layer's activations in the backward pass, trading compute for memory. */
   gradientCheckpointing?: boolean;
+  /** Written to the adapters' adapter_config.json: a Hub model's id and commit (default: the model's folder). */
+  baseModelName?: string;
+  baseModelRevision?: string;
 }
 
 export function torchJob(options: TorchJobOptions): Record<string, unknown> {
@@ -58,7 +61,8 @@ export function torchJob(options: TorchJobOptions): Record<string, unknown> {
   return {
     model: blockDescription(model.config),
     modelDir: model.dir,
-    baseModelName: model.dir,
+    baseModelName: options.baseModelName ?? model.dir,
+    baseModelRevision: options.baseModelRevision ?? null,
     padTokenId: model.tokenizer.padTokenId,
     settings: resolveHyperparameters(options.hyperparameters),
     totalSteps: plannedSteps(prepared.train.examples.length, options.hyperparameters),

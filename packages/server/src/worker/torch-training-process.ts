@@ -79,6 +79,8 @@ async function main(): Promise<void> {
           outputDir: input.outputDir,
           resumeFrom: input.resumeFrom,
           gradientCheckpointing: launch.gradientCheckpointing,
+          baseModelName: input.baseModelName,
+          baseModelRevision: input.baseModelRevision,
         }),
       ),
     );

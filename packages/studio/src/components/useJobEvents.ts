@@ -7,6 +7,7 @@ import { jobEventsUrl } from "../api.js";
 import { applyDownloadEvent, type Download, downloadKey } from "../lib/download-progress.js";
 import { appendLogEntry, artifactCount, type EventLogEntry, formatEventMessage } from "../lib/event-log.js";
 import { addLogFrame, dropStepsAfter, emptySeries, type LossSeries } from "../lib/loss-series.js";
+import { runtimeOfLog, type TrainingRuntime } from "../lib/training-runtime.js";
 
 export const JOB_EVENT_NAMES = [
   "download.progress",
@@ -31,6 +32,8 @@ export interface JobEventState {
   lastStep: number | null;
   /** Hub downloads the job waited on (download.progress / download.completed). */
   downloads: Download[];
+  /** The backend, device and memory of the latest training.log that reported them (torch jobs). */
+  runtime: TrainingRuntime | null;
 }
 
 const initial = (): JobEventState => ({
@@ -44,6 +47,7 @@ const initial = (): JobEventState => ({
   totalSteps: null,
   lastStep: null,
   downloads: [],
+  runtime: null,
 });
 
 function reduce(s: JobEventState, event: string, raw: string, id: string): JobEventState {
@@ -79,6 +83,7 @@ function reduce(s: JobEventState, event: string, raw: string, id: string): JobEv
       break;
     case "training.log":
       next.series = addLogFrame(s.series, payload);
+      next.runtime = runtimeOfLog(payload) ?? s.runtime;
       if (step !== null) next.lastStep = step;
       break;
     case "checkpoint.saved":

@@ -12,6 +12,7 @@ import { LossChart } from "../components/LossChart.js";
 import { StatsCards } from "../components/StatsCards.js";
 import { TaskMetricsChart } from "../components/TaskMetricsChart.js";
 import { useJobEvents } from "../components/useJobEvents.js";
+import { formatBackend, formatMemory } from "../lib/training-runtime.js";
 
 export function JobDetail({ jobId }: { jobId: string }) {
   const ev = useJobEvents(jobId);
@@ -71,6 +72,11 @@ export function JobDetail({ jobId }: { jobId: string }) {
               {ev.failure}
             </div>
           )}
+          {status === "queued" && job?.queuedReason && (
+            <div className="banner banner-warn" data-testid="queued-reason">
+              Waiting: {job.queuedReason}
+            </div>
+          )}
           <DownloadProgressCard downloads={ev.downloads} />
           <section className="card">
             <div className="card-head">
@@ -112,6 +118,14 @@ export function JobDetail({ jobId }: { jobId: string }) {
                     </div>
                   )}
                 </dd>
+                <dt>Backend</dt>
+                <dd data-testid="backend">{formatBackend(job.backend, ev.runtime, ev.lastStep !== null)}</dd>
+                {formatMemory(ev.runtime) && (
+                  <>
+                    <dt>{formatMemory(ev.runtime)?.label}</dt>
+                    <dd data-testid="memory">{formatMemory(ev.runtime)?.value}</dd>
+                  </>
+                )}
                 <dt>Created</dt>
                 <dd>{new Date(job.createdAt).toLocaleString()}</dd>
               </>

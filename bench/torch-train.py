@@ -1,0 +1,209 @@
+#!/usr/bin/env python3
+"""LoRA training speed of svc's torch backend against transformers + peft, in the same run.
+
+    python3 bench/torch-train.py [--shapes smollm2-135m,qwen2.5-0.5b,llama-3.2-1b]
+                                 [--batch 8] [--seq 512] [--rank 16] [--steps 20] [--warmup 5]
+                                 [--device cuda] [--peak-tflops 798] [--no-baseline]
+
+Random weights in each shape's published config (the engine reads it: node and
+a built repo are needed), bf16 on CUDA (frozen base weights in bf16, LoRA and
+AdamW in fp32, matmuls under autocast; transformers + peft: the model in bf16,
+eager attention, under the same autocast), LoRA r=16 (alpha 32) on all linear
+layers, AdamW, global-norm clipping, random token ids. Prints per shape and
+backend: tokens/s over the timed steps, peak GPU memory, and model-FLOPs
+utilisation against --peak-tflops (H100 bf16 dense as measured: 798).
+
+MFU counts 6 FLOPs per non-embedding parameter per token plus attention
+(12 * layers * seq * hidden), the convention of full training; LoRA skips the
+frozen weights' gradients (about 4 per parameter), so its "hardware" FLOPs are
+lower — both figures are printed. The target (issue 12): >= 1.5x transformers
++ peft on each shape. `--device cpu --shapes tiny` is a smoke run of the script.
+"""
+
+import argparse
+import os
+import sys
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, "packages", "trainer-torch"))
+
+import torch  # noqa: E402
+
+from svc_trainer.describe import describe  # noqa: E402
+from svc_trainer.lora import attach, resolve_targets, tensor_name  # noqa: E402
+from svc_trainer.model import Decoder, module_shape  # noqa: E402
+from svc_trainer.trainer import token_loss  # noqa: E402
+
+COMMON = {"hidden_act": "silu", "torch_dtype": "bfloat16", "bos_token_id": 1, "eos_token_id": 2}
+SHAPES = {
+    "smollm2-135m": {
+        **COMMON, "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 576,
+        "intermediate_size": 1536, "num_hidden_layers": 30, "num_attention_heads": 9, "num_key_value_heads": 3,
+        "vocab_size": 49152, "max_position_embeddings": 8192, "rms_norm_eps": 1e-5, "rope_theta": 100000,
+        "tie_word_embeddings": True,
+    },
+    "qwen2.5-0.5b": {
+        **COMMON, "architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 896,
+        "intermediate_size": 4864, "num_hidden_layers": 24, "num_attention_heads": 14, "num_key_value_heads": 2,
+        "vocab_size": 151936, "max_position_embeddings": 32768, "rms_norm_eps": 1e-6, "rope_theta": 1000000.0,
+        "tie_word_embeddings": True, "use_sliding_window": False, "sliding_window": None, "max_window_layers": 21,
+    },
+    "llama-3.2-1b": {
+        **COMMON, "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 2048,
+        "intermediate_size": 8192, "num_hidden_layers": 16, "num_attention_heads": 32, "num_key_value_heads": 8,
+        "head_dim": 64, "vocab_size": 128256, "max_position_embeddings": 131072, "rms_norm_eps": 1e-5,
+        "rope_theta": 500000.0, "tie_word_embeddings": True,
+        "rope_scaling": {"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                         "original_max_position_embeddings": 8192},
+    },
+    # A smoke shape for --device cpu.
+    "tiny": {
+        **COMMON, "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 64,
+        "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+        "vocab_size": 512, "max_position_embeddings": 1024, "rms_norm_eps": 1e-5, "rope_theta": 10000.0,
+        "tie_word_embeddings": True,
+    },
+}
+
+
+def counts(desc):
+    """(non-embedding parameters, model FLOPs per token at 6/parameter + attention, LoRA's ~4/parameter)."""
+    C, L = desc["hiddenSize"], desc["numHiddenLayers"]
+    linear = sum(o * i for o, i in (module_shape(desc, m) for m in desc["modules"])) * L
+    return linear, C, L
+
+
+def flops_per_token(desc, seq):
+    linear, C, L = counts(desc)
+    head = desc["vocabSize"] * C
+    attention = 12 * L * seq * C
+    return 6 * (linear + head) + attention, 4 * (linear + head) + attention
+
+
+def random_batch(generator, vocab, batch, seq, device):
+    ids = torch.randint(0, vocab, (batch, seq), generator=generator).to(device)
+    targets = torch.full_like(ids, -100)
+    targets[:, :-1] = ids[:, 1:]
+    return ids, targets
+
+
+def timed(step, steps, warmup, device):
+    for _ in range(warmup):
+        step()
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats(device)
+    began = time.perf_counter()
+    for _ in range(steps):
+        step()
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    seconds = time.perf_counter() - began
+    peak = torch.cuda.max_memory_allocated(device) if device.type == "cuda" else 0
+    return seconds, peak
+
+
+def svc_backend(config, args, device):
+    desc = describe(config)
+    model = Decoder(desc)
+    torch.manual_seed(0)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            p.copy_(torch.ones_like(p) if p.dim() == 1 and "norm" in name else torch.randn_like(p) * 0.02)
+    dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
+    model.to(device, dtype=dtype)
+    spec = {"r": args.rank, "alpha": 2 * args.rank, "targetModules": resolve_targets(desc, ["all-linear"])}
+    tensors = {}
+    for layer in range(desc["numHiddenLayers"]):
+        for module in desc["modules"]:
+            out_f, in_f = module_shape(desc, module)
+            tensors[tensor_name(layer, module, "A")] = (torch.rand(args.rank, in_f) * 2 - 1) / in_f**0.5
+            tensors[tensor_name(layer, module, "B")] = torch.zeros(out_f, args.rank)
+    params = [p for _, p in attach(model, spec, tensors)]
+    fused = {"fused": True} if device.type == "cuda" else {}
+    optimizer = torch.optim.AdamW(params, lr=1e-4, **fused)
+    bf16 = device.type == "cuda"
+    autocast = (lambda: torch.autocast("cuda", dtype=torch.bfloat16)) if bf16 else torch.enable_grad
+    generator = torch.Generator().manual_seed(1)
+
+    def step():
+        ids, targets = random_batch(generator, desc["vocabSize"], args.batch, args.seq, device)
+        loss, _ = token_loss(model, ids, targets, autocast)
+        (loss / (targets != -100).sum()).backward()
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+
+    return desc, timed(step, args.steps, args.warmup, device)
+
+
+def transformers_peft(config, args, device):
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    hf = {k: v for k, v in config.items() if k not in ("architectures", "torch_dtype")}
+    cfg = AutoConfig.for_model(**hf)
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(cfg, torch_dtype=torch.bfloat16, attn_implementation="eager")
+    model = get_peft_model(model, LoraConfig(r=args.rank, lora_alpha=2 * args.rank, target_modules="all-linear",
+                                             lora_dropout=0.0, task_type="CAUSAL_LM"))
+    model.to(device)
+    params = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(params, lr=1e-4, fused=True)
+    generator = torch.Generator().manual_seed(1)
+
+    def step():
+        ids, _ = random_batch(generator, config["vocab_size"], args.batch, args.seq, device)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = model(input_ids=ids, labels=ids).loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+
+    return timed(step, args.steps, args.warmup, device)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--shapes", default="smollm2-135m,qwen2.5-0.5b,llama-3.2-1b")
+    parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--seq", type=int, default=512)
+    parser.add_argument("--rank", type=int, default=16)
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--device", choices=["cuda", "cpu"], default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--peak-tflops", type=float, default=798.0, help="the GPU's bf16 dense rate (H100: 798)")
+    parser.add_argument("--no-baseline", action="store_true", help="skip transformers + peft")
+    args = parser.parse_args()
+    device = torch.device(args.device)
+    print(f"torch {torch.__version__}, {torch.cuda.get_device_name(device) if device.type == 'cuda' else 'cpu'}; "
+          f"batch {args.batch} x seq {args.seq}, LoRA r={args.rank} all-linear, {args.steps} timed steps "
+          f"after {args.warmup}")
+    header = f"{'shape':<14} {'backend':<20} {'tokens/s':>10} {'peak GiB':>9} {'MFU 6N':>7} {'MFU 4N':>7} {'vs peft':>8}"
+    print(header)
+    for shape in args.shapes.split(","):
+        config = SHAPES[shape]
+        tokens = args.batch * args.seq * args.steps
+        rows = []
+        desc, (seconds, peak) = svc_backend(config, args, device)
+        full, lora = flops_per_token(desc, args.seq)
+        rows.append(("svc torch", tokens / seconds, peak))
+        torch.cuda.empty_cache() if device.type == "cuda" else None
+        if not args.no_baseline and device.type == "cuda":
+            try:
+                seconds, peak = transformers_peft(config, args, device)
+                rows.append(("transformers + peft", tokens / seconds, peak))
+            except ImportError as error:
+                print(f"  (transformers + peft not installed: {error})")
+            torch.cuda.empty_cache()
+        baseline = rows[1][1] if len(rows) > 1 else None
+        for name, rate, peak in rows:
+            mfu = lambda flops: f"{100 * flops * rate / (args.peak_tflops * 1e12):6.1f}%"  # noqa: E731
+            ratio = f"{rate / baseline:7.2f}x" if baseline else "      -"
+            print(f"{shape:<14} {name:<20} {rate:10.0f} {peak / 2**30:9.2f} {mfu(full)} {mfu(lora)} {ratio}")
+
+
+if __name__ == "__main__":
+    main()
