@@ -63,6 +63,22 @@ export interface CreateProjectRequest {
 
 // ---------------------------------------------------------------- base models
 
+/** A Hugging Face Hub repo id: `<org>/<name>`, each of letters, digits, "_", "-", "." (not leading), at most 96 characters. */
+export const HUB_REPO_ID_PATTERN = /^[A-Za-z0-9][\w.-]{0,95}\/[A-Za-z0-9][\w.-]{0,95}$/;
+/** A branch, tag or commit sha after "@" in `<org>/<name>@<revision>`; "refs/pr/1" style names included, no "..". */
+export const HUB_REVISION_PATTERN = /^(?!.*\.\.)(?!\/)[\w.\-/]{1,200}$/;
+
+/** Whether `name` is `<org>/<name>[@<revision>]` (docs/hub.md). */
+export function isHubModelName(name: string): boolean {
+  const at = name.indexOf("@");
+  const repo = at < 0 ? name : name.slice(0, at);
+  return (
+    HUB_REPO_ID_PATTERN.test(repo) &&
+    !repo.includes("..") &&
+    (at < 0 || HUB_REVISION_PATTERN.test(name.slice(at + 1)))
+  );
+}
+
 /** A base model as the engine reads its config.json. */
 export interface BaseModelInfo {
   /** `<org>/<model>`, e.g. "svc/pico-llama". */

@@ -41,7 +41,12 @@ export {
   streamJobEvents,
 } from "./sdk/job-event-stream.js";
 export { ensureLocalServer } from "./sdk/local-server.js";
-export { SUPPORTED_MODELS, type SupportedModel } from "./sdk/models.js";
+export {
+  type BaseModelName,
+  type HubModelId,
+  SUPPORTED_MODELS,
+  type SupportedModel,
+} from "./sdk/models.js";
 export {
   ensureProjectState,
   MissingProjectStateError,

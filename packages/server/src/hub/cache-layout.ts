@@ -15,12 +15,13 @@ import {
   mkdirSync,
   readdirSync,
   readFileSync,
+  readlinkSync,
   rmSync,
   statSync,
   symlinkSync,
 } from "node:fs";
 import { writeFile } from "node:fs/promises";
-import { dirname, join, relative, sep } from "node:path";
+import { basename, dirname, join, relative, sep } from "node:path";
 import type { RepoKind } from "./hub-error.js";
 import { COMMIT_SHA } from "./repo-name.js";
 
@@ -135,6 +136,29 @@ export class RepoCache {
 
   exists(): boolean {
     return existsSync(this.root);
+  }
+
+  /**
+   * Removes one snapshot, the refs that point at it, and the blobs no other
+   * snapshot links to (huggingface_hub's delete_revisions does the same).
+   */
+  removeSnapshot(sha: string): void {
+    for (const [ref, target] of this.refs())
+      if (target === sha) rmSync(join(this.root, "refs", ref), { force: true });
+    rmSync(this.snapshotDir(sha), { recursive: true, force: true });
+    const linked = new Set<string>();
+    const walk = (dir: string) => {
+      for (const entry of readdirSync(dir, { withFileTypes: true })) {
+        const path = join(dir, entry.name);
+        if (entry.isDirectory()) walk(path);
+        else if (entry.isSymbolicLink()) linked.add(basename(readlinkSync(path)));
+      }
+    };
+    const snapshots = join(this.root, "snapshots");
+    if (existsSync(snapshots)) walk(snapshots);
+    const blobs = join(this.root, "blobs");
+    if (!existsSync(blobs)) return;
+    for (const blob of readdirSync(blobs)) if (!linked.has(blob)) rmSync(join(blobs, blob), { force: true });
   }
 
   remove(): void {

@@ -70,7 +70,8 @@ interface SharedDownload {
 export async function ensureSnapshot(options: EnsureSnapshotOptions): Promise<HubSnapshot> {
   const revision = options.revision ?? "main";
   const cache = new RepoCache(hubCacheDir(), options.kind, options.repo);
-  if (!options.refresh) {
+  // Offline, a refresh cannot ask the Hub: the cache is all there is.
+  if (!options.refresh || hubOffline()) {
     const cached = cachedSnapshot(cache, revision, options);
     if (cached) return cached;
   }

@@ -10,6 +10,7 @@ import { exportCommand } from "./commands/export.js";
 import { initCommand } from "./commands/init.js";
 import { jobsCommand } from "./commands/jobs.js";
 import { keysCommand } from "./commands/keys.js";
+import { modelsCommand } from "./commands/models.js";
 import { serverCommand, workerCommand } from "./commands/server.js";
 import { startCommand } from "./commands/start.js";
 import { describeError } from "./output.js";
@@ -20,6 +21,7 @@ export const COMMANDS: Command[] = [
   startCommand,
   devCommand,
   jobsCommand,
+  modelsCommand,
   deployCommand,
   exportCommand,
   keysCommand,

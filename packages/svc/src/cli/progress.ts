@@ -2,6 +2,7 @@
 // terminal (this is the text Studio's Run training log shows); one redrawn
 // progress bar line on a terminal.
 import type { JobEvent } from "@svc/server/wire";
+import { DownloadPrinter } from "./download-progress.js";
 
 export function formatNumber(v: number): string {
   if (!Number.isFinite(v)) return String(v);
@@ -112,13 +113,19 @@ export class JobProgressPrinter {
     tokensPerSecond: null,
   };
   private barShown = false;
+  /** A Hub model's or dataset's download before training (download-progress.ts). */
+  private readonly downloads: DownloadPrinter;
 
   constructor(
     private readonly out: NodeJS.WritableStream & { isTTY?: boolean; columns?: number },
     private readonly tty = Boolean(out.isTTY),
-  ) {}
+  ) {
+    this.downloads = new DownloadPrinter(out, tty);
+  }
 
   event(event: JobEvent): void {
+    if (event.type === "download.progress") return this.downloads.progress(event);
+    if (event.type === "download.completed") return this.downloads.done(event);
     if (event.type === "training.started") this.state.totalSteps = event.totalSteps;
     if (event.type === "training.log") {
       this.state.step = event.step;
@@ -158,7 +165,7 @@ export class JobProgressPrinter {
   }
 
   finish(): void {
-    if (this.tty && this.barShown) this.out.write("\n");
+    if (this.tty && (this.barShown || this.downloads.barShown)) this.out.write("\n");
     this.barShown = false;
   }
 }

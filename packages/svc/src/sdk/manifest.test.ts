@@ -52,6 +52,6 @@ test("a missing entry is a build error; rebuild picks up edits", async () => {
 });
 
 test("an invalid trainer fails loading with the SDK's message", async () => {
-  const dir = await project(TRAINER.replace("svc/pico-llama", "nope/model"));
-  await assert.rejects(loadManifest(dir), /unsupported base model "nope\/model"/);
+  const dir = await project(TRAINER.replace("svc/pico-llama", "no-org-model"));
+  await assert.rejects(loadManifest(dir), /unsupported base model "no-org-model"/);
 });

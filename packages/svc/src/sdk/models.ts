@@ -1,14 +1,22 @@
-// The base models the SDK accepts, typed so a wrong name fails to compile and,
-// in untyped or bundled code, throws when the trainer is constructed. The
+// The base models the SDK accepts: the bundled ones, typed so a wrong name
+// fails to compile, and Hugging Face Hub ids (`<org>/<name>[@<revision>]`,
+// docs/hub.md); anything else, in untyped or bundled code, throws when the
+// trainer is constructed. The
 // server's GET /v1/models is the runtime truth of what it can train on and of
 // what each model is (family, size, context, LoRA targets: the engine's
 // reading of its config.json); the trainer checks against it at start().
-import type { BaseModelInfo } from "@svc/server/wire";
+import { type BaseModelInfo, isHubModelName } from "@svc/server/wire";
 
 /** The bundled base model(s) (models/ in this repository). */
 export const SUPPORTED_MODELS = ["svc/pico-llama"] as const;
 
 export type SupportedModel = (typeof SUPPORTED_MODELS)[number];
+
+/** A Hugging Face Hub model id: "Qwen/Qwen2.5-0.5B-Instruct", or with a branch, tag or commit: "org/name@v1.0". */
+export type HubModelId = `${string}/${string}`;
+
+/** What `createTrainer({ model })` takes. */
+export type BaseModelName = SupportedModel | HubModelId;
 
 /**
  * Names accepted at runtime: SUPPORTED_MODELS plus SVC_EXTRA_MODELS, a comma-separated
@@ -22,18 +30,27 @@ export function acceptedModels(): string[] {
   return [...SUPPORTED_MODELS, ...extra];
 }
 
-export function assertSupportedModel(model: unknown, field = "model"): asserts model is SupportedModel {
+export function assertSupportedModel(model: unknown, field = "model"): asserts model is BaseModelName {
   const accepted = acceptedModels();
-  if (typeof model !== "string" || !accepted.includes(model)) {
+  if (typeof model !== "string" || !(accepted.includes(model) || isHubModelName(model))) {
     throw new TypeError(
-      `${field}: unsupported base model ${JSON.stringify(model)}; supported: ${accepted.map((m) => JSON.stringify(m)).join(", ")}`,
+      `${field}: unsupported base model ${JSON.stringify(model)}; a bundled model (${accepted.map((m) => JSON.stringify(m)).join(", ")}) or a Hugging Face Hub id "<org>/<name>[@<revision>]"`,
     );
   }
 }
 
-/** `name` as the server describes it, or a TypeError naming the models it serves. */
-export function servedModel(models: readonly BaseModelInfo[], name: string, field = "model"): BaseModelInfo {
+/**
+ * `name` as the server describes it, or a TypeError naming the models it
+ * serves; null for a Hub id the server does not have yet (it downloads it for
+ * the job when its --hub-models allows, and says why not otherwise).
+ */
+export function servedModel(
+  models: readonly BaseModelInfo[],
+  name: string,
+  field = "model",
+): BaseModelInfo | null {
   const model = models.find((m) => m.name === name);
+  if (!model && !acceptedModels().includes(name) && isHubModelName(name)) return null;
   if (!model) {
     const served = models.map((m) => JSON.stringify(m.name)).join(", ") || "none";
     throw new TypeError(`${field}: the server does not serve ${JSON.stringify(name)} (it serves ${served})`);

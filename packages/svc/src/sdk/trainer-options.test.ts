@@ -18,8 +18,20 @@ test("the supported models are the bundled one", () => {
 
 test("an unsupported model throws at construction, naming the field", () => {
   assert.throws(
-    () => createTrainer({ ...ok, model: "meta/llama-70b" as never }),
-    /model: unsupported base model "meta\/llama-70b"/,
+    () => createTrainer({ ...ok, model: "llama-70b" as never }),
+    /model: unsupported base model "llama-70b"; a bundled model \("svc\/pico-llama"\) or a Hugging Face Hub id/,
+  );
+  assert.throws(() => createTrainer({ ...ok, model: "org/name@../x" as never }), /unsupported base model/);
+});
+
+test("Hugging Face Hub ids are base models, with or without a revision", () => {
+  assert.equal(
+    createTrainer({ ...ok, model: "Qwen/Qwen2.5-0.5B-Instruct" }).model,
+    "Qwen/Qwen2.5-0.5B-Instruct",
+  );
+  assert.equal(
+    createTrainer({ ...ok, model: "HuggingFaceTB/SmolLM2-135M@main" }).model,
+    "HuggingFaceTB/SmolLM2-135M@main",
   );
 });
 
@@ -108,6 +120,8 @@ test("LoRA targets are checked against the model the server describes", () => {
     /\[0\]: "all-linear" means every module/,
   );
   assert.equal(servedModel([phi3], "org/phi-3-mini"), phi3);
+  // A Hub model the server has not downloaded yet: the server decides at createJob.
+  assert.equal(servedModel([phi3], "Qwen/Qwen3-0.6B"), null);
   assert.throws(
     () => servedModel([phi3], "svc/pico-llama"),
     /model: the server does not serve "svc\/pico-llama" \(it serves "org\/phi-3-mini"\)/,
@@ -120,13 +134,21 @@ test("a Hub dataset names its id and split; its other fields and column mapping 
   assert.doesNotThrow(() =>
     createTrainer({
       ...ok,
-      dataset: { ...hub, config: "en", revision: "v1", columns: { prompt: "question", completion: "answer" } },
+      dataset: {
+        ...hub,
+        config: "en",
+        revision: "v1",
+        columns: { prompt: "question", completion: "answer" },
+      },
     }),
   );
   const bad: [object, RegExp][] = [
     [{ ...hub, name: "ds" }, /dataset\.name: expected a Hub dataset id "org\/name"/],
     [{ ...hub, split: "" }, /dataset\.split: expected a split name/],
-    [{ ...hub, subset: "en" }, /dataset\.subset: expected one of type, name, split, config, revision, columns/],
+    [
+      { ...hub, subset: "en" },
+      /dataset\.subset: expected one of type, name, split, config, revision, columns/,
+    ],
     [{ ...hub, columns: { answer: "a" } }, /dataset\.columns\.answer: expected one of messages, prompt/],
     [{ ...hub, columns: { prompt: 3 } }, /dataset\.columns\.prompt: expected a column name/],
   ];

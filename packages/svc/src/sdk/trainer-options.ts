@@ -13,7 +13,7 @@ import {
   TRUNCATION_MODES,
 } from "@svc/server/wire";
 import type { BoundInfer } from "./infer.js";
-import { assertSupportedModel, type SupportedModel } from "./models.js";
+import { assertSupportedModel, type BaseModelName } from "./models.js";
 
 export interface ChatExample {
   messages: ChatMessage[];
@@ -50,7 +50,8 @@ type TrainerHyperparameters = Omit<JobHyperparameters, "lora" | "gradientAccumul
 
 export interface TrainerOptions extends TrainerHyperparameters {
   name: string;
-  model: SupportedModel;
+  /** A bundled model ("svc/pico-llama") or a Hugging Face Hub id, "<org>/<name>[@<revision>]" (docs/hub.md). */
+  model: BaseModelName;
   dataset: DatasetSource;
   evalDataset?: DatasetSource;
   /**

@@ -18,7 +18,7 @@ import { type CloudApiClient, CloudApiError } from "./client.js";
 import { waitForDatasetProfile } from "./dataset-profile.js";
 import { bindInfer } from "./infer.js";
 import { streamJobEvents } from "./job-event-stream.js";
-import { assertLoraTargets, type SupportedModel, servedModel } from "./models.js";
+import { assertLoraTargets, type BaseModelName, servedModel } from "./models.js";
 import { defaultProjectDir, openScopedSession, type ScopedSvcSession } from "./session.js";
 import {
   type DatasetSource,
@@ -46,7 +46,7 @@ export interface WaitOptions {
 
 export interface Trainer {
   readonly name: string;
-  readonly model: SupportedModel;
+  readonly model: BaseModelName;
   /** The submitted job's id; null before start(). */
   readonly jobId: string | null;
   /** Submits the job; `backend` overrides the trainer's (svc start --backend). */
@@ -90,7 +90,7 @@ export function createTrainer(options: TrainerOptions): Trainer {
 
 class SvcTrainer implements Trainer {
   readonly name: string;
-  readonly model: SupportedModel;
+  readonly model: BaseModelName;
   private readonly options: TrainerOptions;
   private session: ScopedSvcSession | null = null;
   private submitted: Promise<{ jobId: string }> | null = null;
@@ -120,11 +120,12 @@ class SvcTrainer implements Trainer {
     this.session = await openScopedSession(projectDir);
     const client = this.session.scoped;
     // The server's model (as its engine reads it) decides, before anything is uploaded.
+    // A Hub model the server does not have yet is null here: the server's policy and its config decide at createJob.
     const model = servedModel(await client.listModels(), this.model, "createTrainer: model");
     const targets = this.options.lora?.targetModules;
-    if (targets) assertLoraTargets(model, targets, "createTrainer: lora.targetModules");
+    if (targets && model) assertLoraTargets(model, targets, "createTrainer: lora.targetModules");
     // Naming the model at upload starts the dataset's profile for it (datasetProfile() reads it).
-    const profile = { baseModel: this.model, maxLength: this.options.lora?.maxLength };
+    const profile = model ? { baseModel: this.model, maxLength: this.options.lora?.maxLength } : {};
     const dataset = await uploadDataset(
       client,
       this.options.dataset,
@@ -164,6 +165,8 @@ class SvcTrainer implements Trainer {
     } catch (err) {
       // A server from before dataset profiles has no such route.
       if (err instanceof CloudApiError && err.status === 404) return null;
+      // A Hub model the server had not downloaded when the dataset was uploaded has no profile.
+      if (err instanceof CloudApiError && err.code === "unknown_base_model") return null;
       throw err;
     }
   }
