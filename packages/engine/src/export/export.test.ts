@@ -87,10 +87,10 @@ describe("svc export: merged and peft", () => {
   });
 
   it("refuses a GGUF export llama.cpp would compute differently, and warns where it only differs past a window", async () => {
-    const base = join(FIXTURES, "phi4-mini-longrope-v5-f16");
+    const base = join(FIXTURES, "llama-yarn-v5-f16");
     await assert.rejects(
-      exportModel({ baseDir: base, format: "gguf", out: join(root, "longrope") }),
-      /rope type "longrope" has no llama.cpp equivalent/,
+      exportModel({ baseDir: base, format: "gguf", out: join(root, "yarn") }),
+      /yarn beta_fast 16 \(llama.cpp's llama uses 32\)/,
     );
     const swa = await exportModel({
       baseDir: join(FIXTURES, "qwen2-swa-v5-f32"),

@@ -168,6 +168,24 @@ export function archModel(config: ModelConfig, raw: Json, weights: ModelWeights,
     if (!FREQ_FACTORS.has(arch))
       throw refuse(`rope type llama3 on ${arch}, whose llama.cpp loader reads no rope_freqs`);
     tensors.push({ name: "rope_freqs.weight", shape: [ratios.length], data: ratios, role: "vector" });
+  } else if (type === "longrope") {
+    // llama.cpp picks the long factors by the context size it runs with, not by each sequence's length
+    if (arch !== "phi3") throw refuse(`rope type longrope on ${arch} (llama.cpp reads it for phi3)`);
+    const long = rope.long;
+    if (!long) throw refuse("longrope without long factors");
+    const longRatios = baseInv(rope, theta).map((b, i) => b / long.invFreq[i]);
+    tensors.push({
+      name: "rope_factors_long.weight",
+      shape: [longRatios.length],
+      data: longRatios,
+      role: "vector",
+    });
+    tensors.push({ name: "rope_factors_short.weight", shape: [ratios.length], data: ratios, role: "vector" });
+    m.set(A("rope.scaling.attn_factor"), f32(rope.attentionFactor));
+    m.set(A("rope.scaling.original_context_length"), u32(long.originalMaxPositions));
+    warnings.push(
+      `llama.cpp uses the long rope factors whenever its context is longer than ${long.originalMaxPositions} tokens, for short sequences too (svc and transformers switch by each sequence's length): run llama.cpp with a context of at most ${long.originalMaxPositions} tokens for the short factors`,
+    );
   } else if (type !== "default") {
     throw refuse(`rope type "${type}" has no llama.cpp equivalent this exporter writes`);
   }
