@@ -234,3 +234,25 @@ test("refusals: a bad row by its row number, an unknown split, unknown columns; 
     .datasets.length;
   assert.equal(after, before);
 });
+
+test("HF_HUB_OFFLINE=1: a cached split is read, an uncached one is refused naming HF_HUB_OFFLINE", async () => {
+  const offline = await startServerProcess({
+    env: { HF_ENDPOINT: hub.url, HF_HOME: hfHome, HF_HUB_OFFLINE: "1" },
+  });
+  try {
+    const me = await newIdentity(offline.apiUrl);
+    const post = (huggingface: object) =>
+      call(offline.apiUrl, "POST", `/v1/datasets?${me.scope}`, { token: me.token, json: { huggingface } });
+    hub.clearRequests();
+    const cached = await post({ name: "org/chat", split: "train" });
+    assert.equal(cached.status, 201, JSON.stringify(cached.body));
+    assert.equal(cached.body.source.fromCache, true);
+    const cold = await post({ name: "org/qa", split: "test" });
+    assert.equal(cold.status, 400, JSON.stringify(cold.body));
+    assert.equal(cold.body.error.code, "hub_offline");
+    assert.match(cold.body.error.message, /not in the Hugging Face cache .*HF_HUB_OFFLINE=1/);
+    assert.deepEqual(hub.requests, []);
+  } finally {
+    await offline.stop();
+  }
+});

@@ -88,6 +88,12 @@ async function chooseFiles(
   if (fromCache && shardsComplete(fromCache.files))
     return { ...fromCache, cachedOnly: true, hasReadme: cachedReadme };
   if (hubOffline()) {
+    // What the cache holds is not the whole repository: a split missing there may well be on the Hub.
+    if (cacheProblem instanceof ApiError)
+      throw new HubError(
+        `dataset ${request.name}: the split is not in the Hugging Face cache (${cache.root}), and HF_HUB_OFFLINE=1 forbids asking the Hub; in the cache: ${cacheProblem.message}`,
+        "hub_offline",
+      );
     if (cacheProblem) throw cacheProblem;
     // ensureSnapshot explains HF_HUB_OFFLINE and where the cache is.
     await ensureSnapshot({
