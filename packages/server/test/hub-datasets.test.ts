@@ -227,6 +227,12 @@ test("refusals: a bad row by its row number, an unknown split, unknown columns; 
     /org\/big: the split's files are \d+ bytes, over the 6000 this server fetches/,
   );
   assert.deepEqual(hub.requestsTo("/resolve/"), []);
+  const badRevision = await createHubDataset({ name: "org/chat", split: "train", revision: "../main" });
+  assert.equal(badRevision.status, 400);
+  assert.match(
+    badRevision.body.error.message,
+    /"huggingface.revision": "..\/main" is not a branch, tag or commit sha/,
+  );
   const unknownField = await createHubDataset({ name: "org/chat", split: "train", subset: "x" });
   assert.equal(unknownField.status, 400);
   assert.match(unknownField.body.error.message, /subset/);

@@ -164,6 +164,8 @@ export async function loadHubDataset(
   const ref = parseHubName(request.name);
   if (ref?.revision !== "main")
     throw badRequest(`"huggingface.name": "${request.name}" is not a Hub dataset id (org/name)`);
+  if (request.revision !== undefined && !parseHubName(`${request.name}@${request.revision}`))
+    throw badRequest(`"huggingface.revision": "${request.revision}" is not a branch, tag or commit sha`);
   const label = `${request.name}${request.config ? ` config "${request.config}"` : ""} split "${request.split}"`;
   try {
     const selection = await chooseFiles(request, request.name, options.limit * DOWNLOAD_FACTOR);
