@@ -445,7 +445,12 @@ describe("rows with tools", () => {
   ];
 
   test("every malformed kind is refused with its line number", () => {
-    for (const [line, problem] of BAD) {
+    const deep = `${'{"type":"object","properties":{"a":'.repeat(3000)}{"type":"string"}${"}}".repeat(3000)}`;
+    const nested = `{"tools":[{"type":"function","function":{"name":"f","parameters":${deep}}}],"messages":${JSON.stringify(CONVERSATION)}}`;
+    for (const [line, problem] of [
+      ...BAD,
+      [nested, '"tools[0].function.parameters": /properties/a/'] as const,
+    ]) {
       assertDatasetError(
         () => parseDataset(`${CHAT}\n${line}\n`, { source: "tools.jsonl" }),
         2,

@@ -13,8 +13,9 @@
 
 import { createReadStream } from "node:fs";
 import { basename } from "node:path";
-import { checkJsonSchema, SchemaError } from "./constrained/index.js";
+import { SchemaError } from "./constrained/index.js";
 import { EngineError } from "./errors.js";
+import { checkToolSchema } from "./tool-calls.js";
 import type { ChatMessage, ChatRole, DatasetRow, ToolCall, ToolDefinition } from "./types.js";
 
 const ROLES: readonly ChatRole[] = ["system", "user", "assistant", "tool"];
@@ -100,7 +101,7 @@ function parseTool(value: unknown, path: string, context: LineContext): ToolDefi
       );
     }
     try {
-      checkJsonSchema(parameters);
+      checkToolSchema(parameters);
     } catch (error) {
       if (!(error instanceof SchemaError)) throw error;
       fail(context, `"${path}.function.parameters": ${error.message}`);

@@ -61,6 +61,8 @@ export { createRandomModel, type RandomModelOptions } from "./testing/random-mod
 export { writeTestTokenizer } from "./testing/test-tokenizer.js";
 export { loadTokenizer } from "./tokenizer.js";
 export {
+  checkToolSchema,
+  MAX_SCHEMA_DEPTH,
   newToolCallId,
   type ParsedOutput,
   parseToolCalls,

@@ -1,6 +1,14 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { parseToolCalls, type ToolCallEvent, ToolCallStream, toolCallGrammar } from "./tool-calls.js";
+import { SchemaError } from "./constrained/index.js";
+import {
+  checkToolSchema,
+  MAX_SCHEMA_DEPTH,
+  parseToolCalls,
+  type ToolCallEvent,
+  ToolCallStream,
+  toolCallGrammar,
+} from "./tool-calls.js";
 import { DEFAULT_TOOL_SYNTAX, detectToolSyntax, type ToolSyntax } from "./tool-syntax.js";
 import type { ToolDefinition } from "./types.js";
 
@@ -201,6 +209,27 @@ describe("detectToolSyntax", () => {
         throw new Error("cannot");
       }),
       "none",
+    );
+  });
+});
+
+describe("checkToolSchema", () => {
+  const nested = (levels: number) => {
+    let schema: Record<string, unknown> = { type: "string" };
+    for (let i = 0; i < levels; i++) schema = { type: "object", properties: { a: schema } };
+    return schema;
+  };
+  test("a schema nested thousands of levels deep is a SchemaError, not a stack overflow", () => {
+    assert.throws(
+      () => checkToolSchema(nested(50_000)),
+      (error: unknown) => error instanceof SchemaError && /nests more than 64 levels/.test(error.message),
+    );
+    checkToolSchema(nested(MAX_SCHEMA_DEPTH / 2 - 1));
+  });
+  test("keywords outside the subset are named as checkJsonSchema names them", () => {
+    assert.throws(
+      () => checkToolSchema({ type: "string", pattern: "^a" }),
+      (error: unknown) => error instanceof SchemaError && error.keyword === "pattern",
     );
   });
 });

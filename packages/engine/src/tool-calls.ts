@@ -15,7 +15,7 @@
 // tool has none).
 
 import { randomBytes } from "node:crypto";
-import type { OutputGrammar } from "./constrained/index.js";
+import { checkJsonSchema, type OutputGrammar, SchemaError } from "./constrained/index.js";
 import { callText, type ToolSyntax } from "./tool-syntax.js";
 import type { ToolCall, ToolDefinition } from "./types.js";
 
@@ -64,6 +64,29 @@ export function toolCallGrammar(syntax: ToolSyntax, options: ToolGrammarOptions)
   if (toolChoice === "required") return calls;
   // biome-ignore lint/suspicious/noThenProperty: OutputGrammar's lazy grammar names what follows its trigger "then"
   return { kind: "lazy", trigger: syntax.trigger, then: calls };
+}
+
+/** The deepest a tool's or response format's schema may nest (objects and arrays), far past real schemas. */
+export const MAX_SCHEMA_DEPTH = 64;
+
+/**
+ * checkJsonSchema for a schema a request or a dataset row brings: first its
+ * nesting, without recursion, so that a schema nested thousands of levels deep
+ * is refused with a SchemaError instead of exhausting the stack.
+ */
+export function checkToolSchema(schema: unknown): void {
+  const stack: { value: unknown; path: string; depth: number }[] = [{ value: schema, path: "", depth: 0 }];
+  while (stack.length > 0) {
+    const { value, path, depth } = stack.pop() as (typeof stack)[number];
+    if (typeof value !== "object" || value === null) continue;
+    if (depth > MAX_SCHEMA_DEPTH) {
+      const keyword = path.slice(path.lastIndexOf("/") + 1);
+      throw new SchemaError(keyword, path, `the schema nests more than ${MAX_SCHEMA_DEPTH} levels deep`);
+    }
+    for (const [key, child] of Object.entries(value))
+      stack.push({ value: child, path: `${path}/${key}`, depth: depth + 1 });
+  }
+  checkJsonSchema(schema);
 }
 
 /** A new call id in OpenAI's form. */

@@ -322,6 +322,24 @@ describe("tool calling and structured output", () => {
       assert.match(reply.body.error.message, message);
       assert.equal(typeof reply.body.error.code, "string");
     }
+    // A schema nested past MAX_SCHEMA_DEPTH (written as text: JSON.stringify would recurse as deep).
+    const levels = 3000;
+    const deep = `${'{"type":"object","properties":{"a":'.repeat(levels)}{"type":"string"}${"}}".repeat(levels)}`;
+    const nested = await call(
+      server.edgeUrl,
+      "POST",
+      `/d/${openai.baseURL.split("/d/")[1].split("/")[0]}/v1/chat/completions`,
+      {
+        headers: { authorization: `Bearer ${openai.apiKey}`, "content-type": "application/json" },
+        body: `{"model":"x","messages":${JSON.stringify(ASK)},"response_format":{"type":"json_schema","json_schema":{"name":"r","schema":${deep}}}}`,
+      },
+    );
+    assert.equal(nested.status, 400, JSON.stringify(nested.body));
+    assert.match(
+      nested.body.error.message,
+      /"response_format\.json_schema\.schema" .*nests more than 64 levels/,
+    );
+
     const schema = await post({
       tools: [
         {

@@ -2,7 +2,7 @@
 // response_format, shared by the cloud API's /v1/inference/chat and the edge's
 // /v1/chat/completions: each answers 400 naming the field, and a JSON Schema
 // outside the supported subset names its keyword (SchemaError).
-import { checkJsonSchema, type ChatMessage as EngineMessage, SchemaError } from "@svc/engine";
+import { checkToolSchema, type ChatMessage as EngineMessage, SchemaError } from "@svc/engine";
 import { badRequest } from "../http/api-error.js";
 import {
   array,
@@ -36,7 +36,7 @@ export const schemaCheck: Check<Record<string, unknown>> = (value, path) => {
   if (typeof value !== "object" || value === null || Array.isArray(value))
     throw badRequest(`"${path}" must be a JSON Schema object (got ${describe(value)})`);
   try {
-    checkJsonSchema(value);
+    checkToolSchema(value);
   } catch (error) {
     if (!(error instanceof SchemaError)) throw error;
     throw badRequest(`"${path}" ${error.message}`, "unsupported_schema");
