@@ -49,7 +49,7 @@ export function DownloadProgressCard({ downloads }: { downloads: Download[] }) {
               <tbody>
                 {d.files.map((f) => (
                   <tr key={f.name}>
-                    <td className="mono">{f.name}</td>
+                    <td className="mono download-file-name">{f.name}</td>
                     <td className="download-file-bar">
                       <Bar done={f.bytesDone} total={f.bytesTotal} label={f.name} />
                     </td>

@@ -38,7 +38,11 @@ const CACHED = "org/cached-tiny";
 const REMOTE = "org/remote-tiny";
 const CACHED_SHA = "c0ffee".padEnd(40, "0");
 
-async function until<T>(what: string, probe: () => Promise<T | null | undefined | false>, timeoutMs = 60_000) {
+async function until<T>(
+  what: string,
+  probe: () => Promise<T | null | undefined | false>,
+  timeoutMs = 60_000,
+) {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const v = await probe();
@@ -56,7 +60,10 @@ async function cacheModel(hfHome: string, repo: string, sha: string, dir: string
   await writeFile(join(root, "refs", "main"), sha);
 }
 
-describe("Studio: base-model pickers and Hub download progress", { skip: chromiumMissing, timeout: 300_000 }, () => {
+describe("Studio: base-model pickers and Hub download progress", {
+  skip: chromiumMissing,
+  timeout: 300_000,
+}, () => {
   let hub: TestHub;
   let server: TestServer;
   let studio: StudioProcess;
@@ -73,7 +80,14 @@ describe("Studio: base-model pickers and Hub download progress", { skip: chromiu
     hub.addRepo({ kind: "model", repo: REMOTE, dir: tiny });
     server = await startTestServer({
       home,
-      args: ["--bundled-models", "none", "--model", `${TEST_MODEL}=${tiny}`, "--hub-models", "org/remote-*,cached"],
+      args: [
+        "--bundled-models",
+        "none",
+        "--model",
+        `${TEST_MODEL}=${tiny}`,
+        "--hub-models",
+        "org/remote-*,cached",
+      ],
       env: { HF_HOME: hfHome, HF_ENDPOINT: hub.url },
     });
     const project = await makeProject({
@@ -83,7 +97,10 @@ describe("Studio: base-model pickers and Hub download progress", { skip: chromiu
       ),
     });
     projectDir = project.projectDir;
-    const started = await runSvc(["start", "--detach"], { cwd: projectDir, env: cliEnv(home, server.apiUrl) });
+    const started = await runSvc(["start", "--detach"], {
+      cwd: projectDir,
+      env: cliEnv(home, server.apiUrl),
+    });
     assert.equal(started.code, 0, started.stderr);
     firstJobId = /^job (\S+) submitted/m.exec(started.stdout)?.[1] ?? "";
     studio = await startStudio({
@@ -111,7 +128,10 @@ describe("Studio: base-model pickers and Hub download progress", { skip: chromiu
     await cached.waitFor();
     assert.equal(await cached.getByTestId("model-badge").textContent(), "cached");
     assert.match((await cached.getByTestId("model-badge").getAttribute("title")) ?? "", /at c0ffee000000/);
-    assert.match((await cached.locator(".model-option-facts").textContent()) ?? "", /^llama · [\d.]+K? params · [\d,]+ ctx$/);
+    assert.match(
+      (await cached.locator(".model-option-facts").textContent()) ?? "",
+      /^llama · [\d.]+K? params · [\d,]+ ctx$/,
+    );
     const local = options.locator(`button[data-model="${TEST_MODEL}"]`);
     assert.equal(await local.getByTestId("model-badge").textContent(), "local");
 
@@ -120,7 +140,10 @@ describe("Studio: base-model pickers and Hub download progress", { skip: chromiu
     await field.fill("org/cach");
     assert.equal(await options.locator("button").count(), 1);
     await field.fill("someorg/some-model");
-    assert.match((await page.getByTestId("target-base-hint").textContent()) ?? "", /fetched from the Hugging Face Hub/);
+    assert.match(
+      (await page.getByTestId("target-base-hint").textContent()) ?? "",
+      /fetched from the Hugging Face Hub/,
+    );
     await field.fill("");
     await cached.click();
     assert.equal(await field.inputValue(), CACHED);
@@ -161,7 +184,9 @@ describe("Studio: base-model pickers and Hub download progress", { skip: chromiu
     const state = JSON.parse(await readFile(join(projectDir, ".svc", "state.json"), "utf8"));
     const scope = `orgSlug=${state.orgSlug}&projectSlug=${state.projectSlug}`;
     const headers = { authorization: `Bearer ${token}`, "content-type": "application/json" };
-    const first = (await (await fetch(`${server.apiUrl}/v1/jobs/${firstJobId}`, { headers })).json()) as { job: { datasetId: string } };
+    const first = (await (await fetch(`${server.apiUrl}/v1/jobs/${firstJobId}`, { headers })).json()) as {
+      job: { datasetId: string };
+    };
     const created = await fetch(`${server.apiUrl}/v1/jobs?${scope}`, {
       method: "POST",
       headers,
@@ -179,7 +204,10 @@ describe("Studio: base-model pickers and Hub download progress", { skip: chromiu
     const download = page.locator(`[data-testid="download-progress"] .download[data-repo="${REMOTE}"]`);
     await download.waitFor({ timeout: 60_000 });
     await until("the download to finish", async () => (await download.getAttribute("data-done")) === "true");
-    assert.match((await download.getByTestId("download-bytes").textContent()) ?? "", /^downloaded [\d.]+ (kB|MB)$/);
+    assert.match(
+      (await download.getByTestId("download-bytes").textContent()) ?? "",
+      /^downloaded [\d.]+ (kB|MB)$/,
+    );
     const files = await download.locator(".download-files td.mono").allTextContents();
     assert.ok(files.includes("config.json") && files.includes("model.safetensors"), files.join(", "));
     assert.equal(await download.locator('[role="progressbar"]').first().getAttribute("aria-valuenow"), "100");
