@@ -4,6 +4,7 @@
 //
 // Run: node --test tools/pretrain/base-model.test.mjs   (needs packages/engine built)
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
 import { readFileSync, statSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { test } from "node:test";
@@ -69,4 +70,39 @@ test("greedy decoding of a chat prompt ends the turn with <|im_end|>", async () 
   const reply = model.tokenizer.decode(ids.slice(golden.ids.length));
   assert.ok(ended, `no <|im_end|> within 48 tokens; reply so far: ${JSON.stringify(reply)}`);
   assert.ok(reply.trim().length > 0, "the reply is empty");
+});
+
+// The recipe's PyTorch model is svc's torch backend (tools/pretrain/llama.py): loaded from the
+// committed folder, it computes the golden logits the recipe recorded.
+const python = process.env.SVC_PYTHON ?? "/usr/bin/python3";
+const noTorch = spawnSync(python, ["-c", "import torch"]).status === 0 ? false : `${python} has no torch`;
+test("PyTorch through svc's torch backend computes the golden logits", { skip: noTorch }, () => {
+  const script = `
+import json, sys, torch
+sys.path.insert(0, ${JSON.stringify(join(repo, "packages", "trainer-torch"))})
+from llama import LlamaConfig, LlamaForCausalLM
+from svc_trainer.safetensors_io import read_safetensors
+c = json.load(open(${JSON.stringify(join(dir, "config.json"))}))
+keys = ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+        "num_key_value_heads", "max_position_embeddings", "rms_norm_eps", "rope_theta")
+model = LlamaForCausalLM(LlamaConfig(**{k: c[k] for k in keys}))
+model.load_state_dict(read_safetensors(${JSON.stringify(join(dir, "model.safetensors"))})[0])
+ids = json.loads(sys.stdin.read())
+with torch.no_grad():
+    logits = model(torch.tensor([ids]))[0]
+print(json.dumps({"probe": logits[:, ::97].tolist(), "argmax": logits.argmax(-1).tolist()}))
+`;
+  const run = spawnSync(python, ["-c", script], {
+    cwd: join(repo, "tools", "pretrain"),
+    input: JSON.stringify(golden.ids),
+    encoding: "utf8",
+  });
+  assert.equal(run.status, 0, run.stderr);
+  const out = JSON.parse(run.stdout);
+  assert.deepEqual(out.argmax, golden.argmax);
+  out.probe.forEach((row, t) =>
+    row.forEach((v, k) =>
+      assert.ok(Math.abs(v - golden.probe_logits[t][k]) < 1e-4, `position ${t}, probe ${k}`),
+    ),
+  );
 });

@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 
 from chat_tokens import ChatTokenizer
-from llama import LlamaConfig, LlamaForCausalLM
+from llama import LlamaConfig, LlamaForCausalLM, hf_config
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
@@ -53,35 +53,6 @@ def read_safetensors(path: Path) -> dict[str, torch.Tensor]:
         buf = bytearray(raw[8 + n + start : 8 + n + end])
         out[name] = torch.frombuffer(buf, dtype=torch.float32).view(meta["shape"]).clone()
     return out
-
-
-def hf_config(cfg: LlamaConfig) -> dict:
-    return {
-        "architectures": ["LlamaForCausalLM"],
-        "model_type": "llama",
-        "vocab_size": cfg.vocab_size,
-        "hidden_size": cfg.hidden_size,
-        "intermediate_size": cfg.intermediate_size,
-        "num_hidden_layers": cfg.num_hidden_layers,
-        "num_attention_heads": cfg.num_attention_heads,
-        "num_key_value_heads": cfg.num_key_value_heads,
-        "head_dim": cfg.head_dim,
-        "hidden_act": "silu",
-        "max_position_embeddings": cfg.max_position_embeddings,
-        "rms_norm_eps": cfg.rms_norm_eps,
-        "rope_theta": cfg.rope_theta,
-        "rope_scaling": None,
-        "attention_bias": False,
-        "attention_dropout": 0.0,
-        "mlp_bias": False,
-        "initializer_range": cfg.initializer_range,
-        "tie_word_embeddings": True,
-        "torch_dtype": "float32",
-        "use_cache": True,
-        "bos_token_id": 0,
-        "eos_token_id": 2,
-        "pad_token_id": 0,
-    }
 
 
 def main() -> None:

@@ -1,17 +1,24 @@
-"""The Llama architecture exactly as Hugging Face LlamaForCausalLM computes it, in plain
-PyTorch (1.13: no scaled_dot_product_attention), with HF parameter names so the state
-dict exports to model.safetensors as it is.
+"""The pretraining model: a Llama built by svc's torch backend (packages/trainer-torch)
+from the config.json this recipe exports, so it is the decoder the engine reads from
+that file (the engine parses the config; svc_trainer builds the block it describes),
+with every weight trainable. HF parameter names, so the state dict exports to
+model.safetensors as it is.
 
   x (B, T) -> embed_tokens -> N x [x + attn(rmsnorm(x)); x + mlp(rmsnorm(x))] -> norm
   -> lm_head (tied to embed_tokens) -> logits (B, T, vocab)
+
+Needs node and the built repo (the engine reads the config): `npx tsc -b`.
 """
 
-import math
+import sys
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import torch
-import torch.nn as nn
-import torch.nn.functional as F
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "packages" / "trainer-torch"))
+from svc_trainer.describe import describe  # noqa: E402
+from svc_trainer.model import Decoder  # noqa: E402
 
 
 @dataclass
@@ -35,114 +42,46 @@ class LlamaConfig:
         return asdict(self)
 
 
-class RMSNorm(nn.Module):
-    def __init__(self, dim: int, eps: float):
-        super().__init__()
-        self.weight = nn.Parameter(torch.ones(dim))
-        self.eps = eps
+def hf_config(cfg: LlamaConfig) -> dict:
+    """config.json as the recipe exports it (tied embeddings, no biases, default rope)."""
+    return {
+        "architectures": ["LlamaForCausalLM"],
+        "model_type": "llama",
+        "vocab_size": cfg.vocab_size,
+        "hidden_size": cfg.hidden_size,
+        "intermediate_size": cfg.intermediate_size,
+        "num_hidden_layers": cfg.num_hidden_layers,
+        "num_attention_heads": cfg.num_attention_heads,
+        "num_key_value_heads": cfg.num_key_value_heads,
+        "head_dim": cfg.head_dim,
+        "hidden_act": "silu",
+        "max_position_embeddings": cfg.max_position_embeddings,
+        "rms_norm_eps": cfg.rms_norm_eps,
+        "rope_theta": cfg.rope_theta,
+        "rope_scaling": None,
+        "attention_bias": False,
+        "attention_dropout": 0.0,
+        "mlp_bias": False,
+        "initializer_range": cfg.initializer_range,
+        "tie_word_embeddings": True,
+        "torch_dtype": "float32",
+        "use_cache": True,
+        "bos_token_id": 0,
+        "eos_token_id": 2,
+        "pad_token_id": 0,
+    }
 
-    def forward(self, x):
-        # HF computes the statistic in float32 and casts back before the weight
-        dtype = x.dtype
-        x = x.float()
-        x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
-        return self.weight * x.to(dtype)
 
-
-def rope_cos_sin(cfg: LlamaConfig, positions: torch.Tensor):
-    """cos, sin of shape (T, head_dim): the two halves repeat the same frequencies."""
-    d = cfg.head_dim
-    inv_freq = 1.0 / (cfg.rope_theta ** (torch.arange(0, d, 2, dtype=torch.int64).float() / d))
-    freqs = positions.float()[:, None] * inv_freq[None, :]  # (T, d/2)
-    emb = torch.cat((freqs, freqs), dim=-1)  # (T, d)
-    return emb.cos(), emb.sin()
-
-
-def rotate_half(x):
-    x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2 :]
-    return torch.cat((-x2, x1), dim=-1)
-
-
-class Attention(nn.Module):
+class LlamaForCausalLM(Decoder):
     def __init__(self, cfg: LlamaConfig):
-        super().__init__()
+        super().__init__(describe(hf_config(cfg)), trainable=True)
         self.cfg = cfg
-        h, d = cfg.hidden_size, cfg.head_dim
-        self.q_proj = nn.Linear(h, cfg.num_attention_heads * d, bias=False)
-        self.k_proj = nn.Linear(h, cfg.num_key_value_heads * d, bias=False)
-        self.v_proj = nn.Linear(h, cfg.num_key_value_heads * d, bias=False)
-        self.o_proj = nn.Linear(cfg.num_attention_heads * d, h, bias=False)
-
-    def forward(self, x, cos, sin, mask):
-        B, T, _ = x.shape
-        nh, nkv, d = self.cfg.num_attention_heads, self.cfg.num_key_value_heads, self.cfg.head_dim
-        q = self.q_proj(x).view(B, T, nh, d).transpose(1, 2)  # (B, nh, T, d)
-        k = self.k_proj(x).view(B, T, nkv, d).transpose(1, 2)  # (B, nkv, T, d)
-        v = self.v_proj(x).view(B, T, nkv, d).transpose(1, 2)
-        q = q * cos + rotate_half(q) * sin
-        k = k * cos + rotate_half(k) * sin
-        # grouped-query attention: each kv head serves nh / nkv query heads
-        k = k.repeat_interleave(nh // nkv, dim=1)  # (B, nh, T, d)
-        v = v.repeat_interleave(nh // nkv, dim=1)
-        att = (q @ k.transpose(-2, -1)) / math.sqrt(d) + mask  # (B, nh, T, T)
-        att = F.softmax(att.float(), dim=-1).to(q.dtype)
-        y = (att @ v).transpose(1, 2).reshape(B, T, nh * d)
-        return self.o_proj(y)
-
-
-class MLP(nn.Module):
-    def __init__(self, cfg: LlamaConfig):
-        super().__init__()
-        self.gate_proj = nn.Linear(cfg.hidden_size, cfg.intermediate_size, bias=False)
-        self.up_proj = nn.Linear(cfg.hidden_size, cfg.intermediate_size, bias=False)
-        self.down_proj = nn.Linear(cfg.intermediate_size, cfg.hidden_size, bias=False)
-
-    def forward(self, x):
-        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
-
-
-class DecoderLayer(nn.Module):
-    def __init__(self, cfg: LlamaConfig):
-        super().__init__()
-        self.self_attn = Attention(cfg)
-        self.mlp = MLP(cfg)
-        self.input_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
-        self.post_attention_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
-
-    def forward(self, x, cos, sin, mask):
-        x = x + self.self_attn(self.input_layernorm(x), cos, sin, mask)
-        return x + self.mlp(self.post_attention_layernorm(x))
-
-
-class LlamaBody(nn.Module):
-    def __init__(self, cfg: LlamaConfig):
-        super().__init__()
-        self.embed_tokens = nn.Embedding(cfg.vocab_size, cfg.hidden_size)
-        self.layers = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.num_hidden_layers))
-        self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
-
-
-class LlamaForCausalLM(nn.Module):
-    def __init__(self, cfg: LlamaConfig):
-        super().__init__()
-        self.cfg = cfg
-        self.model = LlamaBody(cfg)
-        self.apply(self._init)
-
-    def _init(self, m):
-        if isinstance(m, (nn.Linear, nn.Embedding)):
-            nn.init.normal_(m.weight, mean=0.0, std=self.cfg.initializer_range)
-
-    def forward(self, idx):
-        """idx (B, T) token ids -> logits (B, T, vocab); lm_head is embed_tokens (tied)."""
-        B, T = idx.shape
-        cos, sin = rope_cos_sin(self.cfg, torch.arange(T))
-        mask = torch.full((T, T), float("-inf")).triu(1)  # causal: no attention to later tokens
-        x = self.model.embed_tokens(idx)
-        for layer in self.model.layers:
-            x = layer(x, cos, sin, mask)
-        x = self.model.norm(x)
-        return x @ self.model.embed_tokens.weight.t()
+        with torch.no_grad():
+            for name, p in self.named_parameters():
+                if name.endswith("norm.weight") or name.endswith("layernorm.weight"):
+                    p.fill_(1.0)
+                else:
+                    p.normal_(mean=0.0, std=cfg.initializer_range)
 
     def num_params(self) -> int:
         return sum(p.numel() for p in self.parameters())

@@ -11,7 +11,8 @@ Each residual branch is x += residualScale * outNorm?(branch(inNorm?(x))).
 
 Parameter names are the checkpoint's (model.layers.3.self_attn.q_proj.weight),
 so a model.safetensors loads with load_state_dict and LoRA factors carry PEFT's
-names. Base weights are frozen; only LoRA factors train.
+names. Base weights are frozen for LoRA; trainable=True trains them all
+(tools/pretrain pretrains its base model with it).
 """
 
 import torch
@@ -37,12 +38,12 @@ def module_shape(desc, module):
 
 
 class Linear(nn.Module):
-    """A frozen checkpoint projection with an optional LoRA pair: y = W x + b + scale * B (A x)."""
+    """A checkpoint projection with an optional LoRA pair: y = W x + b + scale * B (A x)."""
 
     def __init__(self, out_features, in_features, bias):
         super().__init__()
-        self.weight = nn.Parameter(torch.zeros(out_features, in_features), requires_grad=False)
-        self.bias = nn.Parameter(torch.zeros(out_features), requires_grad=False) if bias else None
+        self.weight = nn.Parameter(torch.zeros(out_features, in_features))
+        self.bias = nn.Parameter(torch.zeros(out_features)) if bias else None
         self.lora_A = None
         self.lora_B = None
         self.lora_scale = 0.0
@@ -57,7 +58,7 @@ class Linear(nn.Module):
 class RMSNorm(nn.Module):
     def __init__(self, size, eps, plus_one):
         super().__init__()
-        self.weight = nn.Parameter(torch.zeros(size), requires_grad=False)
+        self.weight = nn.Parameter(torch.zeros(size))
         self.eps = eps
         self.plus_one = plus_one
 
@@ -197,18 +198,20 @@ def attention(q, k, v, scale, window):
 
 
 class Decoder(nn.Module):
-    def __init__(self, desc):
+    def __init__(self, desc, trainable=False):
         super().__init__()
         self.desc = desc
         C, V = desc["hiddenSize"], desc["vocabSize"]
         self.add_module("model", nn.Module())
         self.model.add_module("embed_tokens", nn.Module())
-        self.model.embed_tokens.weight = nn.Parameter(torch.zeros(V, C), requires_grad=False)
+        self.model.embed_tokens.weight = nn.Parameter(torch.zeros(V, C))
         self.model.add_module("layers", nn.ModuleList(Layer(desc, l) for l in range(desc["numHiddenLayers"])))
         self.model.add_module("norm", RMSNorm(C, desc["rmsNormEps"], desc["normPlusOne"]))
         if not desc["tieWordEmbeddings"]:
             self.add_module("lm_head", Linear(V, C, False))
         self._tables = {}
+        for p in self.parameters():
+            p.requires_grad_(trainable)
         # Recompute each layer's activations in the backward pass instead of keeping them.
         self.gradient_checkpointing = False
 
