@@ -5,20 +5,25 @@
 // recognise, TEMPLATE is left out and Ollama reads tokenizer.chat_template
 // from the GGUF metadata itself.
 
-interface ChatFormat {
+export interface ChatFormat {
   name: string;
   /** A marker only this format's Jinja template contains. */
   marker: string;
+  /** Templates that also contain this write more than the format's affixes (SmolLM3's system metadata): left to the GGUF's own template. */
+  unless?: string;
   system: [string, string];
   user: [string, string];
   assistant: [string, string];
   stop: string[];
+  /** The system text opens the first user turn instead of a turn of its own (Gemma). */
+  systemJoinsUser?: boolean;
 }
 
 const FORMATS: ChatFormat[] = [
   {
     name: "ChatML",
     marker: "<|im_start|>",
+    unless: "## Metadata",
     system: ["<|im_start|>system\n", "<|im_end|>\n"],
     user: ["<|im_start|>user\n", "<|im_end|>\n"],
     assistant: ["<|im_start|>assistant\n", "<|im_end|>\n"],
@@ -40,6 +45,7 @@ const FORMATS: ChatFormat[] = [
     user: ["<start_of_turn>user\n", "<end_of_turn>\n"],
     assistant: ["<start_of_turn>model\n", "<end_of_turn>\n"],
     stop: ["<end_of_turn>"],
+    systemJoinsUser: true,
   },
   {
     name: "Granite",
@@ -48,6 +54,14 @@ const FORMATS: ChatFormat[] = [
     user: ["<|start_of_role|>user<|end_of_role|>", "<|end_of_text|>\n"],
     assistant: ["<|start_of_role|>assistant<|end_of_role|>", "<|end_of_text|>\n"],
     stop: ["<|end_of_text|>", "<|start_of_role|>"],
+  },
+  {
+    name: "Phi-4",
+    marker: "'<|' + message['role'] + '|>'",
+    system: ["<|system|>", "<|end|>"],
+    user: ["<|user|>", "<|end|>"],
+    assistant: ["<|assistant|>", "<|end|>"],
+    stop: ["<|end|>", "<|user|>", "<|assistant|>"],
   },
   {
     name: "Phi-3",
@@ -70,18 +84,39 @@ const FORMATS: ChatFormat[] = [
 /** The chat format of a Jinja chat template, by its markers (null when none is known). */
 export function chatFormatOf(template: string | null): ChatFormat | null {
   if (!template) return null;
-  return FORMATS.find((f) => template.includes(f.marker)) ?? null;
+  const format = FORMATS.find((f) => template.includes(f.marker));
+  return format && !(format.unless && template.includes(format.unless)) ? format : null;
+}
+
+/**
+ * The text the Ollama template below renders for `messages` (the Go template
+ * is built from the same affixes): tests hold it to the model's Jinja template.
+ */
+export function renderChat(f: ChatFormat, messages: { role: string; content: string }[]): string {
+  let text = "";
+  messages.forEach((m, i) => {
+    const last = i === messages.length - 1;
+    const joined = f.systemJoinsUser && messages[i - 1]?.role === "system";
+    if (m.role === "system") text += f.system[0] + m.content + f.system[1];
+    else if (m.role === "user") text += (joined ? "" : f.user[0]) + m.content + f.user[1];
+    else if (m.role === "assistant") text += f.assistant[0] + m.content + (last ? "" : f.assistant[1]);
+    if (m.role !== "assistant" && last) text += f.assistant[0];
+  });
+  return text;
 }
 
 function ollamaTemplate(f: ChatFormat): string {
+  const userOpen = f.systemJoinsUser ? `{{ if ne $prev "system" }}${f.user[0]}{{ end }}` : f.user[0];
   return [
+    ...(f.systemJoinsUser ? ['{{- $prev := "" }}'] : []),
     "{{- range $i, $_ := .Messages }}",
     "{{- $last := eq (len (slice $.Messages $i)) 1 }}",
     `{{- if eq .Role "system" }}${f.system[0]}{{ .Content }}${f.system[1]}`,
-    `{{- else if eq .Role "user" }}${f.user[0]}{{ .Content }}${f.user[1]}`,
+    `{{- else if eq .Role "user" }}${userOpen}{{ .Content }}${f.user[1]}`,
     `{{- else if eq .Role "assistant" }}${f.assistant[0]}{{ .Content }}{{ if not $last }}${f.assistant[1]}{{ end }}`,
     "{{- end }}",
     `{{- if and (ne .Role "assistant") $last }}${f.assistant[0]}{{ end }}`,
+    ...(f.systemJoinsUser ? ["{{- $prev = .Role }}"] : []),
     "{{- end }}",
   ].join("\n");
 }
