@@ -1,7 +1,6 @@
 // `svc server` and `svc worker` as functions the svc CLI calls with its argv
 // (the words after the subcommand). Both run in the foreground until SIGINT
 // or SIGTERM and resolve to the process exit code.
-import { spawnSync } from "node:child_process";
 import { parseArgs } from "node:util";
 import { isWeightFormat, WEIGHT_FORMATS, type WeightFormat } from "@svc/engine";
 import { DataDir, DEFAULT_DATA_DIR } from "./data-dir.js";
@@ -17,6 +16,7 @@ import { Store } from "./store/store.js";
 import { DEFAULT_JOB_LIMITS, MAX_STORED_INTEGER } from "./wire.js";
 import { JOB_RUNNER_DEFAULTS, JobRunner } from "./worker/job-runner.js";
 import { LeaseSweeper } from "./worker/lease-sweeper.js";
+import { resolveTorchLaunch, TorchFlagError } from "./worker/torch-launch.js";
 
 export const SERVER_USAGE = `usage: svc server [--host 127.0.0.1] [--port 4100] [--edge-port 4200]
                   [--deployment-domain localhost:4200] [--data-dir ~/.svc/server]
@@ -268,14 +268,17 @@ export async function runServerCommand(argv: string[]): Promise<number> {
   return 0;
 }
 
-/** --backend, --device, --gpus, --python and --gradient-checkpointing of `svc worker` (docs/gpu-training.md). */
-function workerBackend(values: {
-  backend?: string;
-  device?: string;
-  gpus?: string;
-  python?: string;
-  "gradient-checkpointing"?: boolean;
-}) {
+/** --backend and the torch backend's flags of `svc worker` (docs/gpu-training.md). */
+function workerBackend(
+  values: {
+    backend?: string;
+    device?: string;
+    gpus?: string;
+    python?: string;
+    "gradient-checkpointing"?: boolean;
+  },
+  concurrency: number,
+) {
   const backend = values.backend ?? "engine";
   if (backend !== "engine" && backend !== "torch")
     throw new UsageError(`--backend must be engine or torch (got ${JSON.stringify(backend)})`);
@@ -284,23 +287,19 @@ function workerBackend(values: {
       if (values[flag] !== undefined) throw new UsageError(`--${flag} applies to --backend torch only`);
     return { backend } as const;
   }
-  const device = values.device ?? (values.gpus !== undefined ? "cuda" : "cpu");
-  if (device !== "cpu" && device !== "cuda")
-    throw new UsageError(`--device must be cpu or cuda (got ${JSON.stringify(device)})`);
-  const processes = int("gpus", values.gpus, 1, 1, 1024);
-  const python = values.python ?? process.env.SVC_PYTHON ?? "/usr/bin/python3";
-  // The interpreter must have torch, and CUDA with enough GPUs when asked for.
-  const check =
-    device === "cuda"
-      ? `import torch, sys; n = torch.cuda.device_count(); sys.exit(0 if n >= ${processes} else f"{n} CUDA GPUs visible, --gpus asks for ${processes}")`
-      : "import torch";
-  const probe = spawnSync(python, ["-c", check], { encoding: "utf8" });
-  if (probe.status !== 0)
-    throw new Error(
-      `${python}: ${(probe.error?.message ?? probe.stderr.trim().split("\n").pop()) || "failed"} (svc worker --backend torch needs PyTorch${device === "cuda" ? " with CUDA" : ""}; pass --python to use another interpreter)`,
-    );
-  const gradientCheckpointing = values["gradient-checkpointing"] === true;
-  return { backend, torch: { python, device, processes, gradientCheckpointing } } as const;
+  try {
+    const torch = resolveTorchLaunch({
+      device: values.device,
+      gpus: values.gpus,
+      python: values.python,
+      gradientCheckpointing: values["gradient-checkpointing"],
+      concurrency,
+    });
+    return { backend, torch } as const;
+  } catch (error) {
+    if (error instanceof TorchFlagError) throw new UsageError(error.message);
+    throw error;
+  }
 }
 
 export async function runWorkerCommand(argv: string[]): Promise<number> {
@@ -348,7 +347,7 @@ export async function runWorkerCommand(argv: string[]): Promise<number> {
       pollMs: int("job-poll-ms", values["job-poll-ms"], DEFAULTS.jobPollMs, 10),
       ...crashPolicy(values),
       stopTimeoutMs: JOB_RUNNER_DEFAULTS.stopTimeoutMs,
-      ...workerBackend(values),
+      ...workerBackend(values, int("concurrency", values.concurrency, 1, 1)),
     });
     sweeper = new LeaseSweeper(store, Math.max(100, Math.floor(leaseMs / 2)));
   } catch (error) {

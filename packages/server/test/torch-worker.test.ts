@@ -224,4 +224,24 @@ describe("the torch backend through svc server and svc worker --backend torch", 
     assert.equal(JSON.parse(frames.at(-2)!.data).metrics.steps, 400);
     await until("the job to be completed", async () => (await job(created.id)).status === "completed");
   });
+
+  it("refuses torch flags it cannot use, before claiming anything (exit 2, the flag named)", async () => {
+    const base = ["--database-url", database.url, "--data-dir", dataDir, "--backend", "torch"];
+    await assert.rejects(
+      spawnReady("worker", [...base, "--device", "tpu"]),
+      /--device must be cpu or cuda \(got "tpu"\)/,
+    );
+    await assert.rejects(
+      spawnReady("worker", [...base, "--gpus", "0"]),
+      /--gpus must be an integer from 1 to 1024/,
+    );
+    await assert.rejects(
+      spawnReady("worker", ["--database-url", database.url, "--gpus", "2"]),
+      /--gpus applies to --backend torch only/,
+    );
+    await assert.rejects(
+      spawnReady("worker", [...base, "--python", "/nonexistent/python3"]),
+      /no Python with PyTorch \(\/nonexistent\/python3: /,
+    );
+  });
 });

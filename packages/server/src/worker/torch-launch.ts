@@ -1,0 +1,56 @@
+// How `svc worker --backend torch` starts PyTorch: the device, the processes
+// per job (--gpus), the interpreter, and a check at start that it has torch
+// (and the GPUs asked for), so a worker that cannot train says so before it
+// claims a job.
+import { spawnSync } from "node:child_process";
+import type { TorchLaunch } from "./training-protocol.js";
+
+/** A flag's value is wrong (the CLI's usage error). */
+export class TorchFlagError extends Error {}
+
+export interface TorchFlags {
+  device?: string;
+  gpus?: string;
+  python?: string;
+  gradientCheckpointing?: boolean;
+  /** Jobs the worker runs at once (--concurrency). */
+  concurrency: number;
+}
+
+/**
+ * The interpreters tried when neither --python nor SVC_PYTHON names one:
+ * `python3` on the PATH (where `pip install torch` puts it), then Debian's.
+ */
+export const DEFAULT_PYTHONS = ["python3", "/usr/bin/python3"];
+
+export function resolveTorchLaunch(flags: TorchFlags, env: NodeJS.ProcessEnv = process.env): TorchLaunch {
+  const device = flags.device ?? (flags.gpus !== undefined ? "cuda" : "cpu");
+  if (device !== "cpu" && device !== "cuda")
+    throw new TorchFlagError(`--device must be cpu or cuda (got ${JSON.stringify(device)})`);
+  const processes = flags.gpus === undefined ? 1 : Number(flags.gpus);
+  if (!Number.isSafeInteger(processes) || processes < 1 || processes > 1024)
+    throw new TorchFlagError(`--gpus must be an integer from 1 to 1024 (got ${flags.gpus})`);
+  // Each job's ranks take GPUs 0..N-1: two jobs at once would share them.
+  if (device === "cuda" && flags.concurrency > 1)
+    throw new TorchFlagError(
+      "--concurrency above 1 with --device cuda would put two jobs on the same GPUs; run one worker per GPU set (CUDA_VISIBLE_DEVICES) instead",
+    );
+  const named = flags.python ?? env.SVC_PYTHON;
+  const candidates = named ? [named] : DEFAULT_PYTHONS;
+  // The interpreter must have torch, and CUDA with enough GPUs when asked for.
+  const check =
+    device === "cuda"
+      ? `import torch, sys; n = torch.cuda.device_count(); sys.exit(0 if n >= ${processes} else f"{n} CUDA GPUs visible, --gpus asks for ${processes}")`
+      : "import torch";
+  const failures: string[] = [];
+  for (const python of candidates) {
+    const probe = spawnSync(python, ["-c", check], { encoding: "utf8" });
+    if (probe.status === 0)
+      return { python, device, processes, gradientCheckpointing: flags.gradientCheckpointing === true };
+    const why = probe.error?.message ?? (probe.stderr.trim().split("\n").pop() || `exit ${probe.status}`);
+    failures.push(`${python}: ${why}`);
+  }
+  throw new Error(
+    `no Python with PyTorch${device === "cuda" ? " and CUDA" : ""} (${failures.join("; ")}): install torch, or pass --python or SVC_PYTHON`,
+  );
+}
