@@ -58,6 +58,8 @@ export { openScopedSession, openSession, type ScopedSvcSession, type SvcSession 
 export { createSvc, type SvcManifest } from "./sdk/svc.js";
 export {
   createTrainer,
+  type HubDatasetNotice,
+  type StartOverrides,
   type Trainer,
   type TrainerResult,
   TrainingCancelledError,

@@ -9,6 +9,8 @@ import {
   type DatasetProfile,
   type DatasetProfileRequest,
   DEFAULT_PROFILE_MAX_LENGTH,
+  type HubDatasetRequest,
+  type HubDatasetSource,
   type Job,
   type JobBackend,
   type JobEvent,
@@ -44,13 +46,31 @@ export interface WaitOptions {
   onApiNotice?: (notice: ApiNotice) => void;
 }
 
+/**
+ * A Hub dataset start() has the server read (docs/hub-datasets.md): once before
+ * the request (no `dataset` yet: the server may be downloading it), once after.
+ */
+export interface HubDatasetNotice {
+  set: "train" | "eval";
+  request: HubDatasetRequest;
+  dataset?: Dataset;
+  source?: HubDatasetSource;
+}
+
+export interface StartOverrides {
+  /** Overrides the trainer's backend (svc start --backend). */
+  backend?: JobBackend;
+  /** Hears about Hub datasets as they are read (svc start prints them). */
+  onHubDataset?: (notice: HubDatasetNotice) => void;
+}
+
 export interface Trainer {
   readonly name: string;
   readonly model: BaseModelName;
   /** The submitted job's id; null before start(). */
   readonly jobId: string | null;
   /** Submits the job; `backend` overrides the trainer's (svc start --backend). */
-  start(overrides?: { backend?: JobBackend }): Promise<{ jobId: string }>;
+  start(overrides?: StartOverrides): Promise<{ jobId: string }>;
   /**
    * The training dataset's profile for the trainer's model and maxLength
    * (row and token counts, duplicates, a suggested maxLength), which start()
@@ -107,15 +127,20 @@ class SvcTrainer implements Trainer {
     return this.id;
   }
 
-  start(overrides: { backend?: JobBackend } = {}): Promise<{ jobId: string }> {
-    this.submitted ??= this.submit(overrides.backend ?? this.options.backend).catch((err) => {
-      this.submitted = null;
-      throw err;
-    });
+  start(overrides: StartOverrides = {}): Promise<{ jobId: string }> {
+    this.submitted ??= this.submit(overrides.backend ?? this.options.backend, overrides.onHubDataset).catch(
+      (err) => {
+        this.submitted = null;
+        throw err;
+      },
+    );
     return this.submitted;
   }
 
-  private async submit(backend: JobBackend | undefined): Promise<{ jobId: string }> {
+  private async submit(
+    backend: JobBackend | undefined,
+    onHubDataset?: (notice: HubDatasetNotice) => void,
+  ): Promise<{ jobId: string }> {
     const projectDir = defaultProjectDir();
     this.session = await openScopedSession(projectDir);
     const client = this.session.scoped;
@@ -132,10 +157,13 @@ class SvcTrainer implements Trainer {
       projectDir,
       `${this.name}-train`,
       profile,
+      (n) => onHubDataset?.({ set: "train", ...n }),
     );
     this.datasetId = dataset.id;
     const evalDataset = this.options.evalDataset
-      ? await uploadDataset(client, this.options.evalDataset, projectDir, `${this.name}-eval`)
+      ? await uploadDataset(client, this.options.evalDataset, projectDir, `${this.name}-eval`, {}, (n) =>
+          onHubDataset?.({ set: "eval", ...n }),
+        )
       : undefined;
     const job = await client.createJob({
       name: this.name,
@@ -269,6 +297,7 @@ async function uploadDataset(
   projectDir: string,
   fallbackName: string,
   profile: DatasetProfileRequest = {},
+  onHubDataset?: (notice: Omit<HubDatasetNotice, "set">) => void,
 ): Promise<Dataset> {
   if (source.type === "url")
     return client.createDatasetFromUrl({
@@ -278,8 +307,11 @@ async function uploadDataset(
       ...profile,
     });
   if (source.type === "huggingface") {
-    const { type: _, ...huggingface } = source;
-    return (await client.createDatasetFromHub({ huggingface, ...profile })).dataset;
+    const { type: _, ...request } = source;
+    onHubDataset?.({ request });
+    const { dataset, source: read } = await client.createDatasetFromHub({ huggingface: request, ...profile });
+    onHubDataset?.({ request, dataset, source: read });
+    return dataset;
   }
   if (source.type === "inline") {
     const jsonl = source.rows.map((row) => JSON.stringify(row)).join("\n");

@@ -78,6 +78,16 @@ test("svc start trains on a Hub dataset's split (Parquet, Alpaca columns)", asyn
   const r = await runSvc(["start"], { cwd: dir, env, timeoutMs: 300_000 });
   assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}\n${server.log()}`);
   assert.match(r.stdout, /^job \S+ submitted: hub-data on test\/tiny-random$/m);
+  // The server reads the split before the job exists; svc start says so, then what it read.
+  const lines = r.stdout.split("\n");
+  const reading = lines.indexOf(
+    'dataset: org/alpaca split "train": reading it from the Hugging Face Hub (the server fetches it into its cache)…',
+  );
+  assert.ok(reading >= 0, r.stdout);
+  assert.match(
+    lines[reading + 1],
+    /^dataset: org\/alpaca split "train": 4 rows from data\/train-00000-of-00001.parquet at [0-9a-f]{12} \(downloaded; columns instruction, output, input\)$/,
+  );
   assert.match(r.stdout, /^started: 2 steps, 4 train \/ 0 eval examples/m);
   assert.match(r.stdout, /completed/);
 });

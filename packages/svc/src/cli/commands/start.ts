@@ -7,6 +7,7 @@ import { defaultProjectDir } from "../../sdk/session.js";
 import { TrainingCancelledError, TrainingFailedError } from "../../sdk/trainer.js";
 import { type Command, parse, stringOption, UsageError } from "../args.js";
 import { formatDatasetProfile } from "../dataset-profile-text.js";
+import { formatHubDatasetNotice } from "../hub-dataset-text.js";
 import { OutagePrinter } from "../outage.js";
 import { JobProgressPrinter } from "../progress.js";
 
@@ -71,7 +72,10 @@ export const startCommand: Command = {
         ),
       onStarting: ({ log }) => process.stdout.write(`starting the local server (log: ${log})\n`),
     });
-    const { jobId } = await trainer.start({ backend });
+    const { jobId } = await trainer.start({
+      backend,
+      onHubDataset: (notice) => process.stdout.write(`${formatHubDatasetNotice(notice)}\n`),
+    });
     process.stdout.write(`job ${jobId} submitted: ${trainer.name} on ${trainer.model}\n`);
     if (values.detach) return 0;
     const profile = await trainer
