@@ -10,6 +10,7 @@ import {
   type JobBackend,
   type JobHyperparameters,
   LR_SCHEDULER_TYPES,
+  type ToolDefinition,
   TRUNCATION_MODES,
 } from "@svc/server/wire";
 import type { BoundInfer } from "./infer.js";
@@ -17,6 +18,9 @@ import { assertSupportedModel, type BaseModelName } from "./models.js";
 
 export interface ChatExample {
   messages: ChatMessage[];
+  /** Functions the conversation's tool calls use (docs/tools.md#datasets-with-tools). */
+  tools?: ToolDefinition[];
+  parallel_tool_calls?: boolean;
 }
 
 export type DatasetSource =
