@@ -4,8 +4,9 @@
 //   GET  /api/{models|datasets}/{repo}/tree/{rev}[/{path}]?recursive=  [{ type, path, size, oid, lfs? }]
 //   HEAD|GET /{repo}/resolve/{rev}/{file}, /datasets/{repo}/resolve/{rev}/{file}
 //        ETag, X-Repo-Commit; LFS files (safetensors, parquet, anything over
-//        10 kB) answer 302 to a blob URL with X-Linked-Etag and X-Linked-Size,
-//        as the Hub redirects to its CDN; Range requests answer 206
+//        10 kB) answer 302 to a blob URL on another host (127.0.0.2) with
+//        X-Linked-Etag and X-Linked-Size, as the Hub redirects to its CDN;
+//        Range requests answer 206
 // 401 for a gated repo without a valid token, 404 (X-Error-Code) for unknown
 // repos, revisions and files. Every request is logged, so a test can assert
 // that nothing was asked; cutAfter() breaks the next file response after N
@@ -75,20 +76,36 @@ export class TestHub {
   chunkDelayMs = 0;
 
   private constructor(
-    private readonly server: Server,
+    private readonly servers: Server[],
     readonly url: string,
+    /** Where LFS files are redirected to: another host, as the Hub's CDN is. */
+    private readonly cdnUrl: string,
   ) {}
 
   static async start(): Promise<TestHub> {
     let hub: TestHub | null = null;
-    const server = createServer((req, res) => {
+    const handler = (req: IncomingMessage, res: ServerResponse) => {
       hub!.handle(req, res).catch((error) => {
         if (!res.headersSent) res.writeHead(500).end(String(error));
         else res.destroy();
       });
-    });
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    hub = new TestHub(server, `http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+    };
+    const listen = (host: string) =>
+      new Promise<Server>((resolve, reject) => {
+        const server = createServer(handler);
+        server.once("error", reject);
+        server.listen(0, host, () => resolve(server));
+      });
+    const address = (server: Server, host: string) =>
+      `http://${host}:${(server.address() as AddressInfo).port}`;
+    const main = await listen("127.0.0.1");
+    // The CDN on another loopback address (Linux routes all of 127/8 to loopback); the same host elsewhere.
+    const cdn = await listen("127.0.0.2").catch(() => null);
+    hub = new TestHub(
+      cdn ? [main, cdn] : [main],
+      address(main, "127.0.0.1"),
+      cdn ? address(cdn, "127.0.0.2") : address(main, "127.0.0.1"),
+    );
     return hub;
   }
 
@@ -137,9 +154,13 @@ export class TestHub {
     this.requests.length = 0;
   }
 
-  close(): Promise<void> {
-    this.server.closeAllConnections();
-    return new Promise((resolve) => this.server.close(() => resolve()));
+  async close(): Promise<void> {
+    await Promise.all(
+      this.servers.map((server) => {
+        server.closeAllConnections();
+        return new Promise<void>((resolve) => server.close(() => resolve()));
+      }),
+    );
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -192,7 +213,8 @@ export class TestHub {
           ...common,
           "X-Linked-Etag": `"${file.lfs.oid}"`,
           "X-Linked-Size": String(file.lfs.size),
-          Location: `/lfs-blobs/${repo.kind}/${encodeURIComponent(repo.id)}/${file.lfs.oid}`,
+          // To another host, as the Hub's CDN redirects are (huggingface_hub follows same-host redirects as renames).
+          Location: `${this.cdnUrl}/lfs-blobs/${repo.kind}/${encodeURIComponent(repo.id)}/${file.lfs.oid}`,
         });
         return void res.end();
       }
