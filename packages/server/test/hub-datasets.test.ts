@@ -27,6 +27,8 @@ let server: ServerProcess;
 let id: Identity;
 let hfHome: string;
 let chatSha: string;
+let partsSha: string;
+let dataDir: string;
 
 const jsonl = (rows: object[]) => `${rows.map((r) => JSON.stringify(r)).join("\n")}\n`;
 
@@ -80,6 +82,12 @@ before(async () => {
   );
   writeFileSync(join(manual, "raw", "second.jsonl"), jsonl([{ prompt: "e", completion: "f" }]));
   hub.addRepo({ kind: "dataset", repo: "org/manual", dir: manual });
+  // A split of two files whose names do not say how many there are.
+  const parts = tempDir("hub-parts");
+  mkdirSync(join(parts, "train"));
+  writeFileSync(join(parts, "train", "a.jsonl"), jsonl([{ prompt: "1", completion: "2" }]));
+  writeFileSync(join(parts, "train", "b.jsonl"), jsonl([{ prompt: "3", completion: "4" }]));
+  partsSha = hub.addRepo({ kind: "dataset", repo: "org/parts", dir: parts });
   // A split of about 8,500 bytes: over what the server fetches for a dataset (4 × --max-dataset-bytes).
   const big = tempDir("hub-big");
   writeFileSync(
@@ -88,7 +96,9 @@ before(async () => {
   );
   hub.addRepo({ kind: "dataset", repo: "org/big", dir: big });
   hfHome = tempDir("hf-home");
+  dataDir = tempDir("hub-data-dir");
   server = await startServerProcess({
+    dataDir,
     env: { HF_ENDPOINT: hub.url, HF_HOME: hfHome },
     args: ["--max-dataset-bytes", "1500"],
   });
@@ -99,6 +109,7 @@ after(async () => {
   await server?.stop();
   await hub?.close();
   rmSync(hfHome, { recursive: true, force: true });
+  rmSync(dataDir, { recursive: true, force: true });
 });
 
 async function trains(datasetId: string): Promise<void> {
@@ -191,6 +202,27 @@ test("a README.md configs section decides the split's files, and is read from th
     missing.body.error.message,
     /no split "validation" in config "default" of its README.md; splits: "train", "test"/,
   );
+});
+
+test("a split the cache holds only part of (a download cut short) is completed from the Hub, not read as the whole", async () => {
+  const first = await createHubDataset({ name: "org/parts", split: "train" });
+  assert.equal(first.status, 201, JSON.stringify(first.body));
+  assert.equal(first.body.dataset.rows, 2);
+  // What a cut-short download leaves: one of the split's files linked in the snapshot.
+  rmSync(join(hfHome, "hub", "datasets--org--parts", "snapshots", partsSha, "train", "b.jsonl"));
+  hub.clearRequests();
+  const again = await createHubDataset({ name: "org/parts", split: "train" });
+  assert.equal(again.status, 201, JSON.stringify(again.body));
+  assert.equal(again.body.dataset.rows, 2);
+  assert.deepEqual(again.body.source.files, ["train/a.jsonl", "train/b.jsonl"]);
+  assert.ok(hub.requestsTo("/api/datasets/org/parts").length > 0);
+  // A cache svc did not fill (no record of the split, as after a Python tool): the Hub is asked for the listing only.
+  rmSync(join(dataDir, "hub-datasets"), { recursive: true, force: true });
+  hub.clearRequests();
+  const listed = await createHubDataset({ name: "org/parts", split: "train" });
+  assert.equal(listed.status, 201, JSON.stringify(listed.body));
+  assert.equal(listed.body.source.fromCache, true);
+  assert.deepEqual(hub.requestsTo("/resolve/"), []);
 });
 
 test("refusals: a bad row by its row number, an unknown split, unknown columns; nothing is stored", async () => {

@@ -24,6 +24,7 @@ import type { HubDatasetRequest, HubDatasetSource } from "../wire.js";
 import { convertHubSplitOffLoop } from "./hub-dataset-convert.js";
 import { isDataFile, type SplitSelection, selectSplitFiles } from "./hub-dataset-layout.js";
 import { type ReadmeConfig, ReadmeConfigError, readmeConfigs } from "./hub-dataset-readme.js";
+import { type HubSplitRecords, splitKey } from "./hub-split-record.js";
 
 const README = "README.md";
 /** A split's files may be this many times the dataset size limit (Parquet holds columns no row is made from). */
@@ -69,6 +70,7 @@ async function chooseFiles(
   request: HubDatasetRequest,
   label: string,
   maxDownloadBytes: number,
+  records: HubSplitRecords,
 ): Promise<SplitSelection & { cachedOnly: boolean; hasReadme: boolean }> {
   const revision = request.revision ?? "main";
   const cache = new RepoCache(hubCacheDir(), "dataset", request.name);
@@ -85,8 +87,11 @@ async function chooseFiles(
       cacheProblem = error;
     }
   }
-  if (fromCache && shardsComplete(fromCache.files))
-    return { ...fromCache, cachedOnly: true, hasReadme: cachedReadme };
+  const whole =
+    fromCache !== null &&
+    shardsComplete(fromCache.files) &&
+    (hubOffline() || (await records.whole(request.name, sha!, splitKey(request), fromCache.files)));
+  if (fromCache && whole) return { ...fromCache, cachedOnly: true, hasReadme: cachedReadme };
   if (hubOffline()) {
     // What the cache holds is not the whole repository: a split missing there may well be on the Hub.
     if (cacheProblem instanceof ApiError)
@@ -159,7 +164,13 @@ async function chooseFiles(
  */
 export async function loadHubDataset(
   request: HubDatasetRequest,
-  options: { limit: number; onProgress?: (files: HubProgress[]) => void; signal?: AbortSignal },
+  options: {
+    limit: number;
+    /** Where the splits svc read are recorded (hub-split-record.ts). */
+    records: HubSplitRecords;
+    onProgress?: (files: HubProgress[]) => void;
+    signal?: AbortSignal;
+  },
 ): Promise<LoadedHubDataset> {
   const ref = parseHubName(request.name);
   if (ref?.revision !== "main")
@@ -168,7 +179,12 @@ export async function loadHubDataset(
     throw badRequest(`"huggingface.revision": "${request.revision}" is not a branch, tag or commit sha`);
   const label = `${request.name}${request.config ? ` config "${request.config}"` : ""} split "${request.split}"`;
   try {
-    const selection = await chooseFiles(request, request.name, options.limit * DOWNLOAD_FACTOR);
+    const selection = await chooseFiles(
+      request,
+      request.name,
+      options.limit * DOWNLOAD_FACTOR,
+      options.records,
+    );
     // README.md comes along: it decides the layout the next time the split is read from the cache.
     const wanted = new Set(selection.hasReadme ? [...selection.files, README] : selection.files);
     const snapshot = await ensureSnapshot({
@@ -188,6 +204,8 @@ export async function loadHubDataset(
       limit: options.limit,
     });
     if (!result.ok) throw new ApiError(result.status, result.code, result.message);
+    if (!selection.cachedOnly)
+      await options.records.remember(request.name, snapshot.revision, splitKey(request), selection.files);
     const { kind, ...columns } = result.shape;
     return {
       jsonl: Buffer.from(result.jsonl.buffer, result.jsonl.byteOffset, result.jsonl.byteLength),

@@ -8,6 +8,7 @@
 import { Hono } from "hono";
 import type { ApiEnv, ServerContext } from "../context.js";
 import { loadHubDataset } from "../datasets/hub-dataset-source.js";
+import { HubSplitRecords } from "../datasets/hub-split-record.js";
 import { badRequest } from "../http/api-error.js";
 import { readBodyBytes, readJson } from "../http/body.js";
 import { fetchDatasetUrl } from "../http/dataset-url.js";
@@ -90,6 +91,7 @@ async function datasetRows(bytes: Buffer, name: string, fetched: boolean): Promi
 
 export function datasetRoutes(ctx: ServerContext) {
   const app = new Hono<ApiEnv>();
+  const hubSplitRecords = new HubSplitRecords(ctx.dataDir.abs("hub-datasets"));
 
   const store = async (
     project: Project,
@@ -135,6 +137,7 @@ export function datasetRoutes(ctx: ServerContext) {
           : null;
         const loaded = await loadHubDataset(request, {
           limit: ctx.maxDatasetBytes,
+          records: hubSplitRecords,
           signal: c.req.raw.signal,
         });
         const config = loaded.source.config ? `/${loaded.source.config}` : "";
