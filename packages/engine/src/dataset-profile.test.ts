@@ -206,8 +206,24 @@ describe("profileDataset", () => {
 describe("profileDatasetFile", () => {
   const jsonl = (rows: DatasetRow[]) => `${rows.map((r) => JSON.stringify(r)).join("\n")}\n`;
 
+  // Row 10 as a file row must name the call its tool message answers.
+  const TOOL_ROW: DatasetRow = {
+    tools: [{ type: "function", function: { name: "f" } }],
+    messages: [
+      { role: "user", content: "hi" },
+      {
+        role: "assistant",
+        content: "call",
+        tool_calls: [{ id: "c1", type: "function", function: { name: "f", arguments: "{}" } }],
+      },
+      { role: "tool", tool_call_id: "c1", content: "42" },
+      { role: "assistant", content: "ok" },
+    ],
+  };
+  const FILE_ROWS = [...ROWS.slice(0, 9), TOOL_ROW];
+
   test("worker threads give the same profile as this thread, with progress", async () => {
-    const many = Array.from({ length: 700 }, (_, i) => ROWS[i % ROWS.length]);
+    const many = Array.from({ length: 700 }, (_, i) => FILE_ROWS[i % FILE_ROWS.length]);
     const path = join(root, "many.jsonl");
     writeFileSync(path, jsonl(many));
     const progress: number[] = [];
@@ -226,20 +242,20 @@ describe("profileDatasetFile", () => {
     const strict = join(root, "strict");
     await writeTestTokenizer(strict, {
       chatTemplate:
-        "{% for m in messages %}{% if m.role == 'tool' %}{{ raise_exception('no tools here') }}{% endif %}" +
+        "{% for m in messages %}{% if m.role == 'system' %}{{ raise_exception('no system turns here') }}{% endif %}" +
         "{{ '<|im_start|>' + m.role + '\\n' + m.content + '<|im_end|>\\n' }}{% endfor %}" +
         "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}",
     });
     const rows = Array.from({ length: 600 }, () => chat("a", "b"));
-    rows[520] = ROWS[9];
-    const path = join(root, "tools.jsonl");
+    rows[520] = ROWS[4];
+    const path = join(root, "strict.jsonl");
     writeFileSync(path, jsonl(rows));
     for (const threads of [1, 2]) {
       await assert.rejects(
         profileDatasetFile(path, strict, { threads }),
         (error: Error) =>
           error instanceof EngineError &&
-          /^tools\.jsonl row 521: .*no tools here/.test(error.message) &&
+          /^strict\.jsonl row 521: .*no system turns here/.test(error.message) &&
           error.code === "invalid_argument",
         `threads ${threads}`,
       );
