@@ -43,8 +43,9 @@ describe("the torch backend through svc server and svc worker --backend torch", 
   let id: Identity;
   const workers: Awaited<ReturnType<typeof spawnReady>>[] = [];
 
-  const startWorker = async () => {
+  const startWorker = async (extra: string[] = []) => {
     const worker = await spawnReady("worker", [
+      ...extra,
       "--database-url",
       database.url,
       "--data-dir",
@@ -242,6 +243,38 @@ describe("the torch backend through svc server and svc worker --backend torch", 
     await assert.rejects(
       spawnReady("worker", [...base, "--python", "/nonexistent/python3"]),
       /no Python with PyTorch \(\/nonexistent\/python3: /,
+    );
+  });
+
+  it("trains a job on two data-parallel processes with --gpus 2 --device cpu (gloo)", async () => {
+    for (const w of workers) {
+      if (w.proc.exitCode !== null) continue;
+      w.proc.kill("SIGTERM");
+      await waitForExit(w.proc);
+    }
+    await startWorker(["--gpus", "2", "--device", "cpu"]);
+    const dataset = await uploadDataset(server.apiUrl, id, chatJsonl(12));
+    const created = await createJob(
+      server.apiUrl,
+      id,
+      dataset.id,
+      { maxSteps: 3, saveSteps: 3 },
+      { backend: "torch" },
+    );
+    const frames = await eventsUntilEnd(server.apiUrl, id.token, created.id, 120_000);
+    assert.equal(frames.at(-2)?.event, "training.completed", frames.map((f) => f.data).join("\n"));
+    const logs = frames.filter((f) => f.event === "training.log").map((f) => JSON.parse(f.data));
+    assert.deepEqual(
+      logs.map((l) => [l.step, l.device]),
+      [
+        [1, "cpu x2"],
+        [2, "cpu x2"],
+        [3, "cpu x2"],
+      ],
+    );
+    assert.deepEqual(
+      frames.filter((f) => f.event === "checkpoint.saved").map((f) => JSON.parse(f.data).step),
+      [3],
     );
   });
 });
