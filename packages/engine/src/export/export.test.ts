@@ -7,6 +7,7 @@ import { fileURLToPath } from "node:url";
 import { isEngineError } from "../errors.js";
 import { loadModel } from "../load.js";
 import { readSafetensors } from "../safetensors.js";
+import { configWithDtype } from "./hf-folder.js";
 import { checkExportOptions, exportModel } from "./index.js";
 
 const FIXTURES = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "..", "fixtures");
@@ -101,5 +102,13 @@ describe("svc export: merged and peft", () => {
       swa.warnings.join("\n"),
       /attends to the whole context, not a sliding window of 5 positions/,
     );
+  });
+
+  it("config.json keeps its text (10.0 stays 10.0 for transformers' strict float fields), only its dtype changes", () => {
+    const text =
+      '{\n  "final_logit_softcapping": 10.0,\n  "torch_dtype": "float32",\n  "rope_theta": 1000000.0\n}\n';
+    assert.equal(configWithDtype(text, "BF16"), text.replace('"float32"', '"bfloat16"'));
+    assert.equal(configWithDtype('{\n  "a": 1.0\n}', "F16"), '{\n  "dtype": "float16",\n  "a": 1.0\n}');
+    assert.equal(JSON.parse(configWithDtype('{"dtype": null, "x": 2}', "F32")).dtype, "float32");
   });
 });

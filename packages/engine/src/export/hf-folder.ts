@@ -79,6 +79,22 @@ function concat(parts: Float32Array[]): Float32Array {
   return out;
 }
 
+/**
+ * The base config.json text with its dtype key (transformers 5's "dtype", or
+ * the older "torch_dtype") set to what was written. Edited as text, not
+ * re-serialized: JSON.stringify would write 10.0 as 10, which transformers'
+ * strict config classes refuse for float fields.
+ */
+export function configWithDtype(text: string, dtype: SafetensorsDtype): string {
+  const value = JSON.stringify(TORCH_DTYPE[dtype]);
+  let found = false;
+  const edited = text.replace(/("(?:torch_)?dtype"\s*:\s*)(?:"[^"]*"|null)/g, (_, key: string) => {
+    found = true;
+    return `${key}${value}`;
+  });
+  return found ? edited : text.replace(/^(\s*\{)/, `$1\n  "dtype": ${value},`);
+}
+
 /** Writes the merged folder; returns the files written. */
 export function writeHfFolder(
   baseDir: string,
@@ -89,11 +105,10 @@ export function writeHfFolder(
 ): string[] {
   mkdirSync(out, { recursive: true });
   const written: string[] = [];
-  const rawConfig = JSON.parse(readFileSync(join(baseDir, "config.json"), "utf8")) as Record<string, unknown>;
-  // transformers 5 writes "dtype", older versions "torch_dtype": set whichever the base uses
-  if ("dtype" in rawConfig || !("torch_dtype" in rawConfig)) rawConfig.dtype = TORCH_DTYPE[dtype];
-  if ("torch_dtype" in rawConfig) rawConfig.torch_dtype = TORCH_DTYPE[dtype];
-  writeFileSync(join(out, "config.json"), `${JSON.stringify(rawConfig, null, 2)}\n`);
+  writeFileSync(
+    join(out, "config.json"),
+    configWithDtype(readFileSync(join(baseDir, "config.json"), "utf8"), dtype),
+  );
   written.push("config.json");
   writeSafetensors(join(out, "model.safetensors"), checkpointTensors(config, weights), {
     metadata: { format: "pt" },
