@@ -191,6 +191,36 @@ describe("Hub models through svc server", () => {
     assert.deepEqual(hub.requests, []);
   });
 
+  it("serves the cached Hub model and the adapter trained on it: Playground chat and a base_model deployment", async () => {
+    const messages = [{ role: "user", content: "hi" }];
+    const base = await call(server.apiUrl, "POST", `/v1/inference/chat?${id.scope}`, {
+      token: id.token,
+      json: { messages, baseModel: QWEN, maxTokens: 4, seed: 1 },
+    });
+    assert.equal(base.status, 200, JSON.stringify(base.body));
+    assert.equal(base.body.model, QWEN);
+    const jobs = await call(server.apiUrl, "GET", `/v1/jobs?${id.scope}`, { token: id.token });
+    const trained = jobs.body.jobs.find(
+      (j: { baseModel: string; status: string }) => j.baseModel === QWEN && j.status === "completed",
+    );
+    const adapter = await call(server.apiUrl, "POST", `/v1/inference/chat?${id.scope}`, {
+      token: id.token,
+      json: { messages, adapter: { kind: "final", jobId: trained.id }, maxTokens: 4, seed: 1 },
+    });
+    assert.equal(adapter.status, 200, JSON.stringify(adapter.body));
+    const deployment = await call(server.apiUrl, "POST", `/v1/endpoints?${id.scope}`, {
+      token: id.token,
+      json: { slug: `hub-${process.pid}`, target: { kind: "base_model", baseModel: QWEN } },
+    });
+    assert.equal(deployment.status, 201, JSON.stringify(deployment.body));
+    const uncached = await call(server.apiUrl, "POST", `/v1/inference/chat?${id.scope}`, {
+      token: id.token,
+      json: { messages, baseModel: HUGE },
+    });
+    assert.equal(uncached.status, 400);
+    assert.match(uncached.body.error.message, /svc models pull test-org\/qwen3-huge/);
+  });
+
   it("resumes a download cut halfway with a Range request, sharded checkpoints included", async () => {
     hub.clearRequests();
     hub.cutAfter(20_000);
