@@ -28,12 +28,12 @@ let hub: TestHub;
 let server: TestServer;
 let env: NodeJS.ProcessEnv;
 
-const trainer = (dataset: string) => `import { createSvc, createTrainer } from "svc";
+const trainer = (dataset: string, extra = "") => `import { createSvc, createTrainer } from "svc";
 
 const trainer = createTrainer({
   name: "hub-data",
   model: "${TEST_MODEL}" as "svc/pico-llama",
-  dataset: ${dataset},
+  dataset: ${dataset},${extra}
   maxSteps: 2,
   batchSize: 2,
   seed: 1,
@@ -42,10 +42,10 @@ const trainer = createTrainer({
 export default createSvc({ trainer });
 `;
 
-async function project(dataset: string): Promise<string> {
+async function project(dataset: string, extra = ""): Promise<string> {
   const dir = await tempDir("hub-data-project");
   await mkdir(join(dir, "src", "svc"), { recursive: true });
-  await writeFile(join(dir, "src", "svc", "index.ts"), trainer(dataset));
+  await writeFile(join(dir, "src", "svc", "index.ts"), trainer(dataset, extra));
   return dir;
 }
 
@@ -74,7 +74,10 @@ after(async () => {
 });
 
 test("svc start trains on a Hub dataset's split (Parquet, Alpaca columns)", async () => {
-  const dir = await project(`{ type: "huggingface", name: "org/alpaca", split: "train" }`);
+  const dir = await project(
+    `{ type: "huggingface", name: "org/alpaca", split: "train" }`,
+    `\n  evalDataset: { type: "huggingface", name: "org/alpaca", split: "train", columns: { instruction: "instruction", output: "output" } },`,
+  );
   const r = await runSvc(["start"], { cwd: dir, env, timeoutMs: 300_000 });
   assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}\n${server.log()}`);
   assert.match(r.stdout, /^job \S+ submitted: hub-data on test\/tiny-random$/m);
@@ -88,7 +91,12 @@ test("svc start trains on a Hub dataset's split (Parquet, Alpaca columns)", asyn
     lines[reading + 1],
     /^dataset: org\/alpaca split "train": 4 rows from data\/train-00000-of-00001.parquet at [0-9a-f]{12} \(downloaded; columns instruction, output, input\)$/,
   );
-  assert.match(r.stdout, /^started: 2 steps, 4 train \/ 0 eval examples/m);
+  assert.match(r.stdout, /^started: 2 steps, 4 train \/ 4 eval examples/m);
+  // The eval set maps only instruction and output: the input column is left out.
+  assert.match(
+    r.stdout,
+    /^eval dataset: org\/alpaca split "train": 4 rows from data\/train-00000-of-00001.parquet at [0-9a-f]{12} \(from the cache; columns instruction, output\)$/m,
+  );
   assert.match(r.stdout, /completed/);
 });
 
