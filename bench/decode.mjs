@@ -1,56 +1,84 @@
-// Decode speed: tokens/s at batch 1 with a KV cache, ours against PyTorch in
-// the same run (bench/reference_torch.py with "steps": 0, 2 threads,
-// inference_mode: the same family block, decoded like transformers' eager
-// modules with a growing cache), for the shapes of bench/shapes.mjs on random
-// weights; then the aggregate tokens/s of our Generator with 8 and 32
-// concurrent requests.
+// Decode speed per serving weight format, svc against llama.cpp on the same
+// weights in the same run (docs/serving-formats.md). For each shape of
+// bench/shapes.mjs (random weights) and each format (fp32, bf16, int8, q4_0;
+// llama.cpp's equivalents in bench/llama-cpp-formats.mjs):
+//   - batch 1: greedy tokens/s after a 16-token prompt, svc's decoder step and
+//     its Generator, llama.cpp one sequence; the ratio; and the fraction of
+//     the bandwidth ceiling, weight bytes read per token × tokens/s over the
+//     machine's read bandwidth (bench/read-bandwidth.c, measured in this run);
+//   - 8 and 32 concurrent streams: aggregate tokens/s, prefill included (svc's
+//     Generator, llama.cpp's parallel sequences in one context);
+//   - time to first token of a 1,000-token prompt.
+// Best of --reps for every figure; the load average is printed, since the
+// machine is shared. PyTorch's decode (the previous peer) is in bench/engine.mjs.
 //
-// Each measurement is repeated (--reps, default 3) and the best run is
-// reported for both engines, which damps the noise of a shared machine; the
-// load average is printed so a reader can judge the conditions.
-//
-// PyTorch runs with as many threads as our kernels use (2 here; SVC_THREADS=1
-// compares single-threaded, which suffers less when other work shares the cores).
-//
-//   npm run build && nice -n 10 node bench/decode.mjs [--shapes tiny,small,qwen,gemma] [--tokens N] [--reps N] [--no-torch]
+//   npm run build && nice -n 10 node bench/decode.mjs [--shapes small,qwen] [--formats fp32,bf16,int8,q4_0]
+//       [--tokens N] [--reps N] [--streams 1,8,32] [--prefill 1000] [--no-llama]
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { BatchDecoder, createKvCache } from "../packages/engine/dist/src/decode.js";
 import { parseModelConfig } from "../packages/engine/dist/src/families/index.js";
 import { createGenerator } from "../packages/engine/dist/src/generate.js";
 import { getKernels } from "../packages/engine/dist/src/kernels/index.js";
+import { decodeWeightBytes, servingWeights } from "../packages/engine/dist/src/quant/serving.js";
 import { Rng } from "../packages/engine/dist/src/rng.js";
 import { argmax } from "../packages/engine/dist/src/sampling.js";
 import { randomModelWeights } from "../packages/engine/dist/src/testing/random-weights.js";
 import { writeTestTokenizer } from "../packages/engine/dist/src/testing/test-tokenizer.js";
 import { loadTokenizer } from "../packages/engine/dist/src/tokenizer.js";
+import {
+  ggufPath,
+  llamaCppInstalled,
+  llamaDecode,
+  llamaPrefill,
+  openLlamaCpp,
+  writeFormatGguf,
+} from "./llama-cpp-formats.mjs";
 import { SHAPES } from "./shapes.mjs";
 
-const here = dirname(fileURLToPath(import.meta.url));
-/** Decoded tokens per measurement, by shape (the rest: 32). */
-const TOKENS = { tiny: 256, small: 64 };
 const PROMPT = 16;
+const TOKENS = { tiny: 128, small: 48, qwen: 24 };
 
 function flag(name, fallback) {
   const i = process.argv.indexOf(`--${name}`);
   return i === -1 ? fallback : process.argv[i + 1];
 }
-const shapes = flag("shapes", "tiny,small").split(",");
+const shapes = flag("shapes", "small,qwen").split(",");
+const formats = flag("formats", "fp32,bf16,int8,q4_0").split(",");
+const streamCounts = flag("streams", "1,8,32").split(",").map(Number);
+const prefillTokens = Number(flag("prefill", "1000"));
 const tokenOverride = flag("tokens", null);
 const reps = Number(flag("reps", "3"));
-const withTorch = !process.argv.includes("--no-torch");
+const withLlama = !process.argv.includes("--no-llama") && llamaCppInstalled();
+const kernels = getKernels();
+const threads = kernels.threads ?? 1;
 
-function randomPrompt(vocab, seed) {
+function randomPrompt(vocab, seed, length = PROMPT) {
   const rng = new Rng(seed);
-  return Array.from({ length: PROMPT }, () => rng.int(vocab));
+  return Array.from({ length }, () => rng.int(vocab));
 }
 
-/** Batch-1 greedy decode straight on the BatchDecoder: decode tokens/s after a 16-token prefill. */
-function decodeAlone(weights, config, tokens) {
-  const decoder = new BatchDecoder(weights, config, PROMPT + tokens + 1);
+/** The machine's read bandwidth in GB/s, best of 5 passes over 1 GiB with as many threads as the kernels use. */
+function readBandwidth() {
+  const dir = mkdtempSync(join(tmpdir(), "svc-bench-bw-"));
+  try {
+    const exe = join(dir, "read-bandwidth");
+    const source = fileURLToPath(new URL("./read-bandwidth.c", import.meta.url));
+    const cc = spawnSync("cc", ["-O2", "-march=native", "-pthread", "-o", exe, source], { encoding: "utf8" });
+    if (cc.status !== 0) throw new Error(`cannot compile read-bandwidth.c: ${cc.stderr}`);
+    const run = spawnSync(exe, ["1024", String(threads), "5"], { encoding: "utf8" });
+    return Number(run.stdout.trim());
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** svc batch 1: greedy decode tokens/s on the BatchDecoder after a 16-token prefill. */
+function svcStep(served, config, tokens) {
+  const decoder = new BatchDecoder(served, config, PROMPT + tokens + 1);
   const cache = createKvCache(config, PROMPT + tokens + 1);
   const next = new Int32Array(1);
   let logits = decoder.step([
@@ -65,105 +93,134 @@ function decodeAlone(weights, config, tokens) {
   return tokens / ((performance.now() - start) / 1000);
 }
 
-/** Streams one request through the Generator: tokens/s between the first and the last chunk. */
-async function generatorAlone(generator, config, tokens) {
-  let first = 0;
-  let count = 0;
-  const stream = generator.generate({
-    promptIds: randomPrompt(config.vocabSize, 2),
-    temperature: 0,
-    maxTokens: tokens + 1,
-  });
-  for await (const _chunk of stream) {
-    if (count++ === 0) first = performance.now();
-  }
-  return (count - 1) / ((performance.now() - first) / 1000);
-}
-
-/** N concurrent requests: all completion tokens over the wall time (prefill included). */
-async function generatorConcurrent(generator, config, n, tokens) {
+/**
+ * svc's Generator with `n` concurrent requests: completion tokens/s. One
+ * request: between its first and last token (prefill excluded, as svcStep);
+ * several: all tokens over the wall time, prefill included.
+ */
+async function svcStreams(generator, config, n, tokens) {
   const start = performance.now();
-  const results = await Promise.all(
-    Array.from({ length: n }, (_, i) =>
-      generator.complete({
+  let first = 0;
+  const counts = await Promise.all(
+    Array.from({ length: n }, async (_, i) => {
+      let count = 0;
+      const stream = generator.generate({
         promptIds: randomPrompt(config.vocabSize, 100 + i),
         temperature: 0,
-        maxTokens: tokens,
-      }),
-    ),
+        maxTokens: tokens + (n === 1 ? 1 : 0),
+      });
+      for await (const _chunk of stream) if (count++ === 0 && n === 1) first = performance.now();
+      return count;
+    }),
   );
-  const total = results.reduce((sum, r) => sum + r.completionTokens, 0);
-  return total / ((performance.now() - start) / 1000);
+  if (n === 1) return (counts[0] - 1) / ((performance.now() - first) / 1000);
+  return counts.reduce((a, b) => a + b, 0) / ((performance.now() - start) / 1000);
 }
 
-function torchDecode(shape, tokens) {
-  const args = JSON.stringify({
-    config: shape.config,
-    batch: 1,
-    seq: PROMPT,
-    steps: 0,
-    prompt: PROMPT,
-    decode_tokens: tokens,
-    reps,
-    threads: kernels.threads ?? 2,
-  });
-  const r = spawnSync("/usr/bin/python3", [join(here, "reference_torch.py"), args], { encoding: "utf8" });
-  if (r.status !== 0) throw new Error(`reference_torch.py failed:\n${r.stderr}`);
-  const out = JSON.parse(r.stdout.trim().split("\n").pop());
-  return { tokensPerSecond: Math.max(...out.decode_runs), peakMiB: out.peak_rss_mb };
+/** svc's time to first token of a long prompt (the Generator prefills it in 256-token chunks). */
+async function svcPrefill(generator, config, length) {
+  const start = performance.now();
+  for await (const _chunk of generator.generate({
+    promptIds: randomPrompt(config.vocabSize, 7, length),
+    temperature: 0,
+    maxTokens: 1,
+  })) {
+    break;
+  }
+  return (performance.now() - start) / 1000;
 }
 
-async function best(measure) {
-  let top = 0;
-  for (let i = 0; i < reps; i++) top = Math.max(top, await measure());
-  return top;
-}
+const fmt = (x) => (x === null || x === undefined ? "—" : x >= 100 ? x.toFixed(0) : x.toFixed(1));
+const ratio = (a, b) => (a && b ? `${(a / b).toFixed(2)}×` : "—");
+const load = () =>
+  loadavg()
+    .map((x) => x.toFixed(1))
+    .join(" ");
 
-const fmt = (x) => (x >= 100 ? x.toFixed(0) : x.toFixed(1));
-const kernels = getKernels();
-const load = () => loadavg()[0].toFixed(1);
 console.log(
-  `kernels: ${kernels.name} (${kernels.isa}), ${kernels.threads ?? 1} threads; node ${process.version}; load average ${load()}`,
+  `kernels: ${kernels.name} (${kernels.isa}), ${threads} threads; node ${process.version}; load average ${load()}`,
 );
+if (!withLlama)
+  console.log("llama.cpp: not installed (npm ci --prefix bench/llama-cpp ...; bench/README.md): svc only");
+const bandwidth = readBandwidth();
+console.log(
+  `read bandwidth: ${bandwidth.toFixed(1)} GB/s (read-bandwidth.c, ${threads} threads, 1 GiB, best of 5)`,
+);
+
 const tokDir = mkdtempSync(join(tmpdir(), "svc-bench-decode-"));
 await writeTestTokenizer(tokDir);
 const tokenizer = await loadTokenizer(tokDir);
-rmSync(tokDir, { recursive: true, force: true });
+const rows = [];
 
 for (const name of shapes) {
   const shape = SHAPES[name];
   if (!shape) throw new Error(`unknown shape ${name} (${Object.keys(SHAPES).join(", ")})`);
-  const tokens = Number(tokenOverride ?? TOKENS[name] ?? 32);
+  const tokens = Number(tokenOverride ?? TOKENS[name] ?? 24);
   const config = parseModelConfig(shape.config);
   const weights = randomModelWeights(config, 1);
   const model = { dir: "<random>", weights, config, tokenizer, adapter: null };
-
-  const generator = createGenerator(model, { maxBatch: 32, maxContext: 2048 });
-  decodeAlone(weights, config, 8); // warm-up: JIT and first-touch of the weights
-  await generatorAlone(generator, config, 8);
-  const ours = await best(() => decodeAlone(weights, config, tokens));
-  const oursGen = await best(() => generatorAlone(generator, config, tokens));
-  const torch = withTorch ? torchDecode(shape, tokens) : null;
-  const concurrentTokens = Math.max(16, Math.round(tokens / 2));
-  const agg8 = await generatorConcurrent(generator, config, 8, concurrentTokens);
-  const agg32 = await generatorConcurrent(generator, config, 32, concurrentTokens);
-
   console.log(
-    `\n${name}: ${shape.note}; hidden ${config.hiddenSize}, ${config.numHiddenLayers} layers, ${config.numAttentionHeads}/${config.numKeyValueHeads} heads of ${config.headDim}, vocab ${config.vocabSize}`,
+    `\n${name}: ${shape.note}; hidden ${config.hiddenSize}, ${config.numHiddenLayers} layers, vocab ${config.vocabSize}; ${tokens} tokens after a ${PROMPT}-token prompt`,
   );
-  console.log(`  batch 1, ${tokens} tokens after a ${PROMPT}-token prompt:`);
-  console.log(`    ours (decoder step)   ${fmt(ours)} tokens/s`);
-  console.log(`    ours (Generator)      ${fmt(oursGen)} tokens/s`);
-  if (torch) {
-    const t = torch.tokensPerSecond;
-    console.log(`    PyTorch               ${fmt(t)} tokens/s (peak RSS ${torch.peakMiB.toFixed(0)} MiB)`);
+  for (const format of formats) {
+    const served = servingWeights(weights, config, format);
+    const bytes = decodeWeightBytes(served);
+    const generator = createGenerator(model, { weightFormat: format, maxBatch: 32, maxContext: 2048 });
+    svcStep(served, config, 4); // warm-up: JIT and first touch of the weights
+    const row = { shape: name, format, bytes, svcStep: 0, svc: {}, llama: {}, svcTtft: 0, llamaTtft: 0 };
+    let llama = null;
+    if (withLlama) {
+      const file = ggufPath(tokDir, format);
+      writeFormatGguf(file, { format, config, raw: shape.config, weights, tokenizer, tokDir });
+      row.llamaBytes = statSync(file).size;
+      llama = { file, ...(await openLlamaCpp(file)) };
+      await llamaDecode(llama.model, { prompts: [randomPrompt(config.vocabSize, 1)], tokens: 4, threads }); // warm-up
+    }
+    const top = (obj, key, value) => {
+      obj[key] = Math.max(obj[key] ?? 0, value);
+    };
+    // svc and llama.cpp alternate within each repetition, so a burst of load hits both alike
+    try {
+      for (let rep = 0; rep < reps; rep++) {
+        for (const n of streamCounts) {
+          if (n === 1) top(row, "svcStep", svcStep(served, config, tokens));
+          top(row.svc, n, await svcStreams(generator, config, n, tokens));
+          if (llama) {
+            const prompts = Array.from({ length: n }, (_, i) => randomPrompt(config.vocabSize, 100 + i));
+            top(
+              row.llama,
+              n,
+              await llamaDecode(llama.model, { prompts, tokens, threads, includePrefill: n > 1 }),
+            );
+          }
+        }
+        if (prefillTokens) {
+          top(row, "svcTtft", 1 / (await svcPrefill(generator, config, prefillTokens)));
+          if (llama) {
+            const prompt = randomPrompt(config.vocabSize, 7, prefillTokens);
+            top(row, "llamaTtft", 1 / (await llamaPrefill(llama.model, prompt, threads)));
+          }
+        }
+      }
+    } finally {
+      if (llama) {
+        await llama.close();
+        rmSync(llama.file, { force: true });
+      }
+    }
+    rows.push(row);
+    const ceiling = (b, tps) => `${((100 * b * tps) / 1e9 / bandwidth).toFixed(0)}%`;
+    const streams = streamCounts
+      .filter((n) => n > 1)
+      .map(
+        (n) => `${n} streams ${fmt(row.svc[n])} vs ${fmt(row.llama[n])} (${ratio(row.svc[n], row.llama[n])})`,
+      )
+      .join("; ");
     console.log(
-      `    ratio ours/PyTorch    ${(ours / t).toFixed(2)}x (Generator: ${(oursGen / t).toFixed(2)}x)`,
+      `  ${format.padEnd(5)} ${(bytes / 2 ** 20).toFixed(0).padStart(5)} MiB read/token | batch 1: svc step ${fmt(row.svcStep)} (${ceiling(bytes, row.svcStep)} of ceiling), Generator ${fmt(row.svc[1])}, llama.cpp ${fmt(row.llama[1])}${row.llamaBytes ? ` (${ceiling(row.llamaBytes, row.llama[1])})` : ""}, ratio ${ratio(row.svcStep, row.llama[1])} (Generator ${ratio(row.svc[1], row.llama[1])}) | ${streams} | TTFT ${prefillTokens}: svc ${row.svcTtft ? (1 / row.svcTtft).toFixed(2) : "—"} s, llama.cpp ${row.llamaTtft ? (1 / row.llamaTtft).toFixed(2) : "—"} s`,
     );
   }
-  console.log(`  Generator aggregate, ${concurrentTokens} tokens per request:`);
-  console.log(`    8 concurrent          ${fmt(agg8)} tokens/s`);
-  console.log(`    32 concurrent         ${fmt(agg32)} tokens/s`);
 }
-const peakMiB = process.resourceUsage().maxRSS / 1024;
-console.log(`\npeak RSS of this process (all shapes): ${peakMiB.toFixed(0)} MiB; load average ${load()}`);
+rmSync(tokDir, { recursive: true, force: true });
+console.log(`\nload average at the end ${load()}; read bandwidth again ${readBandwidth().toFixed(1)} GB/s`);
+console.log(JSON.stringify({ bandwidth, rows }));
