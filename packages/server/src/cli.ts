@@ -32,7 +32,7 @@ export const SERVER_USAGE = `usage: svc server [--host 127.0.0.1] [--port 4100] 
 export const WORKER_USAGE = `usage: svc worker --database-url postgres://... [--data-dir ~/.svc/server]
                   [--model <org>/<name>=<dir>]... [--concurrency 1]
                   [--backend engine|torch] [--device cpu|cuda] [--gpus N] [--python /usr/bin/python3]
-                  [--gradient-checkpointing]
+                  [--gradient-checkpointing] [--packing]
                   [--job-crash-restarts 3] [--no-restart-from-scratch]`;
 
 class UsageError extends Error {}
@@ -276,6 +276,7 @@ function workerBackend(
     gpus?: string;
     python?: string;
     "gradient-checkpointing"?: boolean;
+    packing?: boolean;
   },
   concurrency: number,
 ) {
@@ -283,7 +284,7 @@ function workerBackend(
   if (backend !== "engine" && backend !== "torch")
     throw new UsageError(`--backend must be engine or torch (got ${JSON.stringify(backend)})`);
   if (backend === "engine") {
-    for (const flag of ["device", "gpus", "python", "gradient-checkpointing"] as const)
+    for (const flag of ["device", "gpus", "python", "gradient-checkpointing", "packing"] as const)
       if (values[flag] !== undefined) throw new UsageError(`--${flag} applies to --backend torch only`);
     return { backend } as const;
   }
@@ -293,6 +294,7 @@ function workerBackend(
       gpus: values.gpus,
       python: values.python,
       gradientCheckpointing: values["gradient-checkpointing"],
+      packing: values.packing,
       concurrency,
     });
     return { backend, torch } as const;
@@ -316,6 +318,7 @@ export async function runWorkerCommand(argv: string[]): Promise<number> {
         gpus: { type: "string" },
         python: { type: "string" },
         "gradient-checkpointing": { type: "boolean" },
+        packing: { type: "boolean" },
       },
     }).values;
   }

@@ -117,7 +117,7 @@ async function runEngine(model: Model, hyperparameters: TrainHyperparameters, re
 function jobFor(
   model: Model,
   hyperparameters: TrainHyperparameters,
-  extra: { resumeFrom?: string; gradientCheckpointing?: boolean } = {},
+  extra: { resumeFrom?: string; gradientCheckpointing?: boolean; packing?: boolean } = {},
 ) {
   return torchJob({
     model,
@@ -127,6 +127,7 @@ function jobFor(
     resumeFrom: extra.resumeFrom ?? null,
     threads: 1,
     gradientCheckpointing: extra.gradientCheckpointing,
+    packing: extra.packing,
   });
 }
 
@@ -227,4 +228,17 @@ describe("engine and torch backends train the same", { skip: !hasTorch && `${PYT
       assert.ok(relative(plain.steps[i].loss, recomputed.steps[i].loss) < 1e-6, `step ${i + 1}`);
     assert.ok(relative(plain.steps[4].evalLoss!, recomputed.steps[4].evalLoss!) < 1e-6);
   });
+
+  for (const fixture of ["gemma3-v5-f32", "phi4-mini-longrope-v5-f16"]) {
+    it(`packing sequences into shared rows changes no loss (${fixture})`, async () => {
+      const model = await loadModel(join(FIXTURES, fixture));
+      // maxLength 96 holds two or three of these rows in one: the micro-batches of 4 pack into fewer rows.
+      const h = hyperparameters({ maxSteps: 5, evalSteps: 5, maxLength: 96 });
+      const padded = await runTorch(jobFor(model, h));
+      const packed = await runTorch(jobFor(model, h, { packing: true }));
+      for (let i = 0; i < 5; i++)
+        assert.ok(relative(padded.steps[i].loss, packed.steps[i].loss) < 1e-5, `step ${i + 1}`);
+      assert.ok(relative(padded.steps[4].evalLoss!, packed.steps[4].evalLoss!) < 1e-5);
+    });
+  }
 });

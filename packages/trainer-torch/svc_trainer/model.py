@@ -129,7 +129,7 @@ class Layer(nn.Module):
             out.update(zip(slots, parts))
         return out
 
-    def forward(self, x, rope):
+    def forward(self, x, rope, layout=None):
         desc, block = self.desc, self.desc["block"]
         B, T, _ = x.shape
         Hq, Hkv, D = desc["numAttentionHeads"], desc["numKeyValueHeads"], desc["headDim"]
@@ -147,7 +147,7 @@ class Layer(nn.Module):
         if rope is not None:
             cos, sin = rope
             q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
-        att = attention(q, k, v, desc["attentionScale"], self.spec["window"])
+        att = attention(q, k, v, desc["attentionScale"], self.spec["window"], layout)
         o = self._slots(att.transpose(1, 2).reshape(B, T, Hq * D), ("o",))["o"]
         x = self._residual(x, o, "attnOutNorm")
         norm = self._norm("mlpNorm")
@@ -178,15 +178,22 @@ def apply_rope(x, cos, sin):
     return torch.cat((xr * cos + rotate_half(xr) * sin, xp), dim=-1)
 
 
-def attention(q, k, v, scale, window):
-    """Causal attention (a query sees keys j <= i, and i - window < j with a window) in float32 scores."""
+def attention(q, k, v, scale, window, layout=None):
+    """Causal attention (a query sees keys j <= i, and i - window < j with a window) in float32 scores.
+    With a packed layout (positions, segments [B, T]) a query sees only its own sequence's keys,
+    by their positions in it."""
     Hq, Hkv, T = q.shape[1], k.shape[1], q.shape[2]
     if Hq != Hkv:
         k = k.repeat_interleave(Hq // Hkv, dim=1)
         v = v.repeat_interleave(Hq // Hkv, dim=1)
-    i = torch.arange(T, device=q.device)[:, None]
-    j = torch.arange(T, device=q.device)[None, :]
-    visible = j <= i
+    if layout is None:
+        i = torch.arange(T, device=q.device)[:, None]
+        j = torch.arange(T, device=q.device)[None, :]
+        visible = j <= i
+    else:
+        positions, segments = layout
+        i, j = positions[:, None, :, None], positions[:, None, None, :]
+        visible = (segments[:, None, :, None] == segments[:, None, None, :]) & (j <= i)
     if window:
         visible = visible & (j > i - window)
     sdpa = getattr(F, "scaled_dot_product_attention", None)
@@ -216,7 +223,8 @@ class Decoder(nn.Module):
         self.gradient_checkpointing = False
 
     def rope_tables(self, index, T, device):
-        """cos, sin [T, rotaryDim] of one rope; longrope's long factors for a forward longer than its original context."""
+        """cos, sin [T, rotaryDim] of one rope; longrope's long factors for a forward pass longer than
+        its original context (T: the padded batch length, as the engine decides it)."""
         rope = self.desc["ropes"][index]
         long = rope.get("long")
         use_long = long is not None and T > long["originalMaxPositions"]
@@ -230,20 +238,30 @@ class Decoder(nn.Module):
             self._tables[key] = ((emb.cos() * af).to(device), (emb.sin() * af).to(device))
         return self._tables[key]
 
-    def forward(self, input_ids):
-        """Logits [B, T, V] of right-padded input ids [B, T] (padding never reaches a real token)."""
+    def forward(self, input_ids, packing=None):
+        """Logits [B, T, V] of right-padded input ids [B, T] (padding never reaches a real token).
+        packing: (positions, segments [B, T], rope_len) for rows holding several sequences, each
+        at positions from 0 and seeing only itself; rope_len is the length longrope decides on
+        (the padded length the same sequences would have unpacked)."""
         desc = self.desc
         B, T = input_ids.shape
         x = F.embedding(input_ids, self.model.embed_tokens.weight)
         if desc["embeddingScale"] != 1:
             x = x * desc["embeddingScale"]
+        layout = None if packing is None else packing[:2]
         for l, layer in enumerate(self.model.layers):
             index = desc["layers"][l]["rope"]
-            rope = self.rope_tables(index, T, x.device) if index >= 0 else None
+            rope = None
+            if index >= 0 and packing is None:
+                rope = self.rope_tables(index, T, x.device)
+            elif index >= 0:
+                positions, _, rope_len = packing
+                cos, sin = self.rope_tables(index, max(rope_len, int(positions.max()) + 1), x.device)
+                rope = (cos[positions][:, None], sin[positions][:, None])
             if self.gradient_checkpointing and torch.is_grad_enabled():
-                x = checkpoint(layer, x, rope, use_reentrant=False)
+                x = checkpoint(layer, x, rope, layout, use_reentrant=False)
             else:
-                x = layer(x, rope)
+                x = layer(x, rope, layout)
         x = self.model.norm(x)
         head = self.model.embed_tokens.weight if desc["tieWordEmbeddings"] else self.lm_head.weight
         logits = F.linear(x, head)

@@ -10,6 +10,10 @@ divided by their count, global-norm clipping, AdamW (PyTorch's, the engine's
 semantics), Hugging Face's schedules, evaluation every evalSteps and at the
 end, a checkpoint every saveSteps and on cancel, the final adapter in final/.
 
+With packing (the job's `packing`), each micro-batch's sequences share rows
+of up to maxLength tokens, each at its own positions and seeing only itself:
+the same losses and gradients with less padding computed.
+
 Data parallelism (torch.distributed, env:// rendezvous as torchrun sets it):
 each rank runs its share of every step's examples; the LoRA gradients and the
 loss sums are all-reduced (summed) before clipping, so a step is the same
@@ -48,13 +52,44 @@ def make_batch(examples, pad, device):
     return ids.to(device), targets.to(device)
 
 
+def make_packed_batch(examples, capacity, pad, device):
+    """The micro-batch packed into rows of at most `capacity` tokens (first fit, in order): input ids,
+    targets, and (positions, segments, rope_len) for the model. Each sequence keeps its positions from 0
+    and sees only itself, so every token's loss is the one it has unpacked; only padding is saved."""
+    rows = []
+    for e in examples:
+        row = next((r for r in rows if sum(len(x[0]) for x in r) + len(e[0]) <= capacity), None)
+        if row is None:
+            rows.append([e])
+        else:
+            row.append(e)
+    T = max(sum(len(x[0]) for x in r) for r in rows)
+    shape = (len(rows), T)
+    ids = torch.full(shape, pad, dtype=torch.long)
+    targets = torch.full(shape, -100, dtype=torch.long)
+    positions = torch.zeros(shape, dtype=torch.long)
+    segments = torch.full(shape, -1, dtype=torch.long)
+    for r, row in enumerate(rows):
+        offset = 0
+        for k, (input_ids, labels) in enumerate(row):
+            n = len(input_ids)
+            ids[r, offset : offset + n] = torch.tensor(input_ids, dtype=torch.long)
+            if n > 1:
+                targets[r, offset : offset + n - 1] = torch.tensor(labels[1:n], dtype=torch.long)
+            positions[r, offset : offset + n] = torch.arange(n)
+            segments[r, offset : offset + n] = k
+            offset += n
+    rope_len = max(len(e[0]) for e in examples)
+    return ids.to(device), targets.to(device), (positions.to(device), segments.to(device), rope_len)
+
+
 def count_targets(examples):
     return sum(sum(1 for t in labels[1:] if t >= 0) for _, labels in examples)
 
 
-def token_loss(model, ids, targets, autocast):
+def token_loss(model, ids, targets, autocast, packing=None):
     with autocast():
-        logits = model(ids)
+        logits = model(ids) if packing is None else model(ids, packing)
     logits = logits.float()
     V = logits.shape[-1]
     loss_sum = F.cross_entropy(logits.view(-1, V), targets.view(-1), ignore_index=-100, reduction="sum")
@@ -78,6 +113,7 @@ class Trainer:
         self.world = dist.get_world_size() if dist.is_initialized() else 1
         self.rank = dist.get_rank() if dist.is_initialized() else 0
         bf16 = device.type == "cuda" and job.get("dtype", "bf16") == "bf16"
+        self.packing = bool(job.get("packing"))
         self.autocast = (lambda: torch.autocast("cuda", dtype=torch.bfloat16)) if bf16 else _no_autocast
 
     def _share(self, items):
@@ -152,8 +188,7 @@ class Trainer:
                 if self.world == 1 and self.cancelled():
                     stop = True
                     break
-                ids, targets = make_batch(mine[i : i + B], pad, device)
-                loss, _ = token_loss(self.model, ids, targets, self.autocast)
+                loss, _ = self.micro_batch(mine[i : i + B], pad)
                 (loss / step_targets).backward()
                 loss_sum += float(loss.detach())
             if self.world > 1:
@@ -209,6 +244,15 @@ class Trainer:
         return {"status": "completed", "steps": step, "finalLoss": last_loss, "evalLoss": last_eval,
                 "adapterDir": final, "checkpoints": checkpoints}
 
+    def micro_batch(self, examples, pad, with_targets=False):
+        """The summed token loss of a micro-batch (and its logits), padded or packed."""
+        if self.packing:
+            ids, targets, packing = make_packed_batch(examples, self.s["maxLength"], pad, self.device)
+        else:
+            (ids, targets), packing = make_batch(examples, pad, self.device), None
+        loss, logits = token_loss(self.model, ids, targets, self.autocast, packing)
+        return (loss, logits, targets) if with_targets else (loss, logits)
+
     def describe_device(self):
         kind = self.device.type
         return f"{kind} x{self.world}" if self.world > 1 else kind
@@ -221,8 +265,7 @@ class Trainer:
         for i in range(0, len(mine), B):
             if self.world == 1 and self.cancelled():
                 return None
-            ids, targets = make_batch(mine[i : i + B], pad, self.device)
-            loss, logits = token_loss(self.model, ids, targets, self.autocast)
+            loss, logits, targets = self.micro_batch(mine[i : i + B], pad, with_targets=True)
             counted = targets != -100
             loss_sum += float(loss)
             count += float(counted.sum())

@@ -49,6 +49,8 @@ export interface TorchJobOptions {
   threads?: number;
   /** Recompute each decoder layer's activations in the backward pass, trading compute for memory. */
   gradientCheckpointing?: boolean;
+  /** Pack each micro-batch's sequences into rows of up to maxLength tokens: the same losses, less padding. */
+  packing?: boolean;
   /** Written to the adapters' adapter_config.json: a Hub model's id and commit (default: the model's folder). */
   baseModelName?: string;
   baseModelRevision?: string;
@@ -72,5 +74,6 @@ export function torchJob(options: TorchJobOptions): Record<string, unknown> {
     resumeFrom: options.resumeFrom,
     ...(options.threads ? { threads: options.threads } : {}),
     ...(options.gradientCheckpointing ? { gradientCheckpointing: true } : {}),
+    ...(options.packing ? { packing: true } : {}),
   };
 }

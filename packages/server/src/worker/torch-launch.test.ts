@@ -36,6 +36,7 @@ test("the first interpreter with torch is used: --python, SVC_PYTHON, then pytho
     device: "cpu",
     processes: 1,
     gradientCheckpointing: false,
+    packing: false,
   });
   const fromEnv = resolveTorchLaunch(
     { concurrency: 2, gpus: "2", device: "cpu" },

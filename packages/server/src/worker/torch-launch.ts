@@ -13,6 +13,7 @@ export interface TorchFlags {
   gpus?: string;
   python?: string;
   gradientCheckpointing?: boolean;
+  packing?: boolean;
   /** Jobs the worker runs at once (--concurrency). */
   concurrency: number;
 }
@@ -46,7 +47,13 @@ export function resolveTorchLaunch(flags: TorchFlags, env: NodeJS.ProcessEnv = p
   for (const python of candidates) {
     const probe = spawnSync(python, ["-c", check], { encoding: "utf8" });
     if (probe.status === 0)
-      return { python, device, processes, gradientCheckpointing: flags.gradientCheckpointing === true };
+      return {
+        python,
+        device,
+        processes,
+        gradientCheckpointing: flags.gradientCheckpointing === true,
+        packing: flags.packing === true,
+      };
     const why = probe.error?.message ?? (probe.stderr.trim().split("\n").pop() || `exit ${probe.status}`);
     failures.push(`${python}: ${why}`);
   }

@@ -79,6 +79,7 @@ async function main(): Promise<void> {
           outputDir: input.outputDir,
           resumeFrom: input.resumeFrom,
           gradientCheckpointing: launch.gradientCheckpointing,
+          packing: launch.packing,
           baseModelName: input.baseModelName,
           baseModelRevision: input.baseModelRevision,
         }),

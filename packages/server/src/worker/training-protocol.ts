@@ -27,6 +27,8 @@ export interface TorchLaunch {
   processes: number;
   /** Recompute each decoder layer's activations in the backward pass (--gradient-checkpointing). */
   gradientCheckpointing?: boolean;
+  /** Pack each micro-batch's sequences into rows of up to maxLength tokens (--packing). */
+  packing?: boolean;
 }
 
 /** What the torch backend adds to a step's figures (events: training.log). */
