@@ -27,6 +27,7 @@ const GATED = "test-org/qwen3-gated";
 const HUGE = "test-org/qwen3-huge";
 const SLOW = "test-org/qwen3-slow";
 const GONE = "test-org/qwen3-gone";
+const SHARED = "test-org/qwen3-shared";
 
 const hyperparameters = {
   lora: { r: 4, alpha: 8, maxLength: 64 },
@@ -83,9 +84,10 @@ describe("Hub models through svc server", () => {
     hub.addRepo({ repo: HUGE, dir: hugeQwen3Repo(join(repos, "huge")) });
     hub.addRepo({ repo: SLOW, dir: qwen3Repo(join(repos, "slow")) });
     hub.addRepo({ repo: GONE, dir: qwen3Repo(join(repos, "gone")) });
+    hub.addRepo({ repo: SHARED, dir: qwen3Repo(join(repos, "shared")) });
     hub.tokens.add("hf_test_token");
     hfHome = tempDir("hf-home");
-    server = await serverFor("sqlite", ["--hub-models", "test-org/*,cached"], {
+    server = await serverFor("sqlite", ["--hub-models", "test-org/*,cached", "--workers", "2"], {
       ...process.env,
       HF_HOME: hfHome,
       HF_ENDPOINT: hub.url,
@@ -239,6 +241,24 @@ describe("Hub models through svc server", () => {
       ["model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"],
     );
     assert.ok(existsSync(join(snapshot, "model.safetensors.index.json")));
+  });
+
+  it("shares one download between two jobs that need the same model at once", async () => {
+    hub.clearRequests();
+    hub.chunkDelayMs = 100;
+    try {
+      const jobs = await Promise.all([createJob(SHARED), createJob(SHARED)]);
+      for (const job of jobs) assert.equal(job.status, 201, JSON.stringify(job.body));
+      const runs = await Promise.all(jobs.map((job) => eventsOf(server.apiUrl, id, job.body.job.id)));
+      for (const events of runs) {
+        assert.equal(events.at(-1)!.type, "training.completed");
+        assert.ok(events.some((e) => e.type === "download.completed"));
+      }
+      const weights = hub.requestsTo("/lfs-blobs/").filter((r) => r.method === "GET");
+      assert.equal(weights.length, 1, JSON.stringify(weights));
+    } finally {
+      hub.chunkDelayMs = 0;
+    }
   });
 
   it("cancels a job while its model downloads", async () => {

@@ -6,11 +6,14 @@
 import type { ModelConfig } from "@svc/engine";
 import { engineHyperparameters } from "../engine-hyperparameters.js";
 import { ApiError, badRequest } from "../http/api-error.js";
-import { HubError, parseHubName } from "../hub/index.js";
+import { HubError, hubEndpoint, parseHubName } from "../hub/index.js";
 import type { BaseModelInfo, JobHyperparameters } from "../wire.js";
 import { uncachedInfo } from "./hub-models.js";
 import { estimateTrainingMemory, formatBytes, machineMemoryBytes } from "./memory-estimate.js";
 import { describeConfig, type ModelRegistry } from "./model-registry.js";
+
+/** How long POST /v1/jobs waits for a Hub model's config.json. */
+const CONFIG_TIMEOUT_MS = 30_000;
 
 /** HubError → the API's status: the Hub being unreachable is not the request's fault. */
 export function hubApiError(error: HubError, field: string): ApiError {
@@ -45,11 +48,18 @@ async function hubModel(models: ModelRegistry, name: string, field: string) {
   if (!parseHubName(name)) throw badRequest(models.notServedMessage(name, field), "unknown_base_model");
   const refusal = models.hub.refusal(name);
   if (refusal) throw badRequest(`${models.notServedMessage(name, field)}; ${refusal}`, "hub_model_refused");
+  const timeout = AbortSignal.timeout(CONFIG_TIMEOUT_MS);
   try {
-    const { config, revision } = await models.hub.config(name);
+    const { config, revision } = await models.hub.config(name, timeout);
     const description = `${config.architecture} from the Hugging Face Hub`;
     return { config, info: uncachedInfo(describeConfig(name, config, description, "hub"), revision) };
   } catch (error) {
+    if (timeout.aborted)
+      throw new ApiError(
+        502,
+        "hub_unreachable",
+        `"${field}": the Hub at ${hubEndpoint()} did not answer for ${name}'s config.json within ${CONFIG_TIMEOUT_MS / 1000} s (HF_ENDPOINT sets the Hub's address)`,
+      );
     if (error instanceof HubError) throw hubApiError(error, field);
     throw badRequest(`"${field}": Hub model ${name}: ${(error as Error).message}`, "unsupported_model");
   }
