@@ -67,6 +67,7 @@ export function BaseModelPicker({
         autoComplete="off"
         spellCheck={false}
         value={value}
+        aria-label="Base model"
         placeholder="org/model: pick one below or type a Hub id"
         onChange={(e) => onChange(e.target.value)}
         data-testid={testId}
