@@ -83,3 +83,23 @@ test("rows: Alpaca's input follows the instruction after a blank line; a system 
   );
   assert.throws(() => trainingRow({ prompt: "x" }, withSystem, 4), /column "completion" is missing/);
 });
+
+test("TRL's conversational prompt/completion: the conversation, trained on the completion only", () => {
+  const shape = resolveRowShape(["prompt", "completion"]);
+  const record = {
+    prompt: [
+      { role: "user", content: "Hi" },
+      { role: "assistant", content: "Hello" },
+      { role: "user", content: "2+2?" },
+    ],
+    completion: [{ role: "assistant", content: "4" }],
+  };
+  assert.deepEqual(trainingRow(record, shape, 1), {
+    messages: [
+      { role: "user", content: "Hi" },
+      { role: "assistant", content: "Hello", weight: 0 },
+      { role: "user", content: "2+2?" },
+      { role: "assistant", content: "4" },
+    ],
+  });
+});

@@ -1,7 +1,9 @@
 // Which columns of a Hub dataset make a training row, and the row they make.
 // The shapes (docs/hub.md#datasets):
 //   messages                             → { messages } (OpenAI chat rows)
-//   prompt, completion [, system]        → { prompt, completion } (or messages with the system turn)
+//   prompt, completion [, system]        → { prompt, completion } (or messages with the system turn);
+//                                          lists of messages in both (TRL's conversational form) → the
+//                                          conversation, trained on the completion only
 //   instruction, output [, input, system] → Alpaca: the user turn is the instruction,
 //                                          then a blank line and the input when it is not empty
 // The rows they make are checked afterwards by the same rules as a local JSONL
@@ -149,6 +151,28 @@ function text(record: Record<string, unknown>, column: string, row: number, opti
   throw new RowShapeError(row, `column "${column}" must be a string, got ${describe(value)}`);
 }
 
+/**
+ * TRL's conversational prompt/completion: both columns are lists of messages.
+ * The row is the conversation, with the prompt's assistant turns as context
+ * (weight 0), so only the completion is trained on, as TRL trains it.
+ */
+function conversationalRow(
+  record: Record<string, unknown>,
+  shape: Extract<RowShape, { kind: "prompt_completion" }>,
+): object | null {
+  const prompt = record[shape.prompt];
+  const completion = record[shape.completion];
+  if (!Array.isArray(prompt) || !Array.isArray(completion)) return null;
+  const context = (withoutNulls(prompt) as unknown[]).map((m) =>
+    typeof m === "object" && m !== null && (m as { role?: unknown }).role === "assistant"
+      ? { ...m, weight: 0 }
+      : m,
+  );
+  const system = shape.system ? record[shape.system] : null;
+  const head = typeof system === "string" && system !== "" ? [{ role: "system", content: system }] : [];
+  return { messages: [...head, ...context, ...(withoutNulls(completion) as unknown[])] };
+}
+
 /** The training row (a local JSONL row's object) that record `row` (1-based in the split) makes. */
 export function trainingRow(record: Record<string, unknown>, shape: RowShape, row: number): object {
   if (shape.kind === "messages") {
@@ -158,6 +182,8 @@ export function trainingRow(record: Record<string, unknown>, shape: RowShape, ro
   let prompt: string;
   let completion: string;
   if (shape.kind === "prompt_completion") {
+    const conversational = conversationalRow(record, shape);
+    if (conversational) return conversational;
     prompt = text(record, shape.prompt, row) as string;
     completion = text(record, shape.completion, row) as string;
   } else {
