@@ -226,6 +226,47 @@ describe("the torch backend through svc server and svc worker --backend torch", 
     await until("the job to be completed", async () => (await job(created.id)).status === "completed");
   });
 
+  it("restarts a job from its last checkpoint when its Python process is killed with SIGKILL", async () => {
+    const worker = workers.find((w) => w.proc.exitCode === null && w.proc.signalCode === null)!;
+    const dataset = await uploadDataset(server.apiUrl, id, chatJsonl(12));
+    const created = await createJob(
+      server.apiUrl,
+      id,
+      dataset.id,
+      { maxSteps: 300, saveSteps: 3 },
+      { backend: "torch" },
+    );
+    await readSse(await openEvents(server.apiUrl, id.token, created.id), {
+      stopWhen: (f) => f.event === "checkpoint.saved",
+      timeoutMs: 60_000,
+    });
+    // The worker's training process (Node) runs Python as its child: kill that one alone.
+    const children = (pid: number) =>
+      spawnSync("ps", ["-o", "pid=", "--ppid", String(pid)], { encoding: "utf8" })
+        .stdout.split("\n")
+        .map(Number)
+        .filter((n) => n > 0);
+    const python = children(worker.proc.pid!).flatMap(children);
+    assert.equal(python.length, 1, "one Python process under the worker's training process");
+    process.kill(python[0], "SIGKILL");
+    const frames = await eventsUntilEnd(server.apiUrl, id.token, created.id, 240_000);
+    assert.equal(
+      frames.at(-2)?.event,
+      "training.completed",
+      frames
+        .map((f) => f.data)
+        .join("\n")
+        .slice(-2000),
+    );
+    const starts = frames.filter((f) => f.event === "training.started").map((f) => JSON.parse(f.data));
+    assert.equal(starts.length, 2);
+    assert.ok(
+      starts[1].resumedFromStep >= 3 && starts[1].resumedFromStep % 3 === 0,
+      JSON.stringify(starts[1]),
+    );
+    assert.match(worker.output(), /the torch training process exited with signal SIGKILL/);
+  });
+
   it("refuses torch flags it cannot use, before claiming anything (exit 2, the flag named)", async () => {
     const base = ["--database-url", database.url, "--data-dir", dataDir, "--backend", "torch"];
     await assert.rejects(
