@@ -1,10 +1,12 @@
 import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
 import {
   existsSync,
   lstatSync,
   mkdirSync,
   mkdtempSync,
+  readdirSync,
   readFileSync,
   readlinkSync,
   writeFileSync,
@@ -136,6 +138,38 @@ describe("ensureSnapshot against a loopback Hub", () => {
     const [config, full] = await Promise.all([configOnly, model()]);
     assert.equal(config.revision, full.revision);
     assert.ok(existsSync(join(full.dir, "model.safetensors")));
+  });
+
+  it("keeps processes sharing a cache apart: one downloads each blob, the other waits and uses it", async () => {
+    // Slow enough that both processes are in the download at once (each asks the Hub for the revision).
+    hub.chunkDelayMs = 1000;
+    const script = `
+      const { ensureSnapshot, isModelFile, modelSnapshotComplete } = await import(${JSON.stringify(new URL("./index.js", import.meta.url).href)});
+      const s = await ensureSnapshot({ repo: "test-org/tiny", kind: "model", wanted: isModelFile, complete: modelSnapshotComplete });
+      console.log(JSON.stringify({ revision: s.revision, dir: s.dir }));`;
+    const run = () =>
+      new Promise<string>((resolve, reject) => {
+        execFile(
+          process.execPath,
+          ["--input-type=module", "-e", script],
+          { env: process.env },
+          (error, stdout) => (error ? reject(error) : resolve(stdout)),
+        );
+      });
+    try {
+      const [a, b] = (await Promise.all([run(), run()])).map((out) => JSON.parse(out));
+      assert.deepEqual(a, b);
+      assert.equal(a.revision, sha);
+      assert.equal(hub.requestsTo("/revision/").length, 2);
+      assert.equal(hub.requestsTo("/lfs-blobs/").filter((r) => r.method === "GET").length, 1);
+      assert.equal(sha256(join(a.dir, "model.safetensors")), sha256(join(modelDir, "model.safetensors")));
+      assert.deepEqual(
+        readdirSync(join(process.env.HF_HOME!, "hub", ".locks", "models--test-org--tiny")),
+        [],
+      );
+    } finally {
+      hub.chunkDelayMs = 0;
+    }
   });
 
   it("refuses a cold cache under HF_HUB_OFFLINE=1 without a request", async () => {
