@@ -6,9 +6,10 @@
 //         mins); u8 qs[128]                             x = d·sc·q − dmin·m
 //   Q6_K: 256 values; u8 ql[128], u8 qh[64] (6-bit q); int8 scales[16]; f16 d
 //                                                       x = d·sc·(q − 32)
-// The scales here come from a direct min/max fit per block, not llama.cpp's
-// iterative search: llama.cpp reads the blocks the same way, the error is a
-// little larger (tests measure it).
+// The K formats' block scales come from a small search per sub-block (a few
+// candidate grids, each refitted by weighted least squares), the same idea as
+// llama.cpp's reference quantizer; Q8_0 and Q5_0 scale by the block's largest
+// value, as llama.cpp does.
 import { f16ToF32, f32ToF16 } from "../quant/half.js";
 import type { GgmlTypeName } from "./gguf-file.js";
 
@@ -78,18 +79,72 @@ function encodeQ5_0(x: Float32Array, view: DataView, at: number): void {
   view.setUint32(at + 2, qh >>> 0, true);
 }
 
+// scratch of the fits (a sub-block is at most 32 values)
+const WEIGHTS = new Float64Array(32);
+const LEVELS = new Int8Array(32);
+
+/**
+ * Scale s ≥ 0 and offset m ≤ 0 of x ≈ s·q + m with q in 0..nmax: a search
+ * over candidate grids, each followed by the weighted least-squares s and m
+ * for its q (weights favour larger values, whose error costs more).
+ */
+function fitScaleMin(x: Float32Array, nmax: number): { scale: number; min: number } {
+  const n = x.length;
+  let lo = 0;
+  let hi = x[0];
+  let sumSq = 0;
+  for (let i = 0; i < n; i++) {
+    lo = Math.min(lo, x[i]);
+    hi = Math.max(hi, x[i]);
+    sumSq += x[i] * x[i];
+  }
+  if (hi <= lo) return { scale: 0, min: lo };
+  const mean = Math.sqrt(sumSq / n);
+  const w = WEIGHTS;
+  for (let i = 0; i < n; i++) w[i] = mean + Math.abs(x[i]);
+  let best = { scale: (hi - lo) / nmax, min: lo };
+  let bestError = Number.POSITIVE_INFINITY;
+  const q = LEVELS;
+  for (let step = 0; step <= 20; step++) {
+    const iscale = (nmax - 1 + 0.1 * step) / (hi - lo);
+    let sw = 0;
+    let swq = 0;
+    let swq2 = 0;
+    let swx = 0;
+    let swqx = 0;
+    for (let i = 0; i < n; i++) {
+      q[i] = Math.max(0, Math.min(nmax, Math.round(iscale * (x[i] - lo))));
+      sw += w[i];
+      swq += w[i] * q[i];
+      swq2 += w[i] * q[i] * q[i];
+      swx += w[i] * x[i];
+      swqx += w[i] * q[i] * x[i];
+    }
+    const det = sw * swq2 - swq * swq;
+    if (det <= 0) continue;
+    let scale = (sw * swqx - swq * swx) / det;
+    let min = (swq2 * swx - swq * swqx) / det;
+    if (min > 0) {
+      min = 0;
+      scale = swqx / swq2;
+    }
+    let error = 0;
+    for (let i = 0; i < n; i++) error += w[i] * (scale * q[i] + min - x[i]) ** 2;
+    if (error < bestError) {
+      bestError = error;
+      best = { scale, min };
+    }
+  }
+  return best;
+}
+
 function encodeQ4K(x: Float32Array, out: Uint8Array, at: number): void {
   const scales = new Float32Array(8);
   const mins = new Float32Array(8);
   for (let s = 0; s < 8; s++) {
-    let lo = 0;
-    let hi = Number.NEGATIVE_INFINITY;
-    for (let i = 0; i < 32; i++) {
-      lo = Math.min(lo, x[s * 32 + i]);
-      hi = Math.max(hi, x[s * 32 + i]);
-    }
-    scales[s] = (hi - lo) / 15;
-    mins[s] = -lo;
+    const fit = fitScaleMin(x.subarray(s * 32, s * 32 + 32), 15);
+    scales[s] = fit.scale;
+    mins[s] = -fit.min;
   }
   const maxScale = Math.max(...scales);
   const maxMin = Math.max(...mins);
@@ -127,13 +182,39 @@ function encodeQ4K(x: Float32Array, out: Uint8Array, at: number): void {
   }
 }
 
+/** The symmetric scale of x ≈ s·q, q in -32..31, that minimizes the x²-weighted error over a few grids. */
+function fitSymmetricScale(x: Float32Array): number {
+  let max = 0;
+  for (const v of x) if (Math.abs(v) > Math.abs(max)) max = v;
+  if (max === 0) return 0;
+  let best = max / -32;
+  let bestError = Number.POSITIVE_INFINITY;
+  for (let step = -9; step <= 9; step++) {
+    const iscale = -(32 + 0.1 * step) / max;
+    let sumQX = 0;
+    let sumQQ = 0;
+    const q = LEVELS;
+    for (let i = 0; i < x.length; i++) {
+      q[i] = Math.max(-32, Math.min(31, Math.round(iscale * x[i])));
+      const w = x[i] * x[i];
+      sumQX += w * q[i] * x[i];
+      sumQQ += w * q[i] * q[i];
+    }
+    if (sumQQ <= 0) continue;
+    const scale = sumQX / sumQQ;
+    let error = 0;
+    for (let i = 0; i < x.length; i++) error += x[i] * x[i] * (scale * q[i] - x[i]) ** 2;
+    if (error < bestError) {
+      bestError = error;
+      best = scale;
+    }
+  }
+  return best;
+}
+
 function encodeQ6K(x: Float32Array, out: Uint8Array, at: number): void {
   const scales = new Float32Array(16);
-  for (let s = 0; s < 16; s++) {
-    let max = 0;
-    for (let i = 0; i < 16; i++) if (Math.abs(x[s * 16 + i]) > Math.abs(max)) max = x[s * 16 + i];
-    scales[s] = max / -32;
-  }
+  for (let s = 0; s < 16; s++) scales[s] = fitSymmetricScale(x.subarray(s * 16, s * 16 + 16));
   let maxScale = 0;
   for (const s of scales) if (Math.abs(s) > Math.abs(maxScale)) maxScale = s;
   const iscale = maxScale ? -128 / maxScale : 0;
