@@ -24,7 +24,8 @@ typedef unsigned char vu8_u __attribute__((vector_size(SVC_VEC_BYTES / 4), align
 typedef unsigned short vh __attribute__((vector_size(SVC_VEC_BYTES / 2)));
 typedef unsigned char vu8 __attribute__((vector_size(SVC_VEC_BYTES / 4)));
 
-constexpr long QBLOCK = 32;  // the k step of every format (Q4_0's block)
+constexpr long QBLOCK = 32;       // the k step of every format (Q4_0's block)
+constexpr long SCALE_CHUNK = 64;  // q4_0 block scales widened at a time (decode)
 
 // IEEE half -> float: one vcvtph2ps where the unit is built with F16C (the
 // AVX2 and AVX-512 units); elsewhere the exponent and mantissa shifted into
@@ -74,6 +75,7 @@ struct QBf16 {
     return f;
   }
   float block_scale(long, long) const { return 1.f; }
+  void block_scales(long, long, long, float*) const {}
   float row_scale(long) const { return 1.f; }
   const void* addr(long r, long p) const { return w + r * k + p; }
 };
@@ -92,6 +94,7 @@ struct QInt8 {
   vf nibbles(long, long, int) const { return vf{}; }  // q4_0 only
   float scalar(long r, long p) const { return (float)w[r * k + p]; }
   float block_scale(long, long) const { return 1.f; }
+  void block_scales(long, long, long, float*) const {}
   float row_scale(long r) const { return scales[r]; }
   const void* addr(long r, long p) const { return w + r * k + p; }
 };
@@ -113,6 +116,10 @@ struct QQ4 {
   }
   float scalar(long, long) const { return 0.f; }  // k % 32 == 0: there is no tail
   float block_scale(long r, long blk) const { return f16_to_f32(scales[r * (k / QBLOCK) + blk]); }
+  void block_scales(long r, long blk, long n, float* out) const {
+    const unsigned short* h = scales + r * (k / QBLOCK) + blk;
+    for (long i = 0; i < n; i++) out[i] = f16_to_f32(h[i]);
+  }
   float row_scale(long) const { return 1.f; }
   const void* addr(long r, long p) const { return w + r * (k / 2) + p / 2; }
 };
@@ -128,10 +135,18 @@ static void qgemv_block(const Q& q, const float* x, long ldx, float* c, long ldc
 #pragma GCC unroll 8
     for (int r = 0; r < R; r++) acc[i][r] = vf{};
   long kb = k / QBLOCK * QBLOCK;
+  float ds[M == 1 && Q::kBlockScale ? R : 1][SCALE_CHUNK];
   for (long p = 0; p < kb; p += QBLOCK) {
     if constexpr (M == 1 && Q::kBlockScale) {
       // One row of x (decode): Σ x·(q − 8)·d = d·(Σ x·q − 8·Σ x); the −8·Σ x term,
       // as a vector, seeds every row's block sum, and d scales the sum once.
+      // The rows' scales are widened SCALE_CHUNK blocks at a time (a vector
+      // convert), so each block reads its d as one broadcast from the stack.
+      long blk = p / QBLOCK, in_chunk = blk % SCALE_CHUNK;
+      if (in_chunk == 0) {
+        long nb = min_l(SCALE_CHUNK, k / QBLOCK - blk);
+        for (int r = 0; r < R; r++) q.block_scales(j + r, blk, nb, ds[r]);
+      }
       vf xv[QBLOCK / W], xm = vf{};
 #pragma GCC unroll 8
       for (int v = 0; v < QBLOCK / W; v++) {
@@ -146,7 +161,7 @@ static void qgemv_block(const Q& q, const float* x, long ldx, float* c, long ldc
         vf t = xm;
 #pragma GCC unroll 8
         for (int v = 0; v < QBLOCK / W; v++) t += xv[v] * q.nibbles(j + r, p, v * W);
-        acc[0][r] += q.block_scale(j + r, p / QBLOCK) * t;
+        acc[0][r] += ds[r][in_chunk] * t;
       }
       continue;
     }
