@@ -69,6 +69,7 @@ interface SharedDownload {
 
 export async function ensureSnapshot(options: EnsureSnapshotOptions): Promise<HubSnapshot> {
   const revision = options.revision ?? "main";
+  if (options.signal?.aborted) throw cancelled(options.kind, options.repo, revision);
   const cache = new RepoCache(hubCacheDir(), options.kind, options.repo);
   // Offline, a refresh cannot ask the Hub: the cache is all there is.
   if (!options.refresh || hubOffline()) {
@@ -127,7 +128,6 @@ function joinDownload(
   forget: () => void,
 ): Promise<HubSnapshot> {
   const { signal, onProgress } = options;
-  signal?.throwIfAborted();
   download.callers++;
   if (onProgress) download.listeners.add(onProgress);
   return new Promise<HubSnapshot>((resolve, reject) => {
@@ -143,12 +143,7 @@ function joinDownload(
         forget();
         download.controller.abort();
       }
-      reject(
-        new HubError(
-          `${repoLabel(options.kind, options.repo, options.revision)}: the download was cancelled`,
-          "hub_cancelled",
-        ),
-      );
+      reject(cancelled(options.kind, options.repo, options.revision));
     };
     signal?.addEventListener("abort", onAbort, { once: true });
     download.result.then(
@@ -297,13 +292,13 @@ async function fetchSnapshot(
       fromCache: fetched === 0,
     };
   } catch (error) {
-    if (signal.aborted)
-      throw new HubError(
-        `${repoLabel(options.kind, options.repo, revision)}: the download was cancelled`,
-        "hub_cancelled",
-      );
+    if (signal.aborted) throw cancelled(options.kind, options.repo, revision);
     throw hubErrorOf(error, context);
   }
+}
+
+function cancelled(kind: RepoKind, repo: string, revision?: string): HubError {
+  return new HubError(`${repoLabel(kind, repo, revision)}: the download was cancelled`, "hub_cancelled");
 }
 
 async function sameSize(path: string, size: number): Promise<boolean> {
