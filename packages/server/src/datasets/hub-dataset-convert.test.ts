@@ -101,3 +101,34 @@ test("a bad row is refused with its row in the split and its place in the file",
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("JSONL: CRLF lines and a byte-order mark read as local files do; bytes that are not UTF-8 are refused with the row", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "svc-hub-utf8-"));
+  try {
+    const row = JSON.stringify({ prompt: "caf\u00e9", completion: "ok" });
+    writeFileSync(join(dir, "ok.jsonl"), `\ufeff${row}\r\n${row}\r\n`);
+    const ok = await convertHubSplitOffLoop({ dir, files: ["ok.jsonl"], label: "org/u", limit: 1 << 20 });
+    assert.ok(ok.ok, JSON.stringify(ok));
+    assert.deepEqual(lines(ok.jsonl), [
+      { prompt: "caf\u00e9", completion: "ok" },
+      { prompt: "caf\u00e9", completion: "ok" },
+    ]);
+    writeFileSync(
+      join(dir, "bad.jsonl"),
+      Buffer.concat([
+        Buffer.from(`${row}\n{"prompt": "`),
+        Buffer.from([0xff, 0xfe]),
+        Buffer.from(`", "completion": "x"}\n`),
+      ]),
+    );
+    const bad = await convertHubSplitOffLoop({ dir, files: ["bad.jsonl"], label: "org/u", limit: 1 << 20 });
+    assert.deepEqual(bad, {
+      ok: false,
+      status: 400,
+      code: "invalid_dataset",
+      message: "org/u row 2 (bad.jsonl line 2): not valid UTF-8 text",
+    });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -7,7 +7,6 @@
 // holds the server's event loop.
 import { createReadStream } from "node:fs";
 import { join } from "node:path";
-import { createInterface } from "node:readline";
 import { Worker } from "node:worker_threads";
 import { isEngineError, parseDataset } from "@svc/engine";
 import { asyncBufferFromFile, parquetMetadataAsync, parquetReadObjects, parquetSchema } from "hyparquet";
@@ -173,17 +172,41 @@ async function readParquet(writer: SplitWriter, dir: string, file: string, label
   }
 }
 
+/**
+ * A file's lines as bytes, LF or CRLF ended: decoded one by one so that bytes
+ * that are not UTF-8 are refused (a string stream would put U+FFFD in them).
+ */
+async function* byteLines(path: string): AsyncGenerator<Buffer> {
+  let rest = Buffer.alloc(0);
+  for await (const chunk of createReadStream(path)) {
+    let data = Buffer.concat([rest, chunk as Buffer]);
+    for (let at = data.indexOf(0x0a); at >= 0; at = data.indexOf(0x0a)) {
+      yield data.subarray(0, at > 0 && data[at - 1] === 0x0d ? at - 1 : at);
+      data = data.subarray(at + 1);
+    }
+    rest = Buffer.from(data);
+  }
+  if (rest.length > 0) yield rest.at(-1) === 0x0d ? rest.subarray(0, -1) : rest;
+}
+
+const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false });
+
 async function readJsonl(writer: SplitWriter, dir: string, file: string, label: string): Promise<void> {
   const lines: number[] = [];
   writer.origins.add(writer.rows + 1, file, "line", lines);
-  const input = createInterface({ input: createReadStream(join(dir, file), "utf8"), crlfDelay: Infinity });
   let lineNumber = 0;
-  for await (const raw of input) {
+  for await (const bytes of byteLines(join(dir, file))) {
     lineNumber++;
-    const text = lineNumber === 1 && raw.charCodeAt(0) === 0xfeff ? raw.slice(1) : raw;
+    const where = `${label} row ${writer.rows + 1} (${file} line ${lineNumber})`;
+    let text: string;
+    try {
+      // ignoreBOM: false drops a byte-order mark at the start of each decoded line, as local files do for the first.
+      text = utf8.decode(bytes);
+    } catch {
+      throw new ConvertError(400, "invalid_dataset", `${where}: not valid UTF-8 text`);
+    }
     if (text.trim() === "") continue;
     lines.push(lineNumber);
-    const where = `${label} row ${writer.rows + 1} (${file} line ${lineNumber})`;
     let value: unknown;
     try {
       value = JSON.parse(text);
