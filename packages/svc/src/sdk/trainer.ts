@@ -47,7 +47,7 @@ export interface WaitOptions {
 }
 
 /**
- * A Hub dataset start() has the server read (docs/hub-datasets.md): once before
+ * A Hub dataset start() has the server read (docs/hub.md#datasets): once before
  * the request (no `dataset` yet: the server may be downloading it), once after.
  */
 export interface HubDatasetNotice {
