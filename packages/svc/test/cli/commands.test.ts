@@ -74,6 +74,12 @@ test("usage mistakes exit 2 with one clear line", async () => {
   );
   assert.equal(modelAlone.code, 2);
   assert.match(modelAlone.stderr, /--upstream-model needs --upstream <name>/);
+  const badWeights = await runSvc(
+    ["deploy", "create", "--slug", "x", "--base-model", "m/x", "--weights", "int4"],
+    { cwd: home, env },
+  );
+  assert.equal(badWeights.code, 2);
+  assert.match(badWeights.stderr, /--weights: expected one of fp32, bf16, int8, q4_0, default, got "int4"/);
   const badTemplate = await runSvc(["init", join(home, "p"), "--template", "nope"], { cwd: home, env });
   assert.equal(badTemplate.code, 2);
   assert.match(
@@ -163,6 +169,22 @@ test("jobs list/show/follow/cancel over the same client", async () => {
   const missing = await runSvc(["jobs", "show", "00000000-0000-0000-0000-000000000000"], { cwd: dir, env });
   assert.equal(missing.code, 1);
   assert.match(missing.stderr, /^svc jobs: .*\(HTTP 404 \w+\)\n$/);
+});
+
+test("deploy create and update --weights set the deployment's weight format; show prints it", async () => {
+  const dir = await projectWith(trainerSource("maxSteps: 2"));
+  const slug = `weights-${process.pid}`;
+  const created = await runSvc(
+    ["deploy", "create", "--slug", slug, "--base-model", TEST_MODEL, "--weights", "int8", "--json"],
+    { cwd: dir, env },
+  );
+  assert.equal(created.code, 0, created.stderr);
+  assert.equal(JSON.parse(created.stdout).weightFormat, "int8");
+  const shown = await runSvc(["deploy", "show", slug], { cwd: dir, env });
+  assert.match(shown.stdout, /^weights {4}int8$/m);
+  const reset = await runSvc(["deploy", "update", slug, "--weights", "default"], { cwd: dir, env });
+  assert.equal(reset.code, 0, reset.stderr);
+  assert.match(reset.stdout, /^weights {4}the server's default \(svc server --weights\)$/m);
 });
 
 test("keys list shows each key's requests and tokens of the last 30 days", async () => {

@@ -1,5 +1,6 @@
 // svc deploy create | list | show | update | delete: a deployment is a URL
 // <slug>.<deployment domain> serving chat completions from a target.
+import { WEIGHT_FORMATS, type WeightFormat } from "@svc/engine";
 import type {
   AuthMode,
   Deployment,
@@ -84,6 +85,15 @@ export function upstreamFromFlags(values: Parsed["values"]): DeploymentUpstream 
   return { name, model };
 }
 
+/** --weights <format> → that format; --weights default → null (the server's); absent → undefined. */
+export function weightsFromFlags(values: Parsed["values"]): WeightFormat | null | undefined {
+  const value = oneOf<WeightFormat | "default">(stringOption(values, "weights"), "weights", [
+    ...WEIGHT_FORMATS,
+    "default",
+  ]);
+  return value === "default" ? null : value;
+}
+
 const servedBy = (d: Deployment) =>
   d.upstream ? `upstream ${d.upstream.name} as ${JSON.stringify(d.upstream.model)}` : "this server's engine";
 
@@ -94,6 +104,7 @@ function describe(d: Deployment): string {
     `url        ${d.url}`,
     `target     ${targetSummary(d.target)}`,
     `served by  ${servedBy(d)}`,
+    ...(d.upstream ? [] : [`weights    ${d.weightFormat ?? "the server's default (svc server --weights)"}`]),
     `auth       ${d.authMode}`,
     `enabled    ${d.enabled}`,
     `retention  ${d.runRetentionMode}${d.runRetentionDays === null ? "" : ` (${d.runRetentionDays} days)`}`,
@@ -120,6 +131,7 @@ const OPTIONS = {
   "base-model": { type: "string" },
   upstream: { type: "string" },
   "upstream-model": { type: "string" },
+  weights: { type: "string" },
   auth: { type: "string" },
   enable: { type: "boolean" },
   disable: { type: "boolean" },
@@ -133,12 +145,13 @@ export const deployCommand: Command = {
   summary: "create, list, show, update or delete deployments (OpenAI-compatible endpoints)",
   usage: [
     "Usage: svc deploy create --slug <slug> (--job <jobId> [--step <n>] | --base-model <name>)",
-    "                         [--upstream <name> --upstream-model <model>]",
+    "                         [--upstream <name> --upstream-model <model>] [--weights fp32|bf16|int8|q4_0]",
     "                         [--auth fixed_api_key|none] [--disable]",
     "       svc deploy [list] [--json]",
     "       svc deploy show <id|slug> [--json]",
     "       svc deploy update <id|slug> [--job <jobId> [--step <n>] | --base-model <name>]",
     "                         [--upstream <name> --upstream-model <model> | --upstream none]",
+    "                         [--weights fp32|bf16|int8|q4_0|default]",
     "                         [--auth fixed_api_key|none] [--enable|--disable]",
     "                         [--retention-mode days|forever|none] [--retention-days <n>]",
     "       svc deploy delete <id|slug>",
@@ -148,6 +161,8 @@ export const deployCommand: Command = {
     "--upstream forwards its requests to an external OpenAI-compatible server that the",
     "server's operator declared (svc server --upstream name=url) and that serves the",
     "target as --upstream-model; the deployment's keys and switches stay here.",
+    "--weights is the format the server's engine holds the base weights in for it",
+    "(default: the server's, svc server --weights; docs/serving-formats.md).",
   ].join("\n"),
   async run(argv) {
     const { values, positionals } = parse(argv, OPTIONS, 2);
@@ -167,6 +182,7 @@ export const deployCommand: Command = {
         slug,
         target,
         upstream,
+        weightFormat: weightsFromFlags(values),
         authMode: auth,
         enabled: values.disable ? false : undefined,
       });
@@ -209,6 +225,8 @@ export const deployCommand: Command = {
     if (target) patch.target = target;
     const upstream = upstreamFromFlags(values);
     if (upstream !== undefined) patch.upstream = upstream;
+    const weights = weightsFromFlags(values);
+    if (weights !== undefined) patch.weightFormat = weights;
     if (auth) patch.authMode = auth;
     if (values.enable) patch.enabled = true;
     if (values.disable) patch.enabled = false;
@@ -222,7 +240,7 @@ export const deployCommand: Command = {
     if (days !== undefined) patch.runRetentionDays = days;
     if (Object.keys(patch).length === 0)
       throw new UsageError(
-        "nothing to update: give a target, --upstream, --auth, --enable/--disable or retention",
+        "nothing to update: give a target, --upstream, --weights, --auth, --enable/--disable or retention",
       );
     const updated = await client.updateDeployment(d.id, patch);
     if (values.json) printJson(updated);
