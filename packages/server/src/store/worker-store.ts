@@ -44,6 +44,44 @@ export class WorkerStore {
   }
 }
 
+/**
+ * One runner's row, written as it polls: at once when its free slots change,
+ * else every few seconds (busy or not: a runner whose slots are all taken is
+ * still alive), so queued jobs know who can run them and jobs for any backend
+ * wait for a free GPU.
+ */
+export class RunnerRecord {
+  private readonly store: WorkerStore;
+  private lastSeen = 0;
+  private lastFree = -1;
+
+  constructor(
+    db: Kysely<Database>,
+    readonly owner: string,
+    readonly backend: WorkersTable["backend"],
+    readonly device: "cpu" | "cuda",
+  ) {
+    this.store = new WorkerStore(db);
+  }
+
+  async poll(freeSlots: number): Promise<void> {
+    if (Date.now() - this.lastSeen < 5_000 && freeSlots === this.lastFree) return;
+    this.lastSeen = Date.now();
+    this.lastFree = freeSlots;
+    await this.store.seen(this.owner, this.backend, this.device, freeSlots);
+  }
+
+  gone(): Promise<void> {
+    return this.store.gone(this.owner);
+  }
+
+  /** What JobStore.claimNext needs to know of this runner. */
+  claimant(): { backend: WorkersTable["backend"]; gpu: boolean; gpuSeenSince: string } {
+    const gpuSeenSince = new Date(Date.now() - WORKER_SEEN_MS).toISOString();
+    return { backend: this.backend, gpu: this.device === "cuda", gpuSeenSince };
+  }
+}
+
 /** Why a queued job waits when no live runner can run it; null otherwise. */
 export function queuedReasonGiven(
   job: Pick<JobsTable, "status" | "backend">,

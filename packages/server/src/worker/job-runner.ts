@@ -14,7 +14,7 @@ import type { ModelRegistry, RegisteredModel } from "../models/model-registry.js
 import { type EngineExit, type EngineProcess, forkEngineProcess } from "../process/engine-process.js";
 import type { JobRow, NewJobEvent } from "../store/job-store.js";
 import type { Store } from "../store/store.js";
-import { WORKER_SEEN_MS, WorkerStore } from "../store/worker-store.js";
+import { RunnerRecord } from "../store/worker-store.js";
 import type { JobHyperparameters } from "../wire.js";
 import { downloadBaseModel } from "./base-model-download.js";
 import { JobTransitions } from "./job-transitions.js";
@@ -80,9 +80,8 @@ export class JobRunner {
   private wake: (() => void) | null = null;
   private loop: Promise<void> | null = null;
   private readonly jobs: JobTransitions;
-  private readonly workers: WorkerStore;
-  private lastSeen = 0;
-  private lastFree = -1;
+  /** This runner's row in the workers table: its backend, device and free slots. */
+  private readonly record: RunnerRecord;
 
   constructor(
     private readonly store: Store,
@@ -90,7 +89,8 @@ export class JobRunner {
     private readonly models: ModelRegistry,
     private readonly options: JobRunnerOptions,
   ) {
-    this.workers = new WorkerStore(store.db);
+    const device = options.backend === "torch" ? (options.torch?.device ?? "cpu") : "cpu";
+    this.record = new RunnerRecord(store.db, this.owner, options.backend ?? "engine", device);
     this.jobs = new JobTransitions(
       store,
       dataDir,
@@ -121,7 +121,7 @@ export class JobRunner {
     for (const job of this.running.values()) this.stopProcess(job, "shutdown");
     await this.loop;
     await Promise.all([...this.finished]);
-    await this.workers.gone(this.owner).catch(() => {});
+    await this.record.gone().catch(() => {});
   }
 
   private get backend(): "engine" | "torch" {
@@ -133,23 +133,6 @@ export class JobRunner {
     const torch = this.options.torch;
     if (this.backend !== "torch" || !torch) return this.backend;
     return `torch (${torch.device}${torch.processes > 1 ? `, ${torch.processes} processes` : ""})`;
-  }
-
-  private get device(): "cpu" | "cuda" {
-    return this.backend === "torch" ? (this.options.torch?.device ?? "cpu") : "cpu";
-  }
-
-  /**
-   * Records this runner as alive with its free slots (every few seconds, and
-   * at once when they change), so queued jobs know who can run them and jobs
-   * for any backend wait for a free GPU.
-   */
-  private async announce(): Promise<void> {
-    const free = this.options.concurrency - this.running.size;
-    if (Date.now() - this.lastSeen < 5_000 && free === this.lastFree) return;
-    this.lastSeen = Date.now();
-    this.lastFree = free;
-    await this.workers.seen(this.owner, this.backend, this.device, free);
   }
 
   /** Asks the training process to checkpoint and stop; kills it if it takes longer than stopTimeoutMs. */
@@ -165,16 +148,12 @@ export class JobRunner {
     while (!this.stopped) {
       let claimed: JobRow | undefined;
       // Announced while busy too: a runner whose slots are all taken is still alive.
-      await this.announce().catch((error) =>
+      await this.record.poll(this.options.concurrency - this.running.size).catch((error) =>
         console.error("svc worker: recording this runner failed:", (error as Error).message),
       );
       if (this.running.size < this.options.concurrency) {
         try {
-          claimed = await this.store.jobs.claimNext(this.owner, this.options.leaseMs, {
-            backend: this.backend,
-            gpu: this.device === "cuda",
-            gpuSeenSince: new Date(Date.now() - WORKER_SEEN_MS).toISOString(),
-          });
+          claimed = await this.store.jobs.claimNext(this.owner, this.options.leaseMs, this.record.claimant());
         } catch (error) {
           console.error("svc worker: claiming a job failed:", (error as Error).message);
         }
