@@ -6,7 +6,7 @@ import type { AdapterRef, Iso8601 } from "./wire.js";
 
 export type ExportFormat = "peft" | "merged" | "gguf";
 
-/** POST /v1/exports?orgSlug=&projectSlug= */
+/** POST /v1/exports?orgSlug=&projectSlug= → 202 { export } (status "running"); GET /v1/exports/:id until it is "ready" or "failed". */
 export interface CreateExportArgs {
   /** What to export: a job's final adapter or a checkpoint (folded into its base model for merged and gguf)… */
   adapter?: AdapterRef;
@@ -22,8 +22,20 @@ export interface ExportFile {
   bytes: number;
 }
 
+/** Where a running export is: loading the model, merging the adapter, writing (done of total tensors or files). */
+export interface ExportProgress {
+  stage: "queued" | "loading" | "merging" | "writing";
+  done: number;
+  total: number;
+}
+
 export interface ExportInfo {
   id: string;
+  /** running until the files are written; failed with `error` (its files removed). */
+  status: "running" | "ready" | "failed";
+  /** Of a running export as its server process last heard (null once it ended, or from another API process). */
+  progress: ExportProgress | null;
+  error: { message: string; code: string } | null;
   projectId: string;
   format: ExportFormat;
   quant: string | null;

@@ -4,9 +4,10 @@
 // base model on its own; bad requests refused with the field named and
 // nothing written; another org's export is not found.
 import assert from "node:assert/strict";
-import { mkdirSync, readdirSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { cpSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { after, before, describe, it } from "node:test";
+import { fileURLToPath } from "node:url";
 import { loadModel } from "@svc/engine";
 import {
   call,
@@ -19,13 +20,21 @@ import {
   tinyModel,
 } from "./harness.js";
 
+/** A model GGUF cannot carry (YaRN with beta_fast 16), copied from the engine's fixtures. */
+function yarnModel(): string {
+  const from = join(dirname(fileURLToPath(import.meta.url)), "../../../engine/fixtures/llama-yarn-v5-f16");
+  const dir = join(tempDir("yarn"), "model");
+  cpSync(from, dir, { recursive: true });
+  return dir;
+}
+
 describe("exports through svc server", () => {
   let server: Awaited<ReturnType<typeof serverFor>>;
   let api: string;
   let id: Identity;
   let jobId: string;
   before(async () => {
-    server = await serverFor("sqlite");
+    server = await serverFor("sqlite", ["--model", `test/yarn=${yarnModel()}`]);
     api = server.apiUrl;
     ({ id, jobId } = await identityWithFinishedJob(api));
   });
@@ -41,10 +50,24 @@ describe("exports through svc server", () => {
   };
   const post = (json: unknown, identity = id) =>
     call(api, "POST", `/v1/exports?${identity.scope}`, { token: identity.token, json });
+  /** Starts an export (202, running) and polls it until it is ready or failed. */
+  const exported = async (json: unknown) => {
+    const started = await post(json);
+    assert.equal(started.status, 202, JSON.stringify(started.body));
+    assert.equal(started.body.export.status, "running");
+    assert.deepEqual(started.body.export.files, []);
+    for (;;) {
+      const reply = await call(api, "GET", `/v1/exports/${started.body.export.id}`, { token: id.token });
+      assert.equal(reply.status, 200);
+      if (reply.body.export.status !== "running") return reply;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  };
 
   it("writes a job's final adapter as GGUF q8_0 with an Ollama Modelfile, downloadable file by file", async () => {
-    const reply = await post({ adapter: { kind: "final", jobId }, format: "gguf", quant: "q8_0" });
-    assert.equal(reply.status, 201, JSON.stringify(reply.body));
+    const reply = await exported({ adapter: { kind: "final", jobId }, format: "gguf", quant: "q8_0" });
+    assert.equal(reply.body.export.status, "ready", JSON.stringify(reply.body));
+    assert.equal(reply.body.export.progress, null);
     const info = reply.body.export;
     assert.equal(info.format, "gguf");
     assert.equal(info.quant, "q8_0");
@@ -68,12 +91,12 @@ describe("exports through svc server", () => {
   });
 
   it("merges a checkpoint into its base model: the folder reloads with the logits of base + that checkpoint", async () => {
-    const reply = await post({
+    const reply = await exported({
       adapter: { kind: "checkpoint", jobId, step: 1 },
       format: "merged",
       quant: "f32",
     });
-    assert.equal(reply.status, 201, JSON.stringify(reply.body));
+    assert.equal(reply.body.export.status, "ready", JSON.stringify(reply.body));
     const info = reply.body.export;
     assert.equal(info.step, 1);
     const merged = join(tempDir("merged"), "model");
@@ -96,8 +119,8 @@ describe("exports through svc server", () => {
   });
 
   it("exports a base model on its own, and refuses what it cannot write, naming the field", async () => {
-    const base = await post({ baseModel: TINY_MODEL, format: "gguf" });
-    assert.equal(base.status, 201, JSON.stringify(base.body));
+    const base = await exported({ baseModel: TINY_MODEL, format: "gguf" });
+    assert.equal(base.body.export.status, "ready", JSON.stringify(base.body));
     assert.equal(base.body.export.quant, "f16");
     assert.equal(base.body.export.jobId, null);
     const before = readdirSync(join(server.dataDir, "exports")).length;
@@ -133,8 +156,22 @@ describe("exports through svc server", () => {
     );
   });
 
+  it("an export the engine refuses ends failed with its reason, its files gone and nothing to download", async () => {
+    const reply = await exported({ baseModel: "test/yarn", format: "gguf" });
+    const info = reply.body.export;
+    assert.equal(info.status, "failed");
+    assert.equal(info.error.code, "unsupported_architecture");
+    assert.match(
+      info.error.message,
+      /cannot export to GGUF: yarn beta_fast 16 \(llama.cpp's llama uses 32\)/,
+    );
+    assert.deepEqual(info.files, []);
+    assert.deepEqual(readdirSync(join(server.dataDir, "exports", info.id)), ["manifest.json"]);
+    assert.equal((await download(`/v1/exports/${info.id}/model-f16.gguf`)).status, 404);
+  });
+
   it("an export is another org's business: not found, not downloadable, not deletable", async () => {
-    const mine = (await post({ adapter: { kind: "final", jobId }, format: "peft" })).body.export;
+    const mine = (await exported({ adapter: { kind: "final", jobId }, format: "peft" })).body.export;
     assert.deepEqual(
       mine.files.map((f: { path: string }) => f.path),
       ["adapter_config.json", "adapter_model.safetensors"],

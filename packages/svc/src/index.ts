@@ -26,7 +26,7 @@ export {
   readCredentials,
 } from "./sdk/credentials.js";
 export { type WaitForDatasetProfileOptions, waitForDatasetProfile } from "./sdk/dataset-profile.js";
-export { type ExportedFiles, type ExportModelOptions, exportModel } from "./sdk/export.js";
+export { type ExportedFiles, ExportFailedError, type ExportModelOptions, exportModel } from "./sdk/export.js";
 export {
   type BoundInfer,
   type InferOptions,
@@ -43,6 +43,7 @@ export {
 export { ensureLocalServer } from "./sdk/local-server.js";
 export {
   type BaseModelName,
+  type CheckedModelName,
   type HubModelId,
   SUPPORTED_MODELS,
   type SupportedModel,

@@ -1,4 +1,4 @@
-// The worker thread of runExport: one engine export, its progress posted as it goes.
+// The worker thread of ExportRunner: one engine export, its progress posted as it goes.
 import { parentPort, workerData } from "node:worker_threads";
 import { type ExportOptions, exportModel } from "@svc/engine";
 

@@ -1,7 +1,9 @@
-// Exports: POST /v1/exports writes a job's adapter (final or a checkpoint) or
-// a base model as a PEFT folder, a merged Hugging Face folder, or a GGUF file
-// with an Ollama Modelfile (engine export/); GET /v1/exports/:id describes
-// it, GET /v1/exports/:id/:file downloads a file, DELETE removes it.
+// Exports: POST /v1/exports starts writing a job's adapter (final or a
+// checkpoint) or a base model as a PEFT folder, a merged Hugging Face folder,
+// or a GGUF file with an Ollama Modelfile (engine export/) and answers 202;
+// GET /v1/exports/:id says how it stands (running with its progress, ready
+// with its files, or failed with the reason), GET /v1/exports/:id/:file
+// downloads a file of a ready export, DELETE removes it.
 import { createReadStream } from "node:fs";
 import { Readable } from "node:stream";
 import { checkExportOptions, type EngineError, EXPORT_FORMATS } from "@svc/engine";
@@ -43,8 +45,9 @@ export function exportRoutes(ctx: ServerContext, runner: ExportRunner) {
     const body = parseBody(exportBody, await readJson(c));
     if (body.adapter && body.baseModel) throw badRequest(`"adapter" and "baseModel" cannot both be given`);
     if (!body.adapter && !body.baseModel) throw badRequest(`"adapter" or "baseModel" is required`);
+    let quant: string | null;
     try {
-      checkExportOptions(body.format, body.quant, Boolean(body.adapter));
+      quant = checkExportOptions(body.format, body.quant, Boolean(body.adapter));
     } catch (error) {
       const e = error as EngineError;
       throw badRequest(`"${e.file}": ${e.message}`, "invalid_export");
@@ -59,17 +62,17 @@ export function exportRoutes(ctx: ServerContext, runner: ExportRunner) {
     } else {
       target = ctx.inference.baseModel(body.baseModel as string, "baseModel");
     }
-    const info = await runner.run({
+    const info = runner.start({
       projectId: project.id,
       format: body.format,
-      quant: body.quant,
+      quant,
       jobId,
       step: body.adapter?.kind === "checkpoint" ? body.adapter.step : null,
       baseModel: target.baseModel,
       modelDir: target.modelDir,
       adapterDir: target.adapterDir,
     });
-    return c.json({ export: info }, 201);
+    return c.json({ export: info }, 202);
   });
   app.get("/v1/exports/:id", async (c) => c.json({ export: await exportOr404(ctx, runner, c) }));
   app.delete("/v1/exports/:id", async (c) => {

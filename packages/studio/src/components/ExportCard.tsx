@@ -3,7 +3,7 @@
 // by the cloud API, each file then saved through the browser.
 import type { ExportFormat, ExportInfo } from "@svc/server/wire";
 import { useState } from "react";
-import { errorMessage, sendJson, studioFetch } from "../api.js";
+import { errorMessage, getJson, sendJson, studioFetch } from "../api.js";
 import { ErrorText } from "./common.js";
 
 const QUANTS: Record<ExportFormat, string[]> = {
@@ -29,27 +29,34 @@ export function ExportCard({ jobId }: { jobId: string }) {
   const [quant, setQuant] = useState("q8_0");
   const [busy, setBusy] = useState(false);
   const [result, setResult] = useState<ExportInfo | null>(null);
+  const [running, setRunning] = useState<ExportInfo | null>(null);
   const [error, setError] = useState<string | null>(null);
 
   const choose = (next: ExportFormat) => {
     setFormat(next);
     setQuant(QUANTS[next][next === "gguf" ? 1 : 0] ?? "");
   };
+  const base = `/api/jobs/${encodeURIComponent(jobId)}/exports`;
   const run = async () => {
     setBusy(true);
     setError(null);
     setResult(null);
     try {
-      const body = { format, ...(quant ? { quant } : {}) };
-      const r = await sendJson<{ export: ExportInfo }>(
-        "POST",
-        `/api/jobs/${encodeURIComponent(jobId)}/exports`,
-        body,
-      );
-      setResult(r.export);
+      let info = (
+        await sendJson<{ export: ExportInfo }>("POST", base, { format, ...(quant ? { quant } : {}) })
+      ).export;
+      // the cloud API exports in the background: follow it until its files are written
+      while (info.status === "running") {
+        setRunning(info);
+        await new Promise((resolve) => setTimeout(resolve, 500));
+        info = (await getJson<{ export: ExportInfo }>(`${base}/${encodeURIComponent(info.id)}`)).export;
+      }
+      if (info.status === "failed") setError(info.error?.message ?? "the export failed");
+      else setResult(info);
     } catch (e) {
       setError(errorMessage(e));
     } finally {
+      setRunning(null);
       setBusy(false);
     }
   };
@@ -88,6 +95,11 @@ export function ExportCard({ jobId }: { jobId: string }) {
           {busy ? "Exporting…" : "Export"}
         </button>
       </div>
+      {running?.progress && (
+        <div className="muted" data-testid="export-progress">
+          {running.progress.stage} {running.progress.done}/{running.progress.total}
+        </div>
+      )}
       <ErrorText message={error} />
       {result && (
         <ul className="export-files" data-testid="export-files">

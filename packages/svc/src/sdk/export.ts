@@ -7,7 +7,7 @@ import { createWriteStream, mkdirSync, renameSync, rmSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import type { ExportFormat, ExportInfo } from "@svc/server/wire";
+import type { ExportFormat, ExportInfo, ExportProgress } from "@svc/server/wire";
 import type { CloudApi } from "./cloud-api.js";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -19,14 +19,27 @@ export interface ExportModelOptions {
   format: ExportFormat;
   quant?: string;
   out: string;
-  /** Called as the server finishes and as each file downloads. */
+  /** Called as the server exports (its stage and count) and as each file downloads. */
   onProgress?: (progress: {
     stage: "exporting" | "downloading";
+    server?: ExportProgress | null;
     file?: string;
     bytes?: number;
     totalBytes?: number;
   }) => void;
   signal?: AbortSignal;
+  /** How often to ask the server how the export stands (default 500 ms). */
+  pollMs?: number;
+}
+
+/** The server's export failed (its error code and message). */
+export class ExportFailedError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
 }
 
 export interface ExportedFiles {
@@ -40,8 +53,7 @@ export async function exportModel(client: CloudApi, options: ExportModelOptions)
   if (!isJob && options.checkpoint !== undefined) {
     throw new Error(`--checkpoint needs a job id, not the base model ${JSON.stringify(options.source)}`);
   }
-  options.onProgress?.({ stage: "exporting" });
-  const info = await client.createExport({
+  let info = await client.createExport({
     ...(isJob
       ? {
           adapter:
@@ -53,6 +65,19 @@ export async function exportModel(client: CloudApi, options: ExportModelOptions)
     format: options.format,
     ...(options.quant === undefined ? {} : { quant: options.quant }),
   });
+  options.onProgress?.({ stage: "exporting", server: info.progress });
+  while (info.status === "running") {
+    await new Promise((resolve) => setTimeout(resolve, options.pollMs ?? 500));
+    options.signal?.throwIfAborted();
+    info = await client.getExport(info.id);
+    options.onProgress?.({ stage: "exporting", server: info.progress });
+  }
+  if (info.status === "failed") {
+    throw new ExportFailedError(
+      info.error?.code ?? "export_failed",
+      info.error?.message ?? "the export failed",
+    );
+  }
   const singleFile = info.format === "gguf" && options.out.endsWith(".gguf");
   const dir = singleFile ? dirname(options.out) : options.out;
   mkdirSync(dir, { recursive: true });

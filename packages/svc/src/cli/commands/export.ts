@@ -52,6 +52,8 @@ export const exportCommand: Command = {
     const out = stringOption(values, "out");
     if (!out) throw new UsageError("--out is required");
     const { scoped } = await openScopedSession();
+    let announced = false;
+    let downloading = false;
     const result = await exportModel(scoped, {
       source,
       checkpoint: intOption(values, "checkpoint", 1),
@@ -60,9 +62,16 @@ export const exportCommand: Command = {
       out,
       onProgress: (p) => {
         if (p.stage === "exporting") {
-          process.stderr.write(`Exporting ${source} as ${format} on the server…\n`);
+          const step = p.server ? `${p.server.stage} ${p.server.done}/${p.server.total}` : "";
+          const line = `Exporting ${source} as ${format} on the server… ${step}`.trimEnd();
+          // a redrawn line on a terminal; the first line only otherwise
+          if (process.stderr.isTTY) process.stderr.write(`\r${line}\x1b[K`);
+          else if (!announced) process.stderr.write(`Exporting ${source} as ${format} on the server…\n`);
+          announced = true;
           return;
         }
+        if (announced && process.stderr.isTTY && !downloading) process.stderr.write("\n");
+        downloading = true;
         const done = p.bytes === p.totalBytes;
         const line = `  ${p.file}  ${mib(p.bytes ?? 0)} / ${mib(p.totalBytes ?? 0)}`;
         // a redrawn line on a terminal; one line per finished file otherwise

@@ -38,7 +38,12 @@ export function jobRoutes(env: StudioEnv): Hono {
       format: body.format as ExportFormat,
       ...(body.quant ? { quant: body.quant } : {}),
     });
-    return c.json({ export: info }, 201);
+    return c.json({ export: info }, 202);
+  });
+
+  app.get("/:id/exports/:exportId", async (c) => {
+    const { client } = await session(c.req.param("id"));
+    return c.json({ export: await client.getExport(c.req.param("exportId")) });
   });
 
   app.get("/:id/exports/:exportId/:file", async (c) => {
