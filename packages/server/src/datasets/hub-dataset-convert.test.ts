@@ -132,3 +132,31 @@ test("JSONL: CRLF lines and a byte-order mark read as local files do; bytes that
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("a .json file: an array of rows (Alpaca's alpaca_data.json), or JSON Lines", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "svc-hub-json-"));
+  try {
+    const items = [
+      { instruction: "Add.", input: "1 and 2", output: "3" },
+      { instruction: "Greet.", input: "", output: "Hi" },
+    ];
+    writeFileSync(join(dir, "alpaca_data.json"), JSON.stringify(items, null, 2));
+    writeFileSync(join(dir, "lines.json"), `${JSON.stringify(items[0])}\n${JSON.stringify(items[1])}\n`);
+    for (const file of ["alpaca_data.json", "lines.json"]) {
+      const result = await convertHubSplitOffLoop({ dir, files: [file], label: "org/a", limit: 1 << 20 });
+      assert.ok(result.ok, JSON.stringify(result));
+      assert.deepEqual(lines(result.jsonl), [
+        { prompt: "Add.\n\n1 and 2", completion: "3" },
+        { prompt: "Greet.", completion: "Hi" },
+      ]);
+    }
+    writeFileSync(join(dir, "bad.json"), JSON.stringify([items[0], { instruction: "x", output: 5 }]));
+    const bad = await convertHubSplitOffLoop({ dir, files: ["bad.json"], label: "org/a", limit: 1 << 20 });
+    assert.equal(
+      !bad.ok && bad.message,
+      'org/a row 2 (bad.json item 2): column "output" must be a string, got a number',
+    );
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

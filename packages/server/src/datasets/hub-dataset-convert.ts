@@ -6,6 +6,7 @@
 // It runs on a worker thread (convertHubSplitOffLoop): a large split never
 // holds the server's event loop.
 import { createReadStream } from "node:fs";
+import { open, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { Worker } from "node:worker_threads";
 import { isEngineError, parseDataset } from "@svc/engine";
@@ -51,9 +52,10 @@ const jsonValue = (_key: string, value: unknown) => (typeof value === "bigint" ?
 
 /** Where each row of the split came from: its file and its row (Parquet) or line (JSONL) there. */
 class RowOrigins {
-  private readonly starts: { row: number; file: string; unit: "row" | "line"; lines?: number[] }[] = [];
+  private readonly starts: { row: number; file: string; unit: "row" | "line" | "item"; lines?: number[] }[] =
+    [];
 
-  add(firstRow: number, file: string, unit: "row" | "line", lines?: number[]): void {
+  add(firstRow: number, file: string, unit: "row" | "line" | "item", lines?: number[]): void {
     this.starts.push({ row: firstRow, file, unit, lines });
   }
 
@@ -225,13 +227,63 @@ async function readJsonl(writer: SplitWriter, dir: string, file: string, label: 
   }
 }
 
+/** Whether a .json file holds one array (Alpaca's `alpaca_data.json`) rather than JSON Lines. */
+async function isJsonArray(path: string): Promise<boolean> {
+  const handle = await open(path);
+  try {
+    const { buffer, bytesRead } = await handle.read(Buffer.alloc(4096), 0, 4096, 0);
+    const head = buffer
+      .subarray(0, bytesRead)
+      .toString("utf8")
+      .replace(/^\uFEFF/, "")
+      .trimStart();
+    return head.startsWith("[");
+  } finally {
+    await handle.close();
+  }
+}
+
+/** A .json file holding an array of row objects: item N (1-based) is the file's row N. */
+async function readJsonArray(writer: SplitWriter, dir: string, file: string, label: string): Promise<void> {
+  writer.origins.add(writer.rows + 1, file, "item");
+  let text: string;
+  try {
+    text = utf8.decode(await readFile(join(dir, file)));
+  } catch {
+    throw new ConvertError(400, "invalid_dataset", `${label}: ${file} is not valid UTF-8 text`);
+  }
+  let items: unknown;
+  try {
+    items = JSON.parse(text);
+  } catch (error) {
+    throw new ConvertError(
+      400,
+      "invalid_dataset",
+      `${label}: ${file} is not valid JSON (${(error as Error).message})`,
+    );
+  }
+  for (const [i, item] of (items as unknown[]).entries()) {
+    if (typeof item !== "object" || item === null || Array.isArray(item))
+      throw new ConvertError(
+        400,
+        "invalid_dataset",
+        `${label} row ${writer.rows + 1} (${file} item ${i + 1}): expected a JSON object`,
+      );
+    const record = item as Record<string, unknown>;
+    if (!writer.shape) writer.shapeFor(file, Object.keys(record));
+    writer.push(record);
+  }
+}
+
 /** The split's rows as checked JSONL, or the first problem (status, code, message naming the row). */
 export async function convertHubSplit(request: ConvertRequest): Promise<ConvertResult> {
   const writer = new SplitWriter(request);
   try {
     for (const file of request.files) {
-      if (file.toLowerCase().endsWith(".parquet"))
-        await readParquet(writer, request.dir, file, request.label);
+      const lower = file.toLowerCase();
+      if (lower.endsWith(".parquet")) await readParquet(writer, request.dir, file, request.label);
+      else if (lower.endsWith(".json") && (await isJsonArray(join(request.dir, file))))
+        await readJsonArray(writer, request.dir, file, request.label);
       else await readJsonl(writer, request.dir, file, request.label);
     }
     if (writer.rows === 0 || !writer.shape)

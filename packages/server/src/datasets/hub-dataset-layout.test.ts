@@ -71,6 +71,10 @@ test("configs are top-level folders; several need one named, a missing one lists
     "default/train/0001.parquet",
   ]);
   assert.deepEqual(select(["data/train.jsonl"], "train", "default"), ["data/train.jsonl"]);
+  // JSON files are data too, but not save_to_disk's metadata beside them.
+  assert.deepEqual(select(["alpaca_data.json", "dataset_info.json", "state.json"], "train"), [
+    "alpaca_data.json",
+  ]);
   // Configs as folders under data/ (data/<config>/<split>-NNNNN-of-NNNNN.parquet).
   const nested = [
     "data/all/train-00000-of-00001.parquet",
@@ -91,6 +95,6 @@ test("an unknown split lists the splits and files there are; a repository withou
   refused(
     () => select(["README.md", "data.csv"], "train"),
     "hub_dataset_no_data",
-    /no data files.*\.parquet and \.jsonl.*"data.csv"/,
+    /no data files \(svc reads \.parquet, \.jsonl and \.json files; its files: "README.md", "data.csv"\)/,
   );
 });

@@ -4,8 +4,9 @@
 // pushed with `push_to_hub`, the Hub's own Parquet conversion and a folder of
 // `train.jsonl`/`test.jsonl` files all work without a loading script:
 //
-// - data files are `.parquet` and `.jsonl` (case-insensitive); files and
-//   folders whose names start with "." are not data;
+// - data files are `.parquet`, `.jsonl` and `.json` (case-insensitive); files
+//   and folders whose names start with ".", and save_to_disk's metadata
+//   (dataset_info.json, state.json, ...), are not data;
 // - `config` names a top-level folder (`<config>/...`, as the Hub's Parquet
 //   conversion lays out `<config>/<split>/0000.parquet`) or a folder under
 //   `data/` (`data/<config>/train-00000-of-00001.parquet`); "default" with no
@@ -25,7 +26,16 @@
 import { badRequest } from "../http/api-error.js";
 import { globRegex, type ReadmeConfig } from "./hub-dataset-readme.js";
 
-export const DATA_FILE_EXTENSIONS = [".parquet", ".jsonl"] as const;
+export const DATA_FILE_EXTENSIONS = [".parquet", ".jsonl", ".json"] as const;
+/** The files `save_to_disk` and older Hub tooling write beside the data: metadata, not rows. */
+const METADATA_FILES = new Set([
+  "dataset_info.json",
+  "dataset_infos.json",
+  "dataset_dict.json",
+  "state.json",
+]);
+/** How an error names the formats: ".parquet, .jsonl and .json". */
+export const DATA_FILE_FORMATS = `${DATA_FILE_EXTENSIONS.slice(0, -1).join(", ")} and ${DATA_FILE_EXTENSIONS.at(-1)}`;
 
 /** The Hub's split keywords, by the split they name. */
 const SPLIT_KEYWORDS: Record<string, readonly string[]> = {
@@ -47,7 +57,9 @@ export function canonicalSplit(split: string): string {
 
 export function isDataFile(path: string): boolean {
   const lower = path.toLowerCase();
-  if (path.split("/").some((segment) => segment.startsWith("."))) return false;
+  const segments = path.split("/");
+  if (segments.some((segment) => segment.startsWith("."))) return false;
+  if (METADATA_FILES.has(segments[segments.length - 1].toLowerCase())) return false;
   return DATA_FILE_EXTENSIONS.some((ext) => lower.endsWith(ext));
 }
 
@@ -132,7 +144,7 @@ export function selectSplitFiles(
   if (dataFiles.length === 0) {
     const shown = paths.length === 0 ? "it has no files" : `its files: ${listNames([...paths].sort())}`;
     throw badRequest(
-      `${label}: no data files (svc reads ${DATA_FILE_EXTENSIONS.join(" and ")} files; ${shown})`,
+      `${label}: no data files (svc reads ${DATA_FILE_FORMATS} files; ${shown})`,
       "hub_dataset_no_data",
     );
   }
@@ -235,7 +247,7 @@ function selectFromReadme(
   const others = matched.filter((p) => !isDataFile(p));
   if (others.length > 0)
     throw badRequest(
-      `${label}: ${where} holds files svc does not read (${listNames(others, 5)}); svc reads ${DATA_FILE_EXTENSIONS.join(" and ")} files`,
+      `${label}: ${where} holds files svc does not read (${listNames(others, 5)}); svc reads ${DATA_FILE_FORMATS} files`,
       "hub_dataset_no_data",
     );
   return { files: matched, config: config.name, splits };
