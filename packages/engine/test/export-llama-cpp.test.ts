@@ -20,6 +20,7 @@ import { fileURLToPath } from "node:url";
 import { tensorType } from "../src/export/gguf-export.js";
 import type { GgmlTypeName } from "../src/export/gguf-file.js";
 import { decode, encode } from "../src/export/gguf-quant.js";
+import { GPT4O_SPLIT, LLAMA3_SPLIT, QWEN2_SPLIT } from "../src/export/gguf-tokenizer.js";
 import { exportModel } from "../src/export/index.js";
 import { LoadedModel, loadModel } from "../src/load.js";
 import { argmax, LLAMA_CPP_PACKAGE, openLlamaCpp } from "../src/testing/llama-cpp-peer.js";
@@ -288,6 +289,51 @@ describe("GGUF exports load in llama.cpp and compute what svc computes", { skip 
           await peer.greedy(prompt, 6),
           greedyEngine(roundedModel(model as LoadedModel), prompt, 6, V),
         );
+      } finally {
+        await peer.dispose();
+      }
+    });
+  }
+});
+
+const SPLIT_TEXTS = [
+  "I'm sure they'll say DON'T: 12345 apples, 7 pears!\n\n  Indented\ttab\r\nline",
+  "Über naïve café 日本語のテキスト。 Emoji too: 🙂🚀 ÀÉÎ ßẞ x/y//z",
+];
+
+describe("byte-level pre-tokenizer rules keep their meaning in llama.cpp", { skip }, () => {
+  const root = mkdtempSync(join(tmpdir(), "svc-export-split-"));
+  after(() => rmSync(root, { recursive: true, force: true }));
+  const cases: [string, unknown][] = [
+    ["gpt-2", { type: "ByteLevel", add_prefix_space: false, trim_offsets: true, use_regex: true }],
+    ["llama-bpe (Llama 3, OLMo 2, SmolLM3)", LLAMA3_SPLIT],
+    ["qwen2 (Qwen2, Qwen3)", QWEN2_SPLIT],
+    ["gpt-4o (Phi-4-mini)", GPT4O_SPLIT],
+  ];
+  for (const [name, rule] of cases) {
+    it(name, async () => {
+      const dir = join(root, name.split(" ")[0]);
+      await createRandomModel(dir, { merges: 60 });
+      const file = join(dir, "tokenizer.json");
+      const json = JSON.parse(readFileSync(file, "utf8"));
+      json.pre_tokenizer =
+        typeof rule === "string"
+          ? {
+              type: "Sequence",
+              pretokenizers: [
+                { type: "Split", pattern: { Regex: rule }, behavior: "Isolated", invert: false },
+                { type: "ByteLevel", add_prefix_space: false, trim_offsets: false, use_regex: false },
+              ],
+            }
+          : rule;
+      writeFileSync(file, JSON.stringify(json));
+      const model = await loadModel(dir);
+      const gguf = await exportModel({ baseDir: dir, format: "gguf", out: join(dir, "gguf") });
+      const peer = await openLlamaCpp(join(gguf.dir, gguf.files[0]), model.config.vocabSize);
+      assert.ok(peer);
+      try {
+        for (const text of SPLIT_TEXTS)
+          assert.deepEqual(peer.tokenize(text), model.tokenizer.encode(text), text);
       } finally {
         await peer.dispose();
       }

@@ -13,10 +13,14 @@ type Json = Record<string, unknown>;
 /** llama.cpp's token types (llama_token_type). */
 const TOKEN_TYPE = { normal: 1, unknown: 2, control: 3, userDefined: 4, unused: 5, byte: 6 } as const;
 
-// The split patterns of the families' tokenizer.json files, as they are written there.
-const LLAMA3_SPLIT =
+// The split patterns of the families' tokenizer.json files, as they are written
+// there: Llama 3's (also OLMo 2's and SmolLM3's: tiktoken's cl100k), Qwen2's
+// (Qwen3's too), GPT-4o's (Phi-4-mini's).
+export const LLAMA3_SPLIT =
   "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
-const QWEN2_SPLIT =
+export const GPT4O_SPLIT =
+  "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+export const QWEN2_SPLIT =
   "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 
 const steps = (p: unknown): Json[] =>
@@ -45,6 +49,7 @@ export function preTokenizerName(pre: unknown): string | null {
     const pattern = (others[0].pattern as Json | undefined)?.Regex;
     if (pattern === LLAMA3_SPLIT) return "llama-bpe";
     if (pattern === QWEN2_SPLIT) return "qwen2";
+    if (pattern === GPT4O_SPLIT) return "gpt-4o"; // Phi-4-mini
   }
   return null;
 }
