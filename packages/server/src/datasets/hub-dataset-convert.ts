@@ -1,4 +1,4 @@
-// A Hub dataset split's files (Parquet read with hyparquet, JSONL) as the JSONL
+// A Hub dataset split's files (Parquet read with hyparquet, JSON Lines, JSON arrays) as the JSONL
 // training rows a local file holds, one line per row of the split, checked by
 // the engine's parseDataset exactly as an uploaded file is. Errors name the
 // row's number in the split (1-based, counted over its files in order) and
