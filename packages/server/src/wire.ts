@@ -68,12 +68,16 @@ export const HUB_REPO_ID_PATTERN = /^[A-Za-z0-9][\w.-]{0,95}\/[A-Za-z0-9][\w.-]{
 /** A branch, tag or commit sha after "@" in `<org>/<name>@<revision>`; "refs/pr/1" style names included, no "..". */
 export const HUB_REVISION_PATTERN = /^(?!.*\.\.)(?!\/)[\w.\-/]{1,200}$/;
 
-/** Whether `name` is `<org>/<name>[@<revision>]` (docs/hub.md). */
+/** The org of svc's bundled models: `svc/<name>` is never looked up on the Hub. */
+export const BUNDLED_MODEL_ORG = "svc";
+
+/** Whether `name` is `<org>/<name>[@<revision>]` outside the `svc` org (docs/hub.md). */
 export function isHubModelName(name: string): boolean {
   const at = name.indexOf("@");
   const repo = at < 0 ? name : name.slice(0, at);
   return (
     HUB_REPO_ID_PATTERN.test(repo) &&
+    !repo.startsWith(`${BUNDLED_MODEL_ORG}/`) &&
     !repo.includes("..") &&
     (at < 0 || HUB_REVISION_PATTERN.test(name.slice(at + 1)))
   );

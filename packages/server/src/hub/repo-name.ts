@@ -1,6 +1,6 @@
 // `<org>/<name>[@<revision>]`: how a Hub model is named everywhere in svc.
 
-import { HUB_REPO_ID_PATTERN, HUB_REVISION_PATTERN } from "../wire.js";
+import { isHubModelName } from "../wire.js";
 
 export const COMMIT_SHA = /^[0-9a-f]{40}$/;
 
@@ -10,14 +10,13 @@ export interface HubRepoRef {
   revision: string;
 }
 
-/** Splits `org/name@revision`; null when it is not a valid Hub id. */
+/** Splits `org/name@revision`; null when it is not a Hub id (wire.ts's isHubModelName: `svc/…` names are bundled models). */
 export function parseHubName(name: string): HubRepoRef | null {
+  if (!isHubModelName(name)) return null;
   const at = name.indexOf("@");
-  const repo = at < 0 ? name : name.slice(0, at);
-  const revision = at < 0 ? "main" : name.slice(at + 1);
-  if (!HUB_REPO_ID_PATTERN.test(repo) || !HUB_REVISION_PATTERN.test(revision) || repo.includes(".."))
-    return null;
-  return { repo, revision };
+  return at < 0
+    ? { repo: name, revision: "main" }
+    : { repo: name.slice(0, at), revision: name.slice(at + 1) };
 }
 
 export function hubName(ref: HubRepoRef): string {

@@ -19,6 +19,19 @@ export type HubModelId = `${string}/${string}`;
 export type BaseModelName = SupportedModel | HubModelId;
 
 /**
+ * `M` when it is a bundled model or a Hub id, never otherwise: a name in the
+ * `svc` org must be a bundled one exactly ("svc/pico-llama"), so a typo there
+ * fails to compile ("not assignable to type 'never'").
+ */
+export type CheckedModelName<M extends string> = M extends SupportedModel
+  ? M
+  : M extends `svc/${string}`
+    ? never
+    : M extends HubModelId
+      ? M
+      : never;
+
+/**
  * Names accepted at runtime: SUPPORTED_MODELS plus SVC_EXTRA_MODELS, a comma-separated
  * list meant for tests that register a tiny model on their own server.
  */

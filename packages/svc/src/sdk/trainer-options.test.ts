@@ -22,6 +22,11 @@ test("an unsupported model throws at construction, naming the field", () => {
     /model: unsupported base model "llama-70b"; a bundled model \("svc\/pico-llama"\) or a Hugging Face Hub id/,
   );
   assert.throws(() => createTrainer({ ...ok, model: "org/name@../x" as never }), /unsupported base model/);
+  // The svc org holds the bundled models only: a typo there is not taken for a Hub id.
+  assert.throws(
+    () => createTrainer({ ...ok, model: "svc/pico-lama" as never }),
+    /unsupported base model "svc\/pico-lama"/,
+  );
 });
 
 test("Hugging Face Hub ids are base models, with or without a revision", () => {

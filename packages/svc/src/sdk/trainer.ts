@@ -20,7 +20,14 @@ import { type CloudApiClient, CloudApiError } from "./client.js";
 import { waitForDatasetProfile } from "./dataset-profile.js";
 import { bindInfer } from "./infer.js";
 import { streamJobEvents } from "./job-event-stream.js";
-import { assertLoraTargets, type BaseModelName, servedModel } from "./models.js";
+import {
+  assertLoraTargets,
+  type BaseModelName,
+  type CheckedModelName,
+  type HubModelId,
+  type SupportedModel,
+  servedModel,
+} from "./models.js";
 import { defaultProjectDir, openScopedSession, type ScopedSvcSession } from "./session.js";
 import {
   type DatasetSource,
@@ -103,6 +110,15 @@ export class TrainingCancelledError extends Error {
   }
 }
 
+/**
+ * `model` is checked by type too: a bundled name exactly (a typo there reads
+ * "not assignable to type '"svc/pico-llama"'"), or a Hub id outside the `svc`
+ * org (CheckedModelName).
+ */
+export function createTrainer(options: TrainerOptions & { model: SupportedModel }): Trainer;
+export function createTrainer<const M extends HubModelId>(
+  options: TrainerOptions & { model: M & CheckedModelName<M> },
+): Trainer;
 export function createTrainer(options: TrainerOptions): Trainer {
   validateTrainerOptions(options);
   return new SvcTrainer({ ...options });
