@@ -7,6 +7,7 @@ import type { ResponseFormat, ToolCall, ToolCallDelta, ToolChoice, ToolDefinitio
 
 export * from "./wire-dataset-profiles.js";
 export * from "./wire-deployments.js";
+export * from "./wire-exports.js";
 export * from "./wire-limits.js";
 export * from "./wire-tools.js";
 
