@@ -8,13 +8,13 @@
 import { fileURLToPath } from "node:url";
 import {
   FAMILIES,
-  type Model,
   type ModelConfig,
   type PreparedSets,
   plannedSteps,
   resolveHyperparameters,
   type TrainHyperparameters,
 } from "@svc/engine";
+import type { ModelHeader } from "./training-sets.js";
 
 /** packages/trainer-torch (the Python package), from packages/server/dist/src/worker/. */
 export const TRAINER_TORCH_DIR = fileURLToPath(new URL("../../../../trainer-torch", import.meta.url));
@@ -40,7 +40,8 @@ export function blockDescription(config: ModelConfig): Record<string, unknown> {
 }
 
 export interface TorchJobOptions {
-  model: Model;
+  /** The base model's folder, config and tokenizer (its weights are PyTorch's to read). */
+  model: ModelHeader;
   prepared: PreparedSets;
   hyperparameters: TrainHyperparameters;
   outputDir: string;

@@ -20,7 +20,7 @@ import type {
   TrainingProcessInput,
   TrainingProcessMessage,
 } from "./training-protocol.js";
-import { readTrainingSets } from "./training-sets.js";
+import { readTrainingSetsForTorch } from "./training-sets.js";
 
 exitWithParent();
 const ranks: ChildProcess[] = [];
@@ -62,7 +62,7 @@ async function main(): Promise<void> {
   const scratch = mkdtempSync(join(tmpdir(), "svc-torch-"));
   try {
     const launch = input.torch ?? { python: "/usr/bin/python3", device: "cpu", processes: 1 };
-    const { model, prepared, started } = await readTrainingSets(input);
+    const { model, prepared, started } = await readTrainingSetsForTorch(input);
     await post(started);
     if (input.dryRun) {
       await post({ type: "result", result: null, trainSeconds: 0 });

@@ -1,15 +1,18 @@
 // A job's training and eval sets as both backends train them: the datasets
 // read and validated by the engine, the eval split of evalFraction (seeded, so
-// it is the same on every resume), the base model loaded, and the sets fitted
-// to maxLength, with the "started" report of what was cut and dropped.
+// it is the same on every resume), the base model loaded (for the torch
+// backend its config and tokenizer only: PyTorch reads the weights), and the
+// sets fitted to maxLength, with the "started" report of what was cut and dropped.
 import {
   type DatasetRow,
   loadModel,
+  loadTokenizer,
   type Model,
   type PreparedSets,
   plannedSteps,
   prepareSets,
   readDataset,
+  readModelConfig,
 } from "@svc/engine";
 import { ROW_NOTES_SHOWN, type TruncationRowNote } from "../wire.js";
 import type { TrainingProcessInput, TrainingProcessMessage } from "./training-protocol.js";
@@ -32,15 +35,37 @@ function shuffled<T>(rows: T[], seed: number): T[] {
   return out;
 }
 
-export interface TrainingSets {
-  model: Model;
+/** What the sets need of a model: the torch backend's process never holds the weights in Node. */
+export type ModelHeader = Pick<Model, "dir" | "config" | "tokenizer">;
+
+export interface TrainingSets<M extends ModelHeader = Model> {
+  model: M;
   trainSet: DatasetRow[];
   evalSet: DatasetRow[] | undefined;
   prepared: PreparedSets;
   started: Extract<TrainingProcessMessage, { type: "started" }>;
 }
 
+/** The sets with the whole base model loaded (the engine trains it in this process). */
 export async function readTrainingSets(input: TrainingProcessInput): Promise<TrainingSets> {
+  return prepareTrainingSets(input, () => loadModel(input.modelDir));
+}
+
+/** The sets with the base model's config and tokenizer only (PyTorch reads its weights). */
+export async function readTrainingSetsForTorch(
+  input: TrainingProcessInput,
+): Promise<TrainingSets<ModelHeader>> {
+  return prepareTrainingSets(input, async () => ({
+    dir: input.modelDir,
+    config: readModelConfig(input.modelDir),
+    tokenizer: await loadTokenizer(input.modelDir),
+  }));
+}
+
+async function prepareTrainingSets<M extends ModelHeader>(
+  input: TrainingProcessInput,
+  load: () => Promise<M>,
+): Promise<TrainingSets<M>> {
   const rows = await readDataset(input.trainPath);
   let trainSet: DatasetRow[] = rows;
   let evalSet = input.evalPath ? await readDataset(input.evalPath) : undefined;
@@ -60,7 +85,7 @@ export async function readTrainingSets(input: TrainingProcessInput): Promise<Tra
       trainSet = trainNumbers.map((n) => rows[n - 1]);
     }
   }
-  const model = await loadModel(input.modelDir);
+  const model = await load();
   // Prepared before "started", so the event reports what was cut and dropped; training reuses them.
   const prepared = prepareSets(model.tokenizer, trainSet, evalSet, input.hyperparameters, {
     train: trainNumbers,
