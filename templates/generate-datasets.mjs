@@ -171,18 +171,20 @@ export const SUPPORT_TOOLS = [
   },
 ];
 
+// Customers write the order number as "#M3736": the tokens of "M3736" are then the same in the
+// message and in the call's arguments, which a model this small needs to copy them.
 const LOOKUPS = [
-  "Where is my order {id}?",
-  "Has {id} shipped yet?",
-  "Any news on order {id}?",
-  "Can you check the status of {id}?",
-  "When will order {id} arrive?",
+  "Where is my order #{id}?",
+  "Has #{id} shipped yet?",
+  "Any news on order #{id}?",
+  "Can you check the status of #{id}?",
+  "When will order #{id} arrive?",
 ];
 const ISSUES = {
-  damaged: ["Order {id} arrived damaged.", "The item in {id} is broken.", "My package {id} came crushed."],
-  missing: ["Order {id} never arrived.", "Tracking says {id} was delivered but I have nothing."],
-  refund: ["I want my money back for {id}.", "Please refund order {id}.", "Can I get a refund on {id}?"],
-  wrong_item: ["I got the wrong item in order {id}.", "Order {id} had someone else's product in it."],
+  damaged: ["Order #{id} arrived damaged.", "The item in #{id} is broken.", "My package #{id} came crushed."],
+  missing: ["Order #{id} never arrived.", "Tracking says #{id} was delivered but I have nothing."],
+  refund: ["I want my money back for #{id}.", "Please refund order #{id}.", "Can I get a refund on #{id}?"],
+  wrong_item: ["I got the wrong item in order #{id}.", "Order #{id} had someone else's product in it."],
 };
 const NO_TOOL = [
   ["What are your opening hours?", "We answer messages every day from 8:00 to 20:00."],
@@ -222,7 +224,7 @@ function toolRow(r) {
     turns = [
       { role: "user", content: `${greeting}${pick(r, LOOKUPS).replace("{id}", id)}` },
       ...callTurns("lookup_order", { order_id: id }, { status }),
-      { role: "assistant", content: `Order ${id} is ${status}.` },
+      { role: "assistant", content: `Order #${id} is ${status}.` },
     ];
   } else {
     const issue = pick(r, Object.keys(ISSUES));
@@ -230,7 +232,7 @@ function toolRow(r) {
     turns = [
       { role: "user", content: `${greeting}${pick(r, ISSUES[issue]).replace("{id}", id)}` },
       ...callTurns("create_ticket", { order_id: id, issue }, { ticket }),
-      { role: "assistant", content: `I opened ticket ${ticket} for order ${id}.` },
+      { role: "assistant", content: `I opened ticket ${ticket} for order #${id}.` },
     ];
   }
   return { tools: SUPPORT_TOOLS, messages: [{ role: "system", content: TOOLS_SYSTEM }, ...turns] };

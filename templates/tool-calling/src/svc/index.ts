@@ -22,7 +22,7 @@ const trainer = createTrainer({
     // Ask each checkpoint to call a tool as soon as it is saved:
     // async onCheckpoint({ step, infer }) {
     //   const { toolCalls } = await infer({
-    //     messages: [{ role: "user", content: "Where is my order A1042?" }],
+    //     messages: [{ role: "user", content: "Where is my order #A1042?" }],
     //     tools: TOOLS, // the definitions of data/train.jsonl
     //     maxTokens: 48,
     //   });
