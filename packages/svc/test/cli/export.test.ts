@@ -1,11 +1,21 @@
 // svc export as a real process against svc server: a base model as GGUF to a
 // named .gguf file (the Modelfile beside it names that file), usage mistakes
-// exit 2, refusals from the server exit 1 with its message.
+// exit 2, refusals from the server (of the request, or of the model by the
+// exporter) exit 1 with its message.
 import assert from "node:assert/strict";
-import { readFile } from "node:fs/promises";
-import { join } from "node:path";
+import { cp, readFile } from "node:fs/promises";
+import { dirname, join } from "node:path";
 import { after, before, test } from "node:test";
-import { cliEnv, runSvc, startTestModelServer, TEST_MODEL, type TestServer, tempDir } from "./harness.js";
+import { fileURLToPath } from "node:url";
+import {
+  cliEnv,
+  createTestModel,
+  runSvc,
+  startTestServer,
+  TEST_MODEL,
+  type TestServer,
+  tempDir,
+} from "./harness.js";
 
 let server: TestServer;
 let home: string;
@@ -13,7 +23,29 @@ let env: NodeJS.ProcessEnv;
 
 before(async () => {
   home = await tempDir("export-home");
-  server = await startTestModelServer(home);
+  // and a model GGUF cannot carry (YaRN with beta_fast 16), from the engine's fixtures
+  const yarn = join(await tempDir("yarn-model"), "model");
+  const fixtures = join(
+    dirname(fileURLToPath(import.meta.url)),
+    "..",
+    "..",
+    "..",
+    "..",
+    "engine",
+    "fixtures",
+  );
+  await cp(join(fixtures, "llama-yarn-v5-f16"), yarn, { recursive: true });
+  server = await startTestServer({
+    home,
+    args: [
+      "--bundled-models",
+      "none",
+      "--model",
+      `${TEST_MODEL}=${await createTestModel()}`,
+      "--model",
+      `test/yarn=${yarn}`,
+    ],
+  });
   env = cliEnv(home, server.apiUrl);
 });
 
@@ -62,4 +94,7 @@ test("svc export: usage mistakes exit 2, the server's refusals exit 1 naming the
   });
   assert.equal(badQuant.code, 1);
   assert.match(badQuant.stderr, /"quant": quant "q2_k" is not one of f16, q8_0, q4_k_m/);
+  const refused = await runSvc(["export", "test/yarn", "--format", "gguf", "--out", "x"], { cwd, env });
+  assert.equal(refused.code, 1);
+  assert.match(refused.stderr, /cannot export to GGUF: yarn beta_fast 16 \(llama.cpp's llama uses 32\)/);
 });
