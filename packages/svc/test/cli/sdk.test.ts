@@ -288,6 +288,54 @@ test("infer: final adapter, streaming deltas, base model, and a clear error for 
   );
 });
 
+test("infer: tools, toolChoice and responseFormat; the calls come back as toolCalls", async () => {
+  const tools = [
+    {
+      type: "function" as const,
+      function: {
+        name: "lookup_order",
+        parameters: {
+          type: "object",
+          properties: { order_id: { type: "string", enum: ["A1", "B2"] } },
+          required: ["order_id"],
+          additionalProperties: false,
+        },
+      },
+    },
+  ];
+  const called = await infer({
+    baseModel: TEST_MODEL,
+    messages: [{ role: "user", content: "Where is #A1?" }],
+    tools,
+    toolChoice: { type: "function", function: { name: "lookup_order" } },
+    maxTokens: 200,
+  });
+  assert.equal(called.finishReason, "tool_calls");
+  assert.equal(called.toolCalls.length, 1);
+  assert.equal(called.toolCalls[0].function.name, "lookup_order");
+  assert.ok(["A1", "B2"].includes(JSON.parse(called.toolCalls[0].function.arguments).order_id));
+  // The call and its result go back as history.
+  const answered = await infer({
+    baseModel: TEST_MODEL,
+    messages: [
+      { role: "user", content: "Where is #A1?" },
+      { role: "assistant", content: null, tool_calls: called.toolCalls },
+      { role: "tool", tool_call_id: called.toolCalls[0].id, content: '{"status": "shipped"}' },
+    ],
+    tools,
+    toolChoice: "none",
+    maxTokens: 4,
+  });
+  assert.deepEqual(answered.toolCalls, []);
+  const json = await infer({
+    baseModel: TEST_MODEL,
+    messages: [{ role: "user", content: "hi" }],
+    responseFormat: { type: "json_schema", json_schema: { name: "r", schema: tools[0].function.parameters } },
+    maxTokens: 200,
+  });
+  assert.ok(["A1", "B2"].includes(JSON.parse(json.text).order_id));
+});
+
 test("CloudApiClient: errors carry the upstream status, code and message", async () => {
   const { scoped, client } = await openScopedSession();
   assert.ok((await client.listModels()).some((m) => m.name === TEST_MODEL));
