@@ -26,7 +26,7 @@ import type {
   Generator,
   Model,
 } from "./types.js";
-import type { LoraLayers } from "./weights.js";
+import type { LoraLayers, ServingWeights } from "./weights.js";
 
 export interface GeneratorOptions {
   /** Most sequences decoded together in one step; more requests wait in a queue (default 16). */
@@ -37,6 +37,8 @@ export interface GeneratorOptions {
   maxStepTokens?: number;
   /** The format the base weights are served in (default "fp32"; quant/formats.ts); adapters stay fp32. */
   weightFormat?: WeightFormat;
+  /** The base weights already converted (quant/serving.ts servingWeightsAsync), instead of weightFormat. */
+  servingWeights?: ServingWeights;
 }
 
 const DEFAULT_MAX_TOKENS = 256;
@@ -150,7 +152,11 @@ class BatchGenerator implements Generator {
         `weightFormat must be one of ${WEIGHT_FORMATS.join(", ")} (got ${format})`,
       );
     }
-    this.decoder = new BatchDecoder(servingWeights(model.weights, config, format), config, this.maxContext);
+    if (options.servingWeights && options.weightFormat !== undefined) {
+      throw new EngineError("invalid_argument", "give weightFormat or servingWeights, not both");
+    }
+    const weights = options.servingWeights ?? servingWeights(model.weights, config, format);
+    this.decoder = new BatchDecoder(weights, config, this.maxContext);
     this.sampler = new TokenSampler(config.vocabSize);
   }
 

@@ -15,7 +15,7 @@ import { FAMILY_CONFIGS } from "../testing/family-configs.js";
 import { randomLoraAdapter, randomModelWeights, smallTestConfig } from "../testing/random-weights.js";
 import type { LayerWeights, LoraLayers, ModelWeights, ProjectionWeight, ServingWeights } from "../weights.js";
 import { WEIGHT_FORMATS } from "./formats.js";
-import { decodeWeightBytes, servingWeights } from "./serving.js";
+import { decodeWeightBytes, servingWeights, servingWeightsAsync } from "./serving.js";
 
 const FORMATS = ["bf16", "int8", "q4_0"] as const;
 
@@ -109,6 +109,23 @@ test("serving formats: fp32 is the loaded weights themselves; every other format
   // the tied head is one matrix, quantized once
   const int8 = servingWeights(weights, config, "int8");
   assert.equal(int8.lmHead, int8.embed);
+});
+
+test("serving formats: the async conversion gives the same matrices, in slices that let the event loop run", async () => {
+  // a 40000 x 64 embedding is three slices of about a million weights
+  const config = smallTestConfig({ hiddenSize: 64, intermediateSize: 96, headDim: 16, vocabSize: 40000 });
+  const weights = randomModelWeights(config, 3);
+  for (const format of FORMATS) {
+    let turns = 0;
+    const ticker = setInterval(() => turns++, 0);
+    const converted = await servingWeightsAsync(weights, config, format);
+    clearInterval(ticker);
+    const direct = servingWeights(weights, config, format);
+    assert.deepEqual(converted.embed, direct.embed, `${format} embeddings`);
+    assert.equal(converted.lmHead, converted.embed);
+    assert.deepEqual(converted.layers[1].down, direct.layers[1].down, `${format} down_proj`);
+    assert.ok(turns >= 1, `${format}: the event loop ran ${turns} times during the conversion`);
+  }
 });
 
 test("serving formats: a served model has no backward pass", () => {

@@ -9,6 +9,7 @@ import {
   loadAdapter,
   loadModel,
   type Model,
+  servingWeightsAsync,
   type Tokenizer,
   type WeightFormat,
 } from "@svc/engine";
@@ -32,7 +33,9 @@ export class EnginePool {
     if (!entry) {
       entry = (async () => {
         const model = await this.loaded(modelDir);
-        return { generator: createGenerator(model, { weightFormat }), tokenizer: model.tokenizer };
+        // converted in slices, so the generations already running here keep going meanwhile
+        const weights = await servingWeightsAsync(model.weights, model.config, weightFormat);
+        return { generator: createGenerator(model, { servingWeights: weights }), tokenizer: model.tokenizer };
       })();
       // A failed load is retried by the next request instead of being cached.
       entry.catch(() => this.generators.delete(key));
