@@ -10,10 +10,13 @@ import { join } from "node:path";
 import { Worker } from "node:worker_threads";
 import type { ExportOptions, ExportResult } from "@svc/engine";
 import type { DataDir } from "../data-dir.js";
+import { ApiError } from "../http/api-error.js";
 import { nowIso, UUID_PATTERN, uuidv7 } from "../ids.js";
 import type { ExportInfo, ExportProgress } from "../wire.js";
 
 const MANIFEST = "manifest.json";
+/** Exports one process holds at once, running or queued (each one waits its turn and its disk). */
+export const MAX_PENDING_EXPORTS = 8;
 /** A running export no process here knows of, this old, died with its process. */
 const STALE_RUNNING_MS = 24 * 3600_000;
 
@@ -98,6 +101,13 @@ export class ExportRunner {
 
   /** Records the export as running and queues it after the ones before it; returns its record. */
   start(request: ExportRequest): ExportInfo {
+    if (this.live.size >= MAX_PENDING_EXPORTS) {
+      throw new ApiError(
+        429,
+        "too_many_exports",
+        `${this.live.size} exports are already running or queued on this server; try again when one has finished`,
+      );
+    }
     const info: ExportInfo = {
       id: uuidv7(),
       status: "running",
