@@ -326,6 +326,18 @@ export class JobStore {
       .executeTakeFirst();
   }
 
+  /** Whether the job has an event of this type (in any run). */
+  async hasEvent(jobId: string, type: JobEventType): Promise<boolean> {
+    const row = await this.db
+      .selectFrom("job_events")
+      .select("seq")
+      .where("job_id", "=", jobId)
+      .where("type", "=", type)
+      .limit(1)
+      .executeTakeFirst();
+    return row !== undefined;
+  }
+
   /** Running jobs whose lease has lapsed (or every running job, when `all`). */
   async orphanedRunning(all: boolean): Promise<JobRow[]> {
     let q = this.db.selectFrom("jobs").selectAll().where("status", "=", "running");

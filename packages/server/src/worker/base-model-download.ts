@@ -23,10 +23,9 @@ export async function downloadBaseModel(
     return chain;
   };
   let lastEvent = 0;
-  const onProgress = (files: HubProgress[], revision: string) => {
-    const now = Date.now();
-    if (now - lastEvent < PROGRESS_EVENT_MS) return;
-    lastEvent = now;
+  // The newest progress, and whether it was stored: the last one always is, so a bar ends full.
+  let latest: { files: HubProgress[]; revision: string; stored: boolean } | null = null;
+  const store = (files: HubProgress[], revision: string) =>
     void append({
       type: "download.progress",
       kind: "model",
@@ -36,9 +35,17 @@ export async function downloadBaseModel(
       bytesDone: files.reduce((sum, f) => sum + f.bytesDone, 0),
       bytesTotal: files.reduce((sum, f) => sum + f.bytesTotal, 0),
     }).catch(() => {});
+  const onProgress = (files: HubProgress[], revision: string) => {
+    const now = Date.now();
+    latest = { files, revision, stored: now - lastEvent >= PROGRESS_EVENT_MS };
+    if (!latest.stored) return;
+    lastEvent = now;
+    store(files, revision);
   };
   try {
     const snapshot = await models.hub.fetch(name, { onProgress, signal });
+    const last = latest as { files: HubProgress[]; revision: string; stored: boolean } | null;
+    if (last && !last.stored) store(last.files, last.revision);
     await jobs.setBaseModelRevision(row.id, snapshot.revision);
     await append({
       type: "download.completed",

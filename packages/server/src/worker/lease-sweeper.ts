@@ -1,7 +1,9 @@
 // Finds jobs whose worker died (lease lapsed; on SQLite at startup, every job
 // still marked running, since only one process uses the file) and re-queues
 // them to resume from their last checkpoint, or fails them with the reason
-// when no checkpoint was saved.
+// when no checkpoint was saved. A job whose worker died before training began
+// (while it fetched its Hub base model) is re-queued once to start again: nothing
+// is lost, and the partial download resumes.
 import type { Store } from "../store/store.js";
 
 export const NO_CHECKPOINT_REASON =
@@ -38,6 +40,14 @@ export class LeaseSweeper {
           [],
         );
         console.log(`svc: job ${job.id} lost its worker; re-queued to resume from ${checkpoint.name}`);
+      } else if (job.attempts < 2 && !(await this.store.jobs.hasEvent(job.id, "training.started"))) {
+        await this.store.jobs.transition(
+          job.id,
+          guard,
+          { status: "queued", lease_owner: null, lease_expires_at: null, resume_from: null },
+          [],
+        );
+        console.log(`svc: job ${job.id} lost its worker before training started; re-queued`);
       } else {
         await this.store.jobs.transition(
           job.id,
