@@ -7,7 +7,7 @@
 // process with the same global batch.
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { after, describe, it } from "node:test";
@@ -20,7 +20,7 @@ import {
   type TrainHyperparameters,
   train,
 } from "@svc/engine";
-import { TRAINER_TORCH_DIR, torchJob } from "../src/worker/torch-job.js";
+import { TRAINER_TORCH_DIR, writeTorchJob } from "../src/worker/torch-job.js";
 
 const PYTHON = process.env.SVC_PYTHON ?? "/usr/bin/python3";
 const hasTorch = spawnSync(PYTHON, ["-c", "import torch"]).status === 0;
@@ -50,11 +50,8 @@ interface TorchRun {
   result: { status: string; adapterDir: string };
 }
 
-/** Runs the torch backend's process on a job (world > 1: that many ranks, as torchrun starts them). */
-async function runTorch(job: Record<string, unknown>, world = 1): Promise<TorchRun> {
-  const dir = mkdtempSync(join(scratch, "job-"));
-  const file = join(dir, "job.json");
-  writeFileSync(file, JSON.stringify(job));
+/** Runs the torch backend's process on a job file (world > 1: that many ranks, as torchrun starts them). */
+async function runTorch(file: string, world = 1): Promise<TorchRun> {
   const port = 29500 + (process.pid % 1000);
   const outputs = await Promise.all(
     Array.from({ length: world }, (_, rank) => {
@@ -119,7 +116,7 @@ function jobFor(
   hyperparameters: TrainHyperparameters,
   extra: { resumeFrom?: string; gradientCheckpointing?: boolean; packing?: boolean } = {},
 ) {
-  return torchJob({
+  return writeTorchJob(mkdtempSync(join(scratch, "job-")), {
     model,
     prepared: prepareSets(model.tokenizer, trainRows, evalRows, hyperparameters),
     hyperparameters,

@@ -33,6 +33,7 @@ from .checkpoint import restore_checkpoint, write_checkpoint
 from .lora import attach, init_adapter, save_adapter
 from .rng import epoch_order
 from .schedule import learning_rate_at
+from .tokens import read_tokens
 
 
 class Cancelled(Exception):
@@ -46,9 +47,9 @@ def make_batch(examples, pad, device):
     targets = torch.full((len(examples), T), -100, dtype=torch.long)
     for b, (input_ids, labels) in enumerate(examples):
         n = len(input_ids)
-        ids[b, :n] = torch.tensor(input_ids, dtype=torch.long)
+        ids[b, :n] = input_ids
         if n > 1:
-            targets[b, : n - 1] = torch.tensor(labels[1:n], dtype=torch.long)
+            targets[b, : n - 1] = labels[1:n]
     return ids.to(device), targets.to(device)
 
 
@@ -73,9 +74,9 @@ def make_packed_batch(examples, capacity, pad, device):
         offset = 0
         for k, (input_ids, labels) in enumerate(row):
             n = len(input_ids)
-            ids[r, offset : offset + n] = torch.tensor(input_ids, dtype=torch.long)
+            ids[r, offset : offset + n] = input_ids
             if n > 1:
-                targets[r, offset : offset + n - 1] = torch.tensor(labels[1:n], dtype=torch.long)
+                targets[r, offset : offset + n - 1] = labels[1:n]
             positions[r, offset : offset + n] = torch.arange(n)
             segments[r, offset : offset + n] = k
             offset += n
@@ -84,7 +85,7 @@ def make_packed_batch(examples, capacity, pad, device):
 
 
 def count_targets(examples):
-    return sum(sum(1 for t in labels[1:] if t >= 0) for _, labels in examples)
+    return sum(int((labels[1:] >= 0).sum()) for _, labels in examples)
 
 
 def token_loss(model, ids, targets, autocast, packing=None):
@@ -129,8 +130,8 @@ class Trainer:
 
     def run(self):
         job, s, device = self.job, self.s, self.device
-        train = [(e["inputIds"], e["labels"]) for e in job["train"]]
-        evals = [(e["inputIds"], e["labels"]) for e in (job.get("eval") or [])]
+        train = read_tokens(job["trainTokens"])
+        evals = read_tokens(job["evalTokens"]) if job.get("evalTokens") else []
         n = len(train)
         B, accum = s["batchSize"], s["gradientAccumulationSteps"]
         samples_per_step = B * accum

@@ -5,10 +5,13 @@
 // and the engine's planned step count. The Python side decides none of these,
 // so dataset validation, truncation, defaults and the step count are the
 // engine's by construction (docs/gpu-training.md).
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import {
   FAMILIES,
   type ModelConfig,
+  type PreparedSet,
   type PreparedSets,
   plannedSteps,
   resolveHyperparameters,
@@ -57,11 +60,35 @@ export interface TorchJobOptions {
   baseModelRevision?: string;
 }
 
-export function torchJob(options: TorchJobOptions): Record<string, unknown> {
+/**
+ * A set's examples as the torch backend reads them (svc_trainer/tokens.py):
+ * little-endian int32 — the count n, n lengths, every example's input ids,
+ * then every example's labels.
+ */
+export function encodeTokens(set: PreparedSet): Buffer {
+  const n = set.examples.length;
+  let total = 0;
+  for (const e of set.examples) total += e.inputIds.length;
+  const out = new Int32Array(1 + n + 2 * total);
+  out[0] = n;
+  let at = 1 + n;
+  set.examples.forEach((e, i) => {
+    out[1 + i] = e.inputIds.length;
+    out.set(e.inputIds, at);
+    out.set(e.labels, at + total);
+    at += e.inputIds.length;
+  });
+  return Buffer.from(out.buffer, out.byteOffset, out.byteLength);
+}
+
+/** Writes the job (job.json, train.tokens, eval.tokens) into `dir`; returns job.json's path. */
+export function writeTorchJob(dir: string, options: TorchJobOptions): string {
   const { model, prepared } = options;
-  const examples = (set: PreparedSets["train"] | null) =>
-    set?.examples.map((e) => ({ inputIds: [...e.inputIds], labels: [...e.labels] })) ?? null;
-  return {
+  const trainTokens = join(dir, "train.tokens");
+  writeFileSync(trainTokens, encodeTokens(prepared.train));
+  const evalTokens = prepared.eval ? join(dir, "eval.tokens") : null;
+  if (prepared.eval && evalTokens) writeFileSync(evalTokens, encodeTokens(prepared.eval));
+  const job = {
     model: blockDescription(model.config),
     modelDir: model.dir,
     baseModelName: options.baseModelName ?? model.dir,
@@ -69,12 +96,15 @@ export function torchJob(options: TorchJobOptions): Record<string, unknown> {
     padTokenId: model.tokenizer.padTokenId,
     settings: resolveHyperparameters(options.hyperparameters),
     totalSteps: plannedSteps(prepared.train.examples.length, options.hyperparameters),
-    train: examples(prepared.train),
-    eval: examples(prepared.eval),
+    trainTokens,
+    evalTokens,
     outputDir: options.outputDir,
     resumeFrom: options.resumeFrom,
     ...(options.threads ? { threads: options.threads } : {}),
     ...(options.gradientCheckpointing ? { gradientCheckpointing: true } : {}),
     ...(options.packing ? { packing: true } : {}),
   };
+  const file = join(dir, "job.json");
+  writeFileSync(file, JSON.stringify(job));
+  return file;
 }

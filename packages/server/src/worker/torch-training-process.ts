@@ -8,13 +8,13 @@
 // checkpoints at the last full step. Python exits when this process goes away
 // (its stdin closes).
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { exitWithParent } from "../process/engine-process.js";
-import { TRAINER_TORCH_DIR, torchJob } from "./torch-job.js";
+import { TRAINER_TORCH_DIR, writeTorchJob } from "./torch-job.js";
 import type {
   TrainingProcessCommand,
   TrainingProcessInput,
@@ -68,23 +68,17 @@ async function main(): Promise<void> {
       await post({ type: "result", result: null, trainSeconds: 0 });
       return;
     }
-    const jobFile = join(scratch, "job.json");
-    writeFileSync(
-      jobFile,
-      JSON.stringify(
-        torchJob({
-          model,
-          prepared,
-          hyperparameters: input.hyperparameters,
-          outputDir: input.outputDir,
-          resumeFrom: input.resumeFrom,
-          gradientCheckpointing: launch.gradientCheckpointing,
-          packing: launch.packing,
-          baseModelName: input.baseModelName,
-          baseModelRevision: input.baseModelRevision,
-        }),
-      ),
-    );
+    const jobFile = writeTorchJob(scratch, {
+      model,
+      prepared,
+      hyperparameters: input.hyperparameters,
+      outputDir: input.outputDir,
+      resumeFrom: input.resumeFrom,
+      gradientCheckpointing: launch.gradientCheckpointing,
+      packing: launch.packing,
+      baseModelName: input.baseModelName,
+      baseModelRevision: input.baseModelRevision,
+    });
     const world = launch.processes;
     const port = world > 1 ? await freePort() : 0;
     let reported = false;
