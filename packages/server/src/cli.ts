@@ -31,7 +31,7 @@ export const SERVER_USAGE = `usage: svc server [--host 127.0.0.1] [--port 4100] 
 
 export const WORKER_USAGE = `usage: svc worker --database-url postgres://... [--data-dir ~/.svc/server]
                   [--model <org>/<name>=<dir>]... [--concurrency 1]
-                  [--backend engine|torch] [--device cpu|cuda] [--gpus N] [--python /usr/bin/python3]
+                  [--backend engine|torch] [--device cpu|cuda] [--gpus N] [--python PATH]
                   [--gradient-checkpointing] [--packing]
                   [--job-crash-restarts 3] [--no-restart-from-scratch]`;
 
