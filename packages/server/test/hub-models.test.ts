@@ -28,6 +28,7 @@ const HUGE = "test-org/qwen3-huge";
 const SLOW = "test-org/qwen3-slow";
 const GONE = "test-org/qwen3-gone";
 const SHARED = "test-org/qwen3-shared";
+const STRANGE = "test-org/qwen3-strange";
 
 const hyperparameters = {
   lora: { r: 4, alpha: 8, maxLength: 64 },
@@ -85,6 +86,10 @@ describe("Hub models through svc server", () => {
     hub.addRepo({ repo: SLOW, dir: qwen3Repo(join(repos, "slow")) });
     hub.addRepo({ repo: GONE, dir: qwen3Repo(join(repos, "gone")) });
     hub.addRepo({ repo: SHARED, dir: qwen3Repo(join(repos, "shared")) });
+    const strange = qwen3Repo(join(repos, "strange"));
+    const config = JSON.parse(readFileSync(join(strange, "config.json"), "utf8"));
+    writeFileSync(join(strange, "config.json"), JSON.stringify({ ...config, mystery_switch: true }));
+    hub.addRepo({ repo: STRANGE, dir: strange });
     hub.tokens.add("hf_test_token");
     hfHome = tempDir("hf-home");
     server = await serverFor("sqlite", ["--hub-models", "test-org/*,cached", "--workers", "2"], {
@@ -309,6 +314,18 @@ describe("Hub models through svc server", () => {
     assert.equal(refused.body.error.code, "hub_model_refused");
     assert.match(refused.body.error.message, /svc server --hub-models test-org\/\*,cached/);
     assert.equal(hub.requestsTo("other-org").length, 0);
+  });
+
+  it("refuses a Hub model whose config.json has a key the engine does not know, naming it, before downloading weights", async () => {
+    hub.clearRequests();
+    const refused = await createJob(STRANGE);
+    assert.equal(refused.status, 400);
+    assert.equal(refused.body.error.code, "unsupported_model");
+    assert.match(
+      refused.body.error.message,
+      /"baseModel": Hub model test-org\/qwen3-strange: .*mystery_switch/,
+    );
+    assert.equal(hub.requestsTo("model.safetensors").length + hub.requestsTo("/lfs-blobs/").length, 0);
   });
 
   it("refuses a model too large for this machine from its config alone", async () => {
