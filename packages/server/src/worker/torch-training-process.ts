@@ -16,6 +16,7 @@ import { createInterface } from "node:readline";
 import { exitWithParent } from "../process/engine-process.js";
 import { TRAINER_TORCH_DIR, writeTorchJob } from "./torch-job.js";
 import type {
+  TorchLaunch,
   TrainingProcessCommand,
   TrainingProcessInput,
   TrainingProcessMessage,
@@ -55,13 +56,58 @@ function freePort(): Promise<number> {
   });
 }
 
+/** One rank of the job: `python3 -m svc_trainer` with torchrun's environment when there are several. */
+function startRank(launch: TorchLaunch, jobFile: string, rank: number, port: number): ChildProcess {
+  const world = launch.processes;
+  const child = spawn(
+    launch.python,
+    ["-m", "svc_trainer", "--input", jobFile, "--device", launch.device, "--stdin-commands"],
+    {
+      cwd: TRAINER_TORCH_DIR,
+      env: {
+        ...process.env,
+        PYTHONPATH: TRAINER_TORCH_DIR,
+        PYTHONUNBUFFERED: "1",
+        ...(world > 1
+          ? {
+              RANK: String(rank),
+              LOCAL_RANK: String(rank),
+              WORLD_SIZE: String(world),
+              MASTER_ADDR: "127.0.0.1",
+              MASTER_PORT: String(port),
+            }
+          : {}),
+      },
+      stdio: ["pipe", "pipe", "inherit"],
+    },
+  );
+  // A cancel written after a rank exited is an EPIPE on its stdin: nothing to do.
+  child.stdin?.on("error", () => {});
+  if (cancelled) child.stdin?.write(`${JSON.stringify({ type: "cancel" })}\n`);
+  return child;
+}
+
+/** Resolves null when the rank exits 0, else how it ended; a failed rank takes the others down with it. */
+function rankExit(child: ChildProcess, python: string): Promise<string | null> {
+  return new Promise((resolve) => {
+    child.once("error", (error) => resolve(`could not start ${python} (${error.message})`));
+    child.once("close", (code, signal) => {
+      if (code === 0) return resolve(null);
+      // The others would wait in a collective for it: stop them (the job resumes from its checkpoint).
+      for (const other of ranks) if (other !== child && other.exitCode === null) other.kill("SIGKILL");
+      resolve(`exited with ${signal ? `signal ${signal}` : `code ${code}`}`);
+    });
+  });
+}
+
 let crashed = false;
 
 async function main(): Promise<void> {
   let lastStep: number | null = null;
   const scratch = mkdtempSync(join(tmpdir(), "svc-torch-"));
   try {
-    const launch = input.torch ?? { python: "/usr/bin/python3", device: "cpu", processes: 1 };
+    const launch = input.torch;
+    if (!launch) throw new Error("the torch backend's process was started without its launch settings");
     const { model, prepared, started } = await readTrainingSetsForTorch(input);
     await post(started);
     if (input.dryRun) {
@@ -79,68 +125,25 @@ async function main(): Promise<void> {
       baseModelName: input.baseModelName,
       baseModelRevision: input.baseModelRevision,
     });
-    const world = launch.processes;
-    const port = world > 1 ? await freePort() : 0;
+    const port = launch.processes > 1 ? await freePort() : 0;
+    for (let rank = 0; rank < launch.processes; rank++) ranks.push(startRank(launch, jobFile, rank, port));
+    for (const other of ranks.slice(1)) other.stdout?.resume(); // rank 0 alone reports
     let reported = false;
-    const exits: Promise<string | null>[] = [];
-    for (let rank = 0; rank < world; rank++) {
-      const child = spawn(
-        launch.python,
-        ["-m", "svc_trainer", "--input", jobFile, "--device", launch.device, "--stdin-commands"],
-        {
-          cwd: TRAINER_TORCH_DIR,
-          env: {
-            ...process.env,
-            PYTHONPATH: TRAINER_TORCH_DIR,
-            PYTHONUNBUFFERED: "1",
-            ...(world > 1
-              ? {
-                  RANK: String(rank),
-                  LOCAL_RANK: String(rank),
-                  WORLD_SIZE: String(world),
-                  MASTER_ADDR: "127.0.0.1",
-                  MASTER_PORT: String(port),
-                }
-              : {}),
-          },
-          stdio: ["pipe", "pipe", "inherit"],
-        },
-      );
-      // A cancel written after a rank exited is an EPIPE on its stdin: nothing to do.
-      child.stdin?.on("error", () => {});
-      ranks.push(child);
-      if (cancelled) child.stdin?.write(`${JSON.stringify({ type: "cancel" })}\n`);
-      exits.push(
-        new Promise((resolve) => {
-          child.once("error", (error) => resolve(`could not start ${launch.python} (${error.message})`));
-          child.once("close", (code, signal) =>
-            resolve(code === 0 ? null : `exited with ${signal ? `signal ${signal}` : `code ${code}`}`),
-          );
-        }),
-      );
-      if (rank > 0) {
-        child.stdout?.resume();
-        continue;
+    let chain = Promise.resolve();
+    createInterface({ input: ranks[0].stdout as NodeJS.ReadableStream }).on("line", (line) => {
+      let event: TrainingProcessMessage;
+      try {
+        event = JSON.parse(line);
+      } catch {
+        console.log(line); // not an event: a library's print, passed on as output
+        return;
       }
-      let chain = Promise.resolve();
-      createInterface({ input: child.stdout as NodeJS.ReadableStream }).on("line", (line) => {
-        let event: TrainingProcessMessage;
-        try {
-          event = JSON.parse(line);
-        } catch {
-          console.log(line); // not an event: a library's print, passed on as output
-          return;
-        }
-        if (event.type === "progress") lastStep = event.progress.step;
-        if (event.type === "result" || event.type === "error") reported = true;
-        chain = chain.then(() => post(event));
-      });
-      exits[0] = exits[0].then(async (why) => {
-        await chain;
-        return why;
-      });
-    }
-    const outcomes = await Promise.all(exits);
+      if (event.type === "progress") lastStep = event.progress.step;
+      if (event.type === "result" || event.type === "error") reported = true;
+      chain = chain.then(() => post(event));
+    });
+    const outcomes = await Promise.all(ranks.map((rank) => rankExit(rank, launch.python)));
+    await chain;
     if (!reported) {
       // Died without a report (killed, out of memory): a crash, which the job
       // runner answers as for the engine's process, resuming from the last checkpoint.
