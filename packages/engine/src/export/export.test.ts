@@ -54,6 +54,28 @@ describe("svc export: merged and peft", () => {
     assert.ok([...half.values()].every((t) => t.dtype === "F16"));
   });
 
+  it("a merged folder past the shard size is sharded with an index, and reloads the same", async () => {
+    const base = join(FIXTURES, "gemma3-v5-f32");
+    const adapterDir = join(base, "adapter");
+    const out = join(root, "sharded");
+    const result = await exportModel({
+      baseDir: base,
+      adapterDir,
+      format: "merged",
+      quant: "f32",
+      out,
+      shardBytes: 40_000,
+    });
+    const shards = result.files.filter((f) => /^model-\d{5}-of-\d{5}\.safetensors$/.test(f));
+    assert.ok(shards.length > 1, result.files.join(", "));
+    assert.ok(!result.files.includes("model.safetensors"));
+    const index = JSON.parse(readFileSync(join(out, "model.safetensors.index.json"), "utf8"));
+    assert.deepEqual([...new Set(Object.values(index.weight_map))].sort(), shards.sort());
+    const want = (await loadModel(base, { adapter: adapterDir })).logits(PROMPT);
+    const got = (await loadModel(out)).logits(PROMPT);
+    for (let i = 0; i < want.length; i++) assert.ok(Math.abs(want[i] - got[i]) < 1e-4);
+  });
+
   it("peft copies the adapter folder as PEFT reads it", async () => {
     const base = join(FIXTURES, "phi3-mini-v5-f32");
     const result = await exportModel({

@@ -95,6 +95,50 @@ export function configWithDtype(text: string, dtype: SafetensorsDtype): string {
   return found ? edited : text.replace(/^(\s*\{)/, `$1\n  "dtype": ${value},`);
 }
 
+/** Shards of at most this many bytes, as transformers' save_pretrained cuts them (one file below it). */
+export const SHARD_BYTES = 2 ** 31;
+
+/**
+ * The weights as model.safetensors, or past shardBytes as
+ * model-0000i-of-0000n.safetensors with model.safetensors.index.json (a
+ * single file over 4 GiB would not fit one Node buffer); returns the files.
+ */
+function writeWeights(
+  out: string,
+  tensors: [string, Tensor][],
+  dtype: SafetensorsDtype,
+  shardBytes: number,
+): string[] {
+  const width = dtype === "F32" ? 4 : 2;
+  const shards: [string, Tensor][][] = [[]];
+  let size = 0;
+  let total = 0;
+  for (const entry of tensors) {
+    const bytes = entry[1].data.length * width;
+    if (size > 0 && size + bytes > shardBytes) {
+      shards.push([]);
+      size = 0;
+    }
+    shards[shards.length - 1].push(entry);
+    size += bytes;
+    total += bytes;
+  }
+  if (shards.length === 1) {
+    writeSafetensors(join(out, "model.safetensors"), tensors, { metadata: { format: "pt" }, dtype });
+    return ["model.safetensors"];
+  }
+  const pad = (n: number) => String(n).padStart(5, "0");
+  const names = shards.map((_, i) => `model-${pad(i + 1)}-of-${pad(shards.length)}.safetensors`);
+  const weightMap: Record<string, string> = {};
+  shards.forEach((shard, i) => {
+    writeSafetensors(join(out, names[i]), shard, { metadata: { format: "pt" }, dtype });
+    for (const [name] of shard) weightMap[name] = names[i];
+  });
+  const index = { metadata: { total_size: total }, weight_map: weightMap };
+  writeFileSync(join(out, "model.safetensors.index.json"), `${JSON.stringify(index, null, 2)}\n`);
+  return [...names, "model.safetensors.index.json"];
+}
+
 /** Writes the merged folder; returns the files written. */
 export function writeHfFolder(
   baseDir: string,
@@ -102,6 +146,7 @@ export function writeHfFolder(
   weights: ModelWeights,
   out: string,
   dtype: SafetensorsDtype,
+  shardBytes = SHARD_BYTES,
 ): string[] {
   mkdirSync(out, { recursive: true });
   const written: string[] = [];
@@ -110,11 +155,7 @@ export function writeHfFolder(
     configWithDtype(readFileSync(join(baseDir, "config.json"), "utf8"), dtype),
   );
   written.push("config.json");
-  writeSafetensors(join(out, "model.safetensors"), checkpointTensors(config, weights), {
-    metadata: { format: "pt" },
-    dtype,
-  });
-  written.push("model.safetensors");
+  written.push(...writeWeights(out, checkpointTensors(config, weights), dtype, shardBytes));
   for (const name of MODEL_SIDE_FILES) {
     if (existsSync(join(baseDir, name))) {
       copyFileSync(join(baseDir, name), join(out, name));

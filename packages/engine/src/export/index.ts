@@ -36,6 +36,8 @@ export interface ExportOptions {
   out: string;
   /** general.name of a GGUF file. */
   name?: string;
+  /** merged: the most bytes per safetensors file before it is sharded (default 2 GiB). */
+  shardBytes?: number;
   onProgress?: (progress: { stage: string; done: number; total: number }) => void;
 }
 
@@ -134,7 +136,7 @@ export async function exportModel(options: ExportOptions): Promise<ExportResult>
   if (format === "merged") {
     const dtype = quant === "base" ? baseDtype(baseDir) : DTYPE[quant as string];
     progress("writing", 0, 1);
-    const files = writeHfFolder(baseDir, config, weights, out, dtype);
+    const files = writeHfFolder(baseDir, config, weights, out, dtype, options.shardBytes);
     if (!files.includes("generation_config.json")) {
       const generation = { bos_token_id: tokenizer.bosTokenId, eos_token_id: tokenizer.eosTokenIds };
       writeFileSync(join(out, "generation_config.json"), `${JSON.stringify(generation, null, 2)}\n`);
