@@ -4,9 +4,10 @@ import { dirname, join } from "node:path";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { ChatTemplate } from "../chat-template.js";
+import { renderGoTemplate } from "../testing/go-template-subset.js";
 import { CHATML_TEMPLATE } from "../tokenizer.js";
 import type { ChatMessage } from "../types.js";
-import { chatFormatOf, modelfile, renderChat } from "./modelfile.js";
+import { chatFormatOf, modelfile, ollamaTemplate } from "./modelfile.js";
 
 const TEMPLATES = join(
   dirname(fileURLToPath(import.meta.url)),
@@ -26,14 +27,16 @@ const FAMILIES = JSON.parse(readFileSync(join(TEMPLATES, "families.json"), "utf8
 test("a ChatML model's Modelfile: FROM the file, its turns as an Ollama template, its end marker as a stop", () => {
   const text = modelfile("model-q8_0.gguf", CHATML_TEMPLATE);
   assert.match(text, /^FROM \.\/model-q8_0\.gguf\n/);
-  assert.match(text, /TEMPLATE """\{\{- range \$i, \$_ := \.Messages \}\}/);
-  assert.match(
-    text,
-    /\{\{- else if eq \.Role "user" \}\}<\|im_start\|>user\n\{\{ \.Content \}\}<\|im_end\|>\n/,
-  );
-  assert.match(
-    text,
-    /\{\{- if and \(ne \.Role "assistant"\) \$last \}\}<\|im_start\|>assistant\n\{\{ end \}\}/,
+  assert.match(text, /TEMPLATE """\{\{ range \$i, \$_ := \.Messages \}\}/);
+  assert.doesNotMatch(text, /\{\{-|-\}\}/, "no trim markers: they would eat the affixes' newlines");
+  const rendered = renderGoTemplate(/TEMPLATE """([\s\S]*?)"""/.exec(text)?.[1] ?? "", [
+    { role: "user", content: "Hi" },
+    { role: "assistant", content: "Hello." },
+    { role: "user", content: "Bye" },
+  ]);
+  assert.equal(
+    rendered,
+    "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\nHello.<|im_end|>\n<|im_start|>user\nBye<|im_end|>\n<|im_start|>assistant\n",
   );
   assert.match(text, /^PARAMETER stop "<\|im_end\|>"$/m);
   const template = /TEMPLATE """([\s\S]*?)"""/.exec(text)?.[1] ?? "";
@@ -62,7 +65,10 @@ test("the Ollama template renders a conversation as each family's published Jinj
     // the template's BOS is the tokenizer's to add (add_bos_token), not the Ollama template's
     const bos = tokens.bos_token ?? "";
     const expected = bos && jinja.startsWith(bos) ? jinja.slice(bos.length) : jinja;
-    const ours = renderChat(format, conversation);
+    const ours = renderGoTemplate(
+      ollamaTemplate(format),
+      conversation as { role: string; content: string }[],
+    );
     // from the first user text on, the same text: turns, end markers, the generation prompt
     const at = (text: string) => text.indexOf("Hi there");
     assert.equal(ours.slice(at(ours)), expected.slice(at(expected)), `${name} (${format.name})`);

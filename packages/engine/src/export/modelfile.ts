@@ -89,36 +89,24 @@ export function chatFormatOf(template: string | null): ChatFormat | null {
 }
 
 /**
- * The text the Ollama template below renders for `messages` (the Go template
- * is built from the same affixes): tests hold it to the model's Jinja template.
+ * The Go text/template Ollama renders. One line, no whitespace-trimming
+ * markers: the text between actions is the format's affixes exactly (a "{{-"
+ * would also eat the newlines they end with).
  */
-export function renderChat(f: ChatFormat, messages: { role: string; content: string }[]): string {
-  let text = "";
-  messages.forEach((m, i) => {
-    const last = i === messages.length - 1;
-    const joined = f.systemJoinsUser && messages[i - 1]?.role === "system";
-    if (m.role === "system") text += f.system[0] + m.content + f.system[1];
-    else if (m.role === "user") text += (joined ? "" : f.user[0]) + m.content + f.user[1];
-    else if (m.role === "assistant") text += f.assistant[0] + m.content + (last ? "" : f.assistant[1]);
-    if (m.role !== "assistant" && last) text += f.assistant[0];
-  });
-  return text;
-}
-
-function ollamaTemplate(f: ChatFormat): string {
+export function ollamaTemplate(f: ChatFormat): string {
   const userOpen = f.systemJoinsUser ? `{{ if ne $prev "system" }}${f.user[0]}{{ end }}` : f.user[0];
   return [
-    ...(f.systemJoinsUser ? ['{{- $prev := "" }}'] : []),
-    "{{- range $i, $_ := .Messages }}",
-    "{{- $last := eq (len (slice $.Messages $i)) 1 }}",
-    `{{- if eq .Role "system" }}${f.system[0]}{{ .Content }}${f.system[1]}`,
-    `{{- else if eq .Role "user" }}${userOpen}{{ .Content }}${f.user[1]}`,
-    `{{- else if eq .Role "assistant" }}${f.assistant[0]}{{ .Content }}{{ if not $last }}${f.assistant[1]}{{ end }}`,
-    "{{- end }}",
-    `{{- if and (ne .Role "assistant") $last }}${f.assistant[0]}{{ end }}`,
-    ...(f.systemJoinsUser ? ["{{- $prev = .Role }}"] : []),
-    "{{- end }}",
-  ].join("\n");
+    f.systemJoinsUser ? '{{ $prev := "" }}' : "",
+    "{{ range $i, $_ := .Messages }}",
+    "{{ $last := eq (len (slice $.Messages $i)) 1 }}",
+    `{{ if eq .Role "system" }}${f.system[0]}{{ .Content }}${f.system[1]}`,
+    `{{ else if eq .Role "user" }}${userOpen}{{ .Content }}${f.user[1]}`,
+    `{{ else if eq .Role "assistant" }}${f.assistant[0]}{{ .Content }}{{ if not $last }}${f.assistant[1]}{{ end }}`,
+    "{{ end }}",
+    `{{ if and (ne .Role "assistant") $last }}${f.assistant[0]}{{ end }}`,
+    f.systemJoinsUser ? "{{ $prev = .Role }}" : "",
+    "{{ end }}",
+  ].join("");
 }
 
 /** The Modelfile text for `ggufFile` (a path relative to the Modelfile). */
