@@ -6,7 +6,6 @@ import type { ApiEnv, ServerContext } from "../context.js";
 import { engineHyperparameters } from "../engine-hyperparameters.js";
 import { badRequest, conflict } from "../http/api-error.js";
 import { readJson } from "../http/body.js";
-import { checkJobBaseModel } from "../models/job-base-model.js";
 import {
   array,
   boolean,
@@ -20,6 +19,7 @@ import {
   string,
 } from "../http/validate.js";
 import { nowIso, UUID_PATTERN, uuidv7 } from "../ids.js";
+import { checkJobBaseModel } from "../models/job-base-model.js";
 import { toJob } from "../store/job-store.js";
 import { withQueuedReasons } from "../store/worker-store.js";
 import {

@@ -8,8 +8,8 @@
 // checkpoint, or from the first step when it has none (once).
 import type { DataDir } from "../data-dir.js";
 import { engineHyperparameters } from "../engine-hyperparameters.js";
-import { randomBase62 } from "../ids.js";
 import { parseHubName } from "../hub/index.js";
+import { randomBase62 } from "../ids.js";
 import type { ModelRegistry, RegisteredModel } from "../models/model-registry.js";
 import { type EngineExit, type EngineProcess, forkEngineProcess } from "../process/engine-process.js";
 import type { JobRow, NewJobEvent } from "../store/job-store.js";
@@ -148,9 +148,11 @@ export class JobRunner {
     while (!this.stopped) {
       let claimed: JobRow | undefined;
       // Announced while busy too: a runner whose slots are all taken is still alive.
-      await this.record.poll(this.options.concurrency - this.running.size).catch((error) =>
-        console.error("svc worker: recording this runner failed:", (error as Error).message),
-      );
+      await this.record
+        .poll(this.options.concurrency - this.running.size)
+        .catch((error) =>
+          console.error("svc worker: recording this runner failed:", (error as Error).message),
+        );
       if (this.running.size < this.options.concurrency) {
         try {
           claimed = await this.store.jobs.claimNext(this.owner, this.options.leaseMs, this.record.claimant());
