@@ -73,6 +73,7 @@ export {
   toolCallGrammar,
 } from "./tool-calls.js";
 export { DEFAULT_TOOL_SYNTAX, type ToolSyntax } from "./tool-syntax.js";
+export { answersMatch, type ExactMatchRow, exactMatchSample } from "./task-metrics.js";
 export { plannedSteps, prepareSets, resolveHyperparameters, train } from "./train.js";
 export { type FittedRow, fitRow, TRUNCATION_MODES } from "./truncation.js";
 export * from "./types.js";

@@ -20,7 +20,12 @@ import {
   type TrainHyperparameters,
   train,
 } from "@svc/engine";
-import { TRAINER_TORCH_DIR, writeTorchJob } from "../src/worker/torch-job.js";
+import {
+  exactMatchScore,
+  type TorchJobFiles,
+  TRAINER_TORCH_DIR,
+  writeTorchJob,
+} from "../src/worker/torch-job.js";
 
 const PYTHON = process.env.SVC_PYTHON ?? "/usr/bin/python3";
 const hasTorch = spawnSync(PYTHON, ["-c", "import torch"]).status === 0;
@@ -42,6 +47,8 @@ interface Step {
   step: number;
   loss: number;
   evalLoss: number | null;
+  evalExactMatch?: number | null;
+  exactMatchIds?: number[][];
 }
 
 interface TorchRun {
@@ -51,7 +58,7 @@ interface TorchRun {
 }
 
 /** Runs the torch backend's process on a job file (world > 1: that many ranks, as torchrun starts them). */
-async function runTorch(file: string, world = 1): Promise<TorchRun> {
+async function runTorch({ file }: TorchJobFiles, world = 1): Promise<TorchRun> {
   const port = 29500 + (process.pid % 1000);
   const outputs = await Promise.all(
     Array.from({ length: world }, (_, rank) => {
@@ -105,7 +112,12 @@ async function runEngine(model: Model, hyperparameters: TrainHyperparameters, re
     outputDir,
     resumeFrom,
     onProgress: (p) =>
-      void steps.push({ step: p.step, loss: p.loss as number, evalLoss: p.evalLoss ?? null }),
+      void steps.push({
+        step: p.step,
+        loss: p.loss as number,
+        evalLoss: p.evalLoss ?? null,
+        evalExactMatch: p.evalExactMatch ?? null,
+      }),
     onCheckpoint: (c) => void checkpoints.push(c),
   });
   return { steps, checkpoints };
@@ -155,7 +167,8 @@ describe("engine and torch backends train the same", { skip: !hasTorch && `${PYT
       const model = await loadModel(join(FIXTURES, fixture));
       const h = hyperparameters();
       const engine = await runEngine(model, h);
-      const torch = await runTorch(jobFor(model, h));
+      const job = jobFor(model, h);
+      const torch = await runTorch(job);
       assert.equal(torch.result.status, "completed");
       assert.deepEqual(
         torch.steps.map((s) => s.step),
@@ -173,6 +186,15 @@ describe("engine and torch backends train the same", { skip: !hasTorch && `${PYT
         `eval loss after 50 steps: engine ${engineEval}, torch ${torchEval}`,
       );
       assert.ok(engineEval < engine.steps[0].loss, "the runs learned something");
+      // Exact match: torch generates the engine's sample greedily, the worker scores it with the engine's rule.
+      assert.ok(job.exactMatch && job.exactMatch.length > 0, "the eval rows have short answers");
+      const answers = torch.steps.at(-1)!.exactMatchIds!;
+      const torchExact = exactMatchScore(answers, job.exactMatch, model.tokenizer);
+      const engineExact = engine.steps.at(-1)!.evalExactMatch!;
+      assert.ok(
+        Math.abs((torchExact as number) - engineExact) <= 1 / job.exactMatch.length,
+        `evalExactMatch: engine ${engineExact}, torch ${torchExact}`,
+      );
     });
   }
 

@@ -97,7 +97,7 @@ describe("the torch backend through svc server and svc worker --backend torch", 
       id,
       dataset.id,
       { maxSteps: 4, saveSteps: 2 },
-      { backend: "torch" },
+      { backend: "torch", evalFraction: 0.25 },
     );
     const queued = await job(created.id);
     assert.equal(queued.status, "queued");
@@ -122,7 +122,15 @@ describe("the torch backend through svc server and svc worker --backend torch", 
       assert.equal(log.backend, "torch");
       assert.equal(log.device, "cpu");
       assert.ok(log.memoryBytes > 0, JSON.stringify(log));
+      assert.ok(!("exactMatchIds" in log), "the worker turns the answers into evalExactMatch");
     }
+    // The eval at the last step: loss, token accuracy and exact match (the answers are short).
+    const last = logs.at(-1);
+    assert.ok(
+      last.evalLoss > 0 && last.evalTokenAccuracy >= 0 && last.evalTokenAccuracy <= 1,
+      JSON.stringify(last),
+    );
+    assert.ok(last.evalExactMatch >= 0 && last.evalExactMatch <= 1, JSON.stringify(last));
     const saved = frames.filter((f) => f.event === "checkpoint.saved").map((f) => JSON.parse(f.data).step);
     assert.deepEqual(saved, [2, 4]);
     assert.equal((await job(created.id)).queuedReason, null);

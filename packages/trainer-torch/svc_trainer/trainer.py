@@ -219,11 +219,14 @@ class Trainer:
             seconds = time.perf_counter() - began
             eval_loss = eval_accuracy = None
             eval_now = s.get("evalSteps") is not None and step % s["evalSteps"] == 0
+            exact_match_ids = None
             if evals and (eval_now or step == total):
                 result = self.evaluate(evals, B, pad)
                 if result is not None:
                     eval_loss, eval_accuracy = result
                     last_eval = eval_loss
+                    if job.get("exactMatch") and self.rank == 0:
+                        exact_match_ids = self.generate(job["exactMatch"])
             progress = {
                 "step": step, "totalSteps": total, "loss": last_loss, "evalLoss": eval_loss,
                 "evalTokenAccuracy": eval_accuracy, "evalExactMatch": None, "learningRate": lr,
@@ -232,6 +235,8 @@ class Trainer:
                 "backend": "torch", "device": self.describe_device(),
                 "memoryBytes": peak_memory_bytes(device),
             }
+            if exact_match_ids is not None:
+                progress["exactMatchIds"] = exact_match_ids
             history.append({"step": step, "loss": last_loss, "eval_loss": eval_loss,
                             "eval_token_accuracy": eval_accuracy, "eval_exact_match": None,
                             "learning_rate": lr, "epoch": progress["epoch"]})
@@ -253,6 +258,28 @@ class Trainer:
             (ids, targets), packing = make_batch(examples, pad, self.device), None
         loss, logits = token_loss(self.model, ids, targets, self.autocast, packing)
         return (loss, logits, targets) if with_targets else (loss, logits)
+
+    @torch.no_grad()
+    def generate(self, exact_match):
+        """Greedy answers (token ids, the end-of-turn token left out) of the exact-match sample's prompts:
+        the worker decodes and compares them as the engine does. None when cancelled part-way."""
+        eos = set(exact_match["eosTokenIds"])
+        answers = []
+        for prompt in exact_match["prompts"]:
+            if self.world == 1 and self.cancelled():
+                return None
+            ids = list(prompt)
+            answer = []
+            for _ in range(exact_match["maxTokens"]):
+                with self.autocast():
+                    logits = self.model(torch.tensor([ids], device=self.device))
+                token = int(logits[0, -1].float().argmax())
+                if token in eos:
+                    break
+                answer.append(token)
+                ids.append(token)
+            answers.append(answer)
+        return answers
 
     def describe_device(self):
         kind = self.device.type

@@ -9,12 +9,16 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import {
+  answersMatch,
+  type ExactMatchRow,
+  exactMatchSample,
   FAMILIES,
   type ModelConfig,
   type PreparedSet,
   type PreparedSets,
   plannedSteps,
   resolveHyperparameters,
+  type Tokenizer,
   type TrainHyperparameters,
 } from "@svc/engine";
 import type { ModelHeader } from "./training-sets.js";
@@ -81,9 +85,31 @@ export function encodeTokens(set: PreparedSet): Buffer {
   return Buffer.from(out.buffer, out.byteOffset, out.byteLength);
 }
 
-/** Writes the job (job.json, train.tokens, eval.tokens) into `dir`; returns job.json's path. */
-export function writeTorchJob(dir: string, options: TorchJobOptions): string {
+/** A job written for the torch backend: job.json's path, and the eval rows exact match generates for. */
+export interface TorchJobFiles {
+  file: string;
+  /** The exact-match sample (the engine's), or null when exact match does not run on this job. */
+  exactMatch: ExactMatchRow[] | null;
+}
+
+/** Writes the job (job.json, train.tokens, eval.tokens) into `dir`. */
+export function writeTorchJob(dir: string, options: TorchJobOptions): TorchJobFiles {
   const { model, prepared } = options;
+  const settings = resolveHyperparameters(options.hyperparameters);
+  // The engine's sample: Python generates for its prompts, the worker compares the answers (answersMatch).
+  const exactMatch =
+    settings.lossOn === "assistant" && prepared.eval
+      ? exactMatchSample(
+          prepared.eval.examples,
+          model.tokenizer,
+          {
+            maxTokens: settings.exactMatchMaxTokens,
+            samples: settings.exactMatchSamples,
+            seed: settings.seed,
+          },
+          model.config.maxPositionEmbeddings,
+        )
+      : null;
   const trainTokens = join(dir, "train.tokens");
   writeFileSync(trainTokens, encodeTokens(prepared.train));
   const evalTokens = prepared.eval ? join(dir, "eval.tokens") : null;
@@ -94,7 +120,7 @@ export function writeTorchJob(dir: string, options: TorchJobOptions): string {
     baseModelName: options.baseModelName ?? model.dir,
     baseModelRevision: options.baseModelRevision ?? null,
     padTokenId: model.tokenizer.padTokenId,
-    settings: resolveHyperparameters(options.hyperparameters),
+    settings,
     totalSteps: plannedSteps(prepared.train.examples.length, options.hyperparameters),
     trainTokens,
     evalTokens,
@@ -103,8 +129,31 @@ export function writeTorchJob(dir: string, options: TorchJobOptions): string {
     ...(options.threads ? { threads: options.threads } : {}),
     ...(options.gradientCheckpointing ? { gradientCheckpointing: true } : {}),
     ...(options.packing ? { packing: true } : {}),
+    exactMatch: exactMatch && {
+      prompts: exactMatch.map((row) => row.promptIds),
+      maxTokens: settings.exactMatchMaxTokens,
+      eosTokenIds: model.tokenizer.eosTokenIds,
+    },
   };
   const file = join(dir, "job.json");
   writeFileSync(file, JSON.stringify(job));
-  return file;
+  return { file, exactMatch };
+}
+
+/**
+ * evalExactMatch from the greedy answers Python generated for the sample (token
+ * ids, end of turn left out): decoded and compared with the references by the
+ * engine's rule; null when the answers do not line up with the sample.
+ */
+export function exactMatchScore(
+  answers: number[][],
+  rows: ExactMatchRow[],
+  tokenizer: Tokenizer,
+): number | null {
+  if (answers.length !== rows.length || rows.length === 0) return null;
+  let hits = 0;
+  rows.forEach((row, i) => {
+    if (answersMatch(tokenizer.decode(answers[i], { skipSpecialTokens: true }), row.reference)) hits++;
+  });
+  return hits / rows.length;
 }

@@ -13,8 +13,9 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
+import type { ExactMatchRow, Tokenizer } from "@svc/engine";
 import { exitWithParent } from "../process/engine-process.js";
-import { TRAINER_TORCH_DIR, writeTorchJob } from "./torch-job.js";
+import { exactMatchScore, TRAINER_TORCH_DIR, writeTorchJob } from "./torch-job.js";
 import type {
   TorchLaunch,
   TrainingProcessCommand,
@@ -100,6 +101,19 @@ function rankExit(child: ChildProcess, python: string): Promise<string | null> {
   });
 }
 
+/** Python's greedy answers of the exact-match sample (exactMatchIds) become evalExactMatch here. */
+function withExactMatch(
+  progress: Extract<TrainingProcessMessage, { type: "progress" }>["progress"] & {
+    exactMatchIds?: number[][];
+  },
+  rows: ExactMatchRow[] | null,
+  tokenizer: Tokenizer,
+) {
+  const { exactMatchIds, ...rest } = progress;
+  const score = exactMatchIds && rows ? exactMatchScore(exactMatchIds, rows, tokenizer) : null;
+  return score === null ? rest : { ...rest, evalExactMatch: score };
+}
+
 let crashed = false;
 
 async function main(): Promise<void> {
@@ -114,7 +128,7 @@ async function main(): Promise<void> {
       await post({ type: "result", result: null, trainSeconds: 0 });
       return;
     }
-    const jobFile = writeTorchJob(scratch, {
+    const { file: jobFile, exactMatch } = writeTorchJob(scratch, {
       model,
       prepared,
       hyperparameters: input.hyperparameters,
@@ -138,7 +152,10 @@ async function main(): Promise<void> {
         console.log(line); // not an event: a library's print, passed on as output
         return;
       }
-      if (event.type === "progress") lastStep = event.progress.step;
+      if (event.type === "progress") {
+        lastStep = event.progress.step;
+        event = { ...event, progress: withExactMatch(event.progress, exactMatch, model.tokenizer) };
+      }
       if (event.type === "result" || event.type === "error") reported = true;
       chain = chain.then(() => post(event));
     });
