@@ -17,6 +17,7 @@ import { exportRoutes } from "./routes/exports.js";
 import { inferenceRoutes } from "./routes/inference.js";
 import { jobRoutes } from "./routes/jobs.js";
 import { keyRoutes } from "./routes/keys.js";
+import { modelPullRoutes } from "./routes/model-pulls.js";
 import { modelRoutes } from "./routes/models.js";
 import { projectRoutes } from "./routes/projects.js";
 
@@ -40,6 +41,7 @@ export function createApiApp(ctx: ServerContext): Hono<ApiEnv> {
     meRoutes,
     projectRoutes,
     modelRoutes,
+    modelPullRoutes,
     datasetRoutes,
     datasetProfileRoutes,
     jobRoutes,

@@ -9,6 +9,7 @@ export * from "./wire-dataset-profiles.js";
 export * from "./wire-deployments.js";
 export * from "./wire-exports.js";
 export * from "./wire-limits.js";
+export * from "./wire-model-pulls.js";
 export * from "./wire-tools.js";
 
 export type Iso8601 = string;

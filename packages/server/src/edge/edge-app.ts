@@ -188,7 +188,7 @@ export function createEdgeApp(
     const target = targetOf(deployment);
     let resolved: ResolvedTarget;
     if (target.kind === "base_model") {
-      resolved = ctx.inference.baseModel(target.baseModel, "target.baseModel");
+      resolved = ctx.inference.baseModel(target.baseModel, "target.baseModel", { pull: true });
     } else {
       const job = await ctx.store.jobs.get(target.adapter.jobId);
       if (!job)

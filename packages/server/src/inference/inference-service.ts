@@ -6,6 +6,7 @@ import type { GenerationChunk, GenerationResult, WeightFormat } from "@svc/engin
 import type { DataDir } from "../data-dir.js";
 import { badRequest } from "../http/api-error.js";
 import { parseHubName } from "../hub/index.js";
+import { uncachedHubModel } from "../models/hub-serving.js";
 import type { ModelRegistry } from "../models/model-registry.js";
 import type { JobRow } from "../store/job-store.js";
 import type { Store } from "../store/store.js";
@@ -41,16 +42,18 @@ export class InferenceService {
     readonly defaultWeightFormat: WeightFormat = "fp32",
   ) {}
 
-  /** `field` names the request field in errors, e.g. "baseModel" or "target.baseModel". */
-  baseModel(name: string, field: string): ResolvedTarget {
+  /**
+   * `field` names the request field in errors, e.g. "baseModel" or "target.baseModel".
+   * A Hub model serves once it is in the cache; with `pull`, one the server's
+   * policy lets it download is pulled now and the request answers 409
+   * model_downloading (docs/hub.md#serving-a-hub-model).
+   */
+  baseModel(name: string, field: string, options: { pull?: boolean } = {}): ResolvedTarget {
     const model = this.registered(name, field);
     if (!model) {
-      // A Hub model serves once its files are in the cache (a job trained on it, or svc models pull).
-      const hint =
-        this.models.isRegistered(name) || !parseHubName(name)
-          ? ""
-          : `; a Hub model serves once it is cached: svc models pull ${name}`;
-      throw badRequest(`${this.models.notServedMessage(name, field)}${hint}`, "unknown_base_model");
+      if (this.models.isRegistered(name) || !parseHubName(name))
+        throw badRequest(this.models.notServedMessage(name, field), "unknown_base_model");
+      throw uncachedHubModel(this.models, name, field, options.pull ?? false);
     }
     return { baseModel: name, modelDir: model.dir, adapterDir: null, label: name };
   }

@@ -69,6 +69,12 @@ export function estimateTrainingMemory(
   return { weightBytes, loraBytes, activationBytes: activations, runtimeBytes: RUNTIME_BYTES, totalBytes };
 }
 
+/** The least memory any use of the model takes (serving it): its weights as F32 and the process. */
+export function estimateServingMemory(config: ModelConfig): { weightBytes: number; totalBytes: number } {
+  const weightBytes = parameterCount(config) * F32;
+  return { weightBytes, totalBytes: weightBytes + RUNTIME_BYTES };
+}
+
 /** The memory this machine gives the server: physical memory, or the cgroup's limit when lower (containers). */
 export function machineMemoryBytes(): number {
   let limit = totalmem();

@@ -12,6 +12,7 @@ import { parseHubName } from "../hub/index.js";
 import type { BaseModelInfo } from "../wire.js";
 import { type HubModelEntry, HubModels } from "./hub-models.js";
 import { HubModelPolicy } from "./hub-policy.js";
+import { ModelPulls } from "./model-pulls.js";
 
 export interface RegisteredModel {
   info: BaseModelInfo;
@@ -103,11 +104,14 @@ export interface ModelRegistryOptions {
 export class ModelRegistry {
   private readonly models = new Map<string, RegisteredModel>();
   readonly hub: HubModels;
+  /** Downloads of Hub models started through the API (POST /v1/models/pull) or by a request to serve one. */
+  readonly pulls: ModelPulls;
   /** Hub snapshots described once: a snapshot folder (named by its commit) never changes. */
   private readonly described = new Map<string, RegisteredModel>();
 
   constructor(options: ModelRegistryOptions) {
     this.hub = new HubModels(options.hubPolicy ?? new HubModelPolicy());
+    this.pulls = new ModelPulls(this.hub);
     const bundled = options.bundledDir === undefined ? BUNDLED_MODELS_DIR : options.bundledDir;
     if (bundled && existsSync(bundled)) {
       for (const entry of readdirSync(bundled, { withFileTypes: true })) {

@@ -114,7 +114,7 @@ async function checkTarget(
   upstream: DeploymentUpstream | null | undefined,
 ) {
   if (target.kind === "base_model") {
-    if (!upstream) ctx.inference.baseModel(target.baseModel, "target.baseModel");
+    if (!upstream) ctx.inference.baseModel(target.baseModel, "target.baseModel", { pull: true });
     return;
   }
   const job = await visibleJob(ctx, c, target.adapter.jobId);

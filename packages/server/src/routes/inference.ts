@@ -76,7 +76,7 @@ export function inferenceRoutes(ctx: ServerContext) {
       if (!job) throw notFound(`job ${body.adapter.jobId}`);
       target = await ctx.inference.adapter(job, body.adapter, "adapter");
     } else if (body.baseModel) {
-      target = ctx.inference.baseModel(body.baseModel, "baseModel");
+      target = ctx.inference.baseModel(body.baseModel, "baseModel", { pull: true });
     } else {
       const names = ctx.models.names();
       if (names.length !== 1) throw badRequest(`"baseModel" or "adapter" is required`);

@@ -25,6 +25,7 @@ import type {
   IssuedDeploymentKey,
   Job,
   Me,
+  ModelPull,
   Project,
   ProjectScope,
   UpdateDeploymentRequest,
@@ -134,6 +135,14 @@ export class CloudApiClient implements CloudApi {
 
   async listModels(): Promise<BaseModelInfo[]> {
     return (await this.json<{ models: BaseModelInfo[] }>("GET", "/v1/models")).models;
+  }
+
+  async pullModel(model: string): Promise<ModelPull> {
+    return (await this.json<{ pull: ModelPull }>("POST", "/v1/models/pull", { body: { model } })).pull;
+  }
+
+  async getModelPull(pullId: string): Promise<ModelPull> {
+    return (await this.json<{ pull: ModelPull }>("GET", `/v1/models/pull/${seg(pullId)}`)).pull;
   }
 
   async listUpstreams(): Promise<UpstreamInfo[]> {

@@ -25,6 +25,7 @@ import type {
   IssuedDeploymentKey,
   Job,
   Me,
+  ModelPull,
   Project,
   ProjectScope,
   UpdateDeploymentRequest,
@@ -62,6 +63,9 @@ export interface CloudApi {
   listModels(): Promise<BaseModelInfo[]>;
   /** The external inference servers deployments may forward to (declared by the server's operator). */
   listUpstreams(): Promise<UpstreamInfo[]>;
+  /** Starts (or joins) the server's download of a Hub model into its cache (docs/hub.md#serving-a-hub-model). */
+  pullModel(model: string): Promise<ModelPull>;
+  getModelPull(pullId: string): Promise<ModelPull>;
 
   /** `baseModel` starts the dataset's profile for that model at upload (getDatasetProfile reads it). */
   uploadDataset(jsonl: string, options?: { name?: string } & DatasetProfileRequest): Promise<Dataset>;
