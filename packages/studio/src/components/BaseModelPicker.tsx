@@ -1,22 +1,45 @@
 // A base-model combobox: type any Hub id (`org/name[@revision]`) or pick one of
 // the server's models (GET /v1/models through /api/models), each shown with its
-// family, parameters, context length and whether its files are on the server.
+// family, parameters, context length and whether its files are on the server;
+// a Hub id it does not list gets a Download action (ModelDownload.tsx).
 import type { BaseModelInfo } from "@svc/server/wire";
-import { useEffect, useId, useState } from "react";
+import { useCallback, useEffect, useId, useState } from "react";
 import { errorMessage, getJson } from "../api.js";
 import { filterModels, looksLikeHubId, modelBadge, modelFacts } from "../lib/model-facts.js";
+import { ModelDownload } from "./ModelDownload.js";
 
 let modelsRequest: Promise<BaseModelInfo[]> | null = null;
+/** Every mounted useBaseModels, told when the list is asked again (a download completed). */
+const listeners = new Set<() => void>();
+
+/** Asks the server for its models again, for every picker on the page. */
+export function refreshBaseModels(): void {
+  modelsRequest = null;
+  for (const listener of listeners) listener();
+}
 
 /** The server's base models, asked once per page load (a failed ask is retried by the next picker). */
 export function useBaseModels(): { models: BaseModelInfo[]; error: string | null } {
   const [models, setModels] = useState<BaseModelInfo[]>([]);
   const [error, setError] = useState<string | null>(null);
+  const [asked, setAsked] = useState(0);
+  useEffect(() => {
+    const listener = () => setAsked((n) => n + 1);
+    listeners.add(listener);
+    return () => {
+      listeners.delete(listener);
+    };
+  }, []);
+  // biome-ignore lint/correctness/useExhaustiveDependencies: `asked` counts refreshes; each asks again
   useEffect(() => {
     modelsRequest ??= getJson<{ models: BaseModelInfo[] }>("/api/models").then((r) => r.models);
     let live = true;
     modelsRequest.then(
-      (m) => live && setModels(m),
+      (m) => {
+        if (!live) return;
+        setModels(m);
+        setError(null);
+      },
       (e) => {
         modelsRequest = null;
         if (live) setError(errorMessage(e));
@@ -25,7 +48,7 @@ export function useBaseModels(): { models: BaseModelInfo[]; error: string | null
     return () => {
       live = false;
     };
-  }, []);
+  }, [asked]);
   return { models, error };
 }
 
@@ -44,12 +67,15 @@ export function BaseModelPicker({
   onChange,
   testId,
   models: given,
+  onDownloaded,
 }: {
   value: string;
   onChange: (name: string) => void;
   testId: string;
   /** The models to offer; the picker asks the server itself when left out. */
   models?: BaseModelInfo[];
+  /** Called when the picker's Download has put a Hub model in the server's cache (with `models`: refresh them). */
+  onDownloaded?: (name: string) => void;
 }) {
   const asked = useBaseModels();
   const models = given ?? asked.models;
@@ -58,6 +84,10 @@ export function BaseModelPicker({
   const exact = models.some((m) => m.name === typed);
   // The whole list while the field holds one of its names, so another is one click away.
   const shown = exact ? models : filterModels(models, typed);
+  const downloaded = useCallback(
+    (name: string) => (onDownloaded ? onDownloaded(name) : refreshBaseModels()),
+    [onDownloaded],
+  );
   return (
     <div className="model-picker">
       <input
@@ -95,9 +125,12 @@ export function BaseModelPicker({
       {typed !== "" && !exact && (
         <div className="muted model-hint" data-testid={`${testId}-hint`}>
           {looksLikeHubId(typed)
-            ? "Not on this server yet: it is fetched from the Hugging Face Hub when first used, if the server allows it."
+            ? "Not on this server yet: Download fetches it from the Hugging Face Hub into the server's cache, if the server allows it. The Playground and deployments serve it once it is there; a job fetches it itself."
             : "A base model is named org/name (a Hub id), optionally with @revision."}
         </div>
+      )}
+      {typed !== "" && !exact && looksLikeHubId(typed) && (
+        <ModelDownload model={typed} testId={testId} onDone={downloaded} />
       )}
       {!given && asked.error && (
         <div className="muted model-hint">Couldn't list the server's models: {asked.error}</div>

@@ -4,7 +4,7 @@ import type { Download } from "../lib/download-progress.js";
 import { fraction } from "../lib/download-progress.js";
 import { formatBytes } from "../lib/model-facts.js";
 
-function Bar({ done, total, label }: { done: number; total: number; label: string }) {
+export function ProgressBar({ done, total, label }: { done: number; total: number; label: string }) {
   const percent = Math.round(fraction(done, total) * 100);
   return (
     <div
@@ -43,7 +43,7 @@ export function DownloadProgressCard({ downloads }: { downloads: Download[] }) {
                 : `${formatBytes(d.bytesDone)} / ${formatBytes(d.bytesTotal)}`}
             </span>
           </div>
-          <Bar done={d.bytesDone} total={d.bytesTotal} label={`${d.repo} download`} />
+          <ProgressBar done={d.bytesDone} total={d.bytesTotal} label={`${d.repo} download`} />
           {d.files.length > 0 && (
             <table className="download-files">
               <tbody>
@@ -51,7 +51,7 @@ export function DownloadProgressCard({ downloads }: { downloads: Download[] }) {
                   <tr key={f.name}>
                     <td className="mono download-file-name">{f.name}</td>
                     <td className="download-file-bar">
-                      <Bar done={f.bytesDone} total={f.bytesTotal} label={f.name} />
+                      <ProgressBar done={f.bytesDone} total={f.bytesTotal} label={f.name} />
                     </td>
                     <td className="muted download-file-bytes">
                       {formatBytes(f.bytesDone)} / {formatBytes(f.bytesTotal)}

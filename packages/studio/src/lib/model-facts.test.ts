@@ -7,6 +7,7 @@ import {
   looksLikeHubId,
   modelBadge,
   modelFacts,
+  pullSummary,
 } from "./model-facts.js";
 
 test("parameter counts and sizes in short units", () => {
@@ -53,4 +54,20 @@ test("facts, filtering and Hub ids", () => {
   assert.ok(looksLikeHubId("org/model@v1.0"));
   assert.ok(!looksLikeHubId("pico-llama"));
   assert.ok(!looksLikeHubId("a/b/c"));
+});
+
+test("a pull's summary: asking, bytes and files while it downloads, then where the bytes came from", () => {
+  const files = [
+    { name: "config.json", bytesDone: 800, bytesTotal: 800 },
+    { name: "model.safetensors", bytesDone: 20_000, bytesTotal: 69_448 },
+  ];
+  const base = { status: "downloading" as const, files: [], bytesDone: 0, bytesTotal: 0, fromCache: null };
+  assert.equal(pullSummary(base), "asking the Hub…");
+  assert.equal(
+    pullSummary({ ...base, files, bytesDone: 20_800, bytesTotal: 70_248 }),
+    "20.8 kB / 70.2 kB · 1 of 2 files",
+  );
+  const done = { ...base, status: "completed" as const, files, bytesDone: 70_248, bytesTotal: 70_248 };
+  assert.equal(pullSummary({ ...done, fromCache: false }), "downloaded 70.2 kB");
+  assert.equal(pullSummary({ ...done, fromCache: true }), "in the cache, 70.2 kB");
 });

@@ -1,6 +1,6 @@
 // How a base model from GET /v1/models reads in the pickers: parameters and
 // bytes in short units, and whether its files are on the server's machine.
-import type { BaseModelInfo } from "@svc/server/wire";
+import type { BaseModelInfo, ModelPull } from "@svc/server/wire";
 
 /** 135_000_000 → "135M", 1_540_000_000 → "1.5B", 4_200 → "4.2K". */
 export function formatCount(n: number): string {
@@ -52,7 +52,11 @@ export function modelBadge(
       title: `In the Hugging Face cache${m.revision ? ` at ${m.revision.slice(0, 12)}` : ""}${size}`,
     };
   if (m.cached === false)
-    return { text: "not downloaded", tone: "off", title: "Downloaded from the Hub when first used" };
+    return {
+      text: "not downloaded",
+      tone: "off",
+      title: "Not in the server's Hugging Face cache: Download fetches it (a job on it fetches it too)",
+    };
   return null;
 }
 
@@ -70,4 +74,17 @@ export function filterModels<T extends { name: string }>(models: readonly T[], q
 /** A Hub id as the server takes it: `org/name`, optionally `@revision`. */
 export function looksLikeHubId(text: string): boolean {
   return /^[A-Za-z0-9][\w.-]*\/[A-Za-z0-9][\w.-]*(@[\w.\-/]+)?$/.test(text.trim());
+}
+
+/** A pull's line under its bar: "12.3 kB / 69.4 kB · 2 of 4 files", "in the cache, 69.4 kB", "downloaded 69.4 kB". */
+export function pullSummary(
+  p: Pick<ModelPull, "status" | "bytesDone" | "bytesTotal" | "files" | "fromCache">,
+): string {
+  if (p.status === "completed")
+    return p.fromCache
+      ? `in the cache, ${formatBytes(p.bytesTotal)}`
+      : `downloaded ${formatBytes(p.bytesTotal)}`;
+  if (p.bytesTotal === 0) return "asking the Hub…";
+  const finished = p.files.filter((f) => f.bytesTotal > 0 && f.bytesDone >= f.bytesTotal).length;
+  return `${formatBytes(p.bytesDone)} / ${formatBytes(p.bytesTotal)} · ${finished} of ${p.files.length} files`;
 }

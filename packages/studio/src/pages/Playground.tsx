@@ -3,7 +3,7 @@
 // the base-model picker), with sampling controls, tool definitions and a
 // JSON-schema output mode (components/ToolsPanel.tsx).
 import type { AdapterRef, Artifact, BaseModelInfo, ChatMessage, Job } from "@svc/server/wire";
-import { useEffect, useRef, useState } from "react";
+import { useCallback, useEffect, useRef, useState } from "react";
 import { errorMessage, getJson, studioFetch } from "../api.js";
 import { BaseModelPicker } from "../components/BaseModelPicker.js";
 import { ErrorText, shortId } from "../components/common.js";
@@ -72,6 +72,15 @@ export function Playground() {
       setChoice(OTHER_BASE);
     }
   };
+  // The picker's Download put a Hub model in the server's cache: list it, and chat with it.
+  const downloaded = useCallback((name: string) => {
+    getJson<{ models: BaseModelInfo[] }>("/api/models")
+      .then((m) => {
+        setModels(m.models);
+        if (m.models.some((x) => x.name === name)) setChoice(encodeChoice({ kind: "base", name }));
+      })
+      .catch((e) => setError(errorMessage(e)));
+  }, []);
   const selectedJob = selected?.kind === "job" ? selected.jobId : null;
   useEffect(() => {
     setCheckpoint("final");
@@ -217,6 +226,7 @@ export function Playground() {
                 value={choice === OTHER_BASE ? otherBase : (selected as { name: string }).name}
                 onChange={pickBase}
                 models={models}
+                onDownloaded={downloaded}
                 testId="pg-base"
               />
             </div>

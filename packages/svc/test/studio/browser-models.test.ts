@@ -2,8 +2,9 @@
 // `svc dev` and `svc server` whose Hugging Face cache holds one Hub model and
 // whose Hub (the loopback test Hub) serves another: the endpoint form and the
 // Playground list GET /v1/models with family, size, context and a cached badge,
-// a Hub id can be typed, and a job on the uncached Hub model shows its download
-// on the job page.
+// a Hub id can be typed, a job on the uncached Hub model shows its download on
+// the job page, and the Playground's picker downloads a typed Hub model with a
+// progress bar, after which it is listed as cached and answers.
 import assert from "node:assert/strict";
 import { cp, mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -25,6 +26,7 @@ import { makeProject, type StudioProcess, startStudio, TRAINER_SOURCE } from "./
 interface TestHub {
   url: string;
   addRepo(options: { kind: "model" | "dataset"; repo: string; dir: string }): string;
+  chunkDelayMs: number;
   close(): Promise<void>;
 }
 
@@ -36,6 +38,7 @@ async function startTestHub(): Promise<TestHub> {
 
 const CACHED = "org/cached-tiny";
 const REMOTE = "org/remote-tiny";
+const PULLED = "org/remote-pulled";
 const CACHED_SHA = "c0ffee".padEnd(40, "0");
 
 async function until<T>(
@@ -78,6 +81,7 @@ describe("Studio: base-model pickers and Hub download progress", {
     await cacheModel(hfHome, CACHED, CACHED_SHA, tiny);
     hub = await startTestHub();
     hub.addRepo({ kind: "model", repo: REMOTE, dir: tiny });
+    hub.addRepo({ kind: "model", repo: PULLED, dir: tiny });
     server = await startTestServer({
       home,
       args: [
@@ -142,7 +146,7 @@ describe("Studio: base-model pickers and Hub download progress", {
     await field.fill("someorg/some-model");
     assert.match(
       (await page.getByTestId("target-base-hint").textContent()) ?? "",
-      /fetched from the Hugging Face Hub/,
+      /Download fetches it from the Hugging Face Hub/,
     );
     await field.fill("");
     await cached.click();
@@ -219,5 +223,43 @@ describe("Studio: base-model pickers and Hub download progress", {
     );
     await page.locator(".event-training-completed").waitFor({ timeout: 120_000 });
     await maybeScreenshot(page, "job-download");
+  });
+
+  test("Playground: Download fetches a typed Hub model with a progress bar; it turns cached and answers", async () => {
+    const { page } = browser;
+    await page.goto(`http://localhost:${studio.port}/#/playground`);
+    const model = page.getByTestId("pg-model");
+    await until("model options", async () => (await model.locator("option").count()) >= 3);
+    await model.selectOption("base-other");
+    await page.getByTestId("pg-base").fill(PULLED);
+    const download = page.getByTestId("pg-base-download");
+    hub.chunkDelayMs = 1500;
+    try {
+      await download.getByTestId("pg-base-download-start").click();
+      // Midway: the bar and the bytes of the whole, fewer files done than listed.
+      const bytes = download.getByTestId("pg-base-download-bytes");
+      const midway = await until("bytes midway", async () => {
+        const text = (await bytes.textContent().catch(() => null)) ?? "";
+        return /^[\d.]+ (B|kB|MB) \/ [\d.]+ (kB|MB) · \d of \d files$/.test(text) ? text : null;
+      });
+      const [done, total] = /(\d) of (\d) files/.exec(midway)!.slice(1).map(Number);
+      assert.ok(done! < total!, midway);
+      const percent = Number(await download.getByRole("progressbar").getAttribute("aria-valuenow"));
+      assert.ok(percent >= 0 && percent < 100, String(percent));
+      await maybeScreenshot(page, "playground-model-download");
+    } finally {
+      hub.chunkDelayMs = 0;
+    }
+    // Done: the server lists it, the picker shows it cached and the Model select holds it.
+    const row = page.getByTestId("pg-base-options").locator(`button[data-model="${PULLED}"]`);
+    await row.waitFor({ timeout: 60_000 });
+    assert.equal(await row.getByTestId("model-badge").textContent(), "cached");
+    await until("the model selected", async () => (await model.inputValue()) === `base:${PULLED}`);
+    const answered = page.waitForResponse((r) => r.url().endsWith("/api/inference/chat"));
+    await page.getByTestId("pg-input").fill("hello");
+    await page.getByTestId("pg-send").click();
+    const response = await answered;
+    assert.equal(response.status(), 200, await response.text());
+    await response.finished();
   });
 });

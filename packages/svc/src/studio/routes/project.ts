@@ -1,5 +1,6 @@
 // /api/manifest, /api/credentials and /api/models: the project's trainer, the
-// identity shown in the header, and the base models for the Playground.
+// identity shown in the header, and the base models for the pickers;
+// /api/models/pull: the server downloading a Hub model (the picker's Download).
 import { Hono } from "hono";
 import { cloudApiUrl, isDefaultCloudApi } from "../../sdk/config.js";
 import { ensureCredentials, readCredentials } from "../../sdk/credentials.js";
@@ -7,6 +8,8 @@ import { loadManifest } from "../../sdk/manifest.js";
 import { readProjectState } from "../../sdk/project-state.js";
 import { ensureCloudApi, openCloudSession } from "../cloud-session.js";
 import type { StudioEnv } from "../env.js";
+import { StudioError } from "../errors.js";
+import { jsonObjectBody } from "./deployments.js";
 
 /** What the header needs; the cloud bearer token never leaves the Studio process. */
 export interface StudioIdentityBody {
@@ -50,6 +53,19 @@ export function projectRoutes(env: StudioEnv): Hono {
   app.get("/models", async (c) => {
     const { client } = await openCloudSession();
     return c.json({ models: await client.listModels() });
+  });
+
+  app.post("/models/pull", async (c) => {
+    const body = await jsonObjectBody(c);
+    if (typeof body.model !== "string")
+      throw new StudioError(400, "invalid_request", "model: expected a string");
+    const { client } = await openCloudSession();
+    return c.json({ pull: await client.pullModel(body.model) }, 202);
+  });
+
+  app.get("/models/pull/:id", async (c) => {
+    const { client } = await openCloudSession();
+    return c.json({ pull: await client.getModelPull(c.req.param("id")) });
   });
 
   return app;
