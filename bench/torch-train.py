@@ -17,7 +17,8 @@ MFU counts 6 FLOPs per non-embedding parameter per token plus attention
 (12 * layers * seq * hidden), the convention of full training; LoRA skips the
 frozen weights' gradients (about 4 per parameter), so its "hardware" FLOPs are
 lower — both figures are printed. The target (issue 12): >= 1.5x transformers
-+ peft on each shape. `--device cpu --shapes tiny` is a smoke run of the script.
++ peft on each shape. `--device cpu --shapes tiny` is a smoke run of the script
+(fp32, no autocast, both backends).
 """
 
 import argparse
@@ -145,17 +146,20 @@ def transformers_peft(config, args, device):
     hf = {k: v for k, v in config.items() if k not in ("architectures", "torch_dtype")}
     cfg = AutoConfig.for_model(**hf)
     torch.manual_seed(0)
-    model = AutoModelForCausalLM.from_config(cfg, torch_dtype=torch.bfloat16, attn_implementation="eager")
+    dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
+    model = AutoModelForCausalLM.from_config(cfg, dtype=dtype, attn_implementation="eager")
     model = get_peft_model(model, LoraConfig(r=args.rank, lora_alpha=2 * args.rank, target_modules="all-linear",
                                              lora_dropout=0.0, task_type="CAUSAL_LM"))
     model.to(device)
     params = [p for p in model.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(params, lr=1e-4, fused=True)
+    cuda = device.type == "cuda"
+    optimizer = torch.optim.AdamW(params, lr=1e-4, **({"fused": True} if cuda else {}))
     generator = torch.Generator().manual_seed(1)
+    autocast = (lambda: torch.autocast("cuda", dtype=torch.bfloat16)) if cuda else torch.enable_grad
 
     def step():
         ids, _ = random_batch(generator, config["vocab_size"], args.batch, args.seq, device)
-        with torch.autocast("cuda", dtype=torch.bfloat16):
+        with autocast():
             loss = model(input_ids=ids, labels=ids).loss
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
@@ -191,13 +195,13 @@ def main():
         full, lora = flops_per_token(desc, args.seq)
         rows.append(("svc torch", tokens / seconds, peak))
         torch.cuda.empty_cache() if device.type == "cuda" else None
-        if not args.no_baseline and device.type == "cuda":
+        if not args.no_baseline:
             try:
                 seconds, peak = transformers_peft(config, args, device)
                 rows.append(("transformers + peft", tokens / seconds, peak))
             except ImportError as error:
                 print(f"  (transformers + peft not installed: {error})")
-            torch.cuda.empty_cache()
+            torch.cuda.empty_cache() if device.type == "cuda" else None
         baseline = rows[1][1] if len(rows) > 1 else None
         for name, rate, peak in rows:
             mfu = lambda flops: f"{100 * flops * rate / (args.peak_tflops * 1e12):6.1f}%"  # noqa: E731
