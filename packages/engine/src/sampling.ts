@@ -35,6 +35,7 @@ export function argmax(logits: Float32Array, vocab: number): number {
 export class TokenSampler {
   private readonly probs: Float64Array; // [vocab] unnormalised exp((logit - max) / T)
   private readonly candidates: Int32Array; // [vocab] token ids of the nucleus candidates
+  private masked: Float32Array | null = null; // [vocab] sampleAmong's masked row for top-p
 
   constructor(readonly vocab: number) {
     this.probs = new Float64Array(vocab);
@@ -60,6 +61,45 @@ export class TokenSampler {
     const u = rng.next();
     if (params.topP >= 1) return this.drawInOrder(u * total);
     return this.drawFromNucleus(u, total, params.topP);
+  }
+
+  /**
+   * Samples among `ids` only, as sample() would from logits where every other
+   * token is -Infinity, at the cost of the candidates rather than the whole
+   * vocabulary (constrained decoding's allowed tokens; constrained/constraint.ts).
+   */
+  sampleAmong(logits: Float32Array, ids: readonly number[], params: SamplingParams, rng: Rng): number {
+    if (params.temperature === 0) {
+      let best = ids[0];
+      for (const id of ids)
+        if (logits[id] > logits[best] || (logits[id] === logits[best] && id < best)) best = id;
+      return best;
+    }
+    if (params.topP < 1) {
+      // the nucleus needs sample()'s ordering: mask a copy of the row
+      const masked = this.masked ?? new Float32Array(this.vocab);
+      this.masked = masked;
+      masked.fill(Number.NEGATIVE_INFINITY);
+      for (const id of ids) masked[id] = logits[id];
+      return this.sample(masked, params, rng);
+    }
+    let max = Number.NEGATIVE_INFINITY;
+    for (const id of ids) if (logits[id] > max) max = logits[id];
+    const invT = 1 / params.temperature;
+    const probs = this.probs;
+    let total = 0;
+    for (let j = 0; j < ids.length; j++) {
+      const p = Math.exp((logits[ids[j]] - max) * invT);
+      probs[j] = p;
+      total += p;
+    }
+    const target = rng.next() * total;
+    let acc = 0;
+    for (let j = 0; j < ids.length; j++) {
+      acc += probs[j];
+      if (acc > target) return ids[j];
+    }
+    return ids[ids.length - 1];
   }
 
   /** The token where the running sum of probs (in id order) passes `target`. */

@@ -23,6 +23,7 @@ import {
   advanceBytes,
   canEnd,
   initialState,
+  inPlainString,
   isFinal,
   minBytes,
   type State,
@@ -69,7 +70,6 @@ export function compiledGrammarFor(grammar: OutputGrammar, vocabulary: Vocabular
 
 export class GrammarConstraint {
   private state: State;
-  private masked: Float32Array | null = null;
 
   constructor(
     private readonly grammar: CompiledGrammar,
@@ -120,7 +120,7 @@ export class GrammarConstraint {
     return ids;
   }
 
-  /** Draws the next token among the allowed ones (see the file comment); `row` may be overwritten. */
+  /** Draws the next token among the allowed ones (see the file comment). */
   sample(row: Float32Array, sampler: TokenSampler, params: SamplingParams, rng: Rng, left: number): number {
     if (params.temperature === 0 || params.topP >= 1) {
       const id = sampler.sample(row, params, rng);
@@ -130,13 +130,7 @@ export class GrammarConstraint {
     if (ids.length === 0) {
       throw new EngineError("invalid_argument", "no token of the vocabulary continues the grammar here");
     }
-    if (this.masked?.length !== row.length)
-      this.masked = new Float32Array(row.length).fill(Number.NEGATIVE_INFINITY);
-    const masked = this.masked;
-    for (const id of ids) masked[id] = row[id];
-    const id = sampler.sample(masked, params, rng);
-    for (const i of ids) masked[i] = Number.NEGATIVE_INFINITY;
-    return id;
+    return sampler.sampleAmong(row, ids, params, rng);
   }
 
   /** Moves past a generated token; returns whether the text is now final. */
@@ -156,7 +150,7 @@ export class GrammarConstraint {
     let allowed = masks.get(key);
     if (!allowed) {
       allowed = { ids: [], mins: [], maxMin: 0 };
-      walk(this.vocabulary.trie, this.state, allowed);
+      walk(this.vocabulary.trie, this.state, this.vocabulary.order, allowed);
       if (masks.size >= MAX_MASKS) masks.clear();
       masks.set(key, allowed);
     }
@@ -164,12 +158,23 @@ export class GrammarConstraint {
   }
 }
 
-function walk(node: TrieNode, state: State, out: Allowed): void {
+function walk(node: TrieNode, state: State, order: Int32Array, out: Allowed): void {
   const { bytes, children } = node;
+  const plainString = inPlainString(state);
   for (let i = 0; i < bytes.length; i++) {
+    const child = children[i];
+    if (plainString && child.plain) {
+      // the whole subtree stays inside the string: the state does not change
+      const min = minBytes(state);
+      if (min > out.maxMin) out.maxMin = min;
+      for (let j = child.first; j < child.end; j++) {
+        out.ids.push(order[j]);
+        out.mins.push(min);
+      }
+      continue;
+    }
     const next = advance(state, bytes[i]);
     if (next.length === 0) continue;
-    const child = children[i];
     if (child.tokens.length > 0) {
       const min = minBytes(next);
       if (min > out.maxMin) out.maxMin = min;
@@ -178,6 +183,6 @@ function walk(node: TrieNode, state: State, out: Allowed): void {
         out.mins.push(min);
       }
     }
-    if (child.children.length > 0) walk(child, next, out);
+    if (child.children.length > 0) walk(child, next, order, out);
   }
 }

@@ -282,7 +282,10 @@ function expand(cell: Cell | null, out: State): void {
 function expandRepeat(node: RepNode, count: number, next: Cell | null, out: State): void {
   if (count >= node.minCount) expand(next, out);
   if (count >= node.maxCount) return;
-  let stack = push(frame(node.item, 0), push(frame(node, count + 1), next));
+  // counts past minCount (and past the first item, which has no separator) are alike without a max: one frame (and one mask) for them
+  const after =
+    node.maxCount === Number.POSITIVE_INFINITY ? Math.min(count + 1, Math.max(node.minCount, 1)) : count + 1;
+  let stack = push(frame(node.item, 0), push(frame(node, after), next));
   if (count > 0 && node.sep) stack = push(frame(node.sep, 0), stack);
   expand(stack, out);
 }
@@ -376,6 +379,13 @@ export function minBytes(state: State): number {
   let min = Number.POSITIVE_INFINITY;
   for (const cell of state) min = Math.min(min, cell?.min ?? 0);
   return min;
+}
+
+/** Whether the state is inside one JSON string's content, where plain bytes change nothing. */
+export function inPlainString(state: State): boolean {
+  if (state.length !== 1) return false;
+  const cell = state[0];
+  return cell !== null && cell.frame.node.kind === "str" && cell.frame.a === S_IN;
 }
 
 /** A key equal for equal states (the same stacks in the same order). */
