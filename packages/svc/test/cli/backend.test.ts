@@ -40,6 +40,10 @@ test("a torch job waits with its reason in `svc jobs show`; --backend engine ove
   const torch = await runSvc(["start", "--detach"], { cwd: dir, env });
   assert.equal(torch.code, 0, torch.stderr);
   const torchId = /^job (\S+) submitted/m.exec(torch.stdout)![1];
+  assert.match(
+    torch.stdout,
+    /^job \S+ waits: no worker offers the torch backend: start one with `svc worker --backend torch`$/m,
+  );
   const shown = await runSvc(["jobs", "show", torchId], { cwd: dir, env });
   assert.equal(shown.code, 0, shown.stderr);
   assert.match(shown.stdout, /^status {6}queued$/m);

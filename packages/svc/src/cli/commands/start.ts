@@ -3,7 +3,7 @@
 import { JOB_BACKENDS, type JobBackend } from "@svc/server/wire";
 import { ensureLocalServer } from "../../sdk/local-server.js";
 import { loadProject, ManifestBuildError } from "../../sdk/manifest.js";
-import { defaultProjectDir } from "../../sdk/session.js";
+import { defaultProjectDir, openExistingScopedSession } from "../../sdk/session.js";
 import { TrainingCancelledError, TrainingFailedError } from "../../sdk/trainer.js";
 import { type Command, parse, stringOption, UsageError } from "../args.js";
 import { formatDatasetProfile } from "../dataset-profile-text.js";
@@ -77,6 +77,9 @@ export const startCommand: Command = {
       onHubDataset: (notice) => process.stdout.write(`${formatHubDatasetNotice(notice)}\n`),
     });
     process.stdout.write(`job ${jobId} submitted: ${trainer.name} on ${trainer.model}\n`);
+    // A job no running worker can take (its backend offered by none) says so at once.
+    const submitted = await (await openExistingScopedSession())?.scoped.getJob(jobId).catch(() => null);
+    if (submitted?.queuedReason) process.stdout.write(`job ${jobId} waits: ${submitted.queuedReason}\n`);
     if (values.detach) return 0;
     const profile = await trainer
       .datasetProfile({ timeoutMs: PROFILE_WAIT_MS })
