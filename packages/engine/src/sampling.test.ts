@@ -91,3 +91,20 @@ test("sampling: the same seed gives the same draws", () => {
   assert.deepEqual(draw(42), draw(42));
   assert.notDeepEqual(draw(42), draw(43));
 });
+
+test("sampling among allowed ids: the distribution of the row with every other token at -Infinity", () => {
+  const sampler = new TokenSampler(6);
+  const logits = logitsFor([0.3, 0.1, 0.2, 0.15, 0.05, 0.2]);
+  const ids = [5, 1, 2]; // any order
+  // greedy: the best allowed id, the lowest on ties (2 and 5 tie at 0.2)
+  assert.equal(sampler.sampleAmong(logits, ids, { temperature: 0, topP: 1 }, new Rng(1)), 2);
+  const n = 40000;
+  for (const topP of [1, 0.7]) {
+    const rng = new Rng(3);
+    const counts = new Array(6).fill(0);
+    for (let i = 0; i < n; i++) counts[sampler.sampleAmong(logits, ids, { temperature: 1, topP }, rng)]++;
+    // renormalised over {1, 2, 5}: 0.2, 0.4, 0.4; top-p 0.7 keeps the two largest (ties by id): 2 and 5
+    const expected = topP === 1 ? [0, 0.2, 0.4, 0, 0, 0.4] : [0, 0, 0.5, 0, 0, 0.5];
+    counts.forEach((c, id) => assert.ok(Math.abs(c / n - expected[id]) < 0.01, `id ${id}: ${c / n} vs ${expected[id]}`));
+  }
+});
