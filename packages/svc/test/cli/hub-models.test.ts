@@ -3,7 +3,8 @@
 // pull downloads into the Hugging Face cache with progress and resumes,
 // list shows the cached model with its size and revision, svc start prints
 // the download before training, rm frees the cache; gated and offline pulls
-// fail naming HF_TOKEN and HF_HUB_OFFLINE.
+// fail naming HF_TOKEN and HF_HUB_OFFLINE; pull --server has the server
+// download into its own cache.
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
@@ -25,6 +26,7 @@ const SERVER_TEST = join(REPO_ROOT, "packages", "server", "dist", "test");
 const QWEN = "test-org/qwen3-tiny";
 const SHARDED = "test-org/qwen3-sharded";
 const GATED = "test-org/qwen3-gated";
+const ON_SERVER = "test-org/qwen3-on-server";
 
 let hub: TestHub;
 let server: TestServer;
@@ -42,6 +44,7 @@ before(async () => {
   shas.qwen = hub.addRepo({ repo: QWEN, dir: repos.qwen3Repo(join(dirs, "qwen")) });
   shas.sharded = hub.addRepo({ repo: SHARDED, dir: repos.shardedQwen3Repo(join(dirs, "sharded")) });
   hub.addRepo({ repo: GATED, dir: repos.qwen3Repo(join(dirs, "gated")), gated: true });
+  shas.onServer = hub.addRepo({ repo: ON_SERVER, dir: repos.qwen3Repo(join(dirs, "on-server")) });
   home = await tempDir("hub-models-home");
   const hf = { HF_HOME: join(home, "hf"), HF_ENDPOINT: hub.url };
   server = await startTestServer({
@@ -156,4 +159,28 @@ export default createSvc({ trainer });
   const started = lines.findIndex((l) => l.startsWith("started:"));
   assert.ok(start >= 0 && start < done && done < started, r.stdout);
   assert.match(r.stdout, /^completed: /m);
+});
+
+test("svc models pull --server has the server download into its cache, not this machine's", async () => {
+  const elsewhere = { ...env, HF_HOME: join(home, "cli-hf") };
+  const pulled = await runSvc(["models", "pull", ON_SERVER, "--server"], { cwd: home, env: elsewhere });
+  assert.equal(pulled.code, 0, pulled.stderr);
+  assert.match(
+    pulled.stderr,
+    new RegExp(`^base model ${ON_SERVER} at ${shas.onServer!.slice(0, 12)}: [\\d.]+ kB downloaded$`, "m"),
+  );
+  assert.equal(pulled.stdout, `${ON_SERVER}: commit ${shas.onServer}, in the server's Hugging Face cache\n`);
+  assert.ok(
+    existsSync(join(home, "hf", "hub", "models--test-org--qwen3-on-server", "snapshots", shas.onServer!)),
+  );
+  assert.ok(!existsSync(join(home, "cli-hf", "hub", "models--test-org--qwen3-on-server")));
+  const listed = await runSvc(["models", "list", "--json"], { cwd: home, env: elsewhere });
+  assert.ok(JSON.parse(listed.stdout).some((m: { name: string }) => m.name === ON_SERVER));
+
+  const gated = await runSvc(["models", "pull", GATED, "--server"], { cwd: home, env: elsewhere });
+  assert.equal(gated.code, 1);
+  assert.match(gated.stderr, /svc models: test-org\/qwen3-gated: .*401.*set HF_TOKEN/);
+  const refused = await runSvc(["models", "pull", "other-org/x", "--server"], { cwd: home, env: elsewhere });
+  assert.equal(refused.code, 1);
+  assert.match(refused.stderr, /svc server --hub-models test-org\/\*/);
 });

@@ -1,8 +1,11 @@
 // svc models [list] | pull <id> | rm <id>: the base models. list asks the
 // server what it serves (bundled, --model folders, Hub models in the cache);
 // pull and rm act on this machine's Hugging Face cache, the one a local server
-// and Python tools share (docs/hub.md).
+// and Python tools share (docs/hub.md); pull --server asks the server to
+// download into its own cache (POST /v1/models/pull) and shows its progress.
+import { setTimeout as sleep } from "node:timers/promises";
 import { readModelConfig } from "@svc/engine";
+import type { ModelPull } from "@svc/server/wire";
 import { openSession } from "../../sdk/session.js";
 import { type Command, parse, requirePositional, UsageError } from "../args.js";
 import { DownloadPrinter, formatBytes } from "../download-progress.js";
@@ -71,6 +74,35 @@ async function pull(id: string): Promise<number> {
   }
 }
 
+/** How often `pull --server` asks the server how its pull stands. */
+const PULL_POLL_MS = 500;
+
+/** The server downloads `id` into its cache; Ctrl-C stops watching, not the server's download. */
+async function pullOnServer(id: string): Promise<number> {
+  const { client } = await openSession();
+  const printer = new DownloadPrinter(process.stderr, Boolean(process.stderr.isTTY));
+  const repo = id.split("@")[0]!;
+  let pull: ModelPull = await client.pullModel(id);
+  while (pull.status === "downloading") {
+    if (pull.revision && pull.bytesTotal > 0)
+      printer.progress({
+        kind: "model",
+        repo,
+        revision: pull.revision,
+        files: pull.files,
+        bytesDone: pull.bytesDone,
+        bytesTotal: pull.bytesTotal,
+      });
+    await sleep(PULL_POLL_MS);
+    pull = await client.getModelPull(pull.id);
+  }
+  if (pull.status === "failed") throw new Error(pull.error?.message ?? `the server's pull of ${id} failed`);
+  const revision = pull.revision ?? "";
+  printer.done({ kind: "model", repo, revision, bytes: pull.bytesTotal, fromCache: pull.fromCache ?? false });
+  process.stdout.write(`${pull.model}: commit ${revision}, in the server's Hugging Face cache\n`);
+  return 0;
+}
+
 async function remove(id: string): Promise<number> {
   const hub = await hubModule();
   const ref = await hubRef(hub, id);
@@ -98,9 +130,10 @@ export const modelsCommand: Command = {
   usage: [
     "Usage: svc models [list] [--json]   the base models the server serves: bundled, --model folders and",
     "                                     Hub models in the Hugging Face cache, with sizes and revisions",
-    "       svc models pull <org>/<name>[@<revision>]",
+    "       svc models pull <org>/<name>[@<revision>] [--server]",
     "                                     download a Hub model's config, tokenizer and safetensors into",
-    "                                     the Hugging Face cache (resumes an interrupted download)",
+    "                                     the Hugging Face cache (resumes an interrupted download);",
+    "                                     --server: into the server's cache, by the server (its policy)",
     "       svc models rm <org>/<name>[@<revision>]",
     "                                     remove a Hub model (or one revision) from the cache",
     "",
@@ -108,9 +141,17 @@ export const modelsCommand: Command = {
     "HF_TOKEN (gated and private models; or the token file $HF_HOME/token), HF_HUB_OFFLINE=1. See docs/hub.md.",
   ].join("\n"),
   async run(argv) {
-    const { values, positionals } = parse(argv, { json: { type: "boolean" } }, 2);
+    const { values, positionals } = parse(
+      argv,
+      { json: { type: "boolean" }, server: { type: "boolean" } },
+      2,
+    );
     const sub = positionals[0] ?? "list";
-    if (sub === "pull") return pull(requirePositional(positionals, 1, "model id"));
+    if (sub === "pull") {
+      const id = requirePositional(positionals, 1, "model id");
+      return values.server ? pullOnServer(id) : pull(id);
+    }
+    if (values.server) throw new UsageError("--server goes with pull");
     if (sub === "rm") return remove(requirePositional(positionals, 1, "model id"));
     if (sub !== "list") throw new UsageError(`unknown subcommand "${sub}" (list, pull or rm)`);
     const models = await (await openSession()).client.listModels();
