@@ -34,6 +34,13 @@ import type { TrieNode, Vocabulary } from "./vocabulary.js";
 
 /** The allowed tokens of one state, and for each the fewest bytes still due after it. */
 interface Allowed {
+  ids: Int32Array;
+  mins: Int32Array;
+  maxMin: number;
+}
+
+/** A walk's output while it grows. */
+interface Collected {
   ids: number[];
   mins: number[];
   maxMin: number;
@@ -45,7 +52,9 @@ export interface CompiledGrammar {
   masks: Map<string, Allowed>;
 }
 
-const MAX_MASKS = 4096;
+/** Most token ids held in cached allowed sets per vocabulary (8 bytes each with their mins: 64 MB). */
+const MAX_CACHED_IDS = 8_000_000;
+const cachedIds = new WeakMap<Vocabulary, { count: number }>();
 const MAX_GRAMMARS = 64;
 const compiledByVocabulary = new WeakMap<Vocabulary, Map<string, CompiledGrammar>>();
 
@@ -114,8 +123,8 @@ export class GrammarConstraint {
     const budget = this.budget(left);
     const ids =
       allowed.maxMin <= budget
-        ? allowed.ids.slice()
-        : allowed.ids.filter((_, i) => allowed.mins[i] <= budget);
+        ? Array.from(allowed.ids)
+        : Array.from(allowed.ids).filter((_, i) => allowed.mins[i] <= budget);
     if (canEnd(this.state)) ids.push(...this.eos);
     return ids;
   }
@@ -144,21 +153,41 @@ export class GrammarConstraint {
     return isFinal(next);
   }
 
+  /** Caches an allowed set; past the vocabulary's budget, every grammar's cache of it starts over. */
+  private remember(key: string, allowed: Allowed): void {
+    let used = cachedIds.get(this.vocabulary);
+    if (!used) {
+      used = { count: 0 };
+      cachedIds.set(this.vocabulary, used);
+    }
+    if (used.count + allowed.ids.length > MAX_CACHED_IDS) {
+      for (const grammar of compiledByVocabulary.get(this.vocabulary)?.values() ?? []) grammar.masks.clear();
+      this.grammar.masks.clear();
+      used.count = 0;
+    }
+    this.grammar.masks.set(key, allowed);
+    used.count += allowed.ids.length;
+  }
+
   private allowedOfState(): Allowed {
     const masks = this.grammar.masks;
     const key = stateKey(this.state);
     let allowed = masks.get(key);
     if (!allowed) {
-      allowed = { ids: [], mins: [], maxMin: 0 };
-      walk(this.vocabulary.trie, this.state, this.vocabulary.order, allowed);
-      if (masks.size >= MAX_MASKS) masks.clear();
-      masks.set(key, allowed);
+      const collected: Collected = { ids: [], mins: [], maxMin: 0 };
+      walk(this.vocabulary.trie, this.state, this.vocabulary.order, collected);
+      allowed = {
+        ids: Int32Array.from(collected.ids),
+        mins: Int32Array.from(collected.mins),
+        maxMin: collected.maxMin,
+      };
+      this.remember(key, allowed);
     }
     return allowed;
   }
 }
 
-function walk(node: TrieNode, state: State, order: Int32Array, out: Allowed): void {
+function walk(node: TrieNode, state: State, order: Int32Array, out: Collected): void {
   const { bytes, children } = node;
   const plainString = inPlainString(state);
   for (let i = 0; i < bytes.length; i++) {
