@@ -78,7 +78,9 @@ export const startCommand: Command = {
     });
     process.stdout.write(`job ${jobId} submitted: ${trainer.name} on ${trainer.model}\n`);
     // A job no running worker can take (its backend offered by none) says so at once.
-    const submitted = await (await openExistingScopedSession())?.scoped.getJob(jobId).catch(() => null);
+    const submitted = await openExistingScopedSession()
+      .then((session) => session?.scoped.getJob(jobId))
+      .catch(() => null);
     if (submitted?.queuedReason) process.stdout.write(`job ${jobId} waits: ${submitted.queuedReason}\n`);
     if (values.detach) return 0;
     const profile = await trainer
