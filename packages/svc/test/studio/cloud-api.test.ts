@@ -80,6 +80,23 @@ describe("Studio API against svc server", { timeout: 300_000 }, () => {
     );
   });
 
+  test("POST /api/models/pull passes the server's refusal through with its status; bad bodies and unknown pulls are refused", async () => {
+    const pull = (body: string) => studioFetch(studio, "/api/models/pull", { method: "POST", body });
+    const refused = await pull(JSON.stringify({ model: "someorg/some-model" }));
+    const refusedBody = await json(refused);
+    assert.equal(refused.status, 400, JSON.stringify(refusedBody));
+    assert.equal(refusedBody.error.code, "hub_model_refused");
+    assert.match(refusedBody.error.message, /svc server --hub-models cached/);
+    const noModel = await pull(JSON.stringify({ name: "x" }));
+    assert.equal(noModel.status, 400);
+    assert.equal((await json(noModel)).error.message, "model: expected a string");
+    const notJson = await pull("{");
+    assert.equal(notJson.status, 400);
+    const unknown = await studioFetch(studio, "/api/models/pull/nope");
+    assert.equal(unknown.status, 404);
+    assert.equal((await json(unknown)).error.code, "not_found");
+  });
+
   test("deployments: empty without state; the first create writes .svc/state.json; errors keep the upstream status", async () => {
     assert.deepEqual(await json(await studioFetch(studio, "/api/deployments")), { deployments: [] });
     const create = (body: unknown) =>
@@ -267,7 +284,14 @@ describe("Studio API against svc server", { timeout: 300_000 }, () => {
     const messages = [{ role: "user", content: "Where is A1?" }];
     const r = await studioFetch(studio, "/api/inference/chat", {
       method: "POST",
-      body: JSON.stringify({ baseModel: TEST_MODEL, messages, tools, toolChoice: "required", maxTokens: 200 }),
+      body: JSON.stringify({
+        baseModel: TEST_MODEL,
+        messages,
+        tools,
+        toolChoice: "required",
+        parallelToolCalls: false,
+        maxTokens: 200,
+      }),
     });
     assert.equal(r.status, 200);
     const lines = (await r.text())

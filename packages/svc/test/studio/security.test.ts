@@ -92,6 +92,8 @@ describe("svc dev security", () => {
       ["GET", "/api/jobs"],
       ["GET", "/api/credentials"],
       ["GET", "/api/models"],
+      ["POST", "/api/models/pull"],
+      ["GET", "/api/models/pull/abc"],
       ["GET", "/api/deployments"],
       ["POST", "/api/deployments"],
       ["GET", "/api/deployments/abc"],
@@ -205,6 +207,14 @@ describe("svc dev security", () => {
       assert.equal(JSON.parse(r.body).error.code, "cross_origin_request", JSON.stringify(headers));
       noCorsHeaders(r);
     }
+    const pull = await rawRequest(studio.port, {
+      method: "POST",
+      path: "/api/models/pull",
+      headers: { "X-Svc-Studio-Token": studio.token, "Content-Type": "application/json", ...crossOrigin[0] },
+      body: JSON.stringify({ model: "org/model" }),
+    });
+    assert.equal(pull.status, 403);
+    assert.equal(JSON.parse(pull.body).error.code, "cross_origin_request");
     // Studio's own page (and clients that send neither header) pass on to the route.
     const ownPage: Record<string, string>[] = [
       { Origin: `http://127.0.0.1:${studio.port}`, "Sec-Fetch-Site": "same-origin" },
