@@ -34,9 +34,58 @@ export function isPlainStringByte(b: number): boolean {
   return b >= 0x20 && b < 0x7f && b !== 0x22 && b !== 0x5c;
 }
 
-interface Building {
-  children: Map<number, Building>;
-  tokens: number[];
+function compareBytes(a: Uint8Array, b: Uint8Array): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) if (a[i] !== b[i]) return a[i] - b[i];
+  return a.length - b.length;
+}
+
+/**
+ * The trie, built from the tokens sorted by their bytes: a token's path
+ * shares with the previous one their common prefix, so one pass over the
+ * sorted list opens and closes the nodes in depth-first order (no per-node
+ * maps: a 150k-token vocabulary builds in a fraction of a second).
+ */
+function buildTrie(tokenBytes: readonly (Uint8Array | null)[]): { trie: TrieNode; order: Int32Array } {
+  const ids: number[] = [];
+  tokenBytes.forEach((bytes, id) => {
+    if (bytes !== null && bytes.length > 0) ids.push(id);
+  });
+  ids.sort((x, y) => compareBytes(tokenBytes[x]!, tokenBytes[y]!) || x - y);
+  const order = Int32Array.from(ids);
+  const open = (first: number, edgePlain: boolean): TrieNode => ({
+    bytes: [],
+    children: [],
+    tokens: [],
+    first,
+    end: first,
+    plain: edgePlain,
+  });
+  const root = open(0, true);
+  const path: TrieNode[] = [root]; // path[d]: the open node at depth d
+  const close = (node: TrieNode, end: number): void => {
+    node.end = end;
+    node.plain &&= node.children.every((child) => child.plain);
+  };
+  let previous: Uint8Array | null = null;
+  ids.forEach((id, index) => {
+    const bytes = tokenBytes[id]!;
+    let common = 0;
+    if (previous)
+      while (common < Math.min(previous.length, bytes.length) && previous[common] === bytes[common]) common++;
+    while (path.length - 1 > common) close(path.pop()!, index);
+    for (let d = common; d < bytes.length; d++) {
+      const parent = path[path.length - 1];
+      const child = open(index, parent.plain && isPlainStringByte(bytes[d]));
+      parent.bytes.push(bytes[d]);
+      parent.children.push(child);
+      path.push(child);
+    }
+    path[path.length - 1].tokens.push(id);
+    previous = bytes;
+  });
+  while (path.length > 0) close(path.pop()!, ids.length);
+  return { trie: root, order };
 }
 
 /** The tokenizer's vocabulary trie (cached per tokenizer). */
@@ -44,31 +93,7 @@ export function vocabularyOf(tokenizer: Tokenizer): Vocabulary {
   let vocabulary = vocabularies.get(tokenizer);
   if (vocabulary) return vocabulary;
   const tokenBytes = tokenizer.tokenBytes();
-  const root: Building = { children: new Map(), tokens: [] };
-  tokenBytes.forEach((bytes, id) => {
-    if (bytes === null || bytes.length === 0) return;
-    let at = root;
-    for (const b of bytes) {
-      let child = at.children.get(b);
-      if (!child) {
-        child = { children: new Map(), tokens: [] };
-        at.children.set(b, child);
-      }
-      at = child;
-    }
-    at.tokens.push(id);
-  });
-  const order: number[] = [];
-  const freeze = (node: Building, plain: boolean): TrieNode => {
-    const first = order.length;
-    order.push(...node.tokens);
-    const bytes = [...node.children.keys()].sort((a, b) => a - b);
-    const children = bytes.map((b) => freeze(node.children.get(b)!, plain && isPlainStringByte(b)));
-    const allPlain = plain && children.every((child) => child.plain);
-    return { bytes, children, tokens: node.tokens, first, end: order.length, plain: allPlain };
-  };
-  const trie = freeze(root, true);
-  vocabulary = { tokenBytes, trie, order: Int32Array.from(order) };
+  vocabulary = { tokenBytes, ...buildTrie(tokenBytes) };
   vocabularies.set(tokenizer, vocabulary);
   return vocabulary;
 }
