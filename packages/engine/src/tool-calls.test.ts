@@ -102,10 +102,26 @@ describe("parseToolCalls and ToolCallStream", () => {
     });
   }
 
-  test("a call cut off (max_tokens) is content, not a call", () => {
+  test("a call cut off (max_tokens) is content, not a call; the whole calls before it are kept", () => {
     const text = '<tool_call>\n{"name": "lookup_order", "arguments": {"order_id": "A';
     assert.deepEqual(parseToolCalls(HERMES, text), { content: text, toolCalls: [] });
     assert.equal(streamed(HERMES, text, 2).complete, false);
+    const whole = '<tool_call>\n{"name": "create_ticket", "arguments": {}}\n</tool_call>\n';
+    for (const cut of [
+      text,
+      "<tool_call>\n",
+      '<tool_call>\n{"name": "lookup_order", "arguments": {}}\n</tool_',
+    ]) {
+      const parsed = parseToolCalls(HERMES, `${whole}${cut}`);
+      assert.equal(parsed.content, "");
+      assert.deepEqual(
+        parsed.toolCalls.map((c) => c.function),
+        [{ name: "create_ticket", arguments: "{}" }],
+      );
+    }
+    // Text that is not a call after a call is not a cut: all content.
+    const garbage = `${whole}and then some words`;
+    assert.deepEqual(parseToolCalls(HERMES, garbage), { content: garbage, toolCalls: [] });
   });
 
   test("the arguments key of another syntax is not a call", () => {

@@ -128,12 +128,16 @@ function jsonValueEnd(text: string): number {
 /**
  * Reads the model's output as `syntax` writes calls: text before the first
  * call is the content; each call becomes an OpenAI tool call with a new id.
- * Output that holds a malformed call (cut off by max_tokens) is all content.
+ * When max_tokens cut the output inside a call, the calls before it are kept
+ * and the cut one dropped (none whole: all content); output that holds text
+ * that is not a call where one should be is all content.
  */
 export function parseToolCalls(syntax: ToolSyntax, text: string): ParsedOutput {
   const stream = new ToolCallStream(syntax);
   const events = [...stream.push(text), ...stream.end()];
-  if (!stream.complete) return { content: text, toolCalls: [] };
+  // Output that max_tokens cut inside a call keeps the calls written whole; other broken output is text.
+  const keep = stream.complete ? stream.callCount : stream.cutOff ? stream.closedCount : 0;
+  if (keep === 0 && !stream.complete) return { content: text, toolCalls: [] };
   let content = "";
   const calls: ToolCall[] = [];
   for (const event of events) {
@@ -142,7 +146,7 @@ export function parseToolCalls(syntax: ToolSyntax, text: string): ParsedOutput {
       calls.push({ id: event.id, type: "function", function: { name: event.name, arguments: "" } });
     else calls[event.index].function.arguments += event.text;
   }
-  return { content: calls.length > 0 ? content.trim() : content, toolCalls: calls };
+  return { content: calls.length > 0 ? content.trim() : content, toolCalls: calls.slice(0, keep) };
 }
 
 export type ToolCallEvent =
@@ -162,6 +166,10 @@ export class ToolCallStream {
   private state: "content" | "head" | "arguments" | "tail" = "content";
   private calls = 0;
   private broken = false;
+  /** Calls read to their close. */
+  private closed = 0;
+  /** The output ended inside a call (max_tokens), rather than holding text that is not a call. */
+  private cut = false;
   /** How much of the buffer's arguments text has been passed on. */
   private argumentsSent = 0;
 
@@ -177,6 +185,16 @@ export class ToolCallStream {
     return this.calls;
   }
 
+  /** The number of calls read to their close. */
+  get closedCount(): number {
+    return this.closed;
+  }
+
+  /** Whether the output ended inside a call. */
+  get cutOff(): boolean {
+    return this.cut;
+  }
+
   push(text: string): ToolCallEvent[] {
     this.buffer += text;
     const events: ToolCallEvent[] = [];
@@ -187,8 +205,11 @@ export class ToolCallStream {
   /** The end of the output: whatever is left as content. */
   end(): ToolCallEvent[] {
     const events: ToolCallEvent[] = [];
-    if (this.state === "tail" && this.buffer.trim() !== "") this.broken = true;
-    if (this.state === "head" || this.state === "arguments") this.broken = true;
+    const inside = this.state === "head" || this.state === "arguments" || this.state === "tail";
+    if (!this.broken && inside && (this.state !== "tail" || this.buffer.trim() !== "")) {
+      this.broken = true;
+      this.cut = true;
+    }
     if ((this.state === "content" || this.broken) && this.buffer !== "" && this.calls === 0) {
       events.push({ type: "content", text: this.buffer });
     }
@@ -218,6 +239,7 @@ export class ToolCallStream {
         if (!text.startsWith(close)) return this.fail();
         this.buffer = text.slice(close.length);
         this.state = "content";
+        this.closed++;
         return true;
       }
     }

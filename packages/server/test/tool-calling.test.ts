@@ -188,6 +188,7 @@ describe("tool calling and structured output", () => {
       messages: ASK,
       tools: TOOLS,
       tool_choice: "required",
+      parallel_tool_calls: false,
       max_tokens: 400,
     });
     const final = await runner.finalChatCompletion();
@@ -357,7 +358,14 @@ describe("tool calling and structured output", () => {
   it("the cloud API's inference route takes tools, toolChoice and responseFormat", async () => {
     const reply = await call(server.apiUrl, "POST", "/v1/inference/chat", {
       token: id.token,
-      json: { baseModel: TINY_MODEL, messages: ASK, tools: TOOLS, toolChoice: "required", maxTokens: 400 },
+      json: {
+        baseModel: TINY_MODEL,
+        messages: ASK,
+        tools: TOOLS,
+        toolChoice: "required",
+        parallelToolCalls: false,
+        maxTokens: 400,
+      },
     });
     assert.equal(reply.status, 200, JSON.stringify(reply.body));
     assert.equal(reply.body.choices[0].finish_reason, "tool_calls");
