@@ -81,7 +81,7 @@ def main(argv=None):
     if device.type == "cuda":
         torch.cuda.set_device(device)
     say = emit if rank == 0 else (lambda event: None)
-    step = None
+    trainer = None
     try:
         if world > 1:
             dist.init_process_group("nccl" if device.type == "cuda" else "gloo", init_method="env://",
@@ -106,6 +106,7 @@ def main(argv=None):
         say({"type": "result", "result": result, "trainSeconds": time.perf_counter() - began})
     except Exception as error:  # reported to the worker, which fails the job with the message
         traceback.print_exc(file=sys.stderr)
+        step = trainer.last_step if trainer is not None else None
         say({"type": "error", "message": str(error) or type(error).__name__, "step": step})
         return 1
     finally:

@@ -111,6 +111,8 @@ class Trainer:
         self.emit = emit
         self.cancelled = cancelled
         self.s = job["settings"]
+        # The last step that completed (None before the first): what an error report names.
+        self.last_step = None
         self.world = dist.get_world_size() if dist.is_initialized() else 1
         self.rank = dist.get_rank() if dist.is_initialized() else 0
         bf16 = device.type == "cuda" and job.get("dtype", "bf16") == "bf16"
@@ -215,6 +217,7 @@ class Trainer:
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
             step += 1
+            self.last_step = step
             last_loss = loss_sum / step_targets
             seconds = time.perf_counter() - began
             eval_loss = eval_accuracy = None
