@@ -39,6 +39,7 @@ async function startTestHub(): Promise<TestHub> {
 const CACHED = "org/cached-tiny";
 const REMOTE = "org/remote-tiny";
 const PULLED = "org/remote-pulled";
+const FORM_PULLED = "org/remote-for-endpoint";
 const CACHED_SHA = "c0ffee".padEnd(40, "0");
 
 async function until<T>(
@@ -82,6 +83,7 @@ describe("Studio: base-model pickers and Hub download progress", {
     hub = await startTestHub();
     hub.addRepo({ kind: "model", repo: REMOTE, dir: tiny });
     hub.addRepo({ kind: "model", repo: PULLED, dir: tiny });
+    hub.addRepo({ kind: "model", repo: FORM_PULLED, dir: tiny });
     server = await startTestServer({
       home,
       args: [
@@ -261,5 +263,22 @@ describe("Studio: base-model pickers and Hub download progress", {
     const response = await answered;
     assert.equal(response.status(), 200, await response.text());
     await response.finished();
+  });
+
+  test("endpoint form: Download puts a typed Hub model in the server's cache; the picker lists it cached and the endpoint is created", async () => {
+    const { page } = browser;
+    await page.goto(`http://localhost:${studio.port}/#/endpoints`);
+    await page.getByTestId("new-endpoint").click();
+    await page.getByTestId("create-slug").fill("pulled-base");
+    await page.getByTestId("target-kind").selectOption("base_model");
+    await page.getByTestId("target-base").fill(FORM_PULLED);
+    await page.getByTestId("target-base-download-start").click();
+    const row = page.getByTestId("target-base-options").locator(`button[data-model="${FORM_PULLED}"]`);
+    await row.waitFor({ timeout: 60_000 });
+    assert.equal(await row.getByTestId("model-badge").textContent(), "cached");
+    assert.equal(await row.getAttribute("aria-pressed"), "true");
+    assert.equal(await page.getByTestId("target-base-download").count(), 0);
+    await page.getByTestId("create-submit").click();
+    await page.getByTestId("endpoint-list").getByText(`Base model: ${FORM_PULLED}`).waitFor();
   });
 });
