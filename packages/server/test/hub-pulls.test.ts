@@ -215,6 +215,22 @@ describe("Hub model pulls through svc server", () => {
     assert.equal(answered.status, 200, JSON.stringify(answered.body));
   });
 
+  it("an export of an uncached Hub model (a route that only reads it) says how to pull it and starts nothing", async () => {
+    hub.clearRequests();
+    const exported = await call(server.apiUrl, "POST", `/v1/exports?${id.scope}`, {
+      token: id.token,
+      json: { baseModel: SHARED, format: "merged" },
+    });
+    assert.equal(exported.status, 400, JSON.stringify(exported.body));
+    assert.equal(exported.body.error.code, "unknown_base_model");
+    assert.match(
+      exported.body.error.message,
+      /POST \/v1\/models\/pull \{"model":"test-org\/qwen3-pull-shared"\}/,
+    );
+    await new Promise((r) => setTimeout(r, 300));
+    assert.deepEqual(hub.requests, []);
+  });
+
   it("shares one download between two pulls of the same model", async () => {
     hub.clearRequests();
     hub.chunkDelayMs = 200;

@@ -4,7 +4,7 @@
 // download the model, the request starts (or joins) a pull and answers 409
 // model_downloading with the pull's id and progress, so a later try works;
 // where it does not, a 400 naming the rule. Routes that only read a model
-// (dataset profiles, exports) report the same without starting anything.
+// (dataset profiles, exports) start nothing: their 400 says how to pull it.
 import { ApiError, badRequest, conflict } from "../http/api-error.js";
 import { formatBytes } from "./memory-estimate.js";
 import { pullErrorStatus, RETRY_FAILED_AFTER_MS } from "./model-pulls.js";
@@ -25,18 +25,23 @@ export function uncachedHubModel(
     );
   const latest = models.pulls.latestOf(name);
   const failedAt = latest?.status === "failed" ? Date.parse(latest.finishedAt!) : Number.NaN;
-  if (latest?.error && Date.now() - failedAt < RETRY_FAILED_AFTER_MS)
+  if (pull && latest?.error && Date.now() - failedAt < RETRY_FAILED_AFTER_MS)
     return new ApiError(
       pullErrorStatus(latest.error.code),
       latest.error.code,
       `"${field}": Hub model ${name} could not be downloaded (pull ${latest.id}): ${latest.error.message}`,
     );
-  const running = pull ? models.pulls.start(name, field) : latest?.status === "downloading" ? latest : null;
-  if (!running)
+  const running = pull ? models.pulls.start(name, field) : null;
+  if (!running) {
+    const how =
+      latest?.status === "downloading"
+        ? `the server is downloading it (pull ${latest.id}): try again when GET /v1/models/pull/${latest.id} says "completed"`
+        : `${latest?.error ? `its last pull failed (${latest.error.message}); ` : ""}download it with POST /v1/models/pull {"model":"${name}"} (Studio's Download button, or \`svc models pull ${name} --server\`)`;
     return badRequest(
-      `${notServed}; a Hub model is served once it is in the server's Hugging Face cache: download it with POST /v1/models/pull {"model":"${name}"} (Studio's Download button, or \`svc models pull ${name}\` on the server's machine)`,
+      `${notServed}; a Hub model is served once it is in the server's Hugging Face cache: ${how}`,
       "unknown_base_model",
     );
+  }
   const progress =
     running.bytesTotal > 0
       ? `${formatBytes(running.bytesDone)} of ${formatBytes(running.bytesTotal)}`
