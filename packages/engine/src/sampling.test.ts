@@ -105,6 +105,8 @@ test("sampling among allowed ids: the distribution of the row with every other t
     for (let i = 0; i < n; i++) counts[sampler.sampleAmong(logits, ids, { temperature: 1, topP }, rng)]++;
     // renormalised over {1, 2, 5}: 0.2, 0.4, 0.4; top-p 0.7 keeps the two largest (ties by id): 2 and 5
     const expected = topP === 1 ? [0, 0.2, 0.4, 0, 0, 0.4] : [0, 0, 0.5, 0, 0, 0.5];
-    counts.forEach((c, id) => assert.ok(Math.abs(c / n - expected[id]) < 0.01, `id ${id}: ${c / n} vs ${expected[id]}`));
+    for (const [id, c] of counts.entries()) {
+      assert.ok(Math.abs(c / n - expected[id]) < 0.01, `id ${id}: ${c / n} vs ${expected[id]}`);
+    }
   }
 });
