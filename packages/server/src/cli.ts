@@ -32,7 +32,7 @@ export const SERVER_USAGE = `usage: svc server [--host 127.0.0.1] [--port 4100] 
 export const WORKER_USAGE = `usage: svc worker --database-url postgres://... [--data-dir ~/.svc/server]
                   [--model <org>/<name>=<dir>]... [--concurrency 1]
                   [--backend engine|torch] [--device cpu|cuda] [--gpus N] [--python PATH]
-                  [--gradient-checkpointing] [--packing]
+                  [--gradient-checkpointing] [--packing] [--fsdp]
                   [--job-crash-restarts 3] [--no-restart-from-scratch]`;
 
 class UsageError extends Error {}
@@ -277,6 +277,7 @@ function workerBackend(
     python?: string;
     "gradient-checkpointing"?: boolean;
     packing?: boolean;
+    fsdp?: boolean;
   },
   concurrency: number,
 ) {
@@ -284,7 +285,7 @@ function workerBackend(
   if (backend !== "engine" && backend !== "torch")
     throw new UsageError(`--backend must be engine or torch (got ${JSON.stringify(backend)})`);
   if (backend === "engine") {
-    for (const flag of ["device", "gpus", "python", "gradient-checkpointing", "packing"] as const)
+    for (const flag of ["device", "gpus", "python", "gradient-checkpointing", "packing", "fsdp"] as const)
       if (values[flag] !== undefined) throw new UsageError(`--${flag} applies to --backend torch only`);
     return { backend } as const;
   }
@@ -295,6 +296,7 @@ function workerBackend(
       python: values.python,
       gradientCheckpointing: values["gradient-checkpointing"],
       packing: values.packing,
+      fsdp: values.fsdp,
       concurrency,
     });
     return { backend, torch } as const;
@@ -319,6 +321,7 @@ export async function runWorkerCommand(argv: string[]): Promise<number> {
         python: { type: "string" },
         "gradient-checkpointing": { type: "boolean" },
         packing: { type: "boolean" },
+        fsdp: { type: "boolean" },
       },
     }).values;
   }

@@ -27,6 +27,7 @@ import traceback
 import torch
 import torch.distributed as dist
 
+from .fsdp import fully_shard_api
 from .model import Decoder
 from .safetensors_io import read_safetensors
 from .trainer import Trainer
@@ -91,6 +92,8 @@ def main(argv=None):
         if job.get("threads"):
             torch.set_num_threads(int(job["threads"]))
         torch.manual_seed(job["settings"]["seed"])
+        if job.get("fsdp"):
+            fully_shard_api()  # refused before the weights are read where this torch cannot shard
         model = Decoder(job["model"])
         model.gradient_checkpointing = bool(job.get("gradientCheckpointing"))
         tensors, source = load_base_weights(job["modelDir"])
@@ -99,7 +102,8 @@ def main(argv=None):
         # On CUDA the frozen base weights are kept in bf16 and matmuls run under bf16
         # autocast; LoRA factors and AdamW's state stay fp32. The CPU computes in fp32.
         bf16 = device.type == "cuda" and job.get("dtype", "bf16") == "bf16"
-        model.to(device, dtype=torch.bfloat16 if bf16 else torch.float32)
+        # Under FSDP the base stays on the CPU until fully_shard moves each rank's shards to the device.
+        model.to("cpu" if job.get("fsdp") else device, dtype=torch.bfloat16 if bf16 else torch.float32)
         began = time.perf_counter()
         trainer = Trainer(job, model, device, say, cancel.is_set)
         result = trainer.run()

@@ -17,7 +17,9 @@ the same losses and gradients with less padding computed.
 Data parallelism (torch.distributed, env:// rendezvous as torchrun sets it):
 each rank runs its share of every step's examples; the LoRA gradients and the
 loss sums are all-reduced (summed) before clipping, so a step is the same
-computation as on one process with the same global batch.
+computation as on one process with the same global batch. With FSDP (the job's
+`fsdp`, fsdp.py) the frozen base is sharded across the ranks as well, and every
+rank runs the same number of micro-batches (empty ones where its share is short).
 """
 
 import math
@@ -30,6 +32,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 
 from .checkpoint import restore_checkpoint, write_checkpoint
+from .fsdp import shard_base
 from .lora import attach, init_adapter, save_adapter
 from .rng import epoch_order
 from .schedule import learning_rate_at
@@ -117,12 +120,23 @@ class Trainer:
         self.rank = dist.get_rank() if dist.is_initialized() else 0
         bf16 = device.type == "cuda" and job.get("dtype", "bf16") == "bf16"
         self.packing = bool(job.get("packing"))
+        self.fsdp = bool(job.get("fsdp"))
         self.autocast = (lambda: torch.autocast("cuda", dtype=torch.bfloat16)) if bf16 else _no_autocast
 
     def _share(self, items):
         """This rank's contiguous share of a list."""
         chunk = math.ceil(len(items) / self.world)
         return items[self.rank * chunk : (self.rank + 1) * chunk]
+
+    def _micro_batches(self, mine, B, size):
+        """This rank's micro-batches of `mine`; under FSDP as many as the longest share of `size`
+        examples has (each forward all-gathers the base), filled up with empty micro-batches."""
+        batches = [mine[i : i + B] for i in range(0, len(mine), B)]
+        if self.fsdp:
+            rounds = math.ceil(math.ceil(size / self.world) / B)
+            empty = [(torch.tensor([self.job["padTokenId"]]), torch.tensor([-100]))]
+            batches += [empty] * (rounds - len(batches))
+        return batches
 
     def _all_sum(self, values):
         t = torch.tensor(values, dtype=torch.float64, device=self.device)
@@ -143,6 +157,8 @@ class Trainer:
         spec, tensors = init_adapter(self.model.desc, s["lora"], s["seed"])
         params = attach(self.model, spec, tensors)
         plist = [p for _, p in params]
+        if self.fsdp:
+            shard_base(self.model, plist, device)
         optimizer = torch.optim.AdamW(plist, lr=s["learningRate"], betas=(s["adamBeta1"], s["adamBeta2"]),
                                       eps=s["adamEpsilon"], weight_decay=s["weightDecay"])
         history = []
@@ -186,12 +202,12 @@ class Trainer:
             began = time.perf_counter()
             loss_sum = 0.0
             stop = False
-            for i in range(0, len(mine), B):
+            for batch in self._micro_batches(mine, B, len(chosen)):
                 # ranks agree on a cancel once per step (below); one process stops between micro-batches
                 if self.world == 1 and self.cancelled():
                     stop = True
                     break
-                loss, _ = self.micro_batch(mine[i : i + B], pad)
+                loss, _ = self.micro_batch(batch, pad)
                 (loss / step_targets).backward()
                 loss_sum += float(loss.detach())
             if self.world > 1:
@@ -228,7 +244,8 @@ class Trainer:
                 if result is not None:
                     eval_loss, eval_accuracy = result
                     last_eval = eval_loss
-                    if job.get("exactMatch") and self.rank == 0:
+                    # under FSDP every rank takes part in each forward pass
+                    if job.get("exactMatch") and (self.rank == 0 or self.fsdp):
                         exact_match_ids = self.generate(job["exactMatch"])
             progress = {
                 "step": step, "totalSteps": total, "loss": last_loss, "evalLoss": eval_loss,
@@ -293,10 +310,10 @@ class Trainer:
         """(mean token loss, token accuracy) over the set; None when cancelled part-way."""
         loss_sum = correct = count = 0.0
         mine = self._share(examples)
-        for i in range(0, len(mine), B):
+        for batch in self._micro_batches(mine, B, len(examples)):
             if self.world == 1 and self.cancelled():
                 return None
-            loss, logits, targets = self.micro_batch(mine[i : i + B], pad, with_targets=True)
+            loss, logits, targets = self.micro_batch(batch, pad, with_targets=True)
             counted = targets != -100
             loss_sum += float(loss)
             count += float(counted.sum())

@@ -59,6 +59,8 @@ export interface TorchJobOptions {
   gradientCheckpointing?: boolean;
   /** Pack each micro-batch's sequences into rows of up to maxLength tokens: the same losses, less padding. */
   packing?: boolean;
+  /** Shard the frozen base across the ranks with FSDP (svc_trainer/fsdp.py). */
+  fsdp?: boolean;
   /** Written to the adapters' adapter_config.json: a Hub model's id and commit (default: the model's folder). */
   baseModelName?: string;
   baseModelRevision?: string;
@@ -129,6 +131,7 @@ export function writeTorchJob(dir: string, options: TorchJobOptions): TorchJobFi
     ...(options.threads ? { threads: options.threads } : {}),
     ...(options.gradientCheckpointing ? { gradientCheckpointing: true } : {}),
     ...(options.packing ? { packing: true } : {}),
+    ...(options.fsdp ? { fsdp: true } : {}),
     exactMatch: exactMatch && {
       prompts: exactMatch.map((row) => row.promptIds),
       maxTokens: settings.exactMatchMaxTokens,

@@ -19,6 +19,11 @@ test("flag values the torch backend cannot use are usage errors naming the flag"
   usage({ gpus: "0", concurrency: 1 }, /--gpus must be an integer from 1 to 1024 \(got 0\)/);
   usage({ gpus: "two", concurrency: 1 }, /--gpus must be an integer/);
   usage({ device: "cuda", concurrency: 2 }, /--concurrency above 1 with --device cuda/);
+  usage(
+    { fsdp: true, concurrency: 1 },
+    /--fsdp shards the model across processes: it needs --gpus 2 or more/,
+  );
+  usage({ fsdp: true, gpus: "1", device: "cpu", concurrency: 1 }, /--fsdp .* needs --gpus 2 or more/);
 });
 
 test("an interpreter without torch is refused with what each candidate said", () => {
@@ -37,6 +42,7 @@ test("the first interpreter with torch is used: --python, SVC_PYTHON, then pytho
     processes: 1,
     gradientCheckpointing: false,
     packing: false,
+    fsdp: false,
   });
   const fromEnv = resolveTorchLaunch(
     { concurrency: 2, gpus: "2", device: "cpu" },
@@ -56,5 +62,23 @@ test("--device cuda without the GPUs asked for is refused", { skip: !hasTorch ||
   assert.throws(
     () => resolveTorchLaunch({ python: "/usr/bin/python3", gpus: "2", concurrency: 1 }, {}),
     /\/usr\/bin\/python3: 0 CUDA GPUs visible, --gpus asks for 2/,
+  );
+});
+
+const debianTorch1 =
+  hasTorch &&
+  spawnSync("/usr/bin/python3", ["-c", "import torch, sys; sys.exit(0 if torch.__version__ < '2' else 1)"])
+    .status === 0;
+
+test("--fsdp with a PyTorch older than 2.7 is refused at start, naming the version", {
+  skip: !debianTorch1 && "/usr/bin/python3 has no torch 1.x",
+}, () => {
+  assert.throws(
+    () =>
+      resolveTorchLaunch(
+        { python: "/usr/bin/python3", fsdp: true, gpus: "2", device: "cpu", concurrency: 1 },
+        {},
+      ),
+    /no Python with PyTorch \(\/usr\/bin\/python3: FSDP needs PyTorch 2\.7 or later \(fully_shard with ignored_params\); this Python has torch 1\./,
   );
 });

@@ -3,6 +3,7 @@
 // (and the GPUs asked for), so a worker that cannot train says so before it
 // claims a job.
 import { spawnSync } from "node:child_process";
+import { TRAINER_TORCH_DIR } from "./torch-job.js";
 import type { TorchLaunch } from "./training-protocol.js";
 
 /** A flag's value is wrong (the CLI's usage error). */
@@ -14,6 +15,8 @@ export interface TorchFlags {
   python?: string;
   gradientCheckpointing?: boolean;
   packing?: boolean;
+  /** Shard the frozen base across the --gpus processes (FSDP). */
+  fsdp?: boolean;
   /** Jobs the worker runs at once (--concurrency). */
   concurrency: number;
 }
@@ -36,13 +39,27 @@ export function resolveTorchLaunch(flags: TorchFlags, env: NodeJS.ProcessEnv = p
     throw new TorchFlagError(
       "--concurrency above 1 with --device cuda would put two jobs on the same GPUs; run one worker per GPU set (CUDA_VISIBLE_DEVICES) instead",
     );
+  if (flags.fsdp && processes < 2)
+    throw new TorchFlagError("--fsdp shards the model across processes: it needs --gpus 2 or more");
   const named = flags.python ?? env.SVC_PYTHON;
   const candidates = named ? [named] : DEFAULT_PYTHONS;
   // The interpreter must have torch, and CUDA with enough GPUs when asked for.
-  const check =
-    device === "cuda"
-      ? `import torch, sys; n = torch.cuda.device_count(); sys.exit(0 if n >= ${processes} else f"{n} CUDA GPUs visible, --gpus asks for ${processes}")`
-      : "import torch";
+  const check = [
+    "import torch, sys",
+    ...(device === "cuda"
+      ? [
+          `n = torch.cuda.device_count(); n >= ${processes} or sys.exit(f"{n} CUDA GPUs visible, --gpus asks for ${processes}")`,
+        ]
+      : []),
+    // The trainer's own test of FSDP support (svc_trainer/fsdp.py), so its message is the one refused with.
+    ...(flags.fsdp
+      ? [
+          `sys.path.insert(0, ${JSON.stringify(TRAINER_TORCH_DIR)})`,
+          "from svc_trainer.fsdp import fully_shard_api",
+          "try:\n  fully_shard_api()\nexcept ValueError as e:\n  sys.exit(str(e))",
+        ]
+      : []),
+  ].join("\n");
   const failures: string[] = [];
   for (const python of candidates) {
     const probe = spawnSync(python, ["-c", check], { encoding: "utf8" });
@@ -53,6 +70,7 @@ export function resolveTorchLaunch(flags: TorchFlags, env: NodeJS.ProcessEnv = p
         processes,
         gradientCheckpointing: flags.gradientCheckpointing === true,
         packing: flags.packing === true,
+        fsdp: flags.fsdp === true,
       };
     const why = probe.error?.message ?? (probe.stderr.trim().split("\n").pop() || `exit ${probe.status}`);
     failures.push(`${python}: ${why}`);

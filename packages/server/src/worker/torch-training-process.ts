@@ -136,6 +136,7 @@ async function main(): Promise<void> {
       resumeFrom: input.resumeFrom,
       gradientCheckpointing: launch.gradientCheckpointing,
       packing: launch.packing,
+      fsdp: launch.fsdp,
       baseModelName: input.baseModelName,
       baseModelRevision: input.baseModelRevision,
     });

@@ -29,6 +29,8 @@ export interface TorchLaunch {
   gradientCheckpointing?: boolean;
   /** Pack each micro-batch's sequences into rows of up to maxLength tokens (--packing). */
   packing?: boolean;
+  /** Shard the frozen base across the job's processes with FSDP (--fsdp; needs PyTorch 2.7 or later). */
+  fsdp?: boolean;
 }
 
 /** What the torch backend adds to a step's figures (events: training.log). */
