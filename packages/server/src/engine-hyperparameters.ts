@@ -4,10 +4,16 @@
 // bounds the job's planned steps with them. No targetModules means PEFT's
 // "all-linear": every linear layer of the model's family but the output head.
 import type { TrainHyperparameters } from "@svc/engine";
-import type { JobHyperparameters } from "./wire.js";
+import type { JobHyperparameters, TorchModel } from "./wire.js";
+
+/** What builds the model on the torch backend (hyperparameters.torchModel; default svc's decoder). */
+export function torchModelOf(hp: JobHyperparameters): TorchModel {
+  return hp.torchModel ?? "svc";
+}
 
 export function engineHyperparameters(hp: JobHyperparameters): TrainHyperparameters {
-  const { lora, ...rest } = hp;
+  // torchModel is the torch backend's choice of implementation, not a training setting (torchModelOf).
+  const { lora, torchModel: _, ...rest } = hp;
   return {
     ...rest,
     ...(lora.maxLength !== undefined ? { maxLength: lora.maxLength } : {}),

@@ -213,7 +213,16 @@ export interface JobHyperparameters {
   exactMatchMaxTokens?: number;
   /** Eval rows exact match generates for, the same sample at every eval (default 32; 0 = off). */
   exactMatchSamples?: number;
+  /**
+   * What builds the model on the torch backend (docs/gpu-training.md): "svc" (default), svc's own
+   * decoder; "transformers", transformers + peft (needs "backend": "torch").
+   */
+  torchModel?: TorchModel;
 }
+
+/** The torch backend's model implementation (hyperparameters.torchModel). */
+export type TorchModel = "svc" | "transformers";
+export const TORCH_MODELS: readonly TorchModel[] = ["svc", "transformers"];
 
 export interface CreateJobRequest {
   name: string;

@@ -28,6 +28,7 @@ import torch
 import torch.distributed as dist
 
 from .fsdp import fully_shard_api
+from .hf import PeftDecoder
 from .model import Decoder
 from .safetensors_io import read_safetensors
 from .trainer import Trainer
@@ -94,14 +95,22 @@ def main(argv=None):
         torch.manual_seed(job["settings"]["seed"])
         if job.get("fsdp"):
             fully_shard_api()  # refused before the weights are read where this torch cannot shard
-        model = Decoder(job["model"])
-        model.gradient_checkpointing = bool(job.get("gradientCheckpointing"))
-        tensors, source = load_base_weights(job["modelDir"])
-        model.load_checkpoint(tensors, source)
-        del tensors
         # On CUDA the frozen base weights are kept in bf16 and matmuls run under bf16
         # autocast; LoRA factors and AdamW's state stay fp32. The CPU computes in fp32.
         bf16 = device.type == "cuda" and job.get("dtype", "bf16") == "bf16"
+        if job.get("torchModel", "svc") == "transformers":
+            if job.get("fsdp") or job.get("packing"):
+                raise ValueError('hyperparameters.torchModel "transformers" trains without --fsdp and --packing')
+            model = PeftDecoder(job["modelDir"], torch.bfloat16 if bf16 else torch.float32,
+                                bool(job.get("gradientCheckpointing")))
+        elif job.get("torchModel", "svc") == "svc":
+            model = Decoder(job["model"])
+            model.gradient_checkpointing = bool(job.get("gradientCheckpointing"))
+            tensors, source = load_base_weights(job["modelDir"])
+            model.load_checkpoint(tensors, source)
+            del tensors
+        else:
+            raise ValueError(f'torchModel must be "svc" or "transformers" (got {json.dumps(job["torchModel"])})')
         # Under FSDP the base stays on the CPU until fully_shard moves each rank's shards to the device.
         model.to("cpu" if job.get("fsdp") else device, dtype=torch.bfloat16 if bf16 else torch.float32)
         began = time.perf_counter()

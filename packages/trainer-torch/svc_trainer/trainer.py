@@ -154,8 +154,11 @@ class Trainer:
         steps_per_epoch = math.ceil(n / samples_per_step)
         total = job["totalSteps"]
         pad = job["padTokenId"]
-        spec, tensors = init_adapter(self.model.desc, s["lora"], s["seed"])
-        params = attach(self.model, spec, tensors)
+        if hasattr(self.model, "attach_adapter"):  # transformers + peft (hf.py)
+            spec, params = self.model.attach_adapter(s["lora"], s["seed"])
+        else:
+            spec, tensors = init_adapter(self.model.desc, s["lora"], s["seed"])
+            params = attach(self.model, spec, tensors)
         plist = [p for _, p in params]
         if self.fsdp:
             shard_base(self.model, plist, device)

@@ -30,6 +30,7 @@ import {
   type JobHyperparameters,
   type JobLimits,
   LR_SCHEDULER_TYPES,
+  TORCH_MODELS,
   TRUNCATION_MODES,
 } from "../wire.js";
 import { jobOr404, projectFromQuery } from "./access.js";
@@ -60,6 +61,7 @@ function hyperparametersCheck(limits: JobLimits): Check<JobHyperparameters> {
     truncation: optional(oneOf(TRUNCATION_MODES)),
     exactMatchMaxTokens: optional(inRange(range.exactMatchMaxTokens)),
     exactMatchSamples: optional(inRange(range.exactMatchSamples)),
+    torchModel: optional(oneOf(TORCH_MODELS)),
   });
   return (value, path) => {
     const parsed = check(value, path);
@@ -112,6 +114,10 @@ export function jobRoutes(ctx: ServerContext) {
     );
     const targetModules = body.hyperparameters?.lora.targetModules;
     if (targetModules) checkTargetModules(targetModules, baseModel);
+    if (body.hyperparameters?.torchModel === "transformers" && body.backend !== "torch")
+      throw badRequest(
+        `"hyperparameters.torchModel": "transformers" builds the model on the torch backend only: set "backend": "torch"`,
+      );
     if (body.evalDatasetId && body.evalFraction !== undefined)
       throw badRequest(`"evalFraction" cannot be combined with "evalDatasetId"`);
     let trainRows = 0;

@@ -7,7 +7,7 @@
 // out of memory) is logged with its signal and restarted: from the job's last
 // checkpoint, or from the first step when it has none (once).
 import type { DataDir } from "../data-dir.js";
-import { engineHyperparameters } from "../engine-hyperparameters.js";
+import { engineHyperparameters, torchModelOf } from "../engine-hyperparameters.js";
 import { parseHubName } from "../hub/index.js";
 import { randomBase62 } from "../ids.js";
 import type { ModelRegistry, RegisteredModel } from "../models/model-registry.js";
@@ -235,6 +235,7 @@ export class JobRunner {
       evalPath: evalDataset ? this.dataDir.abs(evalDataset.path) : null,
       evalFraction: row.eval_fraction,
       hyperparameters: engineHyperparameters(JSON.parse(row.hyperparameters) as JobHyperparameters),
+      torchModel: torchModelOf(JSON.parse(row.hyperparameters) as JobHyperparameters),
       outputDir: this.dataDir.abs(this.dataDir.jobOutputPath(row.id)),
       resumeFrom: null,
       dryRun: row.dry_run === 1,

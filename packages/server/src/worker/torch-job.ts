@@ -21,6 +21,7 @@ import {
   type Tokenizer,
   type TrainHyperparameters,
 } from "@svc/engine";
+import type { TorchModel } from "../wire.js";
 import type { ModelHeader } from "./training-sets.js";
 
 /** packages/trainer-torch (the Python package), from packages/server/dist/src/worker/. */
@@ -61,6 +62,8 @@ export interface TorchJobOptions {
   packing?: boolean;
   /** Shard the frozen base across the ranks with FSDP (svc_trainer/fsdp.py). */
   fsdp?: boolean;
+  /** "transformers": transformers + peft build the model instead of svc's decoder (svc_trainer/hf.py). */
+  torchModel?: TorchModel;
   /** Written to the adapters' adapter_config.json: a Hub model's id and commit (default: the model's folder). */
   baseModelName?: string;
   baseModelRevision?: string;
@@ -132,6 +135,7 @@ export function writeTorchJob(dir: string, options: TorchJobOptions): TorchJobFi
     ...(options.gradientCheckpointing ? { gradientCheckpointing: true } : {}),
     ...(options.packing ? { packing: true } : {}),
     ...(options.fsdp ? { fsdp: true } : {}),
+    ...(options.torchModel === "transformers" ? { torchModel: "transformers" } : {}),
     exactMatch: exactMatch && {
       prompts: exactMatch.map((row) => row.promptIds),
       maxTokens: settings.exactMatchMaxTokens,

@@ -137,6 +137,7 @@ async function main(): Promise<void> {
       gradientCheckpointing: launch.gradientCheckpointing,
       packing: launch.packing,
       fsdp: launch.fsdp,
+      torchModel: input.torchModel,
       baseModelName: input.baseModelName,
       baseModelRevision: input.baseModelRevision,
     });

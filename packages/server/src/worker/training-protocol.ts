@@ -1,6 +1,6 @@
 // Messages between a job runner and its training process.
 import type { TrainHyperparameters, TrainProgress, TrainResult } from "@svc/engine";
-import type { TruncationRowNote } from "../wire.js";
+import type { TorchModel, TruncationRowNote } from "../wire.js";
 
 export interface TrainingProcessInput {
   modelDir: string;
@@ -14,6 +14,8 @@ export interface TrainingProcessInput {
   /** A Hub base model's id and commit, written into the adapters' adapter_config.json. */
   baseModelName?: string;
   baseModelRevision?: string;
+  /** The torch backend's model implementation (hyperparameters.torchModel; default "svc"). */
+  torchModel?: TorchModel;
   /** Set for the torch backend's process (torch-training-process.ts): how it starts PyTorch. */
   torch?: TorchLaunch;
 }

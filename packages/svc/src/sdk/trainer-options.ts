@@ -10,6 +10,7 @@ import {
   type JobBackend,
   type JobHyperparameters,
   LR_SCHEDULER_TYPES,
+  TORCH_MODELS,
   type ToolDefinition,
   TRUNCATION_MODES,
 } from "@svc/server/wire";
@@ -194,6 +195,8 @@ export function validateTrainerOptions(o: TrainerOptions): void {
   positiveInt("seed", o.seed, true);
   positiveInt("exactMatchMaxTokens", o.exactMatchMaxTokens, true);
   positiveInt("exactMatchSamples", o.exactMatchSamples, true);
+  if (o.torchModel !== undefined && !TORCH_MODELS.includes(o.torchModel))
+    fail("torchModel", '"svc" or "transformers"', o.torchModel);
   if (o.dryRun !== undefined && typeof o.dryRun !== "boolean") fail("dryRun", "a boolean", o.dryRun);
   if (o.backend !== undefined && !JOB_BACKENDS.includes(o.backend))
     fail("backend", '"auto", "engine" or "torch"', o.backend);
@@ -226,6 +229,7 @@ export function hyperparametersOf(o: TrainerOptions): JobHyperparameters {
     "truncation",
     "exactMatchMaxTokens",
     "exactMatchSamples",
+    "torchModel",
   ];
   for (const k of keys) if (o[k] !== undefined) (h as unknown as Record<string, unknown>)[k] = o[k];
   return h;
