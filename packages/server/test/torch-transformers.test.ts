@@ -73,18 +73,23 @@ const hyperparameters: TrainHyperparameters = {
   lrSchedulerType: "cosine",
   weightDecay: 0.01,
   evalSteps: 5,
+  saveSteps: 3,
   seed: 9,
   maxLength: 40,
 };
 
-async function runTorch(fixture: string, torchModel: TorchModel, gradientCheckpointing = false) {
+async function runTorch(
+  fixture: string,
+  torchModel: TorchModel,
+  { gradientCheckpointing = false, resumeFrom = null as string | null } = {},
+) {
   const model = await loadModel(join(FIXTURES, fixture));
   const { file } = writeTorchJob(mkdtempSync(join(scratch, "job-")), {
     model,
     prepared: prepareSets(model.tokenizer, rows.slice(0, 18), rows.slice(18), hyperparameters),
     hyperparameters,
     outputDir: mkdtempSync(join(scratch, "out-")),
-    resumeFrom: null,
+    resumeFrom,
     threads: 1,
     torchModel,
     gradientCheckpointing,
@@ -105,7 +110,8 @@ async function runTorch(fixture: string, torchModel: TorchModel, gradientCheckpo
     .split("\n")
     .map((line) => JSON.parse(line));
   const losses = events.filter((e) => e.type === "progress").map((e) => e.progress);
-  return { losses, result: events.find((e) => e.type === "result").result };
+  const checkpoints = events.filter((e) => e.type === "checkpoint").map((e) => e.dir as string);
+  return { losses, checkpoints, result: events.find((e) => e.type === "result").result };
 }
 
 describe("transformers + peft on the torch backend", { skip }, () => {
@@ -155,9 +161,24 @@ print(max(float((state[k] - saved[k]).abs().max()) for k in saved))`,
     assert.equal(Number(check.stdout.trim()), 0);
   });
 
+  it("resumes svc's checkpoint on transformers + peft and goes on to the same losses", async () => {
+    const own = await runTorch("gqa-untied-f32", "svc");
+    assert.equal(own.checkpoints.length, 1);
+    const resumed = await runTorch("gqa-untied-f32", "transformers", { resumeFrom: own.checkpoints[0] });
+    assert.deepEqual(
+      resumed.losses.map((l) => l.step),
+      [4, 5],
+    );
+    for (let i = 0; i < 2; i++)
+      assert.ok(
+        Math.abs(own.losses[3 + i].loss - resumed.losses[i].loss) / own.losses[3 + i].loss < 1e-4,
+        `step ${4 + i}: svc ${own.losses[3 + i].loss}, resumed ${resumed.losses[i].loss}`,
+      );
+  });
+
   it("recomputes activations with transformers' gradient checkpointing without changing the training", async () => {
     const plain = await runTorch("gqa-untied-f32", "transformers");
-    const recomputed = await runTorch("gqa-untied-f32", "transformers", true);
+    const recomputed = await runTorch("gqa-untied-f32", "transformers", { gradientCheckpointing: true });
     for (let i = 0; i < 5; i++)
       assert.ok(
         Math.abs(plain.losses[i].loss - recomputed.losses[i].loss) / plain.losses[i].loss < 1e-6,
