@@ -59,7 +59,13 @@ interface Run {
   error: string | null;
 }
 
-async function runTorch(python: string, hyperparameters: TrainHyperparameters, world: number, fsdp: boolean) {
+async function runTorch(
+  python: string,
+  hyperparameters: TrainHyperparameters,
+  world: number,
+  fsdp: boolean,
+  more: { gradientCheckpointing?: boolean; packing?: boolean } = {},
+) {
   const model = await loadModel(join(FIXTURES, "qwen3-v5-bf16"));
   const { file } = writeTorchJob(mkdtempSync(join(scratch, "job-")), {
     model,
@@ -69,6 +75,7 @@ async function runTorch(python: string, hyperparameters: TrainHyperparameters, w
     resumeFrom: null,
     threads: 1,
     fsdp,
+    ...more,
   });
   const port = 30500 + (process.pid % 1000);
   const outputs = await Promise.all(
@@ -149,6 +156,25 @@ describe("FSDP (torch backend)", () => {
       for (let i = 0; i < values.length; i++) worst = Math.max(worst, Math.abs(values[i] - other[i]));
     }
     assert.ok(worst < 1e-4, `largest adapter difference ${worst}`);
+  });
+
+  it("combines with gradient checkpointing and packing", {
+    skip: "skip" in found && found.skip,
+  }, async () => {
+    const { python } = found as { python: string };
+    const h = {
+      ...hyperparameters,
+      maxSteps: 3,
+      evalSteps: 3,
+      batchSize: 2,
+      gradientAccumulationSteps: 2,
+      maxLength: 80,
+    };
+    const single = await runTorch(python, h, 1, false);
+    const sharded = await runTorch(python, h, 2, true, { gradientCheckpointing: true, packing: true });
+    assert.equal(sharded.error, null);
+    for (let i = 0; i < 3; i++)
+      assert.ok(Math.abs(single.losses[i] - sharded.losses[i]) / single.losses[i] < 1e-4, `step ${i + 1}`);
   });
 
   it("a PyTorch without fully_shard refuses an FSDP job by name", {
