@@ -3,16 +3,33 @@
 // the same global batch — the same first-step loss (1e-5) and the same final
 // adapter, which the engine reads. Needs a Python with PyTorch 2.7 or later
 // (SVC_PYTHON, else python3 on the PATH); skipped, saying so, where there is
-// none. Debian's torch 1.13 refuses an FSDP job by name.
+// none. Debian's torch 1.13 refuses an FSDP job by name; a whole job runs through
+// `svc server` and `svc worker --backend torch --device cpu --gpus 2 --fsdp`.
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { after, describe, it } from "node:test";
+import { after, before, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 import { type DatasetRow, loadAdapter, loadModel, prepareSets, type TrainHyperparameters } from "@svc/engine";
 import { TRAINER_TORCH_DIR, writeTorchJob } from "../src/worker/torch-job.js";
+import {
+  chatJsonl,
+  createJob,
+  createPgDatabase,
+  eventsUntilEnd,
+  type Identity,
+  newIdentity,
+  type ServerProcess,
+  spawnReady,
+  startServerProcess,
+  TINY_MODEL,
+  tempDir,
+  tinyModel,
+  uploadDataset,
+  waitForExit,
+} from "./harness.js";
 
 const FIXTURES = join(dirname(fileURLToPath(import.meta.url)), "../../../engine/fixtures");
 const scratch = mkdtempSync(join(tmpdir(), "svc-fsdp-"));
@@ -175,6 +192,77 @@ describe("FSDP (torch backend)", () => {
     assert.equal(sharded.error, null);
     for (let i = 0; i < 3; i++)
       assert.ok(Math.abs(single.losses[i] - sharded.losses[i]) / single.losses[i] < 1e-4, `step ${i + 1}`);
+  });
+
+  describe("through svc server and svc worker --backend torch --gpus 2 --fsdp (gloo, CPU)", {
+    skip: "skip" in found && found.skip,
+  }, () => {
+    let database: Awaited<ReturnType<typeof createPgDatabase>>;
+    let dataDir: string;
+    let server: ServerProcess;
+    let id: Identity;
+    let worker: Awaited<ReturnType<typeof spawnReady>> | undefined;
+    before(async () => {
+      database = await createPgDatabase();
+      dataDir = tempDir("torch-fsdp");
+      server = await startServerProcess({
+        dataDir,
+        databaseUrl: database.url,
+        args: ["--workers", "0", "--job-lease-ms", "3000", "--job-poll-ms", "100"],
+      });
+      id = await newIdentity(server.apiUrl);
+    });
+    after(async () => {
+      if (worker && worker.proc.exitCode === null) worker.proc.kill("SIGKILL");
+      if (worker) await waitForExit(worker.proc);
+      await server?.stop();
+      await database?.drop();
+      rmSync(dataDir, { recursive: true, force: true });
+    });
+
+    it("trains a job on two sharded processes with the engine's events", async () => {
+      const dataset = await uploadDataset(server.apiUrl, id, chatJsonl(12));
+      const created = await createJob(
+        server.apiUrl,
+        id,
+        dataset.id,
+        { maxSteps: 3, saveSteps: 3 },
+        {
+          backend: "torch",
+          evalFraction: 0.25,
+        },
+      );
+      worker = await spawnReady("worker", [
+        ...["--database-url", database.url, "--data-dir", dataDir, "--bundled-models", "none"],
+        ...[
+          "--model",
+          `${TINY_MODEL}=${await tinyModel()}`,
+          "--job-poll-ms",
+          "100",
+          "--job-lease-ms",
+          "3000",
+        ],
+        ...["--backend", "torch", "--device", "cpu", "--gpus", "2", "--fsdp"],
+        ...["--python", (found as { python: string }).python],
+      ]);
+      const frames = await eventsUntilEnd(server.apiUrl, id.token, created.id, 180_000);
+      const events = frames.map((f) => f.event);
+      assert.equal(events.at(-2), "training.completed", frames.map((f) => f.data).join("\n"));
+      const logs = frames.filter((f) => f.event === "training.log").map((f) => JSON.parse(f.data));
+      assert.deepEqual(
+        logs.map((l) => [l.step, l.device]),
+        [
+          [1, "cpu x2"],
+          [2, "cpu x2"],
+          [3, "cpu x2"],
+        ],
+      );
+      assert.ok(logs.every((l) => l.loss > 0) && logs.at(-1).evalLoss > 0, JSON.stringify(logs));
+      assert.deepEqual(
+        frames.filter((f) => f.event === "checkpoint.saved").map((f) => JSON.parse(f.data).step),
+        [3],
+      );
+    });
   });
 
   it("a PyTorch without fully_shard refuses an FSDP job by name", {
