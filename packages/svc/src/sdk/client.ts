@@ -28,6 +28,7 @@ import type {
   ModelPull,
   Project,
   ProjectScope,
+  ToolCall,
   UpdateDeploymentRequest,
   UpstreamInfo,
 } from "@svc/server/wire";
@@ -39,6 +40,7 @@ import type {
 } from "./cloud-api.js";
 import { profileQuery } from "./dataset-profile.js";
 import { readServerSentEvents } from "./server-sent-events.js";
+import { ToolCallAssembler } from "./tool-call-stream.js";
 
 export class CloudApiError extends Error implements CloudApiErrorShape {
   readonly status: number;
@@ -277,7 +279,11 @@ export class CloudApiClient implements CloudApi {
     });
   }
 
-  async *inferStream(args: InferArgs, options: { signal?: AbortSignal } = {}): AsyncIterable<string> {
+  async *inferStream(
+    args: InferArgs,
+    options: { signal?: AbortSignal; onToolCall?: (call: ToolCall) => void } = {},
+  ): AsyncIterable<string> {
+    const calls = new ToolCallAssembler(options.onToolCall);
     const res = await this.request("POST", "/v1/inference/chat", {
       scoped: true,
       body: { ...args, stream: true },
@@ -287,7 +293,7 @@ export class CloudApiClient implements CloudApi {
     });
     if (!res.body) return;
     for await (const frame of readServerSentEvents(res.body)) {
-      if (frame.data === "[DONE]") return;
+      if (frame.data === "[DONE]") return calls.finish();
       if (frame.event === "error") {
         const body = safeParse(frame.data) as { error?: { message?: string; code?: string } } | null;
         throw new CloudApiError(500, body?.error?.code ?? "stream_error", body?.error?.message ?? frame.data);
@@ -297,9 +303,11 @@ export class CloudApiClient implements CloudApi {
         | null;
       if (!chunk) continue;
       if (chunk.error) throw new CloudApiError(500, chunk.error.code ?? "stream_error", chunk.error.message);
-      const delta = chunk.choices?.[0]?.delta?.content;
-      if (delta) yield delta;
+      const delta = chunk.choices?.[0]?.delta;
+      if (delta?.content) yield delta.content;
+      for (const d of delta?.tool_calls ?? []) calls.add(d);
     }
+    calls.finish();
   }
 
   // ------------------------------------------------------------ deployments

@@ -28,6 +28,7 @@ import type {
   ModelPull,
   Project,
   ProjectScope,
+  ToolCall,
   UpdateDeploymentRequest,
   UpstreamInfo,
 } from "@svc/server/wire";
@@ -99,8 +100,11 @@ export interface CloudApi {
 
   /** Non-streaming chat; see inferStream for stream: true. */
   infer(args: InferArgs): Promise<ChatCompletion>;
-  /** Streaming chat: yields text deltas. */
-  inferStream(args: InferArgs, options?: { signal?: AbortSignal }): AsyncIterable<string>;
+  /** Streaming chat: yields text deltas; each tool call the model makes goes whole to onToolCall. */
+  inferStream(
+    args: InferArgs,
+    options?: { signal?: AbortSignal; onToolCall?: (call: ToolCall) => void },
+  ): AsyncIterable<string>;
 
   createDeployment(body: CreateDeploymentRequest): Promise<Deployment>;
   listDeployments(): Promise<Deployment[]>;

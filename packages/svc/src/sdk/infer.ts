@@ -25,6 +25,8 @@ export interface InferOptions {
   parallelToolCalls?: boolean;
   /** JSON output enforced by constrained decoding: { type: "json_object" } or { type: "json_schema", json_schema }. */
   responseFormat?: ResponseFormat;
+  /** With stream: true and tools: gets each tool call whole (the stream itself yields the text). Required then, so no call is dropped unseen. */
+  onToolCall?: (call: ToolCall) => void;
   signal?: AbortSignal;
 }
 
@@ -58,7 +60,7 @@ export function infer(
     return {
       async *[Symbol.asyncIterator]() {
         const { scoped } = await openScopedSession();
-        yield* scoped.inferStream(wireArgs(args), { signal: args.signal });
+        yield* scoped.inferStream(wireArgs(args), { signal: args.signal, onToolCall: args.onToolCall });
       },
     };
   }
@@ -69,7 +71,8 @@ export function bindInfer(client: CloudApi, target: InferTarget): BoundInfer {
   return ((args: InferOptions & { stream?: boolean }) => {
     const full = { ...args, ...target };
     validateInferArgs(full);
-    if (args.stream) return client.inferStream(wireArgs(full), { signal: args.signal });
+    if (args.stream)
+      return client.inferStream(wireArgs(full), { signal: args.signal, onToolCall: args.onToolCall });
     return inferWith(client, full);
   }) as BoundInfer;
 }
@@ -86,11 +89,20 @@ async function inferWith(client: CloudApi, args: InferRequest): Promise<InferRes
 }
 
 function wireArgs(args: InferRequest & { stream?: boolean }): WireInferArgs {
-  const { signal: _signal, ...rest } = args as InferRequest & { stream?: boolean; signal?: AbortSignal };
+  const {
+    signal: _signal,
+    onToolCall: _onToolCall,
+    ...rest
+  } = args as InferRequest & { stream?: boolean; signal?: AbortSignal };
   return rest;
 }
 
-function validateInferArgs(args: InferRequest): void {
+function validateInferArgs(args: InferRequest & { stream?: boolean }): void {
+  if (args.stream && args.tools?.length && args.toolChoice !== "none" && !args.onToolCall) {
+    throw new TypeError(
+      "infer: stream: true with tools needs onToolCall (the stream yields text; each call goes to onToolCall), or use stream: false",
+    );
+  }
   if (!Array.isArray(args.messages) || args.messages.length === 0) {
     throw new TypeError("messages: expected a non-empty array of { role, content }");
   }

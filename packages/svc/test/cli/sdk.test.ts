@@ -7,6 +7,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
+import type { ToolCall } from "@svc/server/wire";
 import {
   CloudApiClient,
   CloudApiError,
@@ -314,6 +315,35 @@ test("infer: tools, toolChoice and responseFormat; the calls come back as toolCa
   assert.equal(called.toolCalls.length, 1);
   assert.equal(called.toolCalls[0].function.name, "lookup_order");
   assert.ok(["A1", "B2"].includes(JSON.parse(called.toolCalls[0].function.arguments).order_id));
+  // Streamed: the text comes from the stream, each call whole through onToolCall.
+  const streamedCalls: ToolCall[] = [];
+  const streamedText: string[] = [];
+  for await (const d of infer({
+    baseModel: TEST_MODEL,
+    messages: [{ role: "user", content: "Where is #A1?" }],
+    tools,
+    toolChoice: { type: "function", function: { name: "lookup_order" } },
+    maxTokens: 200,
+    stream: true,
+    onToolCall: (call) => streamedCalls.push(call),
+  })) {
+    streamedText.push(d);
+  }
+  assert.equal(streamedText.join(""), "");
+  assert.equal(streamedCalls.length, 1);
+  assert.equal(streamedCalls[0].function.name, "lookup_order");
+  assert.match(streamedCalls[0].id, /^call_/);
+  assert.ok(["A1", "B2"].includes(JSON.parse(streamedCalls[0].function.arguments).order_id));
+  assert.throws(
+    () =>
+      infer({
+        baseModel: TEST_MODEL,
+        messages: [{ role: "user", content: "x" }],
+        tools,
+        stream: true,
+      }),
+    /stream: true with tools needs onToolCall/,
+  );
   // The call and its result go back as history.
   const answered = await infer({
     baseModel: TEST_MODEL,
