@@ -51,15 +51,35 @@ const TASKS = {
   "tool-calling": {
     score: (examples, completions) =>
       scoreToolCalls(examples.map((e, i) => ({ prediction: completions[i], reference: e.reference }))),
-    // No model: call lookup_order with the first order id in the message, answer in text when there is none.
-    trivial: (examples) => ({
-      name: "lookup_order on the first order id",
-      completions: examples.map((e) => {
-        const id = /\b[A-Z]\d{4}\b/.exec(e.input)?.[0];
-        const call = { function: { name: "lookup_order", arguments: JSON.stringify({ order_id: id }) } };
-        return toolTurn(id ? { tool_calls: [call] } : { content: "" });
-      }),
-    }),
+    // No model: the train set's first turn for the same wording (greeting aside, the order number
+    // as a slot), else lookup_order with the first order number, else an answer in text.
+    trivial: (examples, trainRows) => {
+      const orderId = (text) => /\b[A-Z]\d{4}\b/.exec(text)?.[0];
+      const wording = (text) => text.replace(/^(Hi|Hello|Hey team), /, "").replace(/\b[A-Z]\d{4}\b/, "{id}");
+      const seen = new Map();
+      for (const row of trainRows) {
+        const at = row.messages.findIndex((m) => m.role === "assistant");
+        const user = row.messages.slice(0, at).findLast((m) => m.role === "user");
+        if (user && !seen.has(wording(user.content))) seen.set(wording(user.content), row.messages[at]);
+      }
+      return {
+        name: "the train turn of the same wording, else lookup_order on the first order id",
+        completions: examples.map((e) => {
+          const id = orderId(e.input);
+          const turn = seen.get(wording(e.input));
+          const calls =
+            turn?.tool_calls ?? (turn ? undefined : id && [{ function: { name: "lookup_order" } }]);
+          if (!calls) return toolTurn({ content: turn?.content ?? "" });
+          const withId = calls.map((c) => ({
+            function: {
+              name: c.function.name,
+              arguments: JSON.stringify({ ...JSON.parse(c.function.arguments ?? "{}"), order_id: id }),
+            },
+          }));
+          return toolTurn({ tool_calls: withId });
+        }),
+      };
+    },
     describe: (s) =>
       `exact name and arguments ${pct(s.exact)}, right call-or-answer and name ${pct(s.decision)}, called when expected ${pct(s.calledWhenExpected)}`,
   },

@@ -202,6 +202,15 @@ const ISSUES = {
   refund: ["I want my money back for #{id}.", "Please refund order #{id}.", "Can I get a refund on #{id}?"],
   wrong_item: ["I got the wrong item in order #{id}.", "Order #{id} had someone else's product in it."],
 };
+// Phrasings only held-out conversations use: the adapter is measured on wording it never saw,
+// not only on new combinations of seen wording.
+const HELD_OUT_LOOKUPS = ["What is the status of order #{id}?", "Is #{id} on its way?"];
+const HELD_OUT_ISSUES = {
+  damaged: ["Order #{id} came broken."],
+  missing: ["My order #{id} never came."],
+  refund: ["I would like a refund for #{id}."],
+  wrong_item: ["Wrong item in my order #{id}."],
+};
 const NO_TOOL = [
   ["What are your opening hours?", "We answer messages every day from 8:00 to 20:00."],
   ["Do you ship abroad?", "Yes, we ship to most countries in Europe."],
@@ -224,7 +233,9 @@ function callTurns(name, args, result) {
   ];
 }
 
-function toolRow(r) {
+/** One conversation; a held-out one takes a held-out phrasing half the time. */
+function toolRow(r, heldOut = false) {
+  const unseen = heldOut && r() < 0.5;
   const id = pick(r, ORDER_IDS);
   const greeting = pick(r, GREETINGS);
   const kind = r();
@@ -238,7 +249,10 @@ function toolRow(r) {
   } else if (kind < 0.55) {
     const status = pick(r, STATUS);
     turns = [
-      { role: "user", content: `${greeting}${pick(r, LOOKUPS).replace("{id}", id)}` },
+      {
+        role: "user",
+        content: `${greeting}${pick(r, unseen ? HELD_OUT_LOOKUPS : LOOKUPS).replace("{id}", id)}`,
+      },
       ...callTurns("lookup_order", { order_id: id }, { status }),
       { role: "assistant", content: `Order #${id} is ${status}.` },
     ];
@@ -246,7 +260,10 @@ function toolRow(r) {
     const issue = pick(r, Object.keys(ISSUES));
     const ticket = `T-${10000 + Math.floor(r() * 90000)}`;
     turns = [
-      { role: "user", content: `${greeting}${pick(r, ISSUES[issue]).replace("{id}", id)}` },
+      {
+        role: "user",
+        content: `${greeting}${pick(r, (unseen ? HELD_OUT_ISSUES : ISSUES)[issue]).replace("{id}", id)}`,
+      },
       ...callTurns("create_ticket", { order_id: id, issue }, { ticket }),
       { role: "assistant", content: `I opened ticket ${ticket} for order #${id}.` },
     ];
@@ -268,7 +285,7 @@ function write(template, makeRow, seed, trainRows, evalRows, { distinctEval = fa
   const rows = Array.from({ length: trainRows }, () => makeRow(r));
   const seen = new Set(rows.map(userText));
   while (rows.length < trainRows + evalRows) {
-    const row = makeRow(r);
+    const row = makeRow(r, true);
     if (distinctEval && seen.has(userText(row))) continue;
     seen.add(userText(row));
     rows.push(row);
