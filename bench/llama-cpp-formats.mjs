@@ -10,52 +10,20 @@
 //   q4_0         Q4_0                4.5             identical: svc's q4_0 blocks are GGUF's bytes
 //
 // Norms stay F32. The GGUF container, the architecture metadata and the
-// tokenizer come from the engine's exporter (packages/engine/src/export/); its
-// type table lists the types `svc export` writes, so BF16 and Q4_0 (ggml.h's
-// enum values) are added to it here.
+// tokenizer, and every tensor type's encoding, come from the engine's exporter
+// (packages/engine/src/export/).
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { archModel } from "../packages/engine/dist/src/export/gguf-arch.js";
-import { GGML_TYPE, str, u32, writeGguf } from "../packages/engine/dist/src/export/gguf-file.js";
-import { encode as ggufEncode } from "../packages/engine/dist/src/export/gguf-quant.js";
+import { str, u32, writeGguf } from "../packages/engine/dist/src/export/gguf-file.js";
+import { encodedSize, encode as ggufEncode } from "../packages/engine/dist/src/export/gguf-quant.js";
 import { tokenizerMetadata } from "../packages/engine/dist/src/export/gguf-tokenizer.js";
-import { encodeBf16 } from "../packages/engine/dist/src/quant/half.js";
-import { quantizeQ4_0 } from "../packages/engine/dist/src/quant/q4.js";
-
-GGML_TYPE.BF16 ??= 30;
-GGML_TYPE.Q4_0 ??= 2;
 
 const PACKAGE = new URL("./llama-cpp/node_modules/node-llama-cpp/dist/index.js", import.meta.url);
 export const llamaCppInstalled = () => existsSync(PACKAGE);
 
 /** svc format → [GGUF tensor type, general.file_type (llama_ftype)]. */
 export const GGUF_OF = { fp32: ["F32", 0], bf16: ["BF16", 32], int8: ["Q8_0", 7], q4_0: ["Q4_0", 2] };
-
-const bytesOf = (a) => new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
-
-/** A [rows, cols] fp32 matrix as GGUF Q4_0 blocks: f16 d, then 16 bytes of nibbles, per 32 weights. */
-function q4Blocks(data, rows, cols) {
-  const q = quantizeQ4_0(data, rows, cols);
-  const blocks = (rows * cols) / 32;
-  const out = new Uint8Array(blocks * 18);
-  for (let b = 0; b < blocks; b++) {
-    out[b * 18] = q.scales[b] & 255;
-    out[b * 18 + 1] = q.scales[b] >> 8;
-    out.set(q.data.subarray(b * 16, b * 16 + 16), b * 18 + 2);
-  }
-  return out;
-}
-
-function encodeAs(type, t) {
-  const [rows, cols] = t.shape;
-  if (type === "F32") return bytesOf(t.data);
-  if (type === "BF16") return bytesOf(encodeBf16(t.data));
-  if (type === "Q4_0") return q4Blocks(t.data, rows, cols);
-  return ggufEncode(type, t.data);
-}
-
-const sizeOf = (type, n) =>
-  type === "F32" ? 4 * n : type === "BF16" ? 2 * n : type === "Q4_0" ? (n / 32) * 18 : (n / 32) * 34;
 
 /**
  * Writes `weights` (a random-weight shape: config.json object `raw`) as a GGUF
@@ -80,8 +48,8 @@ export function writeFormatGguf(file, { format, config, raw, weights, tokenizer,
       name: t.name,
       dims: [...t.shape].reverse(),
       type: tt,
-      size: sizeOf(tt, t.data.length),
-      bytes: () => encodeAs(tt, t),
+      size: encodedSize(tt, t.data.length),
+      bytes: () => ggufEncode(tt, t.data),
     };
   });
   return writeGguf(file, metadata, tensors);

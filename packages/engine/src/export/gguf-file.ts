@@ -5,7 +5,7 @@
 import { closeSync, openSync, writeSync } from "node:fs";
 
 /** ggml tensor types this writer emits (values from ggml.h's enum ggml_type). */
-export const GGML_TYPE = { F32: 0, F16: 1, Q5_0: 6, Q8_0: 8, Q4_K: 12, Q6_K: 14 } as const;
+export const GGML_TYPE = { F32: 0, F16: 1, Q4_0: 2, Q5_0: 6, Q8_0: 8, Q4_K: 12, Q6_K: 14, BF16: 30 } as const;
 export type GgmlTypeName = keyof typeof GGML_TYPE;
 
 /** gguf_type: how a metadata value is encoded. */

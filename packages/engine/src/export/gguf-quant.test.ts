@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import { quantizeQ4_0 } from "../quant/q4.js";
 import { Rng } from "../rng.js";
 import { BLOCK_BYTES, decode, encode } from "./gguf-quant.js";
 
@@ -21,16 +22,24 @@ function rmsError(a: Float32Array, b: Float32Array): number {
 test("each block format decodes to the values within its resolution", () => {
   const x = values(4096, 3);
   // relative RMS error bounds: 8 bits ~0.4%, 6 bits ~2%, 5 bits ~4%, 4 bits with a min ~8%
-  const bounds = { F16: 1e-3, Q8_0: 0.01, Q6_K: 0.03, Q5_0: 0.06, Q4_K: 0.12 } as const;
+  const bounds = {
+    F16: 1e-3,
+    BF16: 8e-3,
+    Q8_0: 0.01,
+    Q6_K: 0.03,
+    Q5_0: 0.06,
+    Q4_K: 0.12,
+    Q4_0: 0.15,
+  } as const;
   for (const [type, bound] of Object.entries(bounds) as [keyof typeof bounds, number][]) {
     const bytes = encode(type, x);
     assert.equal(
       bytes.length,
-      (x.length / (type === "F16" ? 1 : type.endsWith("_K") ? 256 : 32)) * BLOCK_BYTES[type],
+      (x.length / (type.endsWith("16") ? 1 : type.endsWith("_K") ? 256 : 32)) * BLOCK_BYTES[type],
     );
     const error = rmsError(x, decode(type, bytes, x.length));
     assert.ok(error < bound, `${type}: relative RMS error ${error} ≥ ${bound}`);
-    assert.ok(error > 0 || type === "F16");
+    assert.ok(error > 0 || type.endsWith("16"));
   }
 });
 
@@ -50,4 +59,16 @@ test("blocks of zeros and rows that are not whole blocks", () => {
     );
   }
   assert.throws(() => encode("Q4_K", new Float32Array(32)), /not whole blocks of 256/);
+});
+
+test("q4_0 blocks are the serving format's blocks byte for byte, and bf16 the top half of each float", () => {
+  const x = values(256, 5);
+  const q = quantizeQ4_0(x, 4, 64);
+  const bytes = encode("Q4_0", x);
+  for (let b = 0; b < 8; b++) {
+    assert.equal(bytes[b * 18] | (bytes[b * 18 + 1] << 8), q.scales[b]);
+    assert.deepEqual(bytes.subarray(b * 18 + 2, b * 18 + 18), q.data.subarray(b * 16, b * 16 + 16));
+  }
+  const bf = encode("BF16", Float32Array.of(1.5, -2.25));
+  assert.deepEqual([...bf], [0xc0, 0x3f, 0x10, 0xc0]);
 });

@@ -1,5 +1,8 @@
 // ggml's block formats, encoded from float32 (and decoded, for tests and
 // error measurement). Layouts as ggml-common.h defines them:
+//   BF16: the top half of each float32
+//   Q4_0: 32 values; f16 d; u8 qs[16] (low nibbles values 0–15, high 16–31)
+//                                                       x = d·(q − 8)
 //   Q8_0: 32 values; f16 d; int8 q[32]                  x = d·q
 //   Q5_0: 32 values; f16 d; u32 qh (5th bits); u8 qs[16] x = d·(q − 16)
 //   Q4_K: 256 values; f16 d, f16 dmin; u8 scales[12] (eight 6-bit scales and
@@ -10,11 +13,21 @@
 // candidate grids, each refitted by weighted least squares), the same idea as
 // llama.cpp's reference quantizer; Q8_0 and Q5_0 scale by the block's largest
 // value, as llama.cpp does.
-import { f16ToF32, f32ToF16 } from "../quant/half.js";
+import { bf16ToF32, f16ToF32, f32ToBf16, f32ToF16 } from "../quant/half.js";
+import { quantizeQ4_0 } from "../quant/q4.js";
 import type { GgmlTypeName } from "./gguf-file.js";
 
-export const BLOCK = { F32: 1, F16: 1, Q8_0: 32, Q5_0: 32, Q4_K: 256, Q6_K: 256 } as const;
-export const BLOCK_BYTES = { F32: 4, F16: 2, Q8_0: 34, Q5_0: 22, Q4_K: 144, Q6_K: 210 } as const;
+export const BLOCK = { F32: 1, F16: 1, BF16: 1, Q4_0: 32, Q8_0: 32, Q5_0: 32, Q4_K: 256, Q6_K: 256 } as const;
+export const BLOCK_BYTES = {
+  F32: 4,
+  F16: 2,
+  BF16: 2,
+  Q4_0: 18,
+  Q8_0: 34,
+  Q5_0: 22,
+  Q4_K: 144,
+  Q6_K: 210,
+} as const;
 
 /** Bytes of `count` values in a type (count a multiple of its block). */
 export function encodedSize(type: GgmlTypeName, count: number): number {
@@ -37,6 +50,18 @@ export function encode(type: GgmlTypeName, values: Float32Array): Uint8Array {
     case "F16":
       for (let i = 0; i < values.length; i++) view.setUint16(2 * i, f32ToF16(values[i]), true);
       break;
+    case "BF16":
+      for (let i = 0; i < values.length; i++) view.setUint16(2 * i, f32ToBf16(values[i]), true);
+      break;
+    case "Q4_0": {
+      // The serving format's blocks (quant/q4.ts) are GGUF's: one rule, taken a block at a time.
+      const q = quantizeQ4_0(values, blocks, 32);
+      for (let b = 0; b < blocks; b++) {
+        view.setUint16(b * 18, q.scales[b], true);
+        out.set(q.data.subarray(b * 16, b * 16 + 16), b * 18 + 2);
+      }
+      break;
+    }
     case "Q8_0":
       for (let b = 0; b < blocks; b++) encodeQ8_0(values.subarray(b * 32, b * 32 + 32), view, b * 34);
       break;
@@ -255,7 +280,14 @@ export function decode(type: GgmlTypeName, bytes: Uint8Array, count: number): Fl
     const o = b * BLOCK[type];
     if (type === "F32") y[o] = view.getFloat32(at, true);
     else if (type === "F16") y[o] = f16ToF32(view.getUint16(at, true));
-    else if (type === "Q8_0") {
+    else if (type === "BF16") y[o] = bf16ToF32(view.getUint16(at, true));
+    else if (type === "Q4_0") {
+      const d = f16ToF32(view.getUint16(at, true));
+      for (let j = 0; j < 16; j++) {
+        y[o + j] = d * ((bytes[at + 2 + j] & 0xf) - 8);
+        y[o + j + 16] = d * ((bytes[at + 2 + j] >> 4) - 8);
+      }
+    } else if (type === "Q8_0") {
       const d = f16ToF32(view.getUint16(at, true));
       for (let i = 0; i < 32; i++) y[o + i] = d * view.getInt8(at + 2 + i);
     } else if (type === "Q5_0") {
