@@ -2,23 +2,9 @@
 // (chat completions' tools, tool_choice, response_format, tool_calls and their
 // streamed deltas). docs/tools.md describes how svc serves them.
 
-/** One function call: `arguments` is the JSON text of the arguments object. */
-export interface ToolCall {
-  id: string;
-  type: "function";
-  function: { name: string; arguments: string };
-}
-
-/** A function the model may call; `parameters` is a JSON Schema of its arguments (docs/tools.md#schemas). */
-export interface ToolDefinition {
-  type: "function";
-  function: {
-    name: string;
-    description?: string;
-    parameters?: Record<string, unknown>;
-    strict?: boolean;
-  };
-}
+// A call and a function definition are the engine's types: datasets and
+// generation read the same shapes the wire carries.
+export type { ToolCall, ToolDefinition } from "@svc/engine";
 
 /** "auto" (the default with tools), "none", "required", or one named function. */
 export type ToolChoice = "auto" | "none" | "required" | { type: "function"; function: { name: string } };
