@@ -5,18 +5,33 @@
 // recognise, TEMPLATE is left out and Ollama reads tokenizer.chat_template
 // from the GGUF metadata itself.
 
+/** The text before and after a turn's content. */
+type Affixes = [string, string];
+
 export interface ChatFormat {
   name: string;
   /** A marker only this format's Jinja template contains. */
   marker: string;
   /** Templates that also contain this write more than the format's affixes (SmolLM3's system metadata): left to the GGUF's own template. */
   unless?: string;
-  system: [string, string];
-  user: [string, string];
-  assistant: [string, string];
+  system: Affixes;
+  user: Affixes;
+  assistant: Affixes;
   stop: string[];
   /** The system text opens the first user turn instead of a turn of its own (Gemma). */
   systemJoinsUser?: boolean;
+}
+
+/** The affixes of a format whose three roles open the same way, with the role's name, and close alike. */
+function turns(
+  open: (role: string) => string,
+  close: string,
+): Pick<ChatFormat, "system" | "user" | "assistant"> {
+  return {
+    system: [open("system"), close],
+    user: [open("user"), close],
+    assistant: [open("assistant"), close],
+  };
 }
 
 const FORMATS: ChatFormat[] = [
@@ -24,17 +39,13 @@ const FORMATS: ChatFormat[] = [
     name: "ChatML",
     marker: "<|im_start|>",
     unless: "## Metadata",
-    system: ["<|im_start|>system\n", "<|im_end|>\n"],
-    user: ["<|im_start|>user\n", "<|im_end|>\n"],
-    assistant: ["<|im_start|>assistant\n", "<|im_end|>\n"],
+    ...turns((role) => `<|im_start|>${role}\n`, "<|im_end|>\n"),
     stop: ["<|im_end|>", "<|im_start|>"],
   },
   {
     name: "Llama 3",
     marker: "<|start_header_id|>",
-    system: ["<|start_header_id|>system<|end_header_id|>\n\n", "<|eot_id|>"],
-    user: ["<|start_header_id|>user<|end_header_id|>\n\n", "<|eot_id|>"],
-    assistant: ["<|start_header_id|>assistant<|end_header_id|>\n\n", "<|eot_id|>"],
+    ...turns((role) => `<|start_header_id|>${role}<|end_header_id|>\n\n`, "<|eot_id|>"),
     stop: ["<|eot_id|>", "<|start_header_id|>"],
   },
   {
@@ -50,25 +61,19 @@ const FORMATS: ChatFormat[] = [
   {
     name: "Granite",
     marker: "<|start_of_role|>",
-    system: ["<|start_of_role|>system<|end_of_role|>", "<|end_of_text|>\n"],
-    user: ["<|start_of_role|>user<|end_of_role|>", "<|end_of_text|>\n"],
-    assistant: ["<|start_of_role|>assistant<|end_of_role|>", "<|end_of_text|>\n"],
+    ...turns((role) => `<|start_of_role|>${role}<|end_of_role|>`, "<|end_of_text|>\n"),
     stop: ["<|end_of_text|>", "<|start_of_role|>"],
   },
   {
     name: "Phi-4",
     marker: "'<|' + message['role'] + '|>'",
-    system: ["<|system|>", "<|end|>"],
-    user: ["<|user|>", "<|end|>"],
-    assistant: ["<|assistant|>", "<|end|>"],
+    ...turns((role) => `<|${role}|>`, "<|end|>"),
     stop: ["<|end|>", "<|user|>", "<|assistant|>"],
   },
   {
     name: "Phi-3",
     marker: "<|end|>",
-    system: ["<|system|>\n", "<|end|>\n"],
-    user: ["<|user|>\n", "<|end|>\n"],
-    assistant: ["<|assistant|>\n", "<|end|>\n"],
+    ...turns((role) => `<|${role}|>\n`, "<|end|>\n"),
     stop: ["<|end|>", "<|user|>", "<|assistant|>"],
   },
   {
