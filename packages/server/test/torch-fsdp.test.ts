@@ -6,58 +6,31 @@
 // none. Debian's torch 1.13 refuses an FSDP job by name; a whole job runs through
 // `svc server` and `svc worker --backend torch --device cpu --gpus 2 --fsdp`.
 import assert from "node:assert/strict";
-import { spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
-import { after, before, describe, it } from "node:test";
-import { fileURLToPath } from "node:url";
-import { type DatasetRow, loadAdapter, loadModel, prepareSets, type TrainHyperparameters } from "@svc/engine";
+import { spawnSync } from "node:child_process";
+import { mkdtempSync } from "node:fs";
+import { join } from "node:path";
+import { describe, it } from "node:test";
+import { type DatasetRow, loadModel, prepareSets, type TrainHyperparameters } from "@svc/engine";
 import { TRAINER_TORCH_DIR, writeTorchJob } from "../src/worker/torch-job.js";
 import {
-  chatJsonl,
-  createJob,
-  createPgDatabase,
-  eventsUntilEnd,
-  type Identity,
-  newIdentity,
-  type ServerProcess,
-  spawnReady,
-  startServerProcess,
-  TINY_MODEL,
-  tempDir,
-  tinyModel,
-  uploadDataset,
-  waitForExit,
-} from "./harness.js";
+  checkpointSteps,
+  FIXTURES,
+  findPython,
+  framesText,
+  largestAdapterDifference,
+  runTrainer,
+  torchCluster,
+  torchScratch,
+  trainerEvents,
+  trainingLogs,
+} from "./torch-harness.js";
 
-const FIXTURES = join(dirname(fileURLToPath(import.meta.url)), "../../../engine/fixtures");
-const scratch = mkdtempSync(join(tmpdir(), "svc-fsdp-"));
-after(() => rmSync(scratch, { recursive: true, force: true }));
+const scratch = torchScratch("fsdp");
 
 /** The first interpreter whose torch shards with fully_shard (the trainer's own test), or why none does. */
-function fsdpPython(): { python: string } | { skip: string } {
-  const candidates = [
-    ...(process.env.SVC_PYTHON ? [process.env.SVC_PYTHON] : []),
-    "python3",
-    "/usr/bin/python3",
-  ];
-  const why: string[] = [];
-  for (const python of candidates) {
-    const probe = spawnSync(
-      python,
-      ["-c", "from svc_trainer.fsdp import fully_shard_api; fully_shard_api()"],
-      {
-        cwd: TRAINER_TORCH_DIR,
-        encoding: "utf8",
-      },
-    );
-    if (probe.status === 0) return { python };
-    why.push(`${python}: ${probe.error?.message ?? probe.stderr.trim().split("\n").pop()}`);
-  }
-  return { skip: `no Python here can run FSDP (${why.join("; ")})` };
-}
-const found = fsdpPython();
+const found = findPython("from svc_trainer.fsdp import fully_shard_api; fully_shard_api()", "can run FSDP", {
+  cwd: TRAINER_TORCH_DIR,
+});
 const debianTorch =
   spawnSync("/usr/bin/python3", ["-c", "import torch, sys; sys.exit(0 if torch.__version__ < '2' else 1)"])
     .status === 0;
@@ -94,41 +67,16 @@ async function runTorch(
     fsdp,
     ...more,
   });
-  const port = 30500 + (process.pid % 1000);
-  const outputs = await Promise.all(
-    Array.from({ length: world }, (_, rank) => {
-      const child = spawn(python, ["-m", "svc_trainer", "--input", file, "--device", "cpu"], {
-        cwd: TRAINER_TORCH_DIR,
-        env: {
-          ...process.env,
-          PYTHONPATH: TRAINER_TORCH_DIR,
-          ...(world > 1
-            ? {
-                RANK: String(rank),
-                WORLD_SIZE: String(world),
-                MASTER_ADDR: "127.0.0.1",
-                MASTER_PORT: String(port),
-              }
-            : {}),
-        },
-        stdio: ["ignore", "pipe", "pipe"],
-      });
-      let out = "";
-      child.stdout.on("data", (c) => (out += c));
-      child.stderr.resume();
-      return new Promise<string>((resolve) => child.once("close", () => resolve(out)));
-    }),
-  );
+  const outputs = await runTrainer(python, file, { world, masterPort: 30500 + (process.pid % 1000) });
   const run: Run = { losses: [], evalLoss: null, adapterDir: null, error: null };
-  for (const line of outputs[0].trim().split("\n")) {
-    const event = JSON.parse(line);
+  for (const event of trainerEvents(outputs[0].out)) {
     if (event.type === "progress") {
       run.losses.push(event.progress.loss);
       run.evalLoss = event.progress.evalLoss ?? run.evalLoss;
     } else if (event.type === "result") run.adapterDir = event.result.adapterDir;
     else if (event.type === "error") run.error = event.message;
   }
-  for (const other of outputs.slice(1)) assert.equal(other, "", "only rank 0 reports");
+  for (const other of outputs.slice(1)) assert.equal(other.out, "", "only rank 0 reports");
   return run;
 }
 
@@ -164,14 +112,7 @@ describe("FSDP (torch backend)", () => {
       assert.ok(Math.abs(single.losses[i] - sharded.losses[i]) / single.losses[i] < 1e-4, `step ${i + 1}`);
     assert.ok(Math.abs(single.evalLoss! - sharded.evalLoss!) / single.evalLoss! < 1e-4);
     // The adapter rank 0 wrote is the engine's format and the single process's values.
-    const a = loadAdapter(single.adapterDir!);
-    const b = loadAdapter(sharded.adapterDir!);
-    assert.deepEqual([...b.tensors.keys()].sort(), [...a.tensors.keys()].sort());
-    let worst = 0;
-    for (const [name, values] of a.tensors) {
-      const other = b.tensors.get(name)!;
-      for (let i = 0; i < values.length; i++) worst = Math.max(worst, Math.abs(values[i] - other[i]));
-    }
+    const { worst } = largestAdapterDifference(single.adapterDir!, sharded.adapterDir!);
     assert.ok(worst < 1e-4, `largest adapter difference ${worst}`);
   });
 
@@ -197,58 +138,21 @@ describe("FSDP (torch backend)", () => {
   describe("through svc server and svc worker --backend torch --gpus 2 --fsdp (gloo, CPU)", {
     skip: "skip" in found && found.skip,
   }, () => {
-    let database: Awaited<ReturnType<typeof createPgDatabase>>;
-    let dataDir: string;
-    let server: ServerProcess;
-    let id: Identity;
-    let worker: Awaited<ReturnType<typeof spawnReady>> | undefined;
-    before(async () => {
-      database = await createPgDatabase();
-      dataDir = tempDir("torch-fsdp");
-      server = await startServerProcess({
-        dataDir,
-        databaseUrl: database.url,
-        args: ["--workers", "0", "--job-lease-ms", "3000", "--job-poll-ms", "100"],
-      });
-      id = await newIdentity(server.apiUrl);
-    });
-    after(async () => {
-      if (worker && worker.proc.exitCode === null) worker.proc.kill("SIGKILL");
-      if (worker) await waitForExit(worker.proc);
-      await server?.stop();
-      await database?.drop();
-      rmSync(dataDir, { recursive: true, force: true });
-    });
+    const cluster = torchCluster("torch-fsdp");
 
     it("trains a job on two sharded processes with the engine's events", async () => {
-      const dataset = await uploadDataset(server.apiUrl, id, chatJsonl(12));
-      const created = await createJob(
-        server.apiUrl,
-        id,
-        dataset.id,
-        { maxSteps: 3, saveSteps: 3 },
-        {
-          backend: "torch",
-          evalFraction: 0.25,
-        },
-      );
-      worker = await spawnReady("worker", [
-        ...["--database-url", database.url, "--data-dir", dataDir, "--bundled-models", "none"],
-        ...[
-          "--model",
-          `${TINY_MODEL}=${await tinyModel()}`,
-          "--job-poll-ms",
-          "100",
-          "--job-lease-ms",
-          "3000",
-        ],
-        ...["--backend", "torch", "--device", "cpu", "--gpus", "2", "--fsdp"],
-        ...["--python", (found as { python: string }).python],
+      const created = await cluster.createTorchJob({ maxSteps: 3, saveSteps: 3 }, { evalFraction: 0.25 });
+      await cluster.startWorker((found as { python: string }).python, [
+        "--device",
+        "cpu",
+        "--gpus",
+        "2",
+        "--fsdp",
       ]);
-      const frames = await eventsUntilEnd(server.apiUrl, id.token, created.id, 180_000);
+      const frames = await cluster.eventsUntilEnd(created.id, 180_000);
       const events = frames.map((f) => f.event);
-      assert.equal(events.at(-2), "training.completed", frames.map((f) => f.data).join("\n"));
-      const logs = frames.filter((f) => f.event === "training.log").map((f) => JSON.parse(f.data));
+      assert.equal(events.at(-2), "training.completed", framesText(frames));
+      const logs = trainingLogs(frames);
       assert.deepEqual(
         logs.map((l) => [l.step, l.device]),
         [
@@ -258,10 +162,7 @@ describe("FSDP (torch backend)", () => {
         ],
       );
       assert.ok(logs.every((l) => l.loss > 0) && logs.at(-1).evalLoss > 0, JSON.stringify(logs));
-      assert.deepEqual(
-        frames.filter((f) => f.event === "checkpoint.saved").map((f) => JSON.parse(f.data).step),
-        [3],
-      );
+      assert.deepEqual(checkpointSteps(frames), [3]);
     });
   });
 

@@ -6,12 +6,9 @@
 // env:// rendezvous as torchrun sets it) take the same first step as one
 // process with the same global batch.
 import assert from "node:assert/strict";
-import { spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
-import { after, describe, it } from "node:test";
-import { fileURLToPath } from "node:url";
+import { mkdtempSync } from "node:fs";
+import { join } from "node:path";
+import { describe, it } from "node:test";
 import {
   type DatasetRow,
   loadModel,
@@ -20,19 +17,18 @@ import {
   type TrainHyperparameters,
   train,
 } from "@svc/engine";
+import { exactMatchScore, type TorchJobFiles, writeTorchJob } from "../src/worker/torch-job.js";
 import {
-  exactMatchScore,
-  type TorchJobFiles,
-  TRAINER_TORCH_DIR,
-  writeTorchJob,
-} from "../src/worker/torch-job.js";
+  FIXTURES,
+  hasTorch,
+  runTrainer,
+  TORCH_PYTHON,
+  torchScratch,
+  trainerEvents,
+} from "./torch-harness.js";
 
-const PYTHON = process.env.SVC_PYTHON ?? "/usr/bin/python3";
-const hasTorch = spawnSync(PYTHON, ["-c", "import torch"]).status === 0;
-/** packages/engine/fixtures (tiny random models in transformers' layout), from packages/server/dist/test/. */
-const FIXTURES = join(dirname(fileURLToPath(import.meta.url)), "../../../engine/fixtures");
-const scratch = mkdtempSync(join(tmpdir(), "svc-parity-"));
-after(() => rmSync(scratch, { recursive: true, force: true }));
+const PYTHON = TORCH_PYTHON;
+const scratch = torchScratch("parity");
 
 const rows: DatasetRow[] = Array.from({ length: 28 }, (_, i) => ({
   messages: [
@@ -59,44 +55,15 @@ interface TorchRun {
 
 /** Runs the torch backend's process on a job file (world > 1: that many ranks, as torchrun starts them). */
 async function runTorch({ file }: TorchJobFiles, world = 1): Promise<TorchRun> {
-  const port = 29500 + (process.pid % 1000);
-  const outputs = await Promise.all(
-    Array.from({ length: world }, (_, rank) => {
-      const child = spawn(PYTHON, ["-m", "svc_trainer", "--input", file, "--device", "cpu"], {
-        cwd: TRAINER_TORCH_DIR,
-        env: {
-          ...process.env,
-          PYTHONPATH: TRAINER_TORCH_DIR,
-          ...(world > 1
-            ? {
-                RANK: String(rank),
-                WORLD_SIZE: String(world),
-                MASTER_ADDR: "127.0.0.1",
-                MASTER_PORT: String(port),
-              }
-            : {}),
-        },
-        stdio: ["ignore", "pipe", "pipe"],
-      });
-      let out = "";
-      let err = "";
-      child.stdout.on("data", (c) => (out += c));
-      child.stderr.on("data", (c) => (err += c));
-      return new Promise<string>((resolve, reject) =>
-        child.once("close", (code) =>
-          code === 0 ? resolve(out) : reject(new Error(`rank ${rank}: ${code}\n${err}`)),
-        ),
-      );
-    }),
-  );
+  const outputs = await runTrainer(PYTHON, file, { world, masterPort: 29500 + (process.pid % 1000) });
+  for (const { rank, code, err } of outputs) if (code !== 0) throw new Error(`rank ${rank}: ${code}\n${err}`);
   const run: TorchRun = { steps: [], checkpoints: [], result: { status: "", adapterDir: "" } };
-  for (const line of outputs[0].trim().split("\n")) {
-    const event = JSON.parse(line);
+  for (const event of trainerEvents(outputs[0].out)) {
     if (event.type === "progress") run.steps.push(event.progress);
     else if (event.type === "checkpoint") run.checkpoints.push({ step: event.step, dir: event.dir });
     else if (event.type === "result") run.result = event.result;
   }
-  for (const other of outputs.slice(1)) assert.equal(other, "", "only rank 0 reports");
+  for (const other of outputs.slice(1)) assert.equal(other.out, "", "only rank 0 reports");
   return run;
 }
 

@@ -7,52 +7,30 @@
 // torch backend. Needs a Python with torch, transformers and peft (SVC_PYTHON,
 // else python3 on the PATH); skipped, saying so, where there is none.
 import assert from "node:assert/strict";
-import { spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
-import { after, before, describe, it } from "node:test";
-import { fileURLToPath } from "node:url";
-import { type DatasetRow, loadAdapter, loadModel, prepareSets, type TrainHyperparameters } from "@svc/engine";
+import { spawnSync } from "node:child_process";
+import { mkdtempSync } from "node:fs";
+import { join } from "node:path";
+import { describe, it } from "node:test";
+import { type DatasetRow, loadModel, prepareSets, type TrainHyperparameters } from "@svc/engine";
 import type { TorchModel } from "../src/wire.js";
-import { TRAINER_TORCH_DIR, writeTorchJob } from "../src/worker/torch-job.js";
+import { writeTorchJob } from "../src/worker/torch-job.js";
+import { call, chatJsonl, TINY_MODEL, uploadDataset } from "./harness.js";
 import {
-  call,
-  chatJsonl,
-  createJob,
-  createPgDatabase,
-  eventsUntilEnd,
-  type Identity,
-  newIdentity,
-  type ServerProcess,
-  spawnReady,
-  startServerProcess,
-  TINY_MODEL,
-  tempDir,
-  tinyModel,
-  uploadDataset,
-  waitForExit,
-} from "./harness.js";
+  checkpointSteps,
+  FIXTURES,
+  findPython,
+  framesText,
+  largestAdapterDifference,
+  runTrainer,
+  torchCluster,
+  torchScratch,
+  trainerEvents,
+  trainingLogs,
+} from "./torch-harness.js";
 
-const FIXTURES = join(dirname(fileURLToPath(import.meta.url)), "../../../engine/fixtures");
-const scratch = mkdtempSync(join(tmpdir(), "svc-hf-"));
-after(() => rmSync(scratch, { recursive: true, force: true }));
+const scratch = torchScratch("hf");
 
-function peftPython(): { python: string } | { skip: string } {
-  const candidates = [
-    ...(process.env.SVC_PYTHON ? [process.env.SVC_PYTHON] : []),
-    "python3",
-    "/usr/bin/python3",
-  ];
-  const why: string[] = [];
-  for (const python of candidates) {
-    const probe = spawnSync(python, ["-c", "import torch, transformers, peft"], { encoding: "utf8" });
-    if (probe.status === 0) return { python };
-    why.push(`${python}: ${probe.error?.message ?? probe.stderr.trim().split("\n").pop()}`);
-  }
-  return { skip: `no Python here has torch, transformers and peft (${why.join("; ")})` };
-}
-const found = peftPython();
+const found = findPython("import torch, transformers, peft", "has torch, transformers and peft");
 const skip = "skip" in found && found.skip;
 const PYTHON = "python" in found ? found.python : "";
 
@@ -94,21 +72,9 @@ async function runTorch(
     torchModel,
     gradientCheckpointing,
   });
-  const child = spawn(PYTHON, ["-m", "svc_trainer", "--input", file, "--device", "cpu"], {
-    cwd: TRAINER_TORCH_DIR,
-    env: { ...process.env, PYTHONPATH: TRAINER_TORCH_DIR },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let out = "";
-  let err = "";
-  child.stdout.on("data", (c) => (out += c));
-  child.stderr.on("data", (c) => (err += c));
-  const code = await new Promise((resolve) => child.once("close", resolve));
+  const [{ code, out, err }] = await runTrainer(PYTHON, file);
   assert.equal(code, 0, err);
-  const events = out
-    .trim()
-    .split("\n")
-    .map((line) => JSON.parse(line));
+  const events = trainerEvents(out);
   const losses = events.filter((e) => e.type === "progress").map((e) => e.progress);
   const checkpoints = events.filter((e) => e.type === "checkpoint").map((e) => e.dir as string);
   return { losses, checkpoints, result: events.find((e) => e.type === "result").result };
@@ -129,15 +95,8 @@ describe("transformers + peft on the torch backend", { skip }, () => {
         `step ${i + 1}`,
       );
     assert.ok(Math.abs(own.losses[4].evalLoss - peft.losses[4].evalLoss) / own.losses[4].evalLoss < 1e-4);
-    const a = loadAdapter(own.result.adapterDir);
-    const b = loadAdapter(peft.result.adapterDir);
+    const { worst, a, b } = largestAdapterDifference(own.result.adapterDir, peft.result.adapterDir);
     assert.deepEqual(b.spec, a.spec);
-    assert.deepEqual([...b.tensors.keys()].sort(), [...a.tensors.keys()].sort());
-    let worst = 0;
-    for (const [name, values] of a.tensors) {
-      const other = b.tensors.get(name)!;
-      for (let i = 0; i < values.length; i++) worst = Math.max(worst, Math.abs(values[i] - other[i]));
-    }
     assert.ok(worst < 1e-4, `largest adapter difference ${worst}`);
     // peft itself loads the adapter onto transformers' model, every factor by name.
     const check = spawnSync(
@@ -187,32 +146,10 @@ print(max(float((state[k] - saved[k]).abs().max()) for k in saved))`,
   });
 
   describe("through svc server and svc worker --backend torch", () => {
-    let database: Awaited<ReturnType<typeof createPgDatabase>>;
-    let dataDir: string;
-    let server: ServerProcess;
-    let id: Identity;
-    let worker: Awaited<ReturnType<typeof spawnReady>> | undefined;
-
-    before(async () => {
-      database = await createPgDatabase();
-      dataDir = tempDir("torch-hf");
-      server = await startServerProcess({
-        dataDir,
-        databaseUrl: database.url,
-        args: ["--workers", "0", "--job-lease-ms", "3000", "--job-poll-ms", "100"],
-      });
-      id = await newIdentity(server.apiUrl);
-    });
-    after(async () => {
-      if (worker && worker.proc.exitCode === null) worker.proc.kill("SIGKILL");
-      if (worker) await waitForExit(worker.proc);
-      await server?.stop();
-      await database?.drop();
-      rmSync(dataDir, { recursive: true, force: true });
-    });
+    const cluster = torchCluster("torch-hf");
 
     it("refuses torchModel for a job that may run on the engine, and an unknown value, naming the field", async () => {
-      const dataset = await uploadDataset(server.apiUrl, id, chatJsonl(8));
+      const dataset = await uploadDataset(cluster.server.apiUrl, cluster.id, chatJsonl(8));
       for (const [extra, torchModel, pattern] of [
         [
           {},
@@ -222,8 +159,8 @@ print(max(float((state[k] - saved[k]).abs().max()) for k in saved))`,
         [{ backend: "auto" }, "transformers", /set "backend": "torch"/],
         [{ backend: "torch" }, "keras", /hyperparameters.torchModel/],
       ] as const) {
-        const reply = await call(server.apiUrl, "POST", `/v1/jobs?${id.scope}`, {
-          token: id.token,
+        const reply = await call(cluster.server.apiUrl, "POST", `/v1/jobs?${cluster.id.scope}`, {
+          token: cluster.id.token,
           json: {
             name: "x",
             baseModel: TINY_MODEL,
@@ -235,42 +172,23 @@ print(max(float((state[k] - saved[k]).abs().max()) for k in saved))`,
         assert.equal(reply.status, 400, JSON.stringify(reply.body));
         assert.match(reply.body.error.message, pattern);
       }
-      const list = await call(server.apiUrl, "GET", `/v1/jobs?${id.scope}`, { token: id.token });
+      const list = await call(cluster.server.apiUrl, "GET", `/v1/jobs?${cluster.id.scope}`, {
+        token: cluster.id.token,
+      });
       assert.equal(list.body.jobs.length, 0, "nothing was created");
     });
 
     it("trains a job with transformers + peft: the engine's events and a final adapter", async () => {
-      const dataset = await uploadDataset(server.apiUrl, id, chatJsonl(12));
-      const created = await createJob(
-        server.apiUrl,
-        id,
-        dataset.id,
+      const created = await cluster.createTorchJob(
         { maxSteps: 3, saveSteps: 3, torchModel: "transformers" },
-        { backend: "torch", evalFraction: 0.25 },
+        { evalFraction: 0.25 },
       );
-      worker = await spawnReady("worker", [
-        "--database-url",
-        database.url,
-        "--data-dir",
-        dataDir,
-        "--bundled-models",
-        "none",
-        "--model",
-        `${TINY_MODEL}=${await tinyModel()}`,
-        "--job-poll-ms",
-        "100",
-        "--job-lease-ms",
-        "3000",
-        "--backend",
-        "torch",
-        "--python",
-        PYTHON,
-      ]);
-      const frames = await eventsUntilEnd(server.apiUrl, id.token, created.id, 180_000);
+      await cluster.startWorker(PYTHON);
+      const frames = await cluster.eventsUntilEnd(created.id, 180_000);
       const events = frames.map((f) => f.event);
-      assert.equal(events[0], "training.started", frames.map((f) => f.data).join("\n"));
-      assert.equal(events.at(-2), "training.completed", frames.map((f) => f.data).join("\n"));
-      const logs = frames.filter((f) => f.event === "training.log").map((f) => JSON.parse(f.data));
+      assert.equal(events[0], "training.started", framesText(frames));
+      assert.equal(events.at(-2), "training.completed", framesText(frames));
+      const logs = trainingLogs(frames);
       assert.deepEqual(
         logs.map((l) => l.step),
         [1, 2, 3],
@@ -280,14 +198,11 @@ print(max(float((state[k] - saved[k]).abs().max()) for k in saved))`,
         assert.equal(log.backend, "torch");
       }
       assert.ok(logs.at(-1).evalLoss > 0);
-      assert.deepEqual(
-        frames.filter((f) => f.event === "checkpoint.saved").map((f) => JSON.parse(f.data).step),
-        [3],
-      );
+      assert.deepEqual(checkpointSteps(frames), [3]);
       const reply = await fetch(
-        `${server.apiUrl}/v1/jobs/${created.id}/artifacts/final/adapter_config.json`,
+        `${cluster.server.apiUrl}/v1/jobs/${created.id}/artifacts/final/adapter_config.json`,
         {
-          headers: { authorization: `Bearer ${id.token}` },
+          headers: { authorization: `Bearer ${cluster.id.token}` },
         },
       );
       assert.equal(reply.status, 200);

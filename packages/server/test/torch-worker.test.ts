@@ -7,111 +7,55 @@
 // one resumes the job from its last checkpoint.
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { rmSync } from "node:fs";
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
+import { call, edgeClient, spawnReady, until, waitForExit } from "./harness.js";
 import {
-  call,
-  chatJsonl,
-  createJob,
-  createPgDatabase,
-  edgeClient,
-  eventsUntilEnd,
-  type Identity,
-  newIdentity,
-  openEvents,
-  readSse,
-  type ServerProcess,
-  spawnReady,
-  startServerProcess,
-  TINY_MODEL,
-  tempDir,
-  tinyModel,
-  until,
-  uploadDataset,
-  waitForExit,
-} from "./harness.js";
+  checkpointSteps,
+  framesText,
+  hasTorch,
+  TORCH_PYTHON,
+  torchCluster,
+  trainingLogs,
+} from "./torch-harness.js";
 
-const PYTHON = process.env.SVC_PYTHON ?? "/usr/bin/python3";
-const hasTorch = spawnSync(PYTHON, ["-c", "import torch"]).status === 0;
+const PYTHON = TORCH_PYTHON;
 
 describe("the torch backend through svc server and svc worker --backend torch", {
   skip: !hasTorch && `${PYTHON} has no torch`,
 }, () => {
-  let database: Awaited<ReturnType<typeof createPgDatabase>>;
-  let dataDir: string;
-  let server: ServerProcess;
-  let id: Identity;
-  const workers: Awaited<ReturnType<typeof spawnReady>>[] = [];
-
-  const startWorker = async (extra: string[] = []) => {
-    const worker = await spawnReady("worker", [
-      ...extra,
-      "--database-url",
-      database.url,
-      "--data-dir",
-      dataDir,
-      "--bundled-models",
-      "none",
-      "--model",
-      `${TINY_MODEL}=${await tinyModel()}`,
-      "--job-poll-ms",
-      "100",
-      "--job-lease-ms",
-      "3000",
-      "--backend",
-      "torch",
-      "--python",
-      PYTHON,
-    ]);
-    workers.push(worker);
-    return worker;
-  };
+  const cluster = torchCluster("torch");
+  const startWorker = (extra: string[] = []) => cluster.startWorker(PYTHON, extra);
   const job = async (jobId: string) =>
-    (await call(server.apiUrl, "GET", `/v1/jobs/${jobId}`, { token: id.token })).body.job;
+    (await call(cluster.server.apiUrl, "GET", `/v1/jobs/${jobId}`, { token: cluster.id.token })).body.job;
 
-  before(async () => {
-    database = await createPgDatabase();
-    dataDir = tempDir("torch");
-    // No in-process engine runner: torch jobs wait for the torch worker.
-    server = await startServerProcess({
-      dataDir,
-      databaseUrl: database.url,
-      args: ["--workers", "0", "--job-lease-ms", "3000", "--job-poll-ms", "100"],
-    });
-    id = await newIdentity(server.apiUrl);
-  });
-  after(async () => {
-    for (const w of workers) {
-      if (w.proc.exitCode === null) w.proc.kill("SIGKILL");
-      await waitForExit(w.proc);
-    }
-    await server?.stop();
-    await database?.drop();
-    rmSync(dataDir, { recursive: true, force: true });
-  });
+  /** The job's events to its completion, in two starts: the second from a checkpoint (every 3 steps). */
+  const resumedToTheEnd = async (jobId: string) => {
+    const frames = await cluster.eventsUntilEnd(jobId, 240_000);
+    assert.equal(frames.at(-2)?.event, "training.completed", framesText(frames).slice(-2000));
+    const starts = frames.filter((f) => f.event === "training.started").map((f) => JSON.parse(f.data));
+    assert.equal(starts.length, 2);
+    assert.ok(
+      starts[1].resumedFromStep >= 3 && starts[1].resumedFromStep % 3 === 0,
+      JSON.stringify(starts[1]),
+    );
+    return frames;
+  };
 
   it("keeps a torch job queued with a reason until a torch worker trains it like the engine, and the edge serves its adapter", async () => {
-    const dataset = await uploadDataset(server.apiUrl, id, chatJsonl(12));
-    const created = await createJob(
-      server.apiUrl,
-      id,
-      dataset.id,
-      { maxSteps: 4, saveSteps: 2 },
-      { backend: "torch", evalFraction: 0.25 },
-    );
+    const created = await cluster.createTorchJob({ maxSteps: 4, saveSteps: 2 }, { evalFraction: 0.25 });
     const queued = await job(created.id);
     assert.equal(queued.status, "queued");
     assert.equal(queued.backend, "torch");
     assert.match(queued.queuedReason, /no worker offers the torch backend.*svc worker --backend torch/);
 
     await startWorker();
-    const frames = await eventsUntilEnd(server.apiUrl, id.token, created.id, 120_000);
+    const frames = await cluster.eventsUntilEnd(created.id, 120_000);
     const events = frames.map((f) => f.event);
-    assert.equal(events[0], "training.started", frames.map((f) => f.data).join("\n"));
-    assert.equal(events.at(-2), "training.completed", frames.map((f) => f.data).join("\n"));
+    assert.equal(events[0], "training.started", framesText(frames));
+    assert.equal(events.at(-2), "training.completed", framesText(frames));
     const started = JSON.parse(frames[0].data);
     assert.equal(started.totalSteps, 4);
-    const logs = frames.filter((f) => f.event === "training.log").map((f) => JSON.parse(f.data));
+    const logs = trainingLogs(frames);
     assert.deepEqual(
       logs.map((l) => l.step),
       [1, 2, 3, 4],
@@ -131,13 +75,13 @@ describe("the torch backend through svc server and svc worker --backend torch", 
       JSON.stringify(last),
     );
     assert.ok(last.evalExactMatch >= 0 && last.evalExactMatch <= 1, JSON.stringify(last));
-    const saved = frames.filter((f) => f.event === "checkpoint.saved").map((f) => JSON.parse(f.data).step);
+    const saved = checkpointSteps(frames);
     assert.deepEqual(saved, [2, 4]);
     assert.equal((await job(created.id)).queuedReason, null);
 
     const file = async (name: string) => {
-      const reply = await fetch(`${server.apiUrl}/v1/jobs/${created.id}/artifacts/final/${name}`, {
-        headers: { authorization: `Bearer ${id.token}` },
+      const reply = await fetch(`${cluster.server.apiUrl}/v1/jobs/${created.id}/artifacts/final/${name}`, {
+        headers: { authorization: `Bearer ${cluster.id.token}` },
       });
       assert.equal(reply.status, 200, name);
       return reply;
@@ -149,105 +93,72 @@ describe("the torch backend through svc server and svc worker --backend torch", 
     assert.ok((await (await file("adapter_model.safetensors")).arrayBuffer()).byteLength > 0);
 
     const slug = `torch-${process.pid}`;
-    const deployment = await call(server.apiUrl, "POST", `/v1/endpoints?${id.scope}`, {
-      token: id.token,
+    const deployment = await call(cluster.server.apiUrl, "POST", `/v1/endpoints?${cluster.id.scope}`, {
+      token: cluster.id.token,
       json: { slug, target: { kind: "adapter", adapter: { kind: "final", jobId: created.id } } },
     });
     assert.equal(deployment.status, 201, JSON.stringify(deployment.body));
-    const key = await call(server.apiUrl, "POST", `/v1/endpoints/${deployment.body.deployment.id}/keys`, {
-      token: id.token,
-      json: { label: "torch" },
-    });
-    const completion = await edgeClient(server.edgeUrl, slug, key.body.key.plaintext).chat.completions.create(
+    const key = await call(
+      cluster.server.apiUrl,
+      "POST",
+      `/v1/endpoints/${deployment.body.deployment.id}/keys`,
       {
-        model: "x",
-        messages: [{ role: "user", content: "What is 4 plus one?" }],
-        max_tokens: 3,
+        token: cluster.id.token,
+        json: { label: "torch" },
       },
     );
+    const completion = await edgeClient(
+      cluster.server.edgeUrl,
+      slug,
+      key.body.key.plaintext,
+    ).chat.completions.create({
+      model: "x",
+      messages: [{ role: "user", content: "What is 4 plus one?" }],
+      max_tokens: 3,
+    });
     assert.equal(completion.object, "chat.completion");
     assert.equal(completion.choices[0].message.role, "assistant");
     assert.ok(completion.usage!.completion_tokens > 0);
   });
 
   it("cancels a running torch job: it checkpoints its last full step and stops", async () => {
-    const dataset = await uploadDataset(server.apiUrl, id, chatJsonl(12));
-    const created = await createJob(
-      server.apiUrl,
-      id,
-      dataset.id,
-      { maxSteps: 100000, saveSteps: 100000 },
-      { backend: "torch" },
-    );
-    await readSse(await openEvents(server.apiUrl, id.token, created.id), {
-      stopWhen: (f) => f.event === "training.log",
-      timeoutMs: 60_000,
+    const created = await cluster.createTorchJob({ maxSteps: 100000, saveSteps: 100000 });
+    await cluster.waitForEvent(created.id, "training.log");
+    const cancel = await call(cluster.server.apiUrl, "POST", `/v1/jobs/${created.id}/cancel`, {
+      token: cluster.id.token,
     });
-    const cancel = await call(server.apiUrl, "POST", `/v1/jobs/${created.id}/cancel`, { token: id.token });
     assert.equal(cancel.status, 200);
-    const frames = await eventsUntilEnd(server.apiUrl, id.token, created.id, 60_000);
-    assert.equal(frames.at(-2)?.event, "training.cancelled", frames.map((f) => f.data).join("\n"));
+    const frames = await cluster.eventsUntilEnd(created.id, 60_000);
+    assert.equal(frames.at(-2)?.event, "training.cancelled", framesText(frames));
     const after = await job(created.id);
     assert.equal(after.status, "cancelled");
     const artifacts = (
-      await call(server.apiUrl, "GET", `/v1/jobs/${created.id}/artifacts`, { token: id.token })
+      await call(cluster.server.apiUrl, "GET", `/v1/jobs/${created.id}/artifacts`, {
+        token: cluster.id.token,
+      })
     ).body.artifacts as { kind: string; step: number }[];
     const checkpoint = artifacts.find((a) => a.kind === "checkpoint");
     assert.ok(checkpoint && checkpoint.step >= 1, JSON.stringify(artifacts));
   });
 
   it("resumes a torch job from its last checkpoint after its worker is killed with SIGKILL", async () => {
-    const dataset = await uploadDataset(server.apiUrl, id, chatJsonl(12));
-    const created = await createJob(
-      server.apiUrl,
-      id,
-      dataset.id,
-      { maxSteps: 400, saveSteps: 3 },
-      { backend: "torch" },
-    );
-    await readSse(await openEvents(server.apiUrl, id.token, created.id), {
-      stopWhen: (f) => f.event === "checkpoint.saved",
-      timeoutMs: 60_000,
-    });
-    for (const w of workers) {
+    const created = await cluster.createTorchJob({ maxSteps: 400, saveSteps: 3 });
+    await cluster.waitForEvent(created.id, "checkpoint.saved");
+    for (const w of cluster.workers) {
       w.proc.kill("SIGKILL");
       await waitForExit(w.proc);
     }
     // Its Python process goes with it (its stdin closes), leaving the job's lease to lapse.
     await startWorker();
-    const frames = await eventsUntilEnd(server.apiUrl, id.token, created.id, 240_000);
-    assert.equal(
-      frames.at(-2)?.event,
-      "training.completed",
-      frames
-        .map((f) => f.data)
-        .join("\n")
-        .slice(-2000),
-    );
-    const starts = frames.filter((f) => f.event === "training.started").map((f) => JSON.parse(f.data));
-    assert.equal(starts.length, 2);
-    assert.ok(
-      starts[1].resumedFromStep >= 3 && starts[1].resumedFromStep % 3 === 0,
-      JSON.stringify(starts[1]),
-    );
+    const frames = await resumedToTheEnd(created.id);
     assert.equal(JSON.parse(frames.at(-2)!.data).metrics.steps, 400);
     await until("the job to be completed", async () => (await job(created.id)).status === "completed");
   });
 
   it("restarts a job from its last checkpoint when its Python process is killed with SIGKILL", async () => {
-    const worker = workers.find((w) => w.proc.exitCode === null && w.proc.signalCode === null)!;
-    const dataset = await uploadDataset(server.apiUrl, id, chatJsonl(12));
-    const created = await createJob(
-      server.apiUrl,
-      id,
-      dataset.id,
-      { maxSteps: 300, saveSteps: 3 },
-      { backend: "torch" },
-    );
-    await readSse(await openEvents(server.apiUrl, id.token, created.id), {
-      stopWhen: (f) => f.event === "checkpoint.saved",
-      timeoutMs: 60_000,
-    });
+    const worker = cluster.workers.find((w) => w.proc.exitCode === null && w.proc.signalCode === null)!;
+    const created = await cluster.createTorchJob({ maxSteps: 300, saveSteps: 3 });
+    await cluster.waitForEvent(created.id, "checkpoint.saved");
     // The worker's training process (Node) runs Python as its child: kill that one alone.
     const children = (pid: number) =>
       spawnSync("ps", ["-o", "pid=", "--ppid", String(pid)], { encoding: "utf8" })
@@ -257,26 +168,19 @@ describe("the torch backend through svc server and svc worker --backend torch", 
     const python = children(worker.proc.pid!).flatMap(children);
     assert.equal(python.length, 1, "one Python process under the worker's training process");
     process.kill(python[0], "SIGKILL");
-    const frames = await eventsUntilEnd(server.apiUrl, id.token, created.id, 240_000);
-    assert.equal(
-      frames.at(-2)?.event,
-      "training.completed",
-      frames
-        .map((f) => f.data)
-        .join("\n")
-        .slice(-2000),
-    );
-    const starts = frames.filter((f) => f.event === "training.started").map((f) => JSON.parse(f.data));
-    assert.equal(starts.length, 2);
-    assert.ok(
-      starts[1].resumedFromStep >= 3 && starts[1].resumedFromStep % 3 === 0,
-      JSON.stringify(starts[1]),
-    );
+    await resumedToTheEnd(created.id);
     assert.match(worker.output(), /the torch training process exited with signal SIGKILL/);
   });
 
   it("refuses torch flags it cannot use, before claiming anything (exit 2, the flag named)", async () => {
-    const base = ["--database-url", database.url, "--data-dir", dataDir, "--backend", "torch"];
+    const base = [
+      "--database-url",
+      cluster.database.url,
+      "--data-dir",
+      cluster.dataDir,
+      "--backend",
+      "torch",
+    ];
     await assert.rejects(
       spawnReady("worker", [...base, "--device", "tpu"]),
       /--device must be cpu or cuda \(got "tpu"\)/,
@@ -286,7 +190,7 @@ describe("the torch backend through svc server and svc worker --backend torch", 
       /--gpus must be an integer from 1 to 1024/,
     );
     await assert.rejects(
-      spawnReady("worker", ["--database-url", database.url, "--gpus", "2"]),
+      spawnReady("worker", ["--database-url", cluster.database.url, "--gpus", "2"]),
       /--gpus applies to --backend torch only/,
     );
     await assert.rejects(
@@ -296,23 +200,16 @@ describe("the torch backend through svc server and svc worker --backend torch", 
   });
 
   it("trains a job on two data-parallel processes with --gpus 2 --device cpu (gloo)", async () => {
-    for (const w of workers) {
+    for (const w of cluster.workers) {
       if (w.proc.exitCode !== null) continue;
       w.proc.kill("SIGTERM");
       await waitForExit(w.proc);
     }
     await startWorker(["--gpus", "2", "--device", "cpu"]);
-    const dataset = await uploadDataset(server.apiUrl, id, chatJsonl(12));
-    const created = await createJob(
-      server.apiUrl,
-      id,
-      dataset.id,
-      { maxSteps: 3, saveSteps: 3 },
-      { backend: "torch" },
-    );
-    const frames = await eventsUntilEnd(server.apiUrl, id.token, created.id, 120_000);
-    assert.equal(frames.at(-2)?.event, "training.completed", frames.map((f) => f.data).join("\n"));
-    const logs = frames.filter((f) => f.event === "training.log").map((f) => JSON.parse(f.data));
+    const created = await cluster.createTorchJob({ maxSteps: 3, saveSteps: 3 });
+    const frames = await cluster.eventsUntilEnd(created.id, 120_000);
+    assert.equal(frames.at(-2)?.event, "training.completed", framesText(frames));
+    const logs = trainingLogs(frames);
     assert.deepEqual(
       logs.map((l) => [l.step, l.device]),
       [
@@ -321,9 +218,6 @@ describe("the torch backend through svc server and svc worker --backend torch", 
         [3, "cpu x2"],
       ],
     );
-    assert.deepEqual(
-      frames.filter((f) => f.event === "checkpoint.saved").map((f) => JSON.parse(f.data).step),
-      [3],
-    );
+    assert.deepEqual(checkpointSteps(frames), [3]);
   });
 });
