@@ -13,7 +13,13 @@ import { after, before, describe, test } from "node:test";
 import { pathToFileURL } from "node:url";
 import type { Page } from "playwright-core";
 import { startTestModelServer, TEST_MODEL, type TestServer, tempDir } from "../cli/harness.js";
-import { chromiumMissing, launchStudioBrowser, maybeScreenshot, type StudioBrowser } from "./browser.js";
+import {
+  chromiumMissing,
+  launchStudioBrowser,
+  maybeScreenshot,
+  type StudioBrowser,
+  until as waitUntil,
+} from "./browser.js";
 import {
   makeProject,
   type StudioProcess,
@@ -33,19 +39,9 @@ const source = (name: string, extra = "") =>
 /** Truncating every example to 2 tokens leaves nothing to train on: the run fails with training.failed. */
 const FAILING = "\n  lora: { r: 4, alpha: 8, maxLength: 2 },";
 
-async function until<T>(
-  what: string,
-  probe: () => Promise<T | null | undefined | false>,
-  timeoutMs = 120_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
+/** Waits up to 120 s by default: these steps include whole training runs. */
+const until = <T>(what: string, probe: () => Promise<T | null | undefined | false>, timeoutMs = 120_000) =>
+  waitUntil(what, probe, timeoutMs);
 
 const points = async (page: Page, testId: string) =>
   Number(

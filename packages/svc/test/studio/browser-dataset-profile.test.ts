@@ -4,50 +4,25 @@
 // model's tokenizer has one token per byte and ChatML: a row with a user content
 // of N bytes and an answer of M is 20 + N prompt and M + 1 answer tokens.
 import assert from "node:assert/strict";
-import { after, before, describe, test } from "node:test";
-import {
-  cliEnv,
-  runSvc,
-  startTestModelServer,
-  TEST_MODEL,
-  type TestServer,
-  tempDir,
-} from "../cli/harness.js";
+import { describe, test } from "node:test";
+import { TEST_MODEL } from "../cli/harness.js";
 import { PROFILE_ROWS, PROFILE_TRAINER } from "../cli/profile-fixture.js";
-import { chromiumMissing, launchStudioBrowser, maybeScreenshot, type StudioBrowser } from "./browser.js";
-import { makeProject, type StudioProcess, startStudio, studioFetch } from "./studio-process.js";
+import { chromiumMissing, maybeScreenshot, studioInBrowser } from "./browser.js";
+import { studioFetch } from "./studio-process.js";
 
 describe("Studio job detail: the dataset profile", { skip: chromiumMissing, timeout: 300_000 }, () => {
-  let server: TestServer;
-  let studio: StudioProcess;
-  let browser: StudioBrowser;
   let jobId = "";
-  before(async () => {
-    const home = await tempDir("studio-profile-home");
-    server = await startTestModelServer(home);
-    const project = await makeProject({ source: PROFILE_TRAINER, rows: PROFILE_ROWS });
-    const started = await runSvc(["start", "--detach"], {
-      cwd: project.projectDir,
-      env: cliEnv(home, server.apiUrl),
-    });
-    assert.equal(started.code, 0, started.stderr);
-    jobId = /^job (\S+) submitted/m.exec(started.stdout)?.[1] ?? "";
-    studio = await startStudio({
-      projectDir: project.projectDir,
-      home,
-      env: { SVC_CLOUD_API_URL: server.apiUrl, SVC_EXTRA_MODELS: TEST_MODEL },
-    });
-    browser = await launchStudioBrowser();
-  });
-  after(async () => {
-    await browser?.close();
-    await studio?.stop();
-    await server?.stop();
+  const session = studioInBrowser({
+    homePrefix: "studio-profile-home",
+    project: { source: PROFILE_TRAINER, rows: PROFILE_ROWS },
+    async beforeStudio(s) {
+      jobId = await s.submitJob();
+    },
   });
 
   test("a histogram of row lengths with the maxLength line, bars past it marked, and the figures", async () => {
-    const { page } = browser;
-    await page.goto(`http://localhost:${studio.port}/#/jobs/${jobId}`);
+    const { page } = session.browser;
+    await page.goto(`http://localhost:${session.studio.port}/#/jobs/${jobId}`);
     const card = page.locator('[data-testid="dataset-profile"][data-status="ready"]');
     await card.waitFor({ timeout: 60_000 });
     // Lengths 24..226 in about 24 power-of-two bins: width 16 from 16, 14 bins.
@@ -88,17 +63,20 @@ describe("Studio job detail: the dataset profile", { skip: chromiumMissing, time
       "2 rows (first: row 2 repeats row 1)",
     );
     await maybeScreenshot(page, "job-detail-dataset-profile");
-    assert.deepEqual(browser.pageErrors, []);
+    assert.deepEqual(session.browser.pageErrors, []);
   });
 
   test("/api/jobs/:id/profile answers in the one error shape for an unknown job", async () => {
-    const ok = await studioFetch(studio, `/api/jobs/${jobId}/profile`);
+    const ok = await studioFetch(session.studio, `/api/jobs/${jobId}/profile`);
     assert.equal(ok.status, 200);
     const { profile } = (await ok.json()) as {
       profile: { status: string; maxLength: number; baseModel: string };
     };
     assert.deepEqual([profile.status, profile.maxLength, profile.baseModel], ["ready", 64, TEST_MODEL]);
-    const missing = await studioFetch(studio, "/api/jobs/00000000-0000-7000-8000-000000000000/profile");
+    const missing = await studioFetch(
+      session.studio,
+      "/api/jobs/00000000-0000-7000-8000-000000000000/profile",
+    );
     assert.equal(missing.status, 404);
     const body = (await missing.json()) as { error: { code: string; message: string } };
     assert.equal(body.error.code, "not_found");

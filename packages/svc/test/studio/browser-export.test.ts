@@ -4,50 +4,29 @@
 // with its magic, the Modelfile names it).
 import assert from "node:assert/strict";
 import { readFile } from "node:fs/promises";
-import { after, before, describe, test } from "node:test";
-import {
-  cliEnv,
-  runSvc,
-  startTestModelServer,
-  TEST_MODEL,
-  type TestServer,
-  tempDir,
-} from "../cli/harness.js";
+import { describe, test } from "node:test";
+import { cliEnv, runSvc } from "../cli/harness.js";
 import { PROFILE_ROWS, PROFILE_TRAINER } from "../cli/profile-fixture.js";
-import { chromiumMissing, launchStudioBrowser, maybeScreenshot, type StudioBrowser } from "./browser.js";
-import { makeProject, type StudioProcess, startStudio } from "./studio-process.js";
+import { chromiumMissing, maybeScreenshot, studioInBrowser } from "./browser.js";
 
 describe("Studio job detail: export", { skip: chromiumMissing, timeout: 300_000 }, () => {
-  let server: TestServer;
-  let studio: StudioProcess;
-  let browser: StudioBrowser;
   let jobId = "";
-  before(async () => {
-    const home = await tempDir("studio-export-home");
-    server = await startTestModelServer(home);
-    const project = await makeProject({ source: PROFILE_TRAINER, rows: PROFILE_ROWS });
-    const env = cliEnv(home, server.apiUrl);
-    const started = await runSvc(["start", "--detach"], { cwd: project.projectDir, env });
-    assert.equal(started.code, 0, started.stderr);
-    jobId = /^job (\S+) submitted/m.exec(started.stdout)?.[1] ?? "";
-    const followed = await runSvc(["jobs", "follow", jobId], { cwd: project.projectDir, env });
-    assert.equal(followed.code, 0, followed.stderr);
-    studio = await startStudio({
-      projectDir: project.projectDir,
-      home,
-      env: { SVC_CLOUD_API_URL: server.apiUrl, SVC_EXTRA_MODELS: TEST_MODEL },
-    });
-    browser = await launchStudioBrowser();
-  });
-  after(async () => {
-    await browser?.close();
-    await studio?.stop();
-    await server?.stop();
+  const session = studioInBrowser({
+    homePrefix: "studio-export-home",
+    project: { source: PROFILE_TRAINER, rows: PROFILE_ROWS },
+    async beforeStudio(s) {
+      jobId = await s.submitJob();
+      const followed = await runSvc(["jobs", "follow", jobId], {
+        cwd: s.projectDir,
+        env: cliEnv(s.home, s.server.apiUrl),
+      });
+      assert.equal(followed.code, 0, followed.stderr);
+    },
   });
 
   test("exports the final adapter as GGUF q8_0 and saves its files", async () => {
-    const { page } = browser;
-    await page.goto(`http://localhost:${studio.port}/#/jobs/${jobId}`);
+    const { page } = session.browser;
+    await page.goto(`http://localhost:${session.studio.port}/#/jobs/${jobId}`);
     const card = page.getByTestId("export-card");
     await card.waitFor({ timeout: 60_000 });
     await card.getByLabel("Export format").selectOption("gguf");
@@ -68,6 +47,6 @@ describe("Studio job detail: export", { skip: chromiumMissing, timeout: 300_000 
     ]);
     assert.match(await readFile((await modelfile.path()) as string, "utf8"), /^FROM \.\/model-q8_0\.gguf$/m);
     await maybeScreenshot(page, "job-detail-export");
-    assert.deepEqual(browser.pageErrors, []);
+    assert.deepEqual(session.browser.pageErrors, []);
   });
 });

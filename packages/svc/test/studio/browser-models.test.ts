@@ -8,19 +8,9 @@
 import assert from "node:assert/strict";
 import { cp, mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { after, before, describe, test } from "node:test";
-import {
-  cliEnv,
-  createTestModel,
-  REPO_ROOT,
-  runSvc,
-  startTestServer,
-  TEST_MODEL,
-  type TestServer,
-  tempDir,
-} from "../cli/harness.js";
-import { chromiumMissing, launchStudioBrowser, maybeScreenshot, type StudioBrowser } from "./browser.js";
-import { makeProject, type StudioProcess, startStudio, TRAINER_SOURCE } from "./studio-process.js";
+import { after, describe, test } from "node:test";
+import { createTestModel, REPO_ROOT, startTestServer, TEST_MODEL } from "../cli/harness.js";
+import { chromiumMissing, maybeScreenshot, studioInBrowser, TEST_MODEL_TRAINER, until } from "./browser.js";
 
 /** The server package's loopback test Hub (packages/server/test/hub-server.ts), as far as this test uses it. */
 interface TestHub {
@@ -42,20 +32,6 @@ const PULLED = "org/remote-pulled";
 const FORM_PULLED = "org/remote-for-endpoint";
 const CACHED_SHA = "c0ffee".padEnd(40, "0");
 
-async function until<T>(
-  what: string,
-  probe: () => Promise<T | null | undefined | false>,
-  timeoutMs = 60_000,
-) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
-
 /** A model folder laid out in the HF cache as huggingface_hub leaves it: snapshots/<sha>/ and refs/main. */
 async function cacheModel(hfHome: string, repo: string, sha: string, dir: string): Promise<void> {
   const root = join(hfHome, "hub", `models--${repo.replace("/", "--")}`);
@@ -69,63 +45,43 @@ describe("Studio: base-model pickers and Hub download progress", {
   timeout: 300_000,
 }, () => {
   let hub: TestHub;
-  let server: TestServer;
-  let studio: StudioProcess;
-  let browser: StudioBrowser;
-  let home = "";
-  let projectDir = "";
   let firstJobId = "";
-  before(async () => {
-    home = await tempDir("studio-models-home");
-    const tiny = await createTestModel();
-    const hfHome = join(home, "hf");
-    await cacheModel(hfHome, CACHED, CACHED_SHA, tiny);
-    hub = await startTestHub();
-    hub.addRepo({ kind: "model", repo: REMOTE, dir: tiny });
-    hub.addRepo({ kind: "model", repo: PULLED, dir: tiny });
-    hub.addRepo({ kind: "model", repo: FORM_PULLED, dir: tiny });
-    server = await startTestServer({
-      home,
-      args: [
-        "--bundled-models",
-        "none",
-        "--model",
-        `${TEST_MODEL}=${tiny}`,
-        "--hub-models",
-        "org/remote-*,cached",
-      ],
-      env: { HF_HOME: hfHome, HF_ENDPOINT: hub.url },
-    });
-    const project = await makeProject({
-      source: TRAINER_SOURCE.replace('"svc/pico-llama"', `"${TEST_MODEL}" as "svc/pico-llama"`).replace(
-        "maxSteps: 12",
-        "maxSteps: 2",
-      ),
-    });
-    projectDir = project.projectDir;
-    const started = await runSvc(["start", "--detach"], {
-      cwd: projectDir,
-      env: cliEnv(home, server.apiUrl),
-    });
-    assert.equal(started.code, 0, started.stderr);
-    firstJobId = /^job (\S+) submitted/m.exec(started.stdout)?.[1] ?? "";
-    studio = await startStudio({
-      projectDir,
-      home,
-      env: { SVC_CLOUD_API_URL: server.apiUrl, SVC_EXTRA_MODELS: TEST_MODEL },
-    });
-    browser = await launchStudioBrowser();
+  const session = studioInBrowser({
+    homePrefix: "studio-models-home",
+    project: { source: TEST_MODEL_TRAINER.replace("maxSteps: 12", "maxSteps: 2") },
+    async startServer(home) {
+      const tiny = await createTestModel();
+      const hfHome = join(home, "hf");
+      await cacheModel(hfHome, CACHED, CACHED_SHA, tiny);
+      hub = await startTestHub();
+      hub.addRepo({ kind: "model", repo: REMOTE, dir: tiny });
+      hub.addRepo({ kind: "model", repo: PULLED, dir: tiny });
+      hub.addRepo({ kind: "model", repo: FORM_PULLED, dir: tiny });
+      return startTestServer({
+        home,
+        args: [
+          "--bundled-models",
+          "none",
+          "--model",
+          `${TEST_MODEL}=${tiny}`,
+          "--hub-models",
+          "org/remote-*,cached",
+        ],
+        env: { HF_HOME: hfHome, HF_ENDPOINT: hub.url },
+      });
+    },
+    async beforeStudio(s) {
+      firstJobId = await s.submitJob();
+    },
   });
+  // After the session's own hooks: the server stops before its Hub.
   after(async () => {
-    await browser?.close();
-    await studio?.stop();
-    await server?.stop();
     await hub?.close();
   });
 
   test("endpoint form: the picker lists the server's models with their facts and badges; one is picked, a Hub id typed", async () => {
-    const { page } = browser;
-    await page.goto(`http://localhost:${studio.port}/#/endpoints`);
+    const { page } = session.browser;
+    await page.goto(`http://localhost:${session.studio.port}/#/endpoints`);
     await page.getByTestId("new-endpoint").click();
     await page.getByTestId("create-slug").fill("cached-base");
     await page.getByTestId("target-kind").selectOption("base_model");
@@ -160,8 +116,8 @@ describe("Studio: base-model pickers and Hub download progress", {
   });
 
   test("Playground: a Hub model picked in the picker answers", async () => {
-    const { page } = browser;
-    await page.goto(`http://localhost:${studio.port}/#/playground`);
+    const { page } = session.browser;
+    await page.goto(`http://localhost:${session.studio.port}/#/playground`);
     const model = page.getByTestId("pg-model");
     await until("model options", async () => (await model.locator("option").count()) >= 3);
     await model.selectOption("base-other");
@@ -186,14 +142,16 @@ describe("Studio: base-model pickers and Hub download progress", {
 
   test("job detail: a job on an uncached Hub model shows its download per file, then training", async () => {
     // The job is submitted through the cloud API with the project's credentials, as the SDK would.
-    const { token } = JSON.parse(await readFile(join(home, ".svc", "credentials.json"), "utf8"));
-    const state = JSON.parse(await readFile(join(projectDir, ".svc", "state.json"), "utf8"));
+    const { token } = JSON.parse(await readFile(join(session.home, ".svc", "credentials.json"), "utf8"));
+    const state = JSON.parse(await readFile(join(session.projectDir, ".svc", "state.json"), "utf8"));
     const scope = `orgSlug=${state.orgSlug}&projectSlug=${state.projectSlug}`;
     const headers = { authorization: `Bearer ${token}`, "content-type": "application/json" };
-    const first = (await (await fetch(`${server.apiUrl}/v1/jobs/${firstJobId}`, { headers })).json()) as {
+    const first = (await (
+      await fetch(`${session.server.apiUrl}/v1/jobs/${firstJobId}`, { headers })
+    ).json()) as {
       job: { datasetId: string };
     };
-    const created = await fetch(`${server.apiUrl}/v1/jobs?${scope}`, {
+    const created = await fetch(`${session.server.apiUrl}/v1/jobs?${scope}`, {
       method: "POST",
       headers,
       body: JSON.stringify({
@@ -205,8 +163,8 @@ describe("Studio: base-model pickers and Hub download progress", {
     });
     const body = (await created.json()) as { job: { id: string } };
     assert.equal(created.status, 201, JSON.stringify(body));
-    const { page } = browser;
-    await page.goto(`http://localhost:${studio.port}/#/jobs/${body.job.id}`);
+    const { page } = session.browser;
+    await page.goto(`http://localhost:${session.studio.port}/#/jobs/${body.job.id}`);
     const download = page.locator(`[data-testid="download-progress"] .download[data-repo="${REMOTE}"]`);
     await download.waitFor({ timeout: 60_000 });
     await until("the download to finish", async () => (await download.getAttribute("data-done")) === "true");
@@ -228,8 +186,8 @@ describe("Studio: base-model pickers and Hub download progress", {
   });
 
   test("Playground: Download fetches a typed Hub model with a progress bar; it turns cached and answers", async () => {
-    const { page } = browser;
-    await page.goto(`http://localhost:${studio.port}/#/playground`);
+    const { page } = session.browser;
+    await page.goto(`http://localhost:${session.studio.port}/#/playground`);
     const model = page.getByTestId("pg-model");
     await until("model options", async () => (await model.locator("option").count()) >= 3);
     await model.selectOption("base-other");
@@ -266,8 +224,8 @@ describe("Studio: base-model pickers and Hub download progress", {
   });
 
   test("endpoint form: Download puts a typed Hub model in the server's cache; the picker lists it cached and the endpoint is created", async () => {
-    const { page } = browser;
-    await page.goto(`http://localhost:${studio.port}/#/endpoints`);
+    const { page } = session.browser;
+    await page.goto(`http://localhost:${session.studio.port}/#/endpoints`);
     await page.getByTestId("new-endpoint").click();
     await page.getByTestId("create-slug").fill("pulled-base");
     await page.getByTestId("target-kind").selectOption("base_model");

@@ -4,24 +4,9 @@
 // transcript, the composer then sends the tool's result, and the JSON schema
 // output mode gives an answer that parses and matches the schema.
 import assert from "node:assert/strict";
-import { after, before, describe, test } from "node:test";
-import { startTestModelServer, TEST_MODEL, type TestServer, tempDir } from "../cli/harness.js";
-import { chromiumMissing, launchStudioBrowser, maybeScreenshot, type StudioBrowser } from "./browser.js";
-import { makeProject, type StudioProcess, startStudio, TRAINER_SOURCE } from "./studio-process.js";
-
-async function until<T>(
-  what: string,
-  probe: () => Promise<T | null | undefined | false>,
-  timeoutMs = 60_000,
-) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
+import { describe, test } from "node:test";
+import { TEST_MODEL } from "../cli/harness.js";
+import { chromiumMissing, maybeScreenshot, studioInBrowser, TEST_MODEL_TRAINER, until } from "./browser.js";
 
 const TOOLS = JSON.stringify([
   {
@@ -42,31 +27,14 @@ describe("Studio Playground: tools and JSON schema output", {
   skip: chromiumMissing,
   timeout: 300_000,
 }, () => {
-  let server: TestServer;
-  let studio: StudioProcess;
-  let browser: StudioBrowser;
-  before(async () => {
-    const home = await tempDir("studio-tools-home");
-    server = await startTestModelServer(home);
-    const project = await makeProject({
-      source: TRAINER_SOURCE.replace('"svc/pico-llama"', `"${TEST_MODEL}" as "svc/pico-llama"`),
-    });
-    studio = await startStudio({
-      projectDir: project.projectDir,
-      home,
-      env: { SVC_CLOUD_API_URL: server.apiUrl, SVC_EXTRA_MODELS: TEST_MODEL },
-    });
-    browser = await launchStudioBrowser();
-  });
-  after(async () => {
-    await browser?.close();
-    await studio?.stop();
-    await server?.stop();
+  const session = studioInBrowser({
+    homePrefix: "studio-tools-home",
+    project: { source: TEST_MODEL_TRAINER },
   });
 
   test("a tool call is shown, the next message is its result; the JSON schema mode answers valid JSON", async () => {
-    const { page } = browser;
-    await page.goto(`http://localhost:${studio.port}/#/playground`);
+    const { page } = session.browser;
+    await page.goto(`http://localhost:${session.studio.port}/#/playground`);
     const model = page.getByTestId("pg-model");
     await until("model options", async () => (await model.locator("option").count()) >= 1);
     await model.selectOption(`base:${TEST_MODEL}`);
@@ -119,6 +87,6 @@ describe("Studio Playground: tools and JSON schema output", {
     const value = JSON.parse(text);
     assert.ok(["yes", "no"].includes(value.answer), text);
     assert.ok(Number.isInteger(value.count), text);
-    assert.deepEqual(browser.pageErrors, []);
+    assert.deepEqual(session.browser.pageErrors, []);
   });
 });

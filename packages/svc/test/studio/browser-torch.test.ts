@@ -5,19 +5,11 @@
 // Metadata shows the backend with its device and the peak memory it reported.
 import assert from "node:assert/strict";
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
-import { after, before, describe, test } from "node:test";
+import { after, describe, test } from "node:test";
 import pg from "pg";
-import {
-  cliEnv,
-  createTestModel,
-  runSvc,
-  startTestServer,
-  TEST_MODEL,
-  type TestServer,
-  tempDir,
-} from "../cli/harness.js";
-import { chromiumMissing, launchStudioBrowser, maybeScreenshot, type StudioBrowser } from "./browser.js";
-import { makeProject, type StudioProcess, SVC_BIN, startStudio, TRAINER_SOURCE } from "./studio-process.js";
+import { cliEnv, createTestModel, startTestServer, TEST_MODEL } from "../cli/harness.js";
+import { chromiumMissing, maybeScreenshot, studioInBrowser, TEST_MODEL_TRAINER } from "./browser.js";
+import { SVC_BIN } from "./studio-process.js";
 
 const PYTHON = process.env.SVC_PYTHON ?? "/usr/bin/python3";
 const PG_ADMIN_URL = process.env.SVC_TEST_PG_URL ?? "postgres://root@127.0.0.1:5432/test";
@@ -28,57 +20,39 @@ describe("Studio shows where a torch job trains", {
   skip: chromiumMissing || torchMissing,
   timeout: 300_000,
 }, () => {
-  let server: TestServer;
-  let studio: StudioProcess;
-  let browser: StudioBrowser;
   let worker: ChildProcess | null = null;
   let databaseUrl = "";
   const database = `svc_studio_torch_${process.pid}`;
-  let home = "";
   let model = "";
   let jobId = "";
-
-  before(async () => {
-    const admin = new pg.Client({ connectionString: PG_ADMIN_URL });
-    await admin.connect();
-    await admin.query(`create database ${database}`);
-    await admin.end();
-    databaseUrl = PG_ADMIN_URL.replace(/\/[^/]*$/, `/${database}`);
-    home = await tempDir("studio-torch-home");
-    model = await createTestModel();
-    server = await startTestServer({
-      home,
-      args: [
-        ...["--bundled-models", "none", "--model", `${TEST_MODEL}=${model}`],
-        ...["--database-url", databaseUrl, "--workers", "0", "--job-poll-ms", "100"],
-      ],
-    });
-    const source = TRAINER_SOURCE.replace('"svc/pico-llama"', `"${TEST_MODEL}" as "svc/pico-llama"`).replace(
-      "seed: 1,",
-      'seed: 1,\n  backend: "torch",',
-    );
-    const project = await makeProject({ source });
-    studio = await startStudio({
-      projectDir: project.projectDir,
-      home,
-      env: { SVC_CLOUD_API_URL: server.apiUrl, SVC_EXTRA_MODELS: TEST_MODEL },
-    });
-    const started = await runSvc(["start", "--detach"], {
-      cwd: project.projectDir,
-      env: cliEnv(home, server.apiUrl),
-    });
-    assert.equal(started.code, 0, started.stderr);
-    jobId = /^job (\S+) submitted/m.exec(started.stdout)![1];
-    browser = await launchStudioBrowser();
+  const session = studioInBrowser({
+    homePrefix: "studio-torch-home",
+    project: { source: TEST_MODEL_TRAINER.replace("seed: 1,", 'seed: 1,\n  backend: "torch",') },
+    async startServer(home) {
+      const admin = new pg.Client({ connectionString: PG_ADMIN_URL });
+      await admin.connect();
+      await admin.query(`create database ${database}`);
+      await admin.end();
+      databaseUrl = PG_ADMIN_URL.replace(/\/[^/]*$/, `/${database}`);
+      model = await createTestModel();
+      return startTestServer({
+        home,
+        args: [
+          ...["--bundled-models", "none", "--model", `${TEST_MODEL}=${model}`],
+          ...["--database-url", databaseUrl, "--workers", "0", "--job-poll-ms", "100"],
+        ],
+      });
+    },
+    async beforeStudio(s) {
+      jobId = await s.submitJob();
+    },
   });
+  // After the session's own hooks (Studio and the server stopped): the worker, then the database.
   after(async () => {
-    await browser?.close();
-    await studio?.stop();
     if (worker && worker.exitCode === null) {
       worker.kill("SIGTERM");
       await new Promise((r) => worker!.once("exit", r));
     }
-    await server?.stop();
     const admin = new pg.Client({ connectionString: PG_ADMIN_URL });
     await admin.connect();
     await admin.query(`drop database if exists ${database} with (force)`);
@@ -86,8 +60,8 @@ describe("Studio shows where a torch job trains", {
   });
 
   test("a queued torch job says why it waits; trained, it shows torch · cpu and its memory", async () => {
-    const { page } = browser;
-    await page.goto(`http://localhost:${studio.port}/#/jobs/${jobId}`);
+    const { page } = session.browser;
+    await page.goto(`http://localhost:${session.studio.port}/#/jobs/${jobId}`);
     const waiting = page.getByTestId("queued-reason");
     await waiting.waitFor();
     assert.match(
@@ -102,17 +76,17 @@ describe("Studio shows where a torch job trains", {
       [
         SVC_BIN,
         "worker",
-        ...["--database-url", databaseUrl, "--data-dir", server.dataDir],
+        ...["--database-url", databaseUrl, "--data-dir", session.server.dataDir],
         ...["--bundled-models", "none", "--model", `${TEST_MODEL}=${model}`, "--job-poll-ms", "100"],
         ...["--backend", "torch", "--python", PYTHON],
       ],
-      { env: cliEnv(home, null), stdio: "ignore" },
+      { env: cliEnv(session.home, null), stdio: "ignore" },
     );
     await page.getByTestId("backend").getByText("torch · cpu").waitFor({ timeout: 120_000 });
     await page.getByText("completed").first().waitFor({ timeout: 120_000 });
     assert.match((await page.getByTestId("memory").textContent()) ?? "", /^\d+(\.\d)? (MB|GB)$/);
     assert.equal(await page.getByTestId("queued-reason").count(), 0);
     await maybeScreenshot(page, "torch-trained");
-    assert.deepEqual(browser.pageErrors, []);
+    assert.deepEqual(session.browser.pageErrors, []);
   });
 });
