@@ -39,7 +39,7 @@ describe("a Hub download killed halfway", () => {
     const hfHome = tempDir("hf-home");
     const partial = join(hfHome, "hub", "models--test-org--qwen3-tiny", "blobs", `${weights}.incomplete`);
     const dataDir = tempDir("data");
-    const env = { ...process.env, HF_HOME: hfHome, HF_ENDPOINT: hub.url, HF_TOKEN: "", HF_HUB_OFFLINE: "" };
+    const env = hub.serverEnv(hfHome);
     const args = ["--hub-models", "test-org/*", "--job-lease-ms", "600", "--job-poll-ms", "100"];
     const servers: ServerProcess[] = [];
     cleanup.push(() => Promise.all(servers.map((s) => s.stop())));

@@ -92,14 +92,11 @@ describe("Hub models through svc server", () => {
     hub.addRepo({ repo: STRANGE, dir: strange });
     hub.tokens.add("hf_test_token");
     hfHome = tempDir("hf-home");
-    server = await serverFor("sqlite", ["--hub-models", "test-org/*,cached", "--workers", "2"], {
-      ...process.env,
-      HF_HOME: hfHome,
-      HF_ENDPOINT: hub.url,
-      HF_TOKEN: "",
-      HF_HUB_OFFLINE: "",
-      HF_HUB_CACHE: "",
-    });
+    server = await serverFor(
+      "sqlite",
+      ["--hub-models", "test-org/*,cached", "--workers", "2"],
+      hub.serverEnv(hfHome),
+    );
     id = await newIdentity(server.apiUrl);
     datasetId = (await uploadDataset(server.apiUrl, id)).id;
   });

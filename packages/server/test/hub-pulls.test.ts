@@ -77,14 +77,7 @@ describe("Hub model pulls through svc server", () => {
     hub.addRepo({ repo: GATED, dir: qwen3Repo(join(repos, "gated")), gated: true });
     hub.addRepo({ repo: HUGE, dir: hugeQwen3Repo(join(repos, "huge")) });
     hfHome = tempDir("hf-home");
-    server = await serverFor("sqlite", ["--hub-models", "test-org/*,cached"], {
-      ...process.env,
-      HF_HOME: hfHome,
-      HF_ENDPOINT: hub.url,
-      HF_TOKEN: "",
-      HF_HUB_OFFLINE: "",
-      HF_HUB_CACHE: "",
-    });
+    server = await serverFor("sqlite", ["--hub-models", "test-org/*,cached"], hub.serverEnv(hfHome));
     id = await newIdentity(server.apiUrl);
   });
   after(async () => {

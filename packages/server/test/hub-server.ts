@@ -82,6 +82,21 @@ export class TestHub {
     private readonly cdnUrl: string,
   ) {}
 
+  /**
+   * The environment of a server process that downloads from this Hub alone,
+   * anonymously and online, into the cache under hfHome.
+   */
+  serverEnv(hfHome: string): NodeJS.ProcessEnv {
+    return {
+      ...process.env,
+      HF_HOME: hfHome,
+      HF_ENDPOINT: this.url,
+      HF_TOKEN: "",
+      HF_HUB_OFFLINE: "",
+      HF_HUB_CACHE: "",
+    };
+  }
+
   static async start(): Promise<TestHub> {
     let hub: TestHub | null = null;
     const handler = (req: IncomingMessage, res: ServerResponse) => {
