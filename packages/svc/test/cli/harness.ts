@@ -159,6 +159,20 @@ export async function startTestServer(options: {
   };
 }
 
+/** A tool whose one argument is an enum, so that a call the tiny random model samples under it parses. */
+export const LOOKUP_ORDER_TOOL = {
+  type: "function" as const,
+  function: {
+    name: "lookup_order",
+    parameters: {
+      type: "object",
+      properties: { order_id: { type: "string", enum: ["A1", "B2"] } },
+      required: ["order_id"],
+      additionalProperties: false,
+    },
+  },
+};
+
 /** `svc server` with no bundled models, serving a fresh tiny random model as TEST_MODEL. */
 export async function startTestModelServer(home: string): Promise<TestServer> {
   const model = await createTestModel();

@@ -17,7 +17,14 @@ import {
   streamJobEvents,
   TrainingCancelledError,
 } from "../../src/index.js";
-import { cliEnv, startTestModelServer, TEST_MODEL, type TestServer, tempDir } from "./harness.js";
+import {
+  cliEnv,
+  LOOKUP_ORDER_TOOL,
+  startTestModelServer,
+  TEST_MODEL,
+  type TestServer,
+  tempDir,
+} from "./harness.js";
 
 let server: TestServer;
 const model = TEST_MODEL as "svc/pico-llama";
@@ -290,20 +297,7 @@ test("infer: final adapter, streaming deltas, base model, and a clear error for 
 });
 
 test("infer: tools, toolChoice and responseFormat; the calls come back as toolCalls", async () => {
-  const tools = [
-    {
-      type: "function" as const,
-      function: {
-        name: "lookup_order",
-        parameters: {
-          type: "object",
-          properties: { order_id: { type: "string", enum: ["A1", "B2"] } },
-          required: ["order_id"],
-          additionalProperties: false,
-        },
-      },
-    },
-  ];
+  const tools = [LOOKUP_ORDER_TOOL];
   const called = await infer({
     baseModel: TEST_MODEL,
     messages: [{ role: "user", content: "Where is #A1?" }],

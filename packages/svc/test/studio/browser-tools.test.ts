@@ -5,23 +5,10 @@
 // output mode gives an answer that parses and matches the schema.
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { TEST_MODEL } from "../cli/harness.js";
+import { LOOKUP_ORDER_TOOL, TEST_MODEL } from "../cli/harness.js";
 import { chromiumMissing, maybeScreenshot, studioInBrowser, TEST_MODEL_TRAINER, until } from "./browser.js";
 
-const TOOLS = JSON.stringify([
-  {
-    type: "function",
-    function: {
-      name: "lookup_order",
-      parameters: {
-        type: "object",
-        properties: { order_id: { type: "string", enum: ["A1", "B2"] } },
-        required: ["order_id"],
-        additionalProperties: false,
-      },
-    },
-  },
-]);
+const TOOLS = JSON.stringify([LOOKUP_ORDER_TOOL]);
 
 describe("Studio Playground: tools and JSON schema output", {
   skip: chromiumMissing,

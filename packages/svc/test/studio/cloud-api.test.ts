@@ -6,7 +6,13 @@ import assert from "node:assert/strict";
 import { mkdir, readFile, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { startTestModelServer, TEST_MODEL, type TestServer, tempDir } from "../cli/harness.js";
+import {
+  LOOKUP_ORDER_TOOL,
+  startTestModelServer,
+  TEST_MODEL,
+  type TestServer,
+  tempDir,
+} from "../cli/harness.js";
 import {
   makeProject,
   type StudioProcess,
@@ -267,20 +273,7 @@ describe("Studio API against svc server", { timeout: 300_000 }, () => {
   });
 
   test("POST /api/inference/chat with tools answers the calls; responseFormat streams valid JSON", async () => {
-    const tools = [
-      {
-        type: "function",
-        function: {
-          name: "lookup_order",
-          parameters: {
-            type: "object",
-            properties: { order_id: { type: "string", enum: ["A1", "B2"] } },
-            required: ["order_id"],
-            additionalProperties: false,
-          },
-        },
-      },
-    ];
+    const tools = [LOOKUP_ORDER_TOOL];
     const messages = [{ role: "user", content: "Where is A1?" }];
     const r = await studioFetch(studio, "/api/inference/chat", {
       method: "POST",
