@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { Writable } from "node:stream";
 import { test } from "node:test";
-import type { DownloadProgressEvent } from "@svc/server/wire";
+import type { DownloadCompletedEvent, DownloadProgressEvent } from "@svc/server/wire";
 import { formatBytes, formatDownloadBar } from "./download-progress.js";
 import { JobProgressPrinter } from "./progress.js";
 
@@ -21,6 +21,18 @@ function progress(done: number): DownloadProgressEvent {
     ],
     bytesDone: 1_000 + done,
     bytesTotal: 1_500_001_000,
+  };
+}
+
+function completed(fromCache: boolean): DownloadCompletedEvent {
+  return {
+    ...base,
+    type: "download.completed",
+    kind: "model",
+    repo: "Qwen/Qwen3-0.6B",
+    revision: SHA,
+    bytes: 1_500_001_000,
+    fromCache,
   };
 }
 
@@ -51,15 +63,7 @@ test("svc start prints a download's start and end lines when not a TTY, once eac
   const p = new JobProgressPrinter(s.out);
   p.event(progress(0));
   p.event(progress(750_000_000));
-  p.event({
-    ...base,
-    type: "download.completed",
-    kind: "model",
-    repo: "Qwen/Qwen3-0.6B",
-    revision: SHA,
-    bytes: 1_500_001_000,
-    fromCache: false,
-  });
+  p.event(completed(false));
   p.finish();
   assert.equal(
     s.text(),
@@ -71,15 +75,7 @@ test("on a TTY the download is one bar redrawn in place, replaced by the end lin
   const s = sink(true);
   const p = new JobProgressPrinter(s.out);
   p.event(progress(750_000_000));
-  p.event({
-    ...base,
-    type: "download.completed",
-    kind: "model",
-    repo: "Qwen/Qwen3-0.6B",
-    revision: SHA,
-    bytes: 1_500_001_000,
-    fromCache: true,
-  });
+  p.event(completed(true));
   assert.ok(
     s.text().startsWith("\r\x1b[2Kdownloading base model Qwen/Qwen3-0.6B ["),
     JSON.stringify(s.text()),
