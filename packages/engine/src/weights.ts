@@ -99,3 +99,14 @@ export function slotRows(
   }
   return out;
 }
+
+/** Slots' tensors joined end to end into one module tensor: slotRows' inverse. */
+export function concatSlots(parts: Float32Array[]): Float32Array {
+  const out = new Float32Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}

@@ -15,7 +15,7 @@
 //     file never computes something else than svc does.
 import { EngineError } from "../errors.js";
 import type { FamilyName, ModelConfig, RopeSpec, Slot } from "../families/index.js";
-import type { ModelWeights } from "../weights.js";
+import { concatSlots, type ModelWeights } from "../weights.js";
 import { f32, type GgufValue, str, u32 } from "./gguf-file.js";
 
 export type TensorRole = "embed" | "output" | "attn_v" | "ffn_down" | "matrix" | "vector";
@@ -89,16 +89,6 @@ function interleaveHeads(data: Float32Array, heads: number, headDim: number, col
         out.set(data.subarray(from, from + cols), to);
       }
     }
-  }
-  return out;
-}
-
-function concat(...parts: Float32Array[]): Float32Array {
-  const out = new Float32Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
   }
   return out;
 }
@@ -284,7 +274,7 @@ export function archModel(config: ModelConfig, raw: Json, weights: ModelWeights,
     matrix("attn_v.weight", kvRows, w.v, "attn_v");
     matrix("attn_output.weight", C, w.o);
     if (family === "phi3") {
-      matrix("ffn_up.weight", 2 * config.intermediateSize, concat(w.gate, w.up));
+      matrix("ffn_up.weight", 2 * config.intermediateSize, concatSlots([w.gate, w.up]));
     } else {
       matrix("ffn_gate.weight", config.intermediateSize, w.gate);
       matrix("ffn_up.weight", config.intermediateSize, w.up);

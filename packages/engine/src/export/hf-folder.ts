@@ -7,7 +7,7 @@ import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from
 import { join } from "node:path";
 import { familyOf, type ModelConfig, type Slot } from "../families/index.js";
 import { type SafetensorsDtype, type Tensor, writeSafetensors } from "../safetensors.js";
-import { type ModelWeights, moduleShape } from "../weights.js";
+import { concatSlots, type ModelWeights, moduleShape } from "../weights.js";
 
 /** Files of a model folder besides its weights, copied as they are when present. */
 export const MODEL_SIDE_FILES = [
@@ -49,12 +49,12 @@ export function checkpointTensors(config: ModelConfig, weights: ModelWeights): [
     for (const module of family.modules) {
       const { in: cols, out: rows } = moduleShape(config, module);
       const parts = module.slots.map((s) => w[s]);
-      const data = parts.length === 1 ? parts[0] : concat(parts);
+      const data = parts.length === 1 ? parts[0] : concatSlots(parts);
       const base = `${p}.${module.parent}.${module.name}`;
       out.push([`${base}.weight`, { shape: [rows, cols], data }]);
       const biased = module.slots.filter((s: Slot) => config.block.biases.includes(s));
       if (biased.length > 0) {
-        const bias = concat(
+        const bias = concatSlots(
           module.slots.map(
             (s) => w.bias[s] ?? new Float32Array(moduleShape(config, { ...module, slots: [s] }).out),
           ),
@@ -66,16 +66,6 @@ export function checkpointTensors(config: ModelConfig, weights: ModelWeights): [
   out.push(["model.norm.weight", { shape: [C], data: stored(weights.finalNorm) }]);
   if (!config.tieWordEmbeddings)
     out.push(["lm_head.weight", { shape: [config.vocabSize, C], data: weights.lmHead }]);
-  return out;
-}
-
-function concat(parts: Float32Array[]): Float32Array {
-  const out = new Float32Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
   return out;
 }
 
