@@ -16,11 +16,11 @@ import { createInterface } from "node:readline";
 import type { ExactMatchRow, Tokenizer } from "@svc/engine";
 import { exitWithParent } from "../process/engine-process.js";
 import { exactMatchScore, TRAINER_TORCH_DIR, writeTorchJob } from "./torch-job.js";
-import type {
-  TorchLaunch,
-  TrainingProcessCommand,
-  TrainingProcessInput,
-  TrainingProcessMessage,
+import {
+  postToRunner as post,
+  type TorchLaunch,
+  type TrainingProcessMessage,
+  trainingInput,
 } from "./training-protocol.js";
 import { readTrainingSetsForTorch } from "./training-sets.js";
 
@@ -31,19 +31,7 @@ const cancel = () => {
   cancelled = true;
   for (const rank of ranks) rank.stdin?.write(`${JSON.stringify({ type: "cancel" })}\n`);
 };
-process.on("SIGTERM", cancel);
-
-const post = (message: TrainingProcessMessage) =>
-  new Promise<void>((resolve) => {
-    if (!process.send?.(message, undefined, {}, () => resolve())) resolve();
-  });
-
-const input = await new Promise<TrainingProcessInput>((resolve) => {
-  process.on("message", (command: TrainingProcessCommand) => {
-    if (command.type === "start") resolve(command.input);
-    else if (command.type === "abort") cancel();
-  });
-});
+const input = await trainingInput(cancel);
 
 /** A free TCP port on loopback for the ranks' rendezvous. */
 function freePort(): Promise<number> {

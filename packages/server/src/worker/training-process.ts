@@ -4,30 +4,12 @@
 // reports progress, checkpoints and the result as IPC messages.
 import { train } from "@svc/engine";
 import { exitWithParent } from "../process/engine-process.js";
-import type {
-  TrainingProcessCommand,
-  TrainingProcessInput,
-  TrainingProcessMessage,
-} from "./training-protocol.js";
+import { postToRunner as post, trainingInput } from "./training-protocol.js";
 import { readTrainingSets } from "./training-sets.js";
 
 exitWithParent();
 const controller = new AbortController();
-// SIGTERM (a service manager stopping the whole group) checkpoints and stops, as an abort does.
-process.on("SIGTERM", () => controller.abort());
-
-/** Sends a message and resolves once it is handed to the IPC channel. */
-const post = (message: TrainingProcessMessage) =>
-  new Promise<void>((resolve) => {
-    if (!process.send?.(message, undefined, {}, () => resolve())) resolve();
-  });
-
-const input = await new Promise<TrainingProcessInput>((resolve) => {
-  process.on("message", (command: TrainingProcessCommand) => {
-    if (command.type === "start") resolve(command.input);
-    else if (command.type === "abort") controller.abort();
-  });
-});
+const input = await trainingInput(() => controller.abort());
 
 async function main(): Promise<void> {
   let lastStep: number | null = null;

@@ -1,4 +1,5 @@
-// Messages between a job runner and its training process.
+// Messages between a job runner and its training process, and the training
+// process's end of them.
 import type { TrainHyperparameters, TrainProgress, TrainResult } from "@svc/engine";
 import type { TorchModel, TruncationRowNote } from "../wire.js";
 
@@ -60,3 +61,24 @@ export type TrainingProcessMessage =
   | { type: "error"; message: string; step: number | null };
 
 export type TrainingProcessCommand = { type: "start"; input: TrainingProcessInput } | { type: "abort" };
+
+/** In a training process: sends a message and resolves once it is handed to the IPC channel. */
+export const postToRunner = (message: TrainingProcessMessage) =>
+  new Promise<void>((resolve) => {
+    if (!process.send?.(message, undefined, {}, () => resolve())) resolve();
+  });
+
+/**
+ * In a training process: the start command's input. `stop` runs on an abort
+ * command and on SIGTERM (a service manager stopping the whole group), which
+ * both checkpoint and stop.
+ */
+export function trainingInput(stop: () => void): Promise<TrainingProcessInput> {
+  process.on("SIGTERM", stop);
+  return new Promise((resolve) => {
+    process.on("message", (command: TrainingProcessCommand) => {
+      if (command.type === "start") resolve(command.input);
+      else if (command.type === "abort") stop();
+    });
+  });
+}
