@@ -141,15 +141,18 @@ export interface HubDatasetRequest {
   /** Branch, tag or commit sha; "main" when left out. */
   revision?: string;
   /** Which columns make the rows, when they are not named messages, prompt/completion or instruction/input/output. */
-  columns?: {
-    messages?: string;
-    prompt?: string;
-    completion?: string;
-    instruction?: string;
-    input?: string;
-    output?: string;
-    system?: string;
-  };
+  columns?: HubColumnMapping;
+}
+
+/** An explicit mapping: the row shape's fields, each naming a column of the dataset. */
+export interface HubColumnMapping {
+  messages?: string;
+  prompt?: string;
+  completion?: string;
+  instruction?: string;
+  input?: string;
+  output?: string;
+  system?: string;
 }
 
 /**

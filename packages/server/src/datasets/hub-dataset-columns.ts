@@ -8,17 +8,9 @@
 //                                          then a blank line and the input when it is not empty
 // The rows they make are checked afterwards by the same rules as a local JSONL
 // file (the engine's parseDataset), so a bad message reads the same.
+import type { HubColumnMapping } from "../wire.js";
 
-/** An explicit mapping: the shape's fields, each naming a column of the dataset. */
-export interface HubColumnMapping {
-  messages?: string;
-  prompt?: string;
-  completion?: string;
-  instruction?: string;
-  input?: string;
-  output?: string;
-  system?: string;
-}
+export type { HubColumnMapping };
 
 export const COLUMN_MAPPING_FIELDS = [
   "messages",

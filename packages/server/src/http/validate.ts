@@ -16,7 +16,8 @@ const fail = (path: string, what: string): never => {
   throw badRequest(`"${path}" ${what}`);
 };
 
-const describe = (value: unknown): string =>
+/** What a JSON value is, for an error message: "null", "an array", "an object", "a string"… */
+export const describe = (value: unknown): string =>
   value === null
     ? "null"
     : Array.isArray(value)

@@ -8,6 +8,7 @@ import {
   array,
   boolean,
   type Check,
+  describe,
   literal,
   nullable,
   object,
@@ -21,15 +22,6 @@ import type { ChatMessage, ResponseFormat, ToolCall, ToolChoice, ToolDefinition 
 const FUNCTION_NAME = { pattern: /^[a-zA-Z0-9_-]{1,64}$/, patternText: "1 to 64 letters, digits, _ or -" };
 const MAX_TOOLS = 128;
 const MAX_CONTENT = 200_000;
-
-const describe = (value: unknown) =>
-  value === null
-    ? "null"
-    : Array.isArray(value)
-      ? "an array"
-      : typeof value === "object"
-        ? "an object"
-        : typeof value;
 
 /** A JSON Schema object of the supported subset; `path` names the field. */
 export const schemaCheck: Check<Record<string, unknown>> = (value, path) => {
