@@ -21,8 +21,7 @@ describe("Studio job detail: the dataset profile", { skip: chromiumMissing, time
   });
 
   test("a histogram of row lengths with the maxLength line, bars past it marked, and the figures", async () => {
-    const { page } = session.browser;
-    await page.goto(`http://localhost:${session.studio.port}/#/jobs/${jobId}`);
+    const page = await session.open(`jobs/${jobId}`);
     const card = page.locator('[data-testid="dataset-profile"][data-status="ready"]');
     await card.waitFor({ timeout: 60_000 });
     // Lengths 24..226 in about 24 power-of-two bins: width 16 from 16, 14 bins.

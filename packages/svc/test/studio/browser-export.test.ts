@@ -25,8 +25,7 @@ describe("Studio job detail: export", { skip: chromiumMissing, timeout: 300_000 
   });
 
   test("exports the final adapter as GGUF q8_0 and saves its files", async () => {
-    const { page } = session.browser;
-    await page.goto(`http://localhost:${session.studio.port}/#/jobs/${jobId}`);
+    const page = await session.open(`jobs/${jobId}`);
     const card = page.getByTestId("export-card");
     await card.waitFor({ timeout: 60_000 });
     await card.getByLabel("Export format").selectOption("gguf");

@@ -79,12 +79,17 @@ describe("Studio: base-model pickers and Hub download progress", {
     await hub?.close();
   });
 
-  test("endpoint form: the picker lists the server's models with their facts and badges; one is picked, a Hub id typed", async () => {
-    const { page } = session.browser;
-    await page.goto(`http://localhost:${session.studio.port}/#/endpoints`);
+  /** The endpoint form, opened for a base-model endpoint named slug. */
+  const newBaseModelEndpoint = async (slug: string) => {
+    const page = await session.open("endpoints");
     await page.getByTestId("new-endpoint").click();
-    await page.getByTestId("create-slug").fill("cached-base");
+    await page.getByTestId("create-slug").fill(slug);
     await page.getByTestId("target-kind").selectOption("base_model");
+    return page;
+  };
+
+  test("endpoint form: the picker lists the server's models with their facts and badges; one is picked, a Hub id typed", async () => {
+    const page = await newBaseModelEndpoint("cached-base");
     const options = page.getByTestId("target-base-options");
     const cached = options.locator(`button[data-model="${CACHED}"]`);
     await cached.waitFor();
@@ -116,8 +121,7 @@ describe("Studio: base-model pickers and Hub download progress", {
   });
 
   test("Playground: a Hub model picked in the picker answers", async () => {
-    const { page } = session.browser;
-    await page.goto(`http://localhost:${session.studio.port}/#/playground`);
+    const page = await session.open("playground");
     const model = page.getByTestId("pg-model");
     await until("model options", async () => (await model.locator("option").count()) >= 3);
     await model.selectOption("base-other");
@@ -163,8 +167,7 @@ describe("Studio: base-model pickers and Hub download progress", {
     });
     const body = (await created.json()) as { job: { id: string } };
     assert.equal(created.status, 201, JSON.stringify(body));
-    const { page } = session.browser;
-    await page.goto(`http://localhost:${session.studio.port}/#/jobs/${body.job.id}`);
+    const page = await session.open(`jobs/${body.job.id}`);
     const download = page.locator(`[data-testid="download-progress"] .download[data-repo="${REMOTE}"]`);
     await download.waitFor({ timeout: 60_000 });
     await until("the download to finish", async () => (await download.getAttribute("data-done")) === "true");
@@ -186,8 +189,7 @@ describe("Studio: base-model pickers and Hub download progress", {
   });
 
   test("Playground: Download fetches a typed Hub model with a progress bar; it turns cached and answers", async () => {
-    const { page } = session.browser;
-    await page.goto(`http://localhost:${session.studio.port}/#/playground`);
+    const page = await session.open("playground");
     const model = page.getByTestId("pg-model");
     await until("model options", async () => (await model.locator("option").count()) >= 3);
     await model.selectOption("base-other");
@@ -224,11 +226,7 @@ describe("Studio: base-model pickers and Hub download progress", {
   });
 
   test("endpoint form: Download puts a typed Hub model in the server's cache; the picker lists it cached and the endpoint is created", async () => {
-    const { page } = session.browser;
-    await page.goto(`http://localhost:${session.studio.port}/#/endpoints`);
-    await page.getByTestId("new-endpoint").click();
-    await page.getByTestId("create-slug").fill("pulled-base");
-    await page.getByTestId("target-kind").selectOption("base_model");
+    const page = await newBaseModelEndpoint("pulled-base");
     await page.getByTestId("target-base").fill(FORM_PULLED);
     await page.getByTestId("target-base-download-start").click();
     const row = page.getByTestId("target-base-options").locator(`button[data-model="${FORM_PULLED}"]`);

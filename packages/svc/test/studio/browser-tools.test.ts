@@ -20,8 +20,7 @@ describe("Studio Playground: tools and JSON schema output", {
   });
 
   test("a tool call is shown, the next message is its result; the JSON schema mode answers valid JSON", async () => {
-    const { page } = session.browser;
-    await page.goto(`http://localhost:${session.studio.port}/#/playground`);
+    const page = await session.open("playground");
     const model = page.getByTestId("pg-model");
     await until("model options", async () => (await model.locator("option").count()) >= 1);
     await model.selectOption(`base:${TEST_MODEL}`);

@@ -60,8 +60,7 @@ describe("Studio shows where a torch job trains", {
   });
 
   test("a queued torch job says why it waits; trained, it shows torch · cpu and its memory", async () => {
-    const { page } = session.browser;
-    await page.goto(`http://localhost:${session.studio.port}/#/jobs/${jobId}`);
+    const page = await session.open(`jobs/${jobId}`);
     const waiting = page.getByTestId("queued-reason");
     await waiting.waitFor();
     assert.match(

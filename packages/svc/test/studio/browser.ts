@@ -100,6 +100,8 @@ export interface StudioSession {
   browser: StudioBrowser;
   /** `svc start --detach` in the project against the server: the submitted job's id. */
   submitJob(): Promise<string>;
+  /** The browser's page at Studio's `#/<route>`. */
+  open(route: string): Promise<Page>;
 }
 
 /**
@@ -123,6 +125,11 @@ export function studioInBrowser(options: {
       const submitted = /^job (\S+) submitted/m.exec(started.stdout);
       assert.ok(submitted, started.stdout);
       return submitted[1];
+    },
+    async open(route: string) {
+      const { page } = session.browser;
+      await page.goto(`http://localhost:${session.studio.port}/#/${route}`);
+      return page;
     },
   } as StudioSession;
   before(async () => {
