@@ -2,7 +2,7 @@
 // the Hugging Face cache) before training, storing download.progress events
 // (at most PROGRESS_EVENT_MS apart) and a download.completed event before
 // training.started, and records the commit on the job row.
-import type { HubProgress } from "../hub/index.js";
+import { type HubProgress, parseHubName } from "../hub/index.js";
 import type { ModelRegistry, RegisteredModel } from "../models/model-registry.js";
 import type { JobRow, JobStore, NewJobEvent } from "../store/job-store.js";
 
@@ -15,7 +15,7 @@ export async function downloadBaseModel(
   signal: AbortSignal,
 ): Promise<RegisteredModel> {
   const name = row.base_model;
-  const repo = name.split("@")[0]!;
+  const repo = parseHubName(name)?.repo ?? name;
   // Events are stored one after another, in the order they were made.
   let chain = Promise.resolve();
   const append = (event: NewJobEvent) => {

@@ -225,17 +225,21 @@ export class JobRunner {
       ));
     if (!dataset) return void (await this.jobs.fail(row, `dataset ${row.dataset_id} no longer exists`, null));
 
+    const hyperparameters = JSON.parse(row.hyperparameters) as JobHyperparameters;
     const input: TrainingProcessInput = {
       modelDir: model.dir,
       // A Hub model's adapter names its Hub id and commit (adapter_config.json), not the cache folder.
       ...(model.info.source === "hub"
-        ? { baseModelName: row.base_model.split("@")[0], baseModelRevision: model.info.revision ?? undefined }
+        ? {
+            baseModelName: parseHubName(row.base_model)?.repo,
+            baseModelRevision: model.info.revision ?? undefined,
+          }
         : {}),
       trainPath: this.dataDir.abs(dataset.path),
       evalPath: evalDataset ? this.dataDir.abs(evalDataset.path) : null,
       evalFraction: row.eval_fraction,
-      hyperparameters: engineHyperparameters(JSON.parse(row.hyperparameters) as JobHyperparameters),
-      torchModel: torchModelOf(JSON.parse(row.hyperparameters) as JobHyperparameters),
+      hyperparameters: engineHyperparameters(hyperparameters),
+      torchModel: torchModelOf(hyperparameters),
       outputDir: this.dataDir.abs(this.dataDir.jobOutputPath(row.id)),
       resumeFrom: null,
       dryRun: row.dry_run === 1,

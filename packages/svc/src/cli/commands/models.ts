@@ -15,8 +15,7 @@ type HubModule = typeof import("@svc/server")["hub"];
 
 /** The server's Hub module, loaded when a command needs it (the CLI starts without the server's code). */
 async function hubModule(): Promise<HubModule> {
-  const specifier = "@svc/server";
-  return ((await import(specifier)) as typeof import("@svc/server")).hub;
+  return (await import("@svc/server")).hub;
 }
 
 const parameters = (n: number) =>
@@ -81,7 +80,7 @@ const PULL_POLL_MS = 500;
 async function pullOnServer(id: string): Promise<number> {
   const { client } = await openSession();
   const printer = new DownloadPrinter(process.stderr, Boolean(process.stderr.isTTY));
-  const repo = id.split("@")[0]!;
+  const { repo } = await hubRef(await hubModule(), id);
   let pull: ModelPull = await client.pullModel(id);
   while (pull.status === "downloading") {
     if (pull.revision && pull.bytesTotal > 0)
