@@ -8,6 +8,7 @@ import type { ResponseFormat, ToolCall, ToolCallDelta, ToolChoice, ToolDefinitio
 export * from "./wire-dataset-profiles.js";
 export * from "./wire-deployments.js";
 export * from "./wire-exports.js";
+export * from "./wire-job-events.js";
 export * from "./wire-limits.js";
 export * from "./wire-model-pulls.js";
 export * from "./wire-tools.js";
@@ -275,137 +276,6 @@ export interface Artifact {
   files: { path: string; bytes: number }[];
   createdAt: Iso8601;
 }
-
-// ---------------------------------------------------------------- job events (SSE event name = type)
-
-interface JobEventBase {
-  jobId: string;
-  timestamp: Iso8601;
-}
-
-export interface TrainingStartedEvent extends JobEventBase {
-  type: "training.started";
-  totalSteps: number;
-  baseModel: string;
-  trainExamples: number;
-  evalExamples: number;
-  /**
-   * Set when this run resumed from the checkpoint at this step (0: restarted
-   * from the first step after an earlier run logged steps): the earlier
-   * run's training.log frames past it are superseded by this run's.
-   */
-  resumedFromStep?: number;
-  /** Rows of both sets cut to fit maxLength (absent from events recorded before truncation was reported). */
-  truncatedRows?: number;
-  /** Rows of both sets left out because nothing trained fits in maxLength. */
-  droppedRows?: number;
-  /** The first rows cut or dropped (at most ROW_NOTES_SHOWN), dropped ones first. */
-  rowNotes?: TruncationRowNote[];
-}
-
-/** One row cut or dropped; `row` is 1-based in the dataset file the row came from. */
-export interface TruncationRowNote {
-  set: "train" | "eval";
-  row: number;
-  action: "truncated" | "dropped";
-  reason?: string;
-}
-
-export const ROW_NOTES_SHOWN = 10;
-
-export interface TrainingLogEvent extends JobEventBase {
-  type: "training.log";
-  step: number;
-  loss: number | null;
-  evalLoss: number | null;
-  /**
-   * Task metrics of the eval pass (docs/api.md#task-metrics), fractions in [0, 1]:
-   * the share of the eval set's assistant tokens predicted exactly, and the share
-   * of a fixed sample of eval rows whose greedy answer equals the reference.
-   * null when not computed at this step; events recorded before they existed lack them.
-   */
-  evalTokenAccuracy: number | null;
-  evalExactMatch: number | null;
-  learningRate: number | null;
-  epoch: number | null;
-  tokensPerSecond: number | null;
-  /** The backend that trained the step; events recorded before backends existed lack it (the engine). */
-  backend?: "engine" | "torch";
-  /** The torch backend's device: "cpu", "cuda", or "cuda x4" for four data-parallel processes. */
-  device?: string;
-  /** The torch backend's peak memory so far: GPU memory allocated on CUDA, the peak RSS on the CPU. */
-  memoryBytes?: number;
-}
-
-export interface CheckpointSavedEvent extends JobEventBase {
-  type: "checkpoint.saved";
-  step: number;
-  artifact: Artifact;
-}
-
-export interface TrainingCompletedEvent extends JobEventBase {
-  type: "training.completed";
-  artifacts: Artifact[];
-  metrics: { steps: number; finalLoss: number | null; evalLoss: number | null; trainSeconds: number };
-}
-
-export interface TrainingFailedEvent extends JobEventBase {
-  type: "training.failed";
-  error: string;
-  step: number | null;
-}
-
-export interface TrainingCancelledEvent extends JobEventBase {
-  type: "training.cancelled";
-  step: number | null;
-}
-
-/** A file of a Hub download: bytes on disk so far (a resumed file starts above 0) and its size. */
-export interface DownloadFileProgress {
-  name: string;
-  bytesDone: number;
-  bytesTotal: number;
-}
-
-/** A Hub model or dataset being downloaded for the job, before training.started (throttled, at most about 4 a second). */
-export interface DownloadProgressEvent extends JobEventBase {
-  type: "download.progress";
-  kind: "model" | "dataset";
-  /** The Hub id, e.g. "Qwen/Qwen3-0.6B". */
-  repo: string;
-  /** The commit sha being downloaded. */
-  revision: string;
-  files: DownloadFileProgress[];
-  bytesDone: number;
-  bytesTotal: number;
-}
-
-/** The Hub model or dataset is on disk; `fromCache` when nothing had to be fetched. */
-export interface DownloadCompletedEvent extends JobEventBase {
-  type: "download.completed";
-  kind: "model" | "dataset";
-  repo: string;
-  revision: string;
-  bytes: number;
-  fromCache: boolean;
-}
-
-export interface EndEvent extends JobEventBase {
-  type: "end";
-}
-
-export type JobEvent =
-  | DownloadProgressEvent
-  | DownloadCompletedEvent
-  | TrainingStartedEvent
-  | TrainingLogEvent
-  | CheckpointSavedEvent
-  | TrainingCompletedEvent
-  | TrainingFailedEvent
-  | TrainingCancelledEvent
-  | EndEvent;
-
-export type JobEventType = JobEvent["type"];
 
 // ---------------------------------------------------------------- inference
 
