@@ -1,8 +1,6 @@
-// svc dev: Studio. The Studio engineer's runDevCommand does the work; it is
-// loaded lazily so the CLI starts (and compiles) without it.
+// svc dev: Studio. runDevCommand does the work; it is loaded on first use so
+// the other commands start without Studio's server code.
 import { type Command, UsageError } from "../args.js";
-
-type DevModule = { runDevCommand?: (argv: string[]) => Promise<number> };
 
 export const devCommand: Command = {
   name: "dev",
@@ -20,18 +18,7 @@ export const devCommand: Command = {
     const port = argv.indexOf("--port");
     if (port !== -1 && !/^\d+$/.test(argv[port + 1] ?? ""))
       throw new UsageError("--port: expected a port number");
-    const specifier = "../../studio/dev-command.js";
-    let mod: DevModule;
-    try {
-      mod = (await import(specifier)) as DevModule;
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === "ERR_MODULE_NOT_FOUND") {
-        throw new Error("Studio is not part of this build of svc yet (no studio/dev-command.js)");
-      }
-      throw err;
-    }
-    if (typeof mod.runDevCommand !== "function")
-      throw new Error("Studio's dev command is missing runDevCommand");
-    return mod.runDevCommand(argv);
+    const { runDevCommand } = await import("../../studio/dev-command.js");
+    return runDevCommand(argv);
   },
 };

@@ -10,15 +10,8 @@ import {
 } from "../../sdk/local-server.js";
 import { type Command, wantsHelp } from "../args.js";
 
-type ServerModule = {
-  runServerCommand?: (argv: string[]) => Promise<number>;
-  runWorkerCommand?: (argv: string[]) => Promise<number>;
-};
-
-async function serverModule(): Promise<ServerModule> {
-  const specifier = "@svc/server";
-  return (await import(specifier)) as ServerModule;
-}
+// Loaded on first use: commands that never run the backend start without it.
+const serverModule = () => import("@svc/server");
 
 export const serverCommand: Command = {
   name: "server",
@@ -54,10 +47,8 @@ export const serverCommand: Command = {
     }
     const mod = await serverModule();
     if (wantsHelp(argv)) process.stdout.write(`${serverCommand.usage}\n\n`);
-    if (typeof mod.runServerCommand !== "function")
-      throw new Error("this build of @svc/server has no runServerCommand");
     if (process.env.SVC_SERVER_BACKGROUND !== "1") return mod.runServerCommand(argv);
-    return runRecorded(() => mod.runServerCommand!(argv));
+    return runRecorded(() => mod.runServerCommand(argv));
   },
 };
 
@@ -107,8 +98,6 @@ export const workerCommand: Command = {
   usage: "Usage: svc worker [options]   (svc worker --help lists its options)",
   async run(argv) {
     const mod = await serverModule();
-    if (typeof mod.runWorkerCommand !== "function")
-      throw new Error("this build of @svc/server has no runWorkerCommand");
     return mod.runWorkerCommand(argv);
   },
 };
