@@ -35,59 +35,29 @@ import type {
 import type {
   CloudApi,
   CloudApiClientOptions,
-  CloudApiErrorShape,
   DatasetProfileOptions,
 } from "./cloud-api.js";
+import {
+  type AuthConfig,
+  CloudApiError,
+  HUB_DATASET_RESPONSE_TIMEOUT_MS,
+  INFERENCE_RESPONSE_TIMEOUT_MS,
+  type RequestOptions,
+  readJson,
+  safeParse,
+  sendRequest,
+} from "./cloud-request.js";
 import { profileQuery } from "./dataset-profile.js";
 import { readServerSentEvents } from "./server-sent-events.js";
 import { ToolCallAssembler } from "./tool-call-stream.js";
 
-export class CloudApiError extends Error implements CloudApiErrorShape {
-  readonly status: number;
-  readonly code: string;
-
-  constructor(status: number, code: string, message: string) {
-    super(message);
-    this.name = "CloudApiError";
-    this.status = status;
-    this.code = code;
-  }
-}
-
-/** What GET /v1/auth/config answers: the identity provider `svc login` signs in with. */
-export interface AuthConfig {
-  oidc: { issuer: string; clientId: string; audience?: string; scopes?: string[] } | null;
-}
-
-type Query = Record<string, string | undefined>;
-
-/**
- * How long a request waits for the response to begin before the cloud API
- * counts as hung (a dead one fails at once): no command hangs silently on a
- * stopped server. SVC_API_RESPONSE_TIMEOUT_MS overrides it (tests).
- */
-export const RESPONSE_TIMEOUT_MS = 60_000;
-/** Inference answers after the whole completion (or, streamed, after the prompt's prefill): more time. */
-export const INFERENCE_RESPONSE_TIMEOUT_MS = 600_000;
-/** A Hub dataset answers once its split is downloaded and checked: a large one takes a while. */
-export const HUB_DATASET_RESPONSE_TIMEOUT_MS = 3_600_000;
-
-function responseTimeoutMs(fallback: number): number {
-  const n = Number(process.env.SVC_API_RESPONSE_TIMEOUT_MS);
-  return Number.isFinite(n) && n > 0 ? n : fallback;
-}
-
-interface RequestOptions {
-  query?: Query;
-  body?: unknown;
-  rawBody?: string;
-  contentType?: string;
-  scoped?: boolean;
-  signal?: AbortSignal;
-  headers?: Record<string, string>;
-  /** Default RESPONSE_TIMEOUT_MS. */
-  timeoutMs?: number;
-}
+export {
+  type AuthConfig,
+  CloudApiError,
+  HUB_DATASET_RESPONSE_TIMEOUT_MS,
+  INFERENCE_RESPONSE_TIMEOUT_MS,
+  RESPONSE_TIMEOUT_MS,
+} from "./cloud-request.js";
 
 export class CloudApiClient implements CloudApi {
   readonly baseUrl: string;
@@ -375,81 +345,16 @@ export class CloudApiClient implements CloudApi {
   // ------------------------------------------------------------ transport
 
   private async json<T>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
-    const res = await this.request(method, path, options);
-    const text = await res.text();
-    if (text === "") return {} as T;
-    const body = safeParse(text);
-    if (body === null)
-      throw new CloudApiError(res.status, "bad_response", `${method} ${path}: answer is not JSON`);
-    return body as T;
+    return readJson<T>(await this.request(method, path, options), method, path);
   }
 
   /** Sends one request; resolves with the Response for 2xx and throws CloudApiError otherwise. */
-  async request(method: string, path: string, options: RequestOptions = {}): Promise<Response> {
-    const url = new URL(this.baseUrl + path);
-    const query: Query = { ...options.query };
-    if (options.scoped) {
-      if (!this.scope) {
-        throw new CloudApiError(
-          0,
-          "missing_scope",
-          `${method} ${path} needs a project scope (orgSlug, projectSlug)`,
-        );
-      }
-      query.orgSlug = this.scope.orgSlug;
-      query.projectSlug = this.scope.projectSlug;
-    }
-    for (const [k, v] of Object.entries(query)) if (v !== undefined) url.searchParams.set(k, v);
-    const headers: Record<string, string> = { ...options.headers };
-    if (this.token) headers.Authorization = `Bearer ${this.token}`;
-    let body: string | undefined;
-    if (options.rawBody !== undefined) {
-      body = options.rawBody;
-      headers["Content-Type"] = options.contentType ?? "application/octet-stream";
-    } else if (options.body !== undefined) {
-      body = JSON.stringify(options.body);
-      headers["Content-Type"] = "application/json";
-    }
-    const timeoutMs = responseTimeoutMs(options.timeoutMs ?? RESPONSE_TIMEOUT_MS);
-    const timeout = new AbortController();
-    const timer = setTimeout(() => timeout.abort(), timeoutMs);
-    const signal = options.signal ? AbortSignal.any([options.signal, timeout.signal]) : timeout.signal;
-    let res: Response;
-    try {
-      res = await this.fetchImpl(url, { method, headers, body, signal });
-    } catch (err) {
-      if (options.signal?.aborted) throw err;
-      if (timeout.signal.aborted)
-        throw new CloudApiError(
-          0,
-          "timeout",
-          `the cloud API at ${this.baseUrl} did not answer ${method} ${path} within ${Math.round(timeoutMs / 1000)}s; it may be hung (see svc server status and its log)`,
-        );
-      const cause = (err as { cause?: { code?: string } }).cause?.code;
-      throw new CloudApiError(
-        0,
-        "unreachable",
-        `cannot reach the cloud API at ${this.baseUrl}${cause ? ` (${cause})` : ""}: ${(err as Error).message}`,
-      );
-    } finally {
-      clearTimeout(timer);
-    }
-    if (res.ok) return res;
-    const text = await res.text().catch(() => "");
-    const parsed = safeParse(text) as { error?: { message?: string; code?: string } } | null;
-    const message = parsed?.error?.message ?? (text.trim() || res.statusText || `HTTP ${res.status}`);
-    throw new CloudApiError(res.status, parsed?.error?.code ?? `http_${res.status}`, message);
+  request(method: string, path: string, options: RequestOptions = {}): Promise<Response> {
+    const { baseUrl, token, scope, fetchImpl } = this;
+    return sendRequest({ baseUrl, token, scope, fetch: fetchImpl }, method, path, options);
   }
 }
 
 function seg(s: string): string {
   return encodeURIComponent(s);
-}
-
-function safeParse(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return null;
-  }
 }
