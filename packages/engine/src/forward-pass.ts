@@ -1,0 +1,207 @@
+// The forward pass of every supported family through the decoder layers and
+// the final norm, read from the config's block description (families/types.ts).
+// Every projection runs on all N rows at once so the matmuls are large:
+// y[N,out] = x[N,in]·Wᵀ (+ bias) (+ scale·(x·Aᵀ)·Bᵀ). A decoder layer is two
+// residual branches, each
+//   x += residualScale · outNorm?(branch(inNorm?(x)))
+// attention: o(attn(rope(qkNorm(q)), rope(qkNorm(k)), v)), MLP: down(act(gate)·up).
+import type { LayerActivations } from "./activations.js";
+import type { Slot } from "./families/index.js";
+import type { Rows, Segment } from "./graph-rows.js";
+import {
+  activation,
+  DOWN,
+  GATE_UP,
+  type GraphState,
+  layerActs,
+  norm,
+  O,
+  QKV,
+  qkRows,
+  rope,
+  sizesOf,
+} from "./graph-state.js";
+import { tick, tock } from "./profile.js";
+import { matmulWeight, matrixRow } from "./quant/serving.js";
+import type { LayerWeights, ProjectionWeight } from "./weights.js";
+
+/**
+ * Runs the layers and the final norm over the rows (buffers already sized for
+ * them); leaves xf [N,C] in g.s.xf for the LM head. With caches, appends each
+ * layer's keys and values.
+ */
+export function forwardLayers(g: GraphState, rows: Rows): Float32Array {
+  const { N, ids, segments } = rows;
+  const cfg = g.config;
+  const { C, F, Hq, Hkv, Q, K } = sizesOf(cfg);
+  const w = g.weights;
+  g.pass = rows;
+  const s = g.s;
+  const fused = cfg.residualScale === 1; // the residual add rides on the output projection's matmul
+
+  // token embeddings (times the family's scale) → the residual stream [N,C]
+  let t0 = tick();
+  const x0 = g.acts[0].resid;
+  const scale = cfg.embeddingScale;
+  for (let n = 0; n < N; n++) {
+    const row = x0.subarray(n * C, n * C + C);
+    matrixRow(w.embed, ids[n], C, row);
+    if (scale !== 1) for (let c = 0; c < C; c++) row[c] *= scale;
+  }
+  tock("fwd.embed", t0);
+
+  for (let l = 0; l < cfg.numHiddenLayers; l++) {
+    const a = layerActs(g, l);
+    const lw = w.layers[l];
+    const state = g.inferenceOnly ? 0 : l;
+    const next = l + 1 < cfg.numHiddenLayers ? layerActs(g, l + 1).resid : s.final;
+
+    // ---- attention branch
+    let h = a.resid;
+    if (lw.attnNorm) {
+      norm(g, a.resid, lw.attnNorm, s.ln, a.rstd1, N, C);
+      h = s.ln;
+    }
+    project(g, h, lw, "q", a.q, N, Q, C);
+    project(g, h, lw, "k", a.k, N, K, C);
+    project(g, h, lw, "v", a.v, N, K, C);
+    g.lora.forward(rows.lora, h, C, l, state, QKV, [a.q, a.k, a.v], [Q, K, K]);
+    if (lw.qNorm && lw.kNorm) {
+      a.qPre.set(a.q.subarray(0, N * Q));
+      a.kPre.set(a.k.subarray(0, N * K));
+      norm(g, a.qPre, lw.qNorm, a.q, a.rstdQ, ...qkRows(cfg, N, Hq));
+      norm(g, a.kPre, lw.kNorm, a.k, a.rstdK, ...qkRows(cfg, N, Hkv));
+    }
+    rope(g, a.q, l, Hq, N, false);
+    rope(g, a.k, l, Hkv, N, false);
+    attend(g, a, l, N, segments);
+
+    // o_proj, then its norm and the residual add
+    const xmid = a.xmid;
+    const outNormA = lw.attnOutNorm;
+    if (!outNormA && fused) {
+      xmid.set(a.resid.subarray(0, N * C));
+      project(g, a.att, lw, "o", xmid, N, C, Q, true);
+      g.lora.forward(rows.lora, a.att, Q, l, state, O, [xmid], [C]);
+    } else {
+      project(g, a.att, lw, "o", a.attnOut, N, C, Q);
+      g.lora.forward(rows.lora, a.att, Q, l, state, O, [a.attnOut], [C]);
+      residualAdd(g, a.resid, a.attnOut, outNormA, a.rstd3, xmid, N);
+    }
+
+    // ---- MLP branch
+    let h2 = xmid;
+    if (lw.mlpNorm) {
+      norm(g, xmid, lw.mlpNorm, s.ln, a.rstd2, N, C);
+      h2 = s.ln;
+    }
+    project(g, h2, lw, "gate", a.gate, N, F, C);
+    project(g, h2, lw, "up", a.up, N, F, C);
+    g.lora.forward(rows.lora, h2, C, l, state, GATE_UP, [a.gate, a.up], [F, F]);
+    t0 = tick();
+    activation(g, a.gate, a.up, s.act, N * F);
+    tock("fwd.act", t0);
+    const outNormM = lw.mlpOutNorm;
+    if (!outNormM && fused) {
+      next.set(xmid.subarray(0, N * C));
+      project(g, s.act, lw, "down", next, N, C, F, true);
+      g.lora.forward(rows.lora, s.act, F, l, state, DOWN, [next], [C]);
+    } else {
+      project(g, s.act, lw, "down", a.mlpOut, N, C, F);
+      g.lora.forward(rows.lora, s.act, F, l, state, DOWN, [a.mlpOut], [C]);
+      residualAdd(g, xmid, a.mlpOut, outNormM, a.rstd4, next, N);
+    }
+  }
+  norm(g, s.final, w.finalNorm, s.xf, s.rstdf, N, C);
+  return s.xf;
+}
+
+/** y[N,out] (+)= alpha·x[N,in]·Wᵀ (+ alpha·bias): a frozen base projection. */
+function project(
+  g: GraphState,
+  x: Float32Array,
+  lw: LayerWeights<ProjectionWeight>,
+  slot: Slot,
+  y: Float32Array,
+  N: number,
+  out: number,
+  inDim: number,
+  accumulate = false,
+  alpha = 1,
+): void {
+  const t = tick();
+  matmulWeight(g.kern, x, lw[slot], y, N, out, inDim, accumulate, alpha);
+  const bias = lw.bias[slot];
+  if (bias) g.kern.addBias(y, bias, N, out, alpha);
+  tock(`fwd.matmul.${slot}`, t);
+}
+
+/** out = resid + residualScale · outNorm?(branch); branch [N,C] keeps its pre-norm value for backward. */
+function residualAdd(
+  g: GraphState,
+  resid: Float32Array,
+  branch: Float32Array,
+  outNorm: Float32Array | null,
+  rstd: Float32Array,
+  out: Float32Array,
+  N: number,
+): void {
+  const C = g.config.hiddenSize;
+  let y = branch;
+  if (outNorm) {
+    norm(g, branch, outNorm, g.s.dtmp, rstd, N, C);
+    y = g.s.dtmp;
+  }
+  const m = g.config.residualScale;
+  for (let i = 0; i < N * C; i++) out[i] = resid[i] + m * y[i];
+}
+
+/** Causal attention of each segment's queries over its keys (and its cache's). */
+function attend(
+  g: GraphState,
+  a: LayerActivations,
+  l: number,
+  N: number,
+  segments: readonly Segment[],
+): void {
+  const t0 = tick();
+  const { Hq, Hkv, D, Q, K } = sizesOf(g.config);
+  const k = g.kern;
+  const scale = g.config.attentionScale;
+  const window = g.config.layers[l].window;
+  let covered = 0;
+  for (const seg of segments) {
+    const { row, rows, cache } = seg;
+    const q = a.q.subarray(row * Q, (row + rows) * Q);
+    const out = a.att.subarray(row * Q, (row + rows) * Q);
+    if (row > covered) a.att.fill(0, covered * Q, row * Q); // padding rows attend to nothing
+    covered = row + rows;
+    if (cache) {
+      const past = cache.length;
+      cache.k[l].set(a.k.subarray(row * K, (row + rows) * K), past * K);
+      cache.v[l].set(a.v.subarray(row * K, (row + rows) * K), past * K);
+      k.attentionForward(
+        q,
+        cache.k[l],
+        cache.v[l],
+        out,
+        null,
+        rows,
+        past + rows,
+        Hq,
+        Hkv,
+        D,
+        scale,
+        K,
+        window,
+      );
+    } else {
+      const lse = g.inferenceOnly ? null : a.lse.subarray(row * Hq, (row + rows) * Hq);
+      const kk = a.k.subarray(row * K, (row + rows) * K);
+      const vv = a.v.subarray(row * K, (row + rows) * K);
+      k.attentionForward(q, kk, vv, out, lse, rows, rows, Hq, Hkv, D, scale, K, window);
+    }
+  }
+  if (N > covered) a.att.fill(0, covered * Q, N * Q);
+  tock("fwd.attention", t0);
+}
