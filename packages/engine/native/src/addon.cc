@@ -349,6 +349,9 @@ napi_value Create(napi_env env, napi_callback_info info) {
     set(env, obj, f.name, fn);
   }
   set(env, obj, "isa", str(env, table->isa));
+  napi_value int8x;
+  napi_get_boolean(env, table->quant_int8_activations, &int8x);
+  set(env, obj, "quantInt8Activations", int8x);
   return obj;
 }
 

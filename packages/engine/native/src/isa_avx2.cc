@@ -1,4 +1,7 @@
-// The kernels compiled for the avx2 instruction set (flags in binding.gyp).
+// The kernels compiled for the avx2 instruction set (flags in binding.gyp),
+// quant_int.h's vpmaddubsw decode path included.
+#include <immintrin.h>
+
 #include "kernel_table.h"
 #include "runtime.h"
 

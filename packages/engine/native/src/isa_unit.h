@@ -5,10 +5,16 @@
 #include "ops.h"
 #include "attention.h"
 #include "quant.h"
+#include "quant_int.h"
 
 static const SvcKernelTable kTable = {
     SVC_ISA_NAME,      matmul,          rmsnorm_forward, rmsnorm_backward,
     rope,              swiglu_forward,  swiglu_backward, geglu_forward,
     geglu_backward,    add_bias,        attention_forward, attention_backward,
-    cross_entropy,     adamw,           matmul_quant,
+    cross_entropy,     adamw,
+#if SVC_INT_DECODE
+    matmul_quant_int,  true,
+#else
+    matmul_quant,      false,
+#endif
 };

@@ -9,6 +9,12 @@ export interface KernelCase {
   /** Relative tolerance against the reference (errors are scaled by the output's magnitude). */
   readonly tolerance: number;
   run(k: Kernels): Float32Array[];
+  /**
+   * For an implementation that rounds matmulQuant's x to 8 bits
+   * (quantInt8Activations), on a case that takes that path: its worst error
+   * over what the rounding allows (<= 1 passes), in place of `tolerance`.
+   */
+  roundedActivations?(k: Kernels): number;
 }
 
 /** A seeded uniform [-1, 1) generator (mulberry32), so every implementation sees the same inputs. */

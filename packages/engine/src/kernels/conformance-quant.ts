@@ -3,9 +3,14 @@
 // path, odd output widths, k with and without a tail past 32, views at
 // non-zero offsets, accumulate and alpha. Weights are random bytes (every
 // nibble, int8 −128 included) with random scales; y sits between guard
-// elements that must come back untouched.
+// elements that must come back untouched. Some x rows carry an outlier
+// channel (×40) and an all-zero block, as real activations do. Where an
+// implementation rounds x to 8 bits (quantInt8Activations) the int8 and q4_0
+// cases at few rows are held to that rounding's bounds instead
+// (conformance-quant-int.ts).
 import { f32ToF16 } from "../quant/half.js";
 import { type KernelCase, randomSource, randomView } from "./conformance-inputs.js";
+import { roundedActivationsError, roundsActivations } from "./conformance-quant-int.js";
 import type { QuantFormat, QuantMatrix } from "./types.js";
 
 const GUARD = 5;
@@ -74,18 +79,34 @@ export function quantCases(): KernelCase[] {
       const s = seed++;
       const accumulate = (s & 1) === 0;
       const alpha = s % 3 === 0 ? 0.5 : undefined;
+      const outliers = s % 4 === 1;
+      const operands = () => {
+        const rand = randomSource(s);
+        const w = randomQuantMatrix(rand, format, n, k);
+        const x = randomView(rand, m * k);
+        if (outliers) {
+          for (let i = 0; i < m; i++) x[i * k + ((7 * i + 5) % k)] *= 40;
+          if (k >= 64) x.fill(0, 32, 64);
+        }
+        const yBuf = new Float32Array(m * n + 2 * GUARD);
+        for (let i = 0; i < yBuf.length; i++) yBuf[i] = rand();
+        return { w, x, yBuf };
+      };
+      const probe = randomQuantMatrix(randomSource(0), format, 1, k);
       out.push({
-        name: `matmulQuant ${format} ${m}x${n}x${k}${accumulate ? " acc" : ""}${alpha ? ` α=${alpha}` : ""}`,
+        name: `matmulQuant ${format} ${m}x${n}x${k}${accumulate ? " acc" : ""}${alpha ? ` α=${alpha}` : ""}${outliers ? " outliers" : ""}`,
         tolerance: 2e-5,
         run(kern) {
-          const rand = randomSource(s);
-          const w = randomQuantMatrix(rand, format, n, k);
-          const x = randomView(rand, m * k);
-          const yBuf = new Float32Array(m * n + 2 * GUARD);
-          for (let i = 0; i < yBuf.length; i++) yBuf[i] = rand();
+          const { w, x, yBuf } = operands();
           kern.matmulQuant(x, w, yBuf.subarray(GUARD, GUARD + m * n), m, accumulate, alpha);
           return [yBuf];
         },
+        roundedActivations: roundsActivations(probe, m)
+          ? (kern) => {
+              const { w, x, yBuf } = operands();
+              return roundedActivationsError(kern, x, w, yBuf, GUARD, m, accumulate, alpha);
+            }
+          : undefined,
       });
     }
   }

@@ -264,3 +264,17 @@ export function compareWithReference(kern: Kernels, c: KernelCase): number {
   }
   return worst;
 }
+
+/**
+ * Why `kern` fails a case, or null: its error against the reference within the
+ * case's tolerance, or within the bounds of 8-bit activations where the
+ * implementation rounds them (KernelCase.roundedActivations).
+ */
+export function conformanceFailure(kern: Kernels, c: KernelCase): string | null {
+  if (kern.quantInt8Activations && c.roundedActivations) {
+    const ratio = c.roundedActivations(kern);
+    return ratio <= 1 ? null : `${c.name}: error ${ratio}× what 8-bit activations allow`;
+  }
+  const err = compareWithReference(kern, c);
+  return err <= c.tolerance ? null : `${c.name}: error ${err} > ${c.tolerance}`;
+}

@@ -81,5 +81,30 @@ for (const [name, load] of implementations) {
       k().matmulQuant(Float32Array.of(1, 1), w, buf.subarray(2, 4), 1, true, 2);
       assert.deepEqual([...buf], [7, 7, 9, 21, 7, 7]);
     });
+
+    // 8 bits cannot carry a NaN or an infinity: the integer path must not round them away.
+    test("a NaN or infinity in x reaches every output, as in fp32", () => {
+      const q4: QuantMatrix = {
+        format: "q4_0",
+        rows: 3,
+        cols: 64,
+        data: new Uint8Array(96).fill(0x9a),
+        scales: new Uint16Array(6).fill(0x3c00),
+      };
+      for (const w of [int8(3, 64), q4]) {
+        if (w.format === "int8") w.data.fill(3);
+        for (const bad of [Number.NaN, Number.POSITIVE_INFINITY]) {
+          const x = new Float32Array(128).fill(0.25);
+          x[64 + 40] = bad;
+          const y = new Float32Array(6);
+          k().matmulQuant(x, w, y, 2, false);
+          assert.ok(y.slice(0, 3).every(Number.isFinite), `${w.format}: row 0 is finite`);
+          assert.ok(
+            y.slice(3).every((v) => !Number.isFinite(v)),
+            `${w.format} ${bad}: row 1 is ${[...y.slice(3)]}`,
+          );
+        }
+      }
+    });
   });
 }

@@ -22,11 +22,15 @@ type AddonMatmulQuant = (
 ) => void;
 
 interface NativeAddon {
-  /** The ISAs this CPU runs, best first ("avx512", "avx2", "baseline"). */
+  /** The ISAs this CPU runs, best first ("avx512vnni", "avx512", "avx2", "baseline"). */
   readonly supportedIsas: string[];
   /** Threads in the addon's worker pool (calling thread included). */
   readonly threads: number;
-  create(isa: string): KernelMethods & { readonly isa: string; readonly matmulQuant: AddonMatmulQuant };
+  create(isa: string): KernelMethods & {
+    readonly isa: string;
+    readonly matmulQuant: AddonMatmulQuant;
+    readonly quantInt8Activations: boolean;
+  };
 }
 
 export interface NativeKernels extends Kernels {
@@ -38,13 +42,13 @@ export interface NativeKernels extends Kernels {
 }
 
 export interface NativeKernelOptions {
-  /** "avx512", "avx2" or "baseline"; default SVC_KERNELS_ISA, else the best the CPU supports. */
+  /** "avx512vnni", "avx512", "avx2" or "baseline"; default SVC_KERNELS_ISA, else the best the CPU supports. */
   isa?: string;
   /** The .node file; default SVC_KERNELS_ADDON, else native/build/Release/svc_kernels.node. */
   addonPath?: string;
 }
 
-export const NATIVE_ISAS = ["avx512", "avx2", "baseline"] as const;
+export const NATIVE_ISAS = ["avx512vnni", "avx512", "avx2", "baseline"] as const;
 
 export const defaultAddonPath = fileURLToPath(
   new URL("../../../native/build/Release/svc_kernels.node", import.meta.url),
@@ -71,9 +75,9 @@ export function loadNativeKernels(options: NativeKernelOptions = {}): NativeKern
     );
   }
   const methods = addon.create(isa);
-  const quant = methods.matmulQuant;
+  const { matmulQuant: quant, quantInt8Activations, ...rest } = methods;
   return {
-    ...methods,
+    ...rest,
     matmulQuant(x, w, y, m, accumulate, alpha) {
       checkQuantMatrix(w);
       const code = QUANT_FORMAT_CODES[w.format];
@@ -81,6 +85,7 @@ export function loadNativeKernels(options: NativeKernelOptions = {}): NativeKern
     },
     name: "native",
     isa: methods.isa,
+    quantInt8Activations,
     threads: addon.threads,
     supportedIsas: [...addon.supportedIsas],
   };

@@ -32,8 +32,16 @@ export const QUANT_FORMAT_CODES: Record<QuantFormat, number> = { bf16: 1, int8: 
 export interface Kernels {
   /** "native" or "portable". */
   readonly name: "native" | "portable";
-  /** The instruction set actually in use, e.g. "avx512", "avx2", "baseline", "wasm-simd", "js". */
+  /** The instruction set actually in use, e.g. "avx512vnni", "avx2", "baseline", "wasm-simd", "js". */
   readonly isa: string;
+  /**
+   * True where matmulQuant rounds x to 8 bits per 32-block (one fp32 scale
+   * each) for int8 and q4_0 weights at few rows (m <= 16, cols % 32 == 0) and
+   * multiplies in integers (native avx512vnni and avx2); the result then
+   * differs from the fp32 product by at most Σ|w|·scale/2 per output.
+   * Absent or false: the product is computed in fp32.
+   */
+  readonly quantInt8Activations?: boolean;
 
   /**
    * C[m,n] = alpha * op(A) · op(B) + (accumulate ? C : 0)
@@ -57,7 +65,8 @@ export interface Kernels {
   /**
    * y[m, w.rows] = alpha · x[m, w.cols] · Wᵀ + (accumulate ? y : 0), with W in a
    * serving format (QuantMatrix): a Linear layer of frozen quantized weights.
-   * The product is of x with the weights as the format stores them, in fp32.
+   * The product is of x with the weights as the format stores them, in fp32
+   * (or with x rounded to 8 bits: quantInt8Activations).
    */
   matmulQuant(
     x: Float32Array,

@@ -1,0 +1,325 @@
+// The integer decode path of matmul_quant for int8 and q4_0 weights: at few
+// rows (m <= GEMV_MAX_ROWS) each row of x is rounded once per call to 8 bits
+// per 32-block (xq = round(x / d), d = max|x| / 127 in fp32, like llama.cpp's
+// Q8_0 activations), and every weight row is multiplied with it by integer dot
+// products: four byte products summed into each int32 lane per instruction,
+// where the float path widens every weight to fp32 first. Each block's integer
+// sum is then scaled in fp32 (x's block scale, and q4_0's weight block scale).
+//
+// The result is no longer the fp32 product: an element's rounding error is at
+// most d/2, so |y - y_fp32| <= Σ_j |w_j| d_b(j) / 2 (the conformance tests
+// hold each output to that bound, and their RMS error to its statistics).
+// Prefill (many rows), bf16 and int8 rows that are not whole 32-blocks keep
+// the float path (quant.h).
+//
+// The dot products need instructions GCC's vector extensions cannot express
+// (vpdpbusd, vpmaddubsw: byte products summed into wider lanes), so this file
+// uses intrinsics for those two primitives and vector extensions for the rest.
+// Units: AVX-512 VNNI (zmm, vpdpbusd) and AVX2 (ymm, vpmaddubsw + vpmaddwd);
+// the unit includes <immintrin.h> before its namespace. Elsewhere
+// SVC_INT_DECODE is 0 and the table keeps quant.h's matmul_quant.
+//
+// Operands: vpdpbusd/vpmaddubsw multiply an unsigned byte by a signed one.
+//   q4_0: the weight is the unsigned nibble u (0..15), x the signed byte:
+//         Σ (u - 8)·xq = Σ u·xq - 8·Σ xq, and -8·Σ xq (x only) is added once
+//         per block as the starting value of one lane of the block.
+//   int8 with vpdpbusd: u = w + 128 (w ^ 0x80), and -128·Σ xq per block alike.
+//   int8 with vpmaddubsw: |w| times xq with w's sign (vpsignb); the products
+//         fit its saturating 16-bit pair sums (128·127·2 < 32767), where
+//         (w + 128)·xq would not.
+
+#if defined(__AVX512VNNI__) && defined(__AVX512BW__) && SVC_VEC_BYTES == 64
+#define SVC_INT_DECODE 1
+#elif defined(__AVX2__) && SVC_VEC_BYTES == 32
+#define SVC_INT_DECODE 1
+#else
+#define SVC_INT_DECODE 0
+#endif
+
+#if SVC_INT_DECODE
+constexpr long VB = SVC_VEC_BYTES;  // bytes per vector
+typedef signed char vs8 __attribute__((vector_size(SVC_VEC_BYTES)));
+typedef signed char vs8_u __attribute__((vector_size(SVC_VEC_BYTES), aligned(1), may_alias));
+typedef unsigned short vu16 __attribute__((vector_size(SVC_VEC_BYTES)));
+
+#if SVC_VEC_BYTES == 64
+typedef __m512i vnative;
+// acc + Σ of four u·s products per lane, u unsigned bytes and s signed ones.
+static inline vi dot_us(vi acc, vs8 u, vs8 s) {
+  return (vi)_mm512_dpbusd_epi32((vnative)acc, (vnative)u, (vnative)s);
+}
+// The same for two operand pairs (q4_0's low and high nibbles).
+static inline vi dot_us2(vi acc, vs8 u1, vs8 s1, vs8 u2, vs8 s2) {
+  return dot_us(dot_us(acc, u1, s1), u2, s2);
+}
+// acc + Σ (w + I8_BIAS)·x per lane for signed bytes w and x.
+constexpr int I8_BIAS = 128;
+// d[b] in lanes 4b..4b+3 (a vpermps: GCC's own lowering of that shuffle goes
+// through the stack, a store-forwarding stall per call).
+// The first `blocks` (< 4) q4_0 blocks of a step and their scales, the rest zero (masked loads).
+static inline void q4_partial(const unsigned char* p, const unsigned short* h, long blocks, vs8* bytes,
+                              v4* d) {
+  *bytes = (vs8)_mm512_maskz_loadu_epi8((__mmask64)((1ULL << (16 * blocks)) - 1), p);
+  *d = (v4)_mm_cvtph_ps(_mm_maskz_loadu_epi16((__mmask8)((1u << blocks) - 1), h));
+}
+static inline vf block_lanes(v4 d) {
+  const __m512i idx = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
+  return (vf)_mm512_maskz_permutexvar_ps((__mmask16)0xffff, idx, _mm512_zextps128_ps512((__m128)d));
+}
+static inline vi dot_i8(vi acc, vs8 w, vs8 x) { return dot_us(acc, w ^ (signed char)0x80, x); }
+#else
+typedef __m256i vnative;
+// vpmaddubsw sums byte pairs into saturating int16, vpmaddwd by ones widens them.
+static inline vi widen_pairs(__m256i p) { return (vi)_mm256_madd_epi16(p, _mm256_set1_epi16(1)); }
+// u < 16 here (nibbles): |pair sums| <= 2·15·127, and two of them added stay below 2^15.
+static inline vi dot_us2(vi acc, vs8 u1, vs8 s1, vs8 u2, vs8 s2) {
+  __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16((vnative)u1, (vnative)s1),
+                               _mm256_maddubs_epi16((vnative)u2, (vnative)s2));
+  return acc + widen_pairs(p);
+}
+constexpr int I8_BIAS = 0;
+// A step's first block alone (the row's last 16 bytes) and its scale, the rest zero.
+static inline void q4_partial(const unsigned char* p, const unsigned short* h, long, vs8* bytes, v4* d) {
+  *bytes = (vs8)_mm256_zextsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  *d = v4{f16_to_f32(h[0]), 0.f, 0.f, 0.f};
+}
+static inline vf block_lanes(v4 d) {
+  const __m256i idx = _mm256_set_epi32(1, 1, 1, 1, 0, 0, 0, 0);
+  return (vf)_mm256_permutevar8x32_ps(_mm256_zextps128_ps256((__m128)d), idx);
+}
+static inline vi dot_i8(vi acc, vs8 w, vs8 x) {
+  __m256i wv = (vnative)w;
+  __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(wv, wv), _mm256_sign_epi8((vnative)x, wv));
+  return acc + widen_pairs(p);
+}
+#endif
+
+// One row of x, quantized, in the order the weights are read: per step (one
+// weight vector of a row) the activation bytes it multiplies (int8: VB of
+// them; q4_0: VB for the low nibbles, then VB for the high ones), the block
+// scale of every int32 lane and each lane's starting value (the bias term in
+// the first lane of each block, 0 elsewhere). Steps past k are zero.
+// A compile-time flag for a step lambda: whether it is the row's last, partial step.
+template <bool B>
+struct Tail {
+  static constexpr bool value = B;
+};
+
+struct IntRow {
+  const vs8* q;
+  const vf* s;
+  const vi* c;
+};
+
+// Steps of a row: int8 reads VB weights a step, q4_0 2·VB (VB bytes of nibbles).
+static inline long int_steps(bool q4, long k) { return q4 ? ceil_div(k, 2 * VB) : ceil_div(k, VB); }
+
+// Quantizes x[k] (k % 32 == 0) into `out` laid out as IntRow says, into *row.
+// False when x holds a NaN or an infinity (which 8 bits cannot carry: the
+// caller takes the float path, so they reach y as they would there).
+static bool quantize_row(const float* x, long k, bool q4, signed char* out, IntRow* row) {
+  long steps = int_steps(q4, k), qbytes = steps * VB * (q4 ? 2 : 1);
+  signed char* q = out;
+  float* s = reinterpret_cast<float*>(out + qbytes);
+  int* c = reinterpret_cast<int*>(out + qbytes + steps * VB);
+  for (long i = 0; i < qbytes; i++) q[i] = 0;
+  for (long i = 0; i < steps * W; i++) s[i] = 0.f, c[i] = 0;
+  const int bias = q4 ? 8 : I8_BIAS;
+  const long lanes_per_block = q4 ? 4 : 8;  // int32 lanes a 32-block's products land in
+  for (long b = 0; b < k / QBLOCK; b++) {
+    const float* xb = x + b * QBLOCK;
+    float amax = 0.f;
+    for (int j = 0; j < QBLOCK; j++) {
+      float a = xb[j] < 0 ? -xb[j] : xb[j];
+      if (!(a <= 3.4e38f)) return false;  // NaN or ±inf
+      amax = a > amax ? a : amax;
+    }
+    float d = amax / 127.f, id = amax > 0.f ? 127.f / amax : 0.f;
+    int sum = 0;
+    signed char qb[QBLOCK];
+    for (int j = 0; j < QBLOCK; j++) {
+      // round half to even by the 1.5·2^23 trick (|x·id| <= 127)
+      int v = (int)((xb[j] * id + 12582912.0f) - 12582912.0f);
+      qb[j] = (signed char)v;
+      sum += v;
+    }
+    long lane;  // the block's first lane (of the whole row's steps)
+    if (q4) {
+      long per_step = VB / 16, st = b / per_step, slot = b % per_step;
+      for (int j = 0; j < 16; j++) {
+        q[st * 2 * VB + slot * 16 + j] = qb[j];
+        q[st * 2 * VB + VB + slot * 16 + j] = qb[j + 16];
+      }
+      lane = st * W + slot * lanes_per_block;
+    } else {
+      for (int j = 0; j < QBLOCK; j++) q[b * QBLOCK + j] = qb[j];
+      lane = b * lanes_per_block;
+    }
+    for (long l = 0; l < lanes_per_block; l++) s[lane + l] = d;
+    c[lane] = -bias * sum;
+  }
+  *row = IntRow{reinterpret_cast<const vs8*>(q), reinterpret_cast<const vf*>(s),
+                reinterpret_cast<const vi*>(c)};
+  return true;
+}
+
+// Bytes quantize_row writes for one row.
+static inline long int_row_bytes(bool q4, long k) { return int_steps(q4, k) * VB * (q4 ? 4 : 3); }
+
+// A weight vector from p; Last: the row's last step, 32 bytes (zmm, k % 64 == 32), the rest zero.
+template <bool Last>
+static inline vs8 int8_step(const signed char* p) {
+  vs8 v{};
+  if (Last) __builtin_memcpy(&v, p, 32);
+  else v = *reinterpret_cast<const vs8_u*>(p);
+  return v;
+}
+
+// Weight rows j..j+R-1 (int8, per-row scales) against M quantized rows of x.
+template <int M, int R>
+static void igemv_int8(const signed char* w, const float* wscale, const IntRow* xr, long k, float* c,
+                       long ldc, long j, float alpha, bool accumulate) {
+  vf acc[M][R] = {};
+  long full = k / VB;
+  auto step = [&](long v, auto tail) {
+    vs8 wv[R];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++) {
+      const signed char* p = w + (j + r) * k + v * VB;
+      __builtin_prefetch(p + R * k);
+      wv[r] = int8_step<decltype(tail)::value>(p);
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < M; i++) {
+      vi c0 = I8_BIAS ? xr[i].c[v] : vi{};
+      vs8 xq = xr[i].q[v];
+      vf sv = xr[i].s[v];
+#pragma GCC unroll 8
+      for (int r = 0; r < R; r++) acc[i][r] += __builtin_convertvector(dot_i8(c0, wv[r], xq), vf) * sv;
+    }
+  };
+  for (long v = 0; v < full; v++) step(v, Tail<false>{});
+  if (full * VB < k) step(full, Tail<true>{});
+  for (int i = 0; i < M; i++)
+    for (int r = 0; r < R; r++) {
+      float s = hsum(acc[i][r]) * wscale[j + r] * alpha;
+      float* cp = c + i * ldc + j + r;
+      *cp = accumulate ? *cp + s : s;
+    }
+}
+
+// One step of a q4_0 row: its nibbles as bytes (low: weights 0..15 of each
+// block, high: 16..31) and the weight scale of every int32 lane (lane l holds
+// block l / 4). Last: the row's last step, `blocks` (< VB / 16) blocks left.
+template <bool Last>
+static inline void q4_step(const unsigned char* p, const unsigned short* h, long blocks, vs8* lo, vs8* hi,
+                           vf* dl) {
+  vs8 bytes{};
+  v4 d4{};
+  if (Last) {
+    q4_partial(p, h, blocks, &bytes, &d4);
+  } else {
+    bytes = *reinterpret_cast<const vs8_u*>(p);
+#if SVC_VEC_BYTES == 64
+    d4 = (v4)_mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(h)));  // 4 halves
+#else
+    int two;  // 2 halves
+    __builtin_memcpy(&two, h, 4);
+    d4 = (v4)_mm_cvtph_ps(_mm_cvtsi32_si128(two));
+#endif
+  }
+  *lo = bytes & (signed char)15;
+  *hi = (vs8)((vu16)bytes >> 4) & (signed char)15;
+  *dl = block_lanes(d4);
+}
+
+// Weight rows j..j+R-1 (q4_0) against M quantized rows of x.
+template <int M, int R>
+static void igemv_q4(const unsigned char* w, const unsigned short* scales, const IntRow* xr, long k,
+                     float* c, long ldc, long j, float alpha, bool accumulate) {
+  constexpr long BPS = VB / 16;  // blocks a step
+  vf acc[M][R] = {};
+  long nblk = k / QBLOCK, rowb = k / 2, full = nblk / BPS;
+  auto step = [&](long v, auto tail) {
+    vs8 lo[R], hi[R];
+    vf dl[R];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++) {
+      const unsigned char* p = w + (j + r) * rowb + v * VB;
+      __builtin_prefetch(p + R * rowb);
+      q4_step<decltype(tail)::value>(p, scales + (j + r) * nblk + v * BPS, nblk - v * BPS, &lo[r], &hi[r],
+                                     &dl[r]);
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < M; i++) {
+      vi c0 = xr[i].c[v];
+      vs8 xlo = xr[i].q[2 * v], xhi = xr[i].q[2 * v + 1];
+      vf sv = xr[i].s[v];
+#pragma GCC unroll 8
+      for (int r = 0; r < R; r++)
+        acc[i][r] += __builtin_convertvector(dot_us2(c0, lo[r], xlo, hi[r], xhi), vf) * (sv * dl[r]);
+    }
+  };
+  for (long v = 0; v < full; v++) step(v, Tail<false>{});
+  if (full * BPS < nblk) step(full, Tail<true>{});
+  for (int i = 0; i < M; i++)
+    for (int r = 0; r < R; r++) {
+      float s = hsum(acc[i][r]) * alpha;
+      float* cp = c + i * ldc + j + r;
+      *cp = accumulate ? *cp + s : s;
+    }
+}
+
+template <int M, int R>
+static void igemv_rows(bool q4, const void* w, const void* scales, const IntRow* xr, long k, float* c,
+                       long ldc, long j, float alpha, bool accumulate) {
+  if (q4)
+    igemv_q4<M, R>(static_cast<const unsigned char*>(w), static_cast<const unsigned short*>(scales), xr, k,
+                   c, ldc, j, alpha, accumulate);
+  else
+    igemv_int8<M, R>(static_cast<const signed char*>(w), static_cast<const float*>(scales), xr, k, c, ldc,
+                     j, alpha, accumulate);
+}
+
+// M rows of x (quantized) against all n weight rows, R rows a task step.
+template <int M>
+static void igemv(bool q4, const void* w, const void* scales, const IntRow* xr, float* c, long ldc, long n,
+                  long k, float alpha, bool accumulate) {
+  constexpr int R = M <= 2 || SVC_VEC_BYTES == 64 ? 4 : 2;  // AVX2 has 16 registers
+  long groups = n / R;
+  long tasks = min_l(groups, svc_num_threads() * 8L);
+  if ((double)n * k < 1.0e5) tasks = 1;
+  par(tasks, [&](long t) {
+    for (long g = groups * t / tasks; g < groups * (t + 1) / tasks; g++)
+      igemv_rows<M, R>(q4, w, scales, xr, k, c, ldc, g * R, alpha, accumulate);
+  });
+  for (long j = groups * R; j < n; j++) igemv_rows<M, 1>(q4, w, scales, xr, k, c, ldc, j, alpha, accumulate);
+}
+
+// The table's matmul_quant where the unit has the integer path: int8 and q4_0
+// at few rows go the integer way, everything else to quant.h's matmul_quant.
+static void matmul_quant_int(int format, const float* x, const void* w, const void* scales, float* y,
+                             long m, long n, long k, bool accumulate, float alpha) {
+  bool q4 = format == SVC_QUANT_Q4_0;
+  if (format == SVC_QUANT_BF16 || m == 0 || n == 0 || k == 0 || k % QBLOCK || m > GEMV_MAX_ROWS) {
+    matmul_quant(format, x, w, scales, y, m, n, k, accumulate, alpha);
+    return;
+  }
+  long row_bytes = int_row_bytes(q4, k);
+  signed char* buf = reinterpret_cast<signed char*>(svc_scratch(SVC_SLOT_QUANT_X, (size_t)(m * row_bytes / 4)));
+  IntRow xr[GEMV_MAX_ROWS];
+  for (long i = 0; i < m; i++)
+    if (!quantize_row(x + i * k, k, q4, buf + i * row_bytes, &xr[i])) {
+      matmul_quant(format, x, w, scales, y, m, n, k, accumulate, alpha);
+      return;
+    }
+  for (long i = 0; i < m; i += 4) {
+    long mi = min_l(4, m - i);
+    float* yi = y + i * n;
+    if (mi == 1) igemv<1>(q4, w, scales, xr + i, yi, n, n, k, alpha, accumulate);
+    else if (mi == 2) igemv<2>(q4, w, scales, xr + i, yi, n, n, k, alpha, accumulate);
+    else if (mi == 3) igemv<3>(q4, w, scales, xr + i, yi, n, n, k, alpha, accumulate);
+    else igemv<4>(q4, w, scales, xr + i, yi, n, n, k, alpha, accumulate);
+  }
+}
+#endif
