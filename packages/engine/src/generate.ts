@@ -12,9 +12,10 @@ import { compiledGrammarFor, GrammarConstraint } from "./constrained/constraint.
 import { vocabularyOf } from "./constrained/vocabulary.js";
 import { BatchDecoder, createKvCache, type DecodeEntry, type KvCache } from "./decode.js";
 import { EngineError } from "./errors.js";
+import type { ModelConfig } from "./families/index.js";
 import { loraLayersFor } from "./lora-layers.js";
 import { isWeightFormat, WEIGHT_FORMATS, type WeightFormat } from "./quant/formats.js";
-import { servingWeights } from "./quant/serving.js";
+import { type ServingModel, servingWeights } from "./quant/serving.js";
 import type { Rng } from "./rng.js";
 import { type SamplingParams, samplingRng, TokenSampler } from "./sampling.js";
 import { IncrementalDetokenizer, StopStringFilter } from "./stop-strings.js";
@@ -24,7 +25,9 @@ import type {
   GenerationRequest,
   GenerationResult,
   Generator,
+  LoraAdapter,
   Model,
+  Tokenizer,
 } from "./types.js";
 import type { LoraLayers, ServingWeights } from "./weights.js";
 
@@ -125,6 +128,11 @@ function nextTick(): Promise<void> {
 }
 
 class BatchGenerator implements Generator {
+  // The model's parts a generation reads; the model object itself is not kept,
+  // so fp32 weights that were converted for serving can be collected.
+  private readonly config: ModelConfig;
+  private readonly tokenizer: Tokenizer;
+  private readonly defaultAdapter: LoraAdapter | null;
   private readonly decoder: BatchDecoder;
   private readonly sampler: TokenSampler;
   private readonly maxBatch: number;
@@ -134,11 +142,11 @@ class BatchGenerator implements Generator {
   private readonly active: Sequence[] = [];
   private running = false;
 
-  constructor(
-    private readonly model: Model,
-    options: GeneratorOptions,
-  ) {
+  constructor(model: Model | ServingModel, options: GeneratorOptions) {
     const { config } = model;
+    this.config = config;
+    this.tokenizer = model.tokenizer;
+    this.defaultAdapter = "adapter" in model ? model.adapter : null;
     this.maxBatch = positiveInteger(options.maxBatch ?? 16, "maxBatch");
     this.maxContext = positiveInteger(options.maxContext ?? config.maxPositionEmbeddings, "maxContext");
     this.maxStepTokens = Math.max(
@@ -155,7 +163,17 @@ class BatchGenerator implements Generator {
     if (options.servingWeights && options.weightFormat !== undefined) {
       throw new EngineError("invalid_argument", "give weightFormat or servingWeights, not both");
     }
-    const weights = options.servingWeights ?? servingWeights(model.weights, config, format);
+    let weights: ServingWeights;
+    if (options.servingWeights) weights = options.servingWeights;
+    else if ("weightFormat" in model) {
+      if (options.weightFormat !== undefined && options.weightFormat !== model.weightFormat) {
+        throw new EngineError(
+          "invalid_argument",
+          `the model was loaded in ${model.weightFormat} (loadServingModel) and cannot be served in ${options.weightFormat}; load it again in that format`,
+        );
+      }
+      weights = model.weights;
+    } else weights = servingWeights(model.weights, config, format);
     this.decoder = new BatchDecoder(weights, config, this.maxContext);
     this.sampler = new TokenSampler(config.vocabSize);
   }
@@ -195,7 +213,7 @@ class BatchGenerator implements Generator {
 
   /** Validates a request and turns it into a Sequence (tokenized prompt, adapter, sampler state). */
   private prepare(request: GenerationRequest): Sequence {
-    const { tokenizer, config } = this.model;
+    const { tokenizer, config } = this;
     const temperature = request.temperature ?? 1;
     if (typeof temperature !== "number" || !Number.isFinite(temperature) || temperature < 0) {
       throw new EngineError(
@@ -273,7 +291,7 @@ class BatchGenerator implements Generator {
       );
     }
 
-    const adapter = request.adapter === undefined ? this.model.adapter : request.adapter;
+    const adapter = request.adapter === undefined ? this.defaultAdapter : request.adapter;
     const lora = adapter ? loraLayersFor(adapter, config) : null;
     return new Sequence(
       { temperature, topP },
@@ -335,7 +353,7 @@ class BatchGenerator implements Generator {
   }
 
   private admit(sequence: Sequence): void {
-    sequence.cache = createKvCache(this.model.config, sequence.promptIds.length + sequence.maxTokens);
+    sequence.cache = createKvCache(this.config, sequence.promptIds.length + sequence.maxTokens);
     this.active.push(sequence);
   }
 
@@ -373,7 +391,7 @@ class BatchGenerator implements Generator {
     }
 
     const logits = this.decoder.step(entries);
-    const vocab = this.model.config.vocabSize;
+    const vocab = this.config.vocabSize;
     sampled.forEach((sequence, j) => {
       const row = logits.subarray(j * vocab, (j + 1) * vocab);
       if (!sequence.grammar) {
@@ -430,7 +448,10 @@ function positiveInteger(value: number, name: string): number {
   return value;
 }
 
-/** A Generator over the model's base weights; requests may each bring their own adapter. */
-export function createGenerator(model: Model, options: GeneratorOptions = {}): Generator {
+/**
+ * A Generator over the model's base weights (a ServingModel's: already in its
+ * format); requests may each bring their own adapter.
+ */
+export function createGenerator(model: Model | ServingModel, options: GeneratorOptions = {}): Generator {
   return new BatchGenerator(model, options);
 }

@@ -43,8 +43,13 @@ export { createGenerator, type GeneratorOptions } from "./generate.js";
 export { getKernels } from "./kernels/index.js";
 export type { Kernels } from "./kernels/types.js";
 export { isWeightFormat, WEIGHT_FORMATS, type WeightFormat } from "./quant/formats.js";
-export { servingWeights, servingWeightsAsync } from "./quant/serving.js";
-export { LoadedModel, loadModel } from "./load.js";
+export {
+  heldWeightBytes,
+  type ServingModel,
+  servingWeights,
+  servingWeightsAsync,
+} from "./quant/serving.js";
+export { LoadedModel, loadModel, loadServingModel } from "./load.js";
 export { initLoraAdapter, resolveTargetModules } from "./lora.js";
 export { loadAdapter, type SaveAdapterOptions, saveAdapter } from "./peft.js";
 export {

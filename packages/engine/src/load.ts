@@ -1,6 +1,8 @@
 // loadModel(dir): a Hugging Face model folder as transformers saves it
 // (config.json, model.safetensors or a sharded index, tokenizer files) of any
 // supported family, optionally with a PEFT LoRA adapter applied.
+// loadServingModel(dir, format): the same folder held for serving only, its
+// weights converted as they are read.
 
 import { readWeights } from "./checkpoint.js";
 import { readModelConfig } from "./config.js";
@@ -9,16 +11,30 @@ import type { ModelConfig } from "./families/index.js";
 import { loraLayersOf } from "./lora.js";
 import { ModelGraph } from "./model.js";
 import { loadAdapter } from "./peft.js";
+import type { WeightFormat } from "./quant/formats.js";
+import { readServingWeights, type ServingModel } from "./quant/serving.js";
 import { loadTokenizer } from "./tokenizer.js";
 import type { LoadModelOptions, LoraAdapter, Model, Tokenizer } from "./types.js";
 import type { LoraLayers, ModelWeights } from "./weights.js";
 
 export async function loadModel(dir: string, options: LoadModelOptions = {}): Promise<Model> {
   const config = readModelConfig(dir);
-  const weights = readWeights(dir, config);
+  const weights = await readWeights(dir, config);
   const tokenizer = await loadTokenizer(dir);
   const adapter = options.adapter ? loadAdapter(options.adapter) : null;
   return new LoadedModel(dir, config, weights, tokenizer, adapter, { graph: null });
+}
+
+/**
+ * A model folder for generation in `weightFormat`, converted matrix by matrix
+ * as the checkpoint is read, so the fp32 weights are never all held (peak:
+ * the converted weights plus one fp32 tensor). Adapters come per request.
+ */
+export async function loadServingModel(dir: string, weightFormat: WeightFormat): Promise<ServingModel> {
+  const config = readModelConfig(dir);
+  const tokenizer = await loadTokenizer(dir);
+  const weights = await readServingWeights(dir, config, weightFormat);
+  return { dir, config, tokenizer, weightFormat, weights };
 }
 
 /** Views of one model share the base weights and one forward graph (logits() is synchronous). */

@@ -1,7 +1,10 @@
 import assert from "node:assert/strict";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { test } from "node:test";
 import { isEngineError } from "./errors.js";
-import { parseSafetensors, serializeSafetensors } from "./safetensors.js";
+import { openSafetensors, parseSafetensors, serializeSafetensors } from "./safetensors.js";
 
 test("F32 tensors round-trip with metadata and an 8-byte aligned header", () => {
   const a = Float32Array.from([1.5, -2, 3.25, 0, 1e-7, -1e7]);
@@ -65,4 +68,47 @@ test("unsupported dtypes and corrupt headers are named errors", () => {
     () => parseSafetensors(new Uint8Array(4), "m.safetensors"),
     (e) => isEngineError(e, "invalid_file"),
   );
+});
+
+test("openSafetensors reads the header only, then any tensor or range of values as parseSafetensors does", () => {
+  const dir = mkdtempSync(join(tmpdir(), "svc-safetensors-"));
+  try {
+    const w = Float32Array.from({ length: 24 }, (_, i) => (i - 11) / 8);
+    for (const dtype of ["F32", "BF16", "F16"] as const) {
+      const file = join(dir, `${dtype}.safetensors`);
+      writeFileSync(
+        file,
+        serializeSafetensors(
+          [
+            ["b", { shape: [3], data: Float32Array.of(7, -1, 0.5) }],
+            ["w", { shape: [4, 6], data: w }],
+          ],
+          { dtype },
+        ),
+      );
+      const whole = parseSafetensors(readFileSync(file)).tensors;
+      const lazy = openSafetensors(file).tensors;
+      assert.deepEqual([...lazy.keys()].sort(), ["b", "w"]);
+      assert.deepEqual(lazy.get("w")?.shape, [4, 6]);
+      assert.equal(lazy.get("w")?.dtype, dtype);
+      assert.deepEqual(lazy.get("w")?.read(), whole.get("w")?.data, dtype);
+      assert.deepEqual(lazy.get("b")?.read(), whole.get("b")?.data, dtype);
+      // rows 1..2 of w, into a buffer with room to spare (and a half-width scratch for F16/BF16)
+      const out = new Float32Array(12);
+      lazy.get("w")?.readInto(6, out, new Uint16Array(32));
+      assert.deepEqual(out, whole.get("w")?.data.subarray(6, 18), `${dtype} rows 1..2`);
+      assert.throws(() => lazy.get("w")?.readInto(18, new Float32Array(12)), RangeError);
+    }
+    writeFileSync(join(dir, "bad.safetensors"), rawFile("F32", [3], new Uint8Array(8)));
+    assert.throws(
+      () => openSafetensors(join(dir, "bad.safetensors")),
+      (e) => isEngineError(e, "invalid_file") && /data_offsets/.test(e.message),
+    );
+    assert.throws(
+      () => openSafetensors(join(dir, "missing.safetensors")),
+      (e) => isEngineError(e, "missing_file"),
+    );
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

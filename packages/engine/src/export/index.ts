@@ -123,7 +123,7 @@ export async function exportModel(options: ExportOptions): Promise<ExportResult>
   }
   progress("loading", 0, 1);
   const config = readModelConfig(baseDir);
-  const base = readWeights(baseDir, config);
+  const base = await readWeights(baseDir, config);
   const tokenizer = await loadTokenizer(baseDir);
   const adapter = adapterDir ? loadAdapter(adapterDir) : null;
   progress("merging", 0, 1);

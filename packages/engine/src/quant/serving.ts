@@ -2,12 +2,16 @@
 // projection, the embeddings and the LM head (one matrix when tied) are
 // quantized; norms and biases stay fp32, and LoRA adapters run in fp32 on top
 // (lora-apply.ts is untouched by the format). Training never sees these:
-// it runs on the fp32 weights the model was loaded with.
+// it runs on the fp32 weights the model was loaded with. Converted from fp32
+// weights already in memory (servingWeights), or matrix by matrix as a
+// checkpoint is read (readServingWeights), which never holds the fp32 model.
 
+import { type MatrixSource, readWeightsAs } from "../checkpoint.js";
 import type { ModelConfig } from "../families/index.js";
 import { SLOTS } from "../families/index.js";
 import { dequantizeRow } from "../kernels/quant-matrix.js";
 import type { Kernels, QuantMatrix } from "../kernels/types.js";
+import type { Tokenizer } from "../types.js";
 import {
   type LayerWeights,
   type ModelWeights,
@@ -16,6 +20,19 @@ import {
   type ServingWeights,
 } from "../weights.js";
 import { matrixBytes, quantizeMatrix, type WeightFormat } from "./formats.js";
+
+/**
+ * A model held for serving only, its base weights in `weightFormat` and no
+ * fp32 copy of them (load.ts loadServingModel): generation runs on it,
+ * training and logits() need the fp32 Model.
+ */
+export interface ServingModel {
+  readonly dir: string;
+  readonly config: ModelConfig;
+  readonly tokenizer: Tokenizer;
+  readonly weightFormat: WeightFormat;
+  readonly weights: ServingWeights;
+}
 
 /** The weights in `format` (fp32: the same weights, nothing copied). */
 export function servingWeights(
@@ -53,7 +70,8 @@ export async function servingWeightsAsync(
   format: WeightFormat,
 ): Promise<ServingWeights> {
   if (format === "fp32") return weights;
-  const convert = (w: Float32Array, rows: number, cols: number) => quantizeInSlices(format, w, rows, cols);
+  const convert = (w: Float32Array, rows: number, cols: number) =>
+    quantizeMatrixAsync(format, memoryMatrix(w, rows, cols));
   const { hiddenSize: C, vocabSize: V } = config;
   const layers: LayerWeights<ProjectionWeight>[] = [];
   for (const lw of weights.layers) {
@@ -69,22 +87,54 @@ export async function servingWeightsAsync(
   return { embed, layers, finalNorm: weights.finalNorm, lmHead };
 }
 
+/**
+ * A folder's weights in `format`, each matrix converted a slice of rows at a
+ * time as it is read from the checkpoint (checkpoint.ts readWeightsAs): no
+ * more than one slice (about a million weights) is ever held in fp32.
+ * fp32: the weights as read.
+ */
+export function readServingWeights(
+  dir: string,
+  config: ModelConfig,
+  format: WeightFormat,
+): Promise<ServingWeights> {
+  if (format === "fp32") return readWeightsAs(dir, config, (matrix) => matrix.read());
+  return readWeightsAs(dir, config, (matrix) => quantizeMatrixAsync(format, matrix));
+}
+
+/** An fp32 matrix in memory as a MatrixSource (its rows are views, nothing copied). */
+function memoryMatrix(w: Float32Array, rows: number, cols: number): MatrixSource {
+  if (w.length < rows * cols)
+    throw new RangeError(`quantize: ${w.length} weights, the shape needs ${rows * cols}`);
+  return {
+    rows,
+    cols,
+    read: () => w.slice(0, rows * cols),
+    readRows: (first, count) => w.subarray(first * cols, (first + count) * cols),
+  };
+}
+
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
-/** quantizeMatrix, a slice of rows at a time, each slice's arrays copied into the whole matrix's. */
-async function quantizeInSlices(
+/**
+ * quantizeMatrix without holding the thread: a slice of rows at a time,
+ * yielding before each slice, each slice's arrays copied into the whole matrix's.
+ */
+async function quantizeMatrixAsync(
   format: Exclude<WeightFormat, "fp32">,
-  w: Float32Array,
-  rows: number,
-  cols: number,
+  matrix: MatrixSource,
 ): Promise<QuantMatrix> {
+  const { rows, cols } = matrix;
   const step = Math.max(1, Math.floor(SLICE_WEIGHTS / Math.max(1, cols)));
-  if (rows <= step) return quantizeMatrix(format, w, rows, cols);
+  if (rows <= step) {
+    await nextTurn();
+    return quantizeMatrix(format, matrix.readRows(0, rows), rows, cols);
+  }
   let whole: QuantMatrix | null = null;
   for (let r0 = 0; r0 < rows; r0 += step) {
     await nextTurn();
     const n = Math.min(step, rows - r0);
-    const part = quantizeMatrix(format, w.subarray(r0 * cols, (r0 + n) * cols), n, cols);
+    const part = quantizeMatrix(format, matrix.readRows(r0, n), n, cols);
     if (!whole) {
       const data = new (part.data.constructor as new (length: number) => typeof part.data)(
         (part.data.length / n) * rows,
@@ -100,6 +150,21 @@ async function quantizeInSlices(
     if (whole.scales && part.scales) whole.scales.set(part.scales as never, (part.scales.length / n) * r0);
   }
   return whole as QuantMatrix;
+}
+
+/** What a model's weights occupy: every matrix (a tied head once) and, of those, the fp32 ones. */
+export function heldWeightBytes(weights: ServingWeights): { matrices: number; fp32Matrices: number } {
+  const matrices: ProjectionWeight[] = [weights.embed];
+  if (weights.lmHead !== weights.embed) matrices.push(weights.lmHead);
+  for (const lw of weights.layers) for (const slot of SLOTS) matrices.push(lw[slot]);
+  let all = 0;
+  let fp32Matrices = 0;
+  for (const w of matrices) {
+    const bytes = matrixBytes(w);
+    all += bytes;
+    if (w instanceof Float32Array) fp32Matrices += bytes;
+  }
+  return { matrices: all, fp32Matrices };
 }
 
 /** Bytes of the weights a decode step reads: every projection, the LM head (embeddings: one row a token). */
