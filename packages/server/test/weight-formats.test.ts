@@ -1,7 +1,9 @@
 // Deployments served in a weight format (docs/serving-formats.md): the
 // weightFormat field (validated, stored, patched, refused with an upstream),
 // the server's default (svc server --weights), and the edge answering through
-// the official OpenAI client with exactly what the engine gives in that format.
+// the official OpenAI client with exactly what the engine gives in that format;
+// the inference process's log says what it holds (no fp32 copy behind a
+// converted format; a format left idle by a switch released, and loaded again).
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -14,6 +16,14 @@ import { uniqueSlug } from "./suites/deployments.js";
 const PICO_DIR = join(fileURLToPath(new URL("../../../..", import.meta.url)), "models/pico-llama");
 const PICO = "svc/pico-llama";
 const MAX_TOKENS = 40;
+
+async function until(condition: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
 
 /** Greedy answers of the engine in-process, per format, to the same chat the edge renders. */
 async function engineAnswer(format: WeightFormat, content: string): Promise<string> {
@@ -35,14 +45,12 @@ describe("deployments in a weight format", () => {
   const answers = {} as Record<WeightFormat, string>;
 
   before(async () => {
-    server = await serverFor("sqlite", [
-      "--weights",
-      "int8",
-      "--model",
-      `${PICO}=${PICO_DIR}`,
-      "--upstream",
-      "up=http://127.0.0.1:9/v1",
-    ]);
+    server = await serverFor(
+      "sqlite",
+      ["--weights", "int8", "--model", `${PICO}=${PICO_DIR}`, "--upstream", "up=http://127.0.0.1:9/v1"],
+      // a format idle while another of its model serves is released at once (default: 10 minutes)
+      { ...process.env, SVC_FORMAT_RELEASE_MS: "0" },
+    );
     id = await newIdentity(server.apiUrl);
     const subjects = ["the sea", "the president", "the war", "the law", "a ship", "the church", "the city"];
     for (const subject of subjects) {
@@ -96,6 +104,8 @@ describe("deployments in a weight format", () => {
     });
     assert.equal(got.body.deployment.weightFormat, "int8");
     assert.equal(await ask(slug, await keyOf(reply.body.deployment.id)), answers.int8);
+    // the first format this server loads: read and converted from the checkpoint, no fp32 copy
+    assert.match(server.output(), /loaded \S*pico-llama in int8 .*no fp32 copy held/);
   });
 
   it("serves a deployment without a format in the server's default (--weights int8); PATCH changes it", async () => {
@@ -115,6 +125,31 @@ describe("deployments in a weight format", () => {
     const back = await patch(reply.body.deployment.id, { weightFormat: null });
     assert.equal(back.body.deployment.weightFormat, null);
     assert.equal(await ask(slug, key), answers.int8);
+  });
+
+  it("switches a deployment fp32 → int8 → fp32: the idle fp32 weights are released, then loaded again", async () => {
+    const loadsOf = (format: string) =>
+      server.output().match(new RegExp(`loaded \\S*pico-llama in ${format} `, "g"))?.length ?? 0;
+    const releasesOf = (format: string) =>
+      server.output().match(new RegExp(`released \\S*pico-llama in ${format} `, "g"))?.length ?? 0;
+    const slug = uniqueSlug("switch");
+    const reply = await create({
+      slug,
+      target: { kind: "base_model", baseModel: PICO },
+      weightFormat: "fp32",
+    });
+    assert.equal(reply.status, 201, JSON.stringify(reply.body));
+    const key = await keyOf(reply.body.deployment.id);
+    assert.equal(await ask(slug, key), answers.fp32);
+    const fp32Loads = loadsOf("fp32");
+    const fp32Releases = releasesOf("fp32");
+    assert.equal((await patch(reply.body.deployment.id, { weightFormat: "int8" })).status, 200);
+    assert.equal(await ask(slug, key), answers.int8);
+    await until(() => releasesOf("fp32") > fp32Releases, "the fp32 weights released");
+    assert.equal((await patch(reply.body.deployment.id, { weightFormat: "fp32" })).status, 200);
+    assert.equal(await ask(slug, key), answers.fp32);
+    assert.equal(loadsOf("fp32"), fp32Loads + 1, "fp32 loaded again from disk");
+    assert.equal(await ask(slug, key), answers.fp32);
   });
 
   it("refuses an unknown format and a format with an upstream, naming the field, creating nothing", async () => {

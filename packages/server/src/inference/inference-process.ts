@@ -9,9 +9,23 @@ import { EnginePool } from "./engine-pool.js";
 import type { GenerationTarget, InferenceCommand, InferenceReply } from "./inference-protocol.js";
 
 exitWithParent();
-const pool = new EnginePool();
+const pool = new EnginePool({ idleReleaseMs: idleReleaseMs(), log: (line) => console.log(line) });
 const running = new Map<number, AbortController>();
 const reply = (message: InferenceReply) => process.send?.(message);
+
+/** SVC_FORMAT_RELEASE_MS: how long a format may idle while its model serves in another (EnginePool). */
+function idleReleaseMs(): number | undefined {
+  const raw = process.env.SVC_FORMAT_RELEASE_MS;
+  if (raw === undefined || raw === "") return undefined;
+  const ms = Number(raw);
+  if (!Number.isFinite(ms) || ms < 0) {
+    console.error(
+      `SVC_FORMAT_RELEASE_MS: expected milliseconds (a number >= 0), got "${raw}"; using the default`,
+    );
+    return undefined;
+  }
+  return ms;
+}
 
 function prepare(target: GenerationTarget) {
   return Promise.all([
@@ -28,8 +42,10 @@ function replyError(id: number, error: unknown) {
 async function generate(command: Extract<InferenceCommand, { type: "generate" }>) {
   const controller = new AbortController();
   running.set(command.id, controller);
+  let release = () => {};
   try {
     const [{ generator, tokenizer }, adapter] = await prepare(command);
+    release = pool.hold(command.modelDir, command.weightFormat);
     const { messages, tools, ...options } = command.request;
     // With tools (or tool turns) the template renders them here; the generator renders plain chats itself.
     const rendered =
@@ -52,6 +68,7 @@ async function generate(command: Extract<InferenceCommand, { type: "generate" }>
   } catch (error) {
     replyError(command.id, error);
   } finally {
+    release();
     running.delete(command.id);
   }
 }
