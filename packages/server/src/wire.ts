@@ -90,7 +90,11 @@ export function isHubModelName(name: string): boolean {
 export interface BaseModelInfo {
   /** `<org>/<model>`, e.g. "svc/pico-llama". */
   name: string;
-  /** The engine's model family: "llama", "mistral", "qwen2", "qwen3", "gemma3", "phi3", "smollm3", "olmo2" or "granite". */
+  /**
+   * The engine's model family: "llama", "mistral", "qwen2", "qwen3", "gemma3", "phi3", "smollm3", "olmo2" or "granite";
+   * "transformers" for an architecture the engine does not implement, which trains only on the torch backend with
+   * torchModel "transformers" and is never served (docs/gpu-training.md#architectures-svc-does-not-implement).
+   */
   family: string;
   /** config.json's architecture, e.g. "Qwen3ForCausalLM". */
   architecture: string;

@@ -177,7 +177,14 @@ export const checkpointSteps = (frames: SseFrame[]): number[] =>
  * worker) on a fresh database, started before the enclosing describe's tests
  * and stopped after them with every worker startWorker began.
  */
-export function torchCluster(dataDirPrefix: string): TorchCluster {
+export function torchCluster(
+  dataDirPrefix: string,
+  options: {
+    /** More base models for the server and its workers, as --model's name=dir (made before the server starts). */
+    models?: () => Promise<string[]>;
+  } = {},
+): TorchCluster {
+  let extraModels: string[] = [];
   const cluster = {
     workers: [] as Worker[],
     async startWorker(python: string, extra: string[] = []) {
@@ -185,6 +192,7 @@ export function torchCluster(dataDirPrefix: string): TorchCluster {
         ...extra,
         ...["--database-url", cluster.database.url, "--data-dir", cluster.dataDir],
         ...["--bundled-models", "none", "--model", `${TINY_MODEL}=${await tinyModel()}`],
+        ...extraModels.flatMap((model) => ["--model", model]),
         ...["--job-poll-ms", "100", "--job-lease-ms", "3000"],
         ...["--backend", "torch", "--python", python],
       ]);
@@ -208,12 +216,16 @@ export function torchCluster(dataDirPrefix: string): TorchCluster {
     },
   } as TorchCluster;
   before(async () => {
+    extraModels = (await options.models?.()) ?? [];
     cluster.database = await createPgDatabase();
     cluster.dataDir = tempDir(dataDirPrefix);
     cluster.server = await startServerProcess({
       dataDir: cluster.dataDir,
       databaseUrl: cluster.database.url,
-      args: ["--workers", "0", "--job-lease-ms", "3000", "--job-poll-ms", "100"],
+      args: [
+        ...["--workers", "0", "--job-lease-ms", "3000", "--job-poll-ms", "100"],
+        ...extraModels.flatMap((model) => ["--model", model]),
+      ],
     });
     cluster.id = await newIdentity(cluster.server.apiUrl);
   });

@@ -27,9 +27,10 @@ def write_checkpoint(directory, spec, params, optimizer, state, base_model):
     write_safetensors(os.path.join(directory, "optimizer.safetensors"), moments, {"step": str(step)})
 
 
-def restore_checkpoint(directory, spec, params, optimizer, expect):
+def restore_checkpoint(directory, spec, params, optimizer, expect, any_module=False):
     """Loads the adapter and the optimizer's moments into params/optimizer; returns the trainer state.
-    A checkpoint of another run (examples, batch, seed, LoRA) is refused naming what differs."""
+    A checkpoint of another run (examples, batch, seed, LoRA) is refused naming what differs.
+    any_module: the adapter's factors may sit on any module path (transformers + peft)."""
     state_file = os.path.join(directory, "trainer_state.json")
     if not os.path.exists(state_file):
         raise ValueError(f"{state_file}: not found (resumeFrom must be a checkpoint folder)")
@@ -45,7 +46,7 @@ def restore_checkpoint(directory, spec, params, optimizer, expect):
         raise mismatch("batchSize × gradientAccumulationSteps", state["samples_per_step"], expect["samples_per_step"])
     if state["seed"] != expect["seed"]:
         raise mismatch("seed", state["seed"], expect["seed"])
-    saved_spec, tensors = load_adapter(directory)
+    saved_spec, tensors = load_adapter(directory, any_module)
     if (saved_spec["r"] != spec["r"] or saved_spec["alpha"] != spec["alpha"]
             or sorted(saved_spec["targetModules"]) != sorted(spec["targetModules"])):
         raise mismatch("LoRA", saved_spec, spec)
@@ -56,6 +57,8 @@ def restore_checkpoint(directory, spec, params, optimizer, expect):
         raise ValueError(f"{optim_file}: optimizer step {step} ≠ global_step {state['global_step']}")
     with torch.no_grad():
         for name, p in params:
+            if name not in tensors:
+                raise ValueError(f"{directory}/adapter_model.safetensors: no {name} (a checkpoint of another model?)")
             p.copy_(tensors[name].view_as(p))
             m, v = moments.get(f"m.{name}"), moments.get(f"v.{name}")
             if m is None or v is None or m.numel() != p.numel() or v.numel() != p.numel():

@@ -10,8 +10,13 @@ also implements starts from the same adapter on either implementation. Everythin
 micro-batches, loss, clipping, AdamW, schedules, events, checkpoints — is the Trainer's, unchanged:
 the factors are handed to it under the names peft saves them with (the ".default" adapter name left
 out), and the adapter is written in the shared format (lora.save_adapter).
+
+This is also how svc trains architectures its engine does not implement (GPT-2, GPT-NeoX, Mixtral...):
+the job then has no block description, and the adapter's tensor names are whatever peft gives that
+model's modules (checkpoints resume with lora.load_adapter(any_module=True)).
 """
 
+import json
 import math
 
 import torch
@@ -59,13 +64,21 @@ class PeftDecoder(nn.Module):
         config = peft.LoraConfig(r=lora["r"], lora_alpha=lora["alpha"], lora_dropout=0.0, bias="none",
                                  target_modules="all-linear" if all_linear else list(targets),
                                  task_type="CAUSAL_LM")
-        self.peft = peft.get_peft_model(self.base, config)
+        try:
+            self.peft = peft.get_peft_model(self.base, config)
+        except ValueError as error:  # e.g. target modules the model does not have, in peft's words
+            raise ValueError(f"lora.targetModules {json.dumps(targets)}: peft refused them: {error}") from error
         rng = Rng(seed)
         params, names = [], []
         with torch.no_grad():
             for name, module in self.peft.named_modules():
-                if not isinstance(module, peft.tuners.lora.LoraLayer) or "default" not in module.lora_A:
+                if not isinstance(module, peft.tuners.lora.LoraLayer):
                     continue
+                if "default" not in module.lora_A:
+                    # an embedding (or other non-linear) LoRA: factors svc's trainer and adapter format do not hold
+                    raise ValueError(
+                        f"lora.targetModules: {name.rsplit('.', 1)[-1]} ({type(module.base_layer).__name__} "
+                        f"{name}) is not a linear layer; svc trains LoRA on linear layers only")
                 a, b = module.lora_A["default"].weight, module.lora_B["default"].weight
                 r, in_f = a.shape
                 bound = 1 / math.sqrt(in_f)
@@ -78,4 +91,8 @@ class PeftDecoder(nn.Module):
                     names.append(leaf)
         if not params:
             raise ValueError(f"lora.targetModules: {targets} matches no linear layer of this model")
-        return {"r": lora["r"], "alpha": lora["alpha"], "targetModules": names}, params
+        spec = {"r": lora["r"], "alpha": lora["alpha"], "targetModules": names}
+        # peft turns this on for layers stored [in, out] (GPT-2's Conv1D); the saved config must say so
+        if self.peft.peft_config["default"].fan_in_fan_out:
+            spec["fanInFanOut"] = True
+        return spec, params

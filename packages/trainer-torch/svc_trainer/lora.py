@@ -77,7 +77,7 @@ def peft_config(spec, base_model_name, revision=None):
     """adapter_config.json as the engine's saveAdapter writes it."""
     return {
         "alpha_pattern": {}, "auto_mapping": None, "base_model_name_or_path": base_model_name, "bias": "none",
-        "fan_in_fan_out": False, "inference_mode": True, "init_lora_weights": True, "layer_replication": None,
+        "fan_in_fan_out": bool(spec.get("fanInFanOut", False)), "inference_mode": True, "init_lora_weights": True, "layer_replication": None,
         "layers_pattern": None, "layers_to_transform": None, "loftq_config": {}, "lora_alpha": spec["alpha"],
         "lora_dropout": 0.0, "megatron_config": None, "megatron_core": "megatron.core", "modules_to_save": None,
         "peft_type": "LORA", "r": spec["r"], "rank_pattern": {}, "revision": revision,
@@ -95,16 +95,19 @@ def save_adapter(directory, spec, params, base_model_name, revision=None):
 
 
 NAME = re.compile(r"^base_model\.model\.model\.layers\.(\d+)\.(self_attn|mlp)\.([a-z_]+)\.lora_([AB])(?:\.default)?\.weight$")
+# transformers + peft on any architecture: whatever module path peft gives the factor
+ANY_MODULE_NAME = re.compile(r"^base_model\.model\..+\.lora_([AB])(?:\.default)?\.weight$")
 
 
-def load_adapter(directory):
-    """(spec, {PEFT tensor name: tensor}) of a saved adapter (PEFT's in-memory ".default" names accepted)."""
+def load_adapter(directory, any_module=False):
+    """(spec, {PEFT tensor name: tensor}) of a saved adapter (PEFT's in-memory ".default" names accepted);
+    any_module: factors of any module path (transformers + peft), not only svc's families' layout."""
     with open(os.path.join(directory, "adapter_config.json")) as f:
         config = json.load(f)
     tensors, _ = read_safetensors(os.path.join(directory, "adapter_model.safetensors"))
     out = {}
     for name, t in tensors.items():
-        if not NAME.match(name):
+        if not (ANY_MODULE_NAME if any_module else NAME).match(name):
             raise ValueError(f"{directory}/adapter_model.safetensors: {name} is not a LoRA factor name")
         out[name.replace(".default.weight", ".weight")] = t
     spec = {"r": config["r"], "alpha": config["lora_alpha"], "targetModules": list(config["target_modules"])}

@@ -154,7 +154,8 @@ class Trainer:
         steps_per_epoch = math.ceil(n / samples_per_step)
         total = job["totalSteps"]
         pad = job["padTokenId"]
-        if hasattr(self.model, "attach_adapter"):  # transformers + peft (hf.py)
+        peft_model = hasattr(self.model, "attach_adapter")  # transformers + peft (hf.py)
+        if peft_model:
             spec, params = self.model.attach_adapter(s["lora"], s["seed"])
         else:
             spec, tensors = init_adapter(self.model.desc, s["lora"], s["seed"])
@@ -168,7 +169,8 @@ class Trainer:
         step = 0
         if job.get("resumeFrom"):
             state = restore_checkpoint(job["resumeFrom"], spec, params, optimizer,
-                                       {"n": n, "samples_per_step": samples_per_step, "seed": s["seed"]})
+                                       {"n": n, "samples_per_step": samples_per_step, "seed": s["seed"]},
+                                       any_module=peft_model)
             step = state["global_step"]
             history = list(state["log_history"])
         checkpoints = []

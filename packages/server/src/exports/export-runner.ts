@@ -12,6 +12,7 @@ import type { ExportOptions, ExportResult } from "@svc/engine";
 import type { DataDir } from "../data-dir.js";
 import { ApiError } from "../http/api-error.js";
 import { nowIso, UUID_PATTERN, uuidv7 } from "../ids.js";
+import { exportTransformersPeftAdapter } from "../models/transformers-fallback.js";
 import type { ExportInfo, ExportProgress } from "../wire.js";
 
 const MANIFEST = "manifest.json";
@@ -29,6 +30,8 @@ export interface ExportRequest {
   baseModel: string;
   modelDir: string;
   adapterDir: string | null;
+  /** The base model's architecture is one the engine does not implement: only its adapter is exported (peft). */
+  transformersOnly?: boolean;
 }
 
 type WorkerMessage =
@@ -133,17 +136,20 @@ export class ExportRunner {
   private async run(info: ExportInfo, request: ExportRequest): Promise<void> {
     const dir = this.dirOf(info.id);
     try {
-      const result = await runOnWorker(
-        {
-          baseDir: request.modelDir,
-          adapterDir: request.adapterDir,
-          format: request.format,
-          quant: request.quant ?? undefined,
-          out: dir,
-          name: request.jobId ? `${request.baseModel} (job ${request.jobId})` : request.baseModel,
-        },
-        (progress) => this.live.set(info.id, progress),
-      );
+      const result =
+        request.transformersOnly && request.adapterDir && request.format === "peft"
+          ? exportTransformersPeftAdapter(request.adapterDir, dir)
+          : await runOnWorker(
+              {
+                baseDir: request.modelDir,
+                adapterDir: request.adapterDir,
+                format: request.format,
+                quant: request.quant ?? undefined,
+                out: dir,
+                name: request.jobId ? `${request.baseModel} (job ${request.jobId})` : request.baseModel,
+              },
+              (progress) => this.live.set(info.id, progress),
+            );
       if (!existsSync(join(dir, MANIFEST))) {
         rmSync(dir, { recursive: true, force: true }); // deleted while it ran
         return;

@@ -8,6 +8,7 @@ import { badRequest } from "../http/api-error.js";
 import { parseHubName } from "../hub/index.js";
 import { uncachedHubModel } from "../models/hub-serving.js";
 import type { ModelRegistry } from "../models/model-registry.js";
+import { refuseTransformersOnlyServing } from "../models/transformers-fallback.js";
 import type { JobRow } from "../store/job-store.js";
 import type { Store } from "../store/store.js";
 import type { AdapterRef } from "../wire.js";
@@ -22,6 +23,17 @@ export interface ResolvedTarget {
   label: string;
   /** The deployment's weight format; null or absent: the server's default. */
   weightFormat?: WeightFormat | null;
+  /** An architecture the engine does not implement (given only to a caller that allows it). */
+  transformersOnly?: boolean;
+}
+
+export interface ResolveOptions {
+  /**
+   * Resolve a model whose architecture the engine does not implement (or its
+   * job's adapter) instead of refusing it: for uses that never load it in the
+   * engine (its tokenizer, a PEFT export of the adapter).
+   */
+  allowTransformersOnly?: boolean;
 }
 
 /** A target whose model and adapter are loaded, ready to generate. */
@@ -48,14 +60,21 @@ export class InferenceService {
    * policy lets it download is pulled now and the request answers 409
    * model_downloading (docs/hub.md#serving-a-hub-model).
    */
-  baseModel(name: string, field: string, options: { pull?: boolean } = {}): ResolvedTarget {
+  baseModel(name: string, field: string, options: { pull?: boolean } & ResolveOptions = {}): ResolvedTarget {
     const model = this.registered(name, field);
     if (!model) {
       if (this.models.isRegistered(name) || !parseHubName(name))
         throw badRequest(this.models.notServedMessage(name, field), "unknown_base_model");
       throw uncachedHubModel(this.models, name, field, options.pull ?? false);
     }
-    return { baseModel: name, modelDir: model.dir, adapterDir: null, label: name };
+    if (!options.allowTransformersOnly) refuseTransformersOnlyServing(model, field, name);
+    return {
+      baseModel: name,
+      modelDir: model.dir,
+      adapterDir: null,
+      label: name,
+      transformersOnly: model.transformersOnly !== null,
+    };
   }
 
   /** The registry's model, with an unreadable cached Hub config as a 400 naming the field. */
@@ -71,7 +90,12 @@ export class InferenceService {
    * An adapter of `job` (already checked to be visible to the caller).
    * `field` names the adapter object in errors, e.g. "adapter" or "target.adapter".
    */
-  async adapter(job: JobRow, ref: AdapterRef, field: string): Promise<ResolvedTarget> {
+  async adapter(
+    job: JobRow,
+    ref: AdapterRef,
+    field: string,
+    options: ResolveOptions = {},
+  ): Promise<ResolvedTarget> {
     // A Hub model's adapter runs on the commit it was trained on, wherever the branch has moved since.
     const hub = job.base_model_revision ? parseHubName(job.base_model) : null;
     const base = this.registered(
@@ -83,6 +107,9 @@ export class InferenceService {
         `"${field}.jobId": the job's base model ${job.base_model} is no longer served here`,
         "unknown_base_model",
       );
+    if (!options.allowTransformersOnly)
+      refuseTransformersOnlyServing(base, `${field}.jobId`, `job ${job.id}'s adapters`);
+    const transformersOnly = base.transformersOnly !== null;
     if (ref.kind === "final") {
       const artifact = await this.store.jobs.artifact(job.id, "final");
       if (job.status !== "completed" || !artifact) {
@@ -96,6 +123,7 @@ export class InferenceService {
         modelDir: base.dir,
         adapterDir: this.dataDir.abs(artifact.dir),
         label: `${job.base_model}:${job.id}`,
+        transformersOnly,
       };
     }
     const artifact = await this.store.jobs.artifact(job.id, `checkpoint-${ref.step}`);
@@ -110,6 +138,7 @@ export class InferenceService {
       modelDir: base.dir,
       adapterDir: this.dataDir.abs(artifact.dir),
       label: `${job.base_model}:${job.id}:checkpoint-${ref.step}`,
+      transformersOnly,
     };
   }
 

@@ -2,15 +2,19 @@
 // job is accepted: a bundled, local or cached model as it is; a Hub model the
 // operator's policy allows, by its config.json alone (fetched when not
 // cached); and every model against this machine's memory, so a model that
-// cannot fit is refused here instead of crashing the training process.
-import type { ModelConfig } from "@svc/engine";
+// cannot fit is refused here instead of crashing the training process. A
+// model whose architecture the engine does not implement is accepted only for
+// the torch backend's transformers + peft (transformers-fallback.ts).
+import { dirname } from "node:path";
+import { isEngineError, type ModelConfig } from "@svc/engine";
 import { engineHyperparameters } from "../engine-hyperparameters.js";
 import { ApiError, badRequest } from "../http/api-error.js";
 import { HubError, hubEndpoint, parseHubName } from "../hub/index.js";
-import type { BaseModelInfo, JobHyperparameters } from "../wire.js";
+import type { BaseModelInfo, JobBackend, JobHyperparameters } from "../wire.js";
 import { uncachedInfo } from "./hub-models.js";
 import { estimateTrainingMemory, formatBytes, machineMemoryBytes } from "./memory-estimate.js";
 import { describeConfig, type ModelRegistry } from "./model-registry.js";
+import { checkTransformersFallback, uncachedTransformersOnlyReason } from "./transformers-fallback.js";
 
 /** How long POST /v1/jobs waits for a Hub model's config.json. */
 const CONFIG_TIMEOUT_MS = 30_000;
@@ -28,11 +32,16 @@ export async function checkJobBaseModel(
   models: ModelRegistry,
   name: string,
   hyperparameters: JobHyperparameters,
+  backend: JobBackend,
   field = "baseModel",
 ): Promise<BaseModelInfo> {
-  const { info, config } = (await lookupModel(models, name, field)) ?? (await hubModel(models, name, field));
-  checkMemory(info, config, hyperparameters, field);
-  return info;
+  const model = (await lookupModel(models, name, field)) ?? (await hubModel(models, name, field));
+  if (model.transformersOnly) {
+    await checkTransformersFallback(model, hyperparameters, backend, field);
+    return model.info;
+  }
+  checkMemory(model.info, model.config, hyperparameters, field);
+  return model.info;
 }
 
 async function lookupModel(models: ModelRegistry, name: string, field: string) {
@@ -52,7 +61,11 @@ async function hubModel(models: ModelRegistry, name: string, field: string) {
   try {
     const { config, revision } = await models.hub.config(name, timeout);
     const description = `${config.architecture} from the Hugging Face Hub`;
-    return { config, info: uncachedInfo(describeConfig(name, config, description, "hub"), revision) };
+    return {
+      config,
+      transformersOnly: null,
+      info: uncachedInfo(describeConfig(name, config, description, "hub"), revision),
+    };
   } catch (error) {
     if (timeout.aborted)
       throw new ApiError(
@@ -61,7 +74,13 @@ async function hubModel(models: ModelRegistry, name: string, field: string) {
         `"${field}": the Hub at ${hubEndpoint()} did not answer for ${name}'s config.json within ${CONFIG_TIMEOUT_MS / 1000} s (HF_ENDPOINT sets the Hub's address)`,
       );
     if (error instanceof HubError) throw hubApiError(error, field);
-    throw badRequest(`"${field}": Hub model ${name}: ${(error as Error).message}`, "unsupported_model");
+    // config.json names an architecture the engine does not implement: say how such a model trains.
+    const fallback =
+      isEngineError(error) && error.file ? uncachedTransformersOnlyReason(dirname(error.file)) : null;
+    throw badRequest(
+      `"${field}": Hub model ${name}: ${(error as Error).message}${fallback ? `; ${fallback}` : ""}`,
+      "unsupported_model",
+    );
   }
 }
 

@@ -74,7 +74,7 @@ it("takes a model's family, size, context and LoRA targets from the engine", () 
   assert.equal(phi.info.family, "phi3");
   assert.equal(phi.info.architecture, "Phi3ForCausalLM");
   assert.deepEqual(phi.info.loraTargets, ["qkv_proj", "o_proj", "gate_up_proj", "down_proj"]);
-  assert.equal(phi.info.parameters, parameterCount(phi.config));
+  assert.equal(phi.info.parameters, parameterCount(phi.config!));
   assert.equal(phi.info.contextLength, 128);
   assert.equal(phi.info.description, `Phi3ForCausalLM model from ${dir}`);
 });

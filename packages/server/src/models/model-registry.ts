@@ -3,7 +3,10 @@
 // --model <name>=<dir>, and Hugging Face Hub models (hub-models.ts) that are in
 // the Hugging Face cache or that --hub-models lets jobs download. What a model is (family, architecture, size,
 // context, LoRA targets) is the engine's reading of its config.json; a folder
-// the engine cannot read stops the server with the engine's reason.
+// the engine cannot read stops the server with the engine's reason, except one
+// whose architecture the engine does not implement at all: that one is read
+// from its files for the torch backend's transformers + peft
+// (transformers-only-model.ts) and is never served.
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -13,12 +16,20 @@ import type { BaseModelInfo } from "../wire.js";
 import { type HubModelEntry, HubModels } from "./hub-models.js";
 import { HubModelPolicy } from "./hub-policy.js";
 import { ModelPulls } from "./model-pulls.js";
+import {
+  engineImplements,
+  readRawConfig,
+  readTransformersOnlyModel,
+  TRANSFORMERS_FALLBACK_SETTINGS,
+  TRANSFORMERS_ONLY_FAMILY,
+  type TransformersOnlyModel,
+} from "./transformers-only-model.js";
 
-export interface RegisteredModel {
-  info: BaseModelInfo;
-  dir: string;
-  config: ModelConfig;
-}
+/** A model the engine computes (config), or one only transformers trains (transformersOnly, config null). */
+export type RegisteredModel = { info: BaseModelInfo; dir: string } & (
+  | { config: ModelConfig; transformersOnly: null }
+  | { config: null; transformersOnly: TransformersOnlyModel }
+);
 
 /** <repo>/models, found from this file's place in packages/server/dist/src/models/. */
 export const BUNDLED_MODELS_DIR = resolve(dirname(fileURLToPath(import.meta.url)), "../../../../../models");
@@ -50,25 +61,84 @@ function describeModel(
   origin: string,
   source: BaseModelInfo["source"],
 ): RegisteredModel {
+  const raw = readRawConfig(dir);
+  if (raw && !engineImplements(raw)) return describeTransformersOnly(name, dir, origin, source, raw);
   let config: ModelConfig;
   try {
     config = readModelConfig(dir);
   } catch (error) {
     throw new Error(`${origin}: ${(error as Error).message}`);
   }
-  let description = `${config.architecture} model from ${dir}`;
+  return {
+    dir,
+    config,
+    transformersOnly: null,
+    info: {
+      ...describeConfig(name, config, readmeLine(dir) ?? `${config.architecture} model from ${dir}`, source),
+      sizeBytes: folderBytes(dir),
+    },
+  };
+}
+
+/** The first line of the folder's README.md that is text (not a heading or front matter), as a sentence. */
+function readmeLine(dir: string): string | null {
   const readme = join(dir, "README.md");
   if (existsSync(readme)) {
     const line = readFileSync(readme, "utf8")
       .split("\n")
       .map((l) => l.trim())
       .find((l) => l !== "" && !l.startsWith("#") && !l.startsWith("---"));
-    if (line) description = firstSentence(line);
+    if (line) return firstSentence(line);
   }
+  return null;
+}
+
+/**
+ * A folder whose architecture the engine does not implement, described from
+ * its files for transformers + peft; one transformers could not train either
+ * (no weights, no tokenizer.json, ...) is refused with both reasons.
+ */
+function describeTransformersOnly(
+  name: string,
+  dir: string,
+  origin: string,
+  source: BaseModelInfo["source"],
+  raw: Record<string, unknown>,
+): RegisteredModel {
+  let model: TransformersOnlyModel;
+  try {
+    model = readTransformersOnlyModel(dir, raw);
+  } catch (error) {
+    let engineReason = "svc's engine does not implement its architecture";
+    try {
+      readModelConfig(dir);
+    } catch (engineError) {
+      engineReason = (engineError as Error).message;
+    }
+    throw new Error(
+      `${origin}: ${engineReason}; nor can the torch backend train it with transformers + peft: ${(error as Error).message}`,
+    );
+  }
+  const description =
+    readmeLine(dir) ??
+    `${model.architecture} model from ${dir}, trained with transformers + peft only (${TRANSFORMERS_FALLBACK_SETTINGS})`;
   return {
     dir,
-    config,
-    info: { ...describeConfig(name, config, description, source), sizeBytes: folderBytes(dir) },
+    config: null,
+    transformersOnly: model,
+    info: {
+      name,
+      family: TRANSFORMERS_ONLY_FAMILY,
+      architecture: model.architecture,
+      parameters: model.parameters,
+      contextLength: model.contextLength,
+      loraTargets: model.loraTargets,
+      description,
+      source,
+      cached: true,
+      revision: null,
+      sizeBytes: folderBytes(dir),
+    },
   };
 }
 
@@ -180,7 +250,7 @@ export class ModelRegistry {
     let model = this.described.get(`${name}\0${entry.dir}`);
     if (!model) {
       const described = describeModel(name, entry.dir, `Hub model ${name} (${entry.dir})`, "hub");
-      const description = `${described.config.architecture} from the Hugging Face Hub, commit ${entry.revision.slice(0, 12)}`;
+      const description = `${described.info.architecture} from the Hugging Face Hub, commit ${entry.revision.slice(0, 12)}${described.transformersOnly ? ` (transformers + peft only: ${TRANSFORMERS_FALLBACK_SETTINGS})` : ""}`;
       model = {
         ...described,
         info: { ...described.info, description, revision: entry.revision, sizeBytes: entry.bytes },

@@ -16,7 +16,8 @@ import { datasetOr404 } from "./access.js";
 
 /** The served base model `name`, or a 400 naming `field` and the served ones. */
 export function profileModel(ctx: ServerContext, name: string, field: string): RegisteredModel {
-  ctx.inference.baseModel(name, field); // the 400 for a model not served here
+  // the 400 for a model not served here; a profile needs only its tokenizer, which transformers-only models have
+  ctx.inference.baseModel(name, field, { allowTransformersOnly: true });
   return ctx.models.get(name) as RegisteredModel;
 }
 

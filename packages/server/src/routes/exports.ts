@@ -52,12 +52,20 @@ export function exportRoutes(ctx: ServerContext, runner: ExportRunner) {
       const e = error as EngineError;
       throw badRequest(`"${e.file}": ${e.message}`, "invalid_export");
     }
-    let target: { modelDir: string; adapterDir: string | null; baseModel: string };
+    let target: {
+      modelDir: string;
+      adapterDir: string | null;
+      baseModel: string;
+      transformersOnly?: boolean;
+    };
     let jobId: string | null = null;
     if (body.adapter) {
       const job = await visibleJob(ctx, c, body.adapter.jobId);
       if (!job || job.project_id !== project.id) throw notFound(`job ${body.adapter.jobId}`);
-      target = await ctx.inference.adapter(job, body.adapter, "adapter");
+      // a PEFT export is the adapter folder alone: also for an architecture the engine does not implement
+      target = await ctx.inference.adapter(job, body.adapter, "adapter", {
+        allowTransformersOnly: body.format === "peft",
+      });
       jobId = job.id;
     } else {
       target = ctx.inference.baseModel(body.baseModel as string, "baseModel");
@@ -71,6 +79,7 @@ export function exportRoutes(ctx: ServerContext, runner: ExportRunner) {
       baseModel: target.baseModel,
       modelDir: target.modelDir,
       adapterDir: target.adapterDir,
+      transformersOnly: target.transformersOnly === true,
     });
     return c.json({ export: info }, 202);
   });

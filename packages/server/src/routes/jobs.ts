@@ -41,7 +41,8 @@ function hyperparametersCheck(limits: JobLimits): Check<JobHyperparameters> {
   const lora = object({
     r: inRange(range.lora.r),
     alpha: inRange(range.lora.alpha),
-    // Names are checked against the base model's family once it is known (checkTargetModules).
+    // Names are checked against the base model's once it is known (checkTargetModules): its family's,
+    // or for an architecture the engine does not implement, its weights' (transformers-only-model.ts).
     targetModules: optional(array(string({ min: 1, max: 100 }), { min: 1, max: 64 })),
     maxLength: optional(inRange(range.lora.maxLength)),
   });
@@ -70,8 +71,9 @@ function hyperparametersCheck(limits: JobLimits): Check<JobHyperparameters> {
 }
 
 /**
- * hyperparameters.lora.targetModules against the base model's family: PEFT
- * names the model has, or "all-linear" alone (the shape was checked before).
+ * hyperparameters.lora.targetModules against the base model's LoRA targets
+ * (BaseModelInfo.loraTargets): PEFT names the model has, or "all-linear" alone
+ * (the shape was checked before).
  */
 function checkTargetModules(targets: string[], model: BaseModelInfo): void {
   const field = "hyperparameters.lora.targetModules";
@@ -111,6 +113,7 @@ export function jobRoutes(ctx: ServerContext) {
       ctx.models,
       body.baseModel,
       body.hyperparameters ?? { lora: { ...DEFAULT_LORA } },
+      body.backend ?? "auto",
     );
     const targetModules = body.hyperparameters?.lora.targetModules;
     if (targetModules) checkTargetModules(targetModules, baseModel);

@@ -48,7 +48,7 @@ export function blockDescription(config: ModelConfig): Record<string, unknown> {
 }
 
 export interface TorchJobOptions {
-  /** The base model's folder, config and tokenizer (its weights are PyTorch's to read). */
+  /** The base model's folder, config (none for an architecture the engine does not implement) and tokenizer (its weights are PyTorch's to read). */
   model: ModelHeader;
   prepared: PreparedSets;
   hyperparameters: TrainHyperparameters;
@@ -112,7 +112,7 @@ export function writeTorchJob(dir: string, options: TorchJobOptions): TorchJobFi
             samples: settings.exactMatchSamples,
             seed: settings.seed,
           },
-          model.config.maxPositionEmbeddings,
+          model.config ? model.config.maxPositionEmbeddings : model.contextLength,
         )
       : null;
   const trainTokens = join(dir, "train.tokens");
@@ -120,7 +120,8 @@ export function writeTorchJob(dir: string, options: TorchJobOptions): TorchJobFi
   const evalTokens = prepared.eval ? join(dir, "eval.tokens") : null;
   if (prepared.eval && evalTokens) writeFileSync(evalTokens, encodeTokens(prepared.eval));
   const job = {
-    model: blockDescription(model.config),
+    // null for an architecture the engine does not implement: transformers reads config.json itself
+    model: model.config && blockDescription(model.config),
     modelDir: model.dir,
     baseModelName: options.baseModelName ?? model.dir,
     baseModelRevision: options.baseModelRevision ?? null,

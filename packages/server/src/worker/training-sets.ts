@@ -8,12 +8,18 @@ import {
   loadModel,
   loadTokenizer,
   type Model,
+  type ModelConfig,
   type PreparedSets,
   plannedSteps,
   prepareSets,
   readDataset,
   readModelConfig,
 } from "@svc/engine";
+import {
+  engineImplements,
+  readRawConfig,
+  readTransformersOnlyModel,
+} from "../models/transformers-only-model.js";
 import { ROW_NOTES_SHOWN, type TruncationRowNote } from "../wire.js";
 import type { TrainingProcessInput, TrainingProcessMessage } from "./training-protocol.js";
 
@@ -35,8 +41,14 @@ function shuffled<T>(rows: T[], seed: number): T[] {
   return out;
 }
 
-/** What the sets need of a model: the torch backend's process never holds the weights in Node. */
-export type ModelHeader = Pick<Model, "dir" | "config" | "tokenizer">;
+/**
+ * What the sets need of a model: the torch backend's process never holds the
+ * weights in Node, and has no engine config for an architecture the engine
+ * does not implement (transformers + peft train it): then config.json's
+ * context length stands in.
+ */
+export type ModelHeader = Pick<Model, "dir" | "tokenizer"> &
+  ({ config: ModelConfig } | { config: null; contextLength: number });
 
 export interface TrainingSets<M extends ModelHeader = Model> {
   model: M;
@@ -55,11 +67,15 @@ export async function readTrainingSets(input: TrainingProcessInput): Promise<Tra
 export async function readTrainingSetsForTorch(
   input: TrainingProcessInput,
 ): Promise<TrainingSets<ModelHeader>> {
-  return prepareTrainingSets(input, async () => ({
-    dir: input.modelDir,
-    config: readModelConfig(input.modelDir),
-    tokenizer: await loadTokenizer(input.modelDir),
-  }));
+  return prepareTrainingSets(input, async (): Promise<ModelHeader> => {
+    const tokenizer = await loadTokenizer(input.modelDir);
+    const raw = readRawConfig(input.modelDir);
+    if (input.torchModel === "transformers" && raw && !engineImplements(raw)) {
+      const { contextLength } = readTransformersOnlyModel(input.modelDir, raw);
+      return { dir: input.modelDir, tokenizer, config: null, contextLength };
+    }
+    return { dir: input.modelDir, tokenizer, config: readModelConfig(input.modelDir) };
+  });
 }
 
 async function prepareTrainingSets<M extends ModelHeader>(
