@@ -8,28 +8,21 @@
 // samples a token for every sequence whose logits came back, and then yields
 // to the event loop (setImmediate) so servers stay responsive. Requests join
 // at the next step and leave as soon as they finish; their KV caches go with them.
-import { compiledGrammarFor, GrammarConstraint } from "./constrained/constraint.js";
-import { vocabularyOf } from "./constrained/vocabulary.js";
-import { BatchDecoder, createKvCache, type DecodeEntry, type KvCache } from "./decode.js";
+import { BatchDecoder, createKvCache, type DecodeEntry } from "./decode.js";
 import { EngineError } from "./errors.js";
-import type { ModelConfig } from "./families/index.js";
-import { loraLayersFor } from "./lora-layers.js";
+import { prepareSequence, type Sequence, type ServedModel } from "./generation-sequence.js";
 import { isWeightFormat, WEIGHT_FORMATS, type WeightFormat } from "./quant/formats.js";
 import { type ServingModel, servingWeights } from "./quant/serving.js";
-import type { Rng } from "./rng.js";
-import { type SamplingParams, samplingRng, TokenSampler } from "./sampling.js";
-import { IncrementalDetokenizer, StopStringFilter } from "./stop-strings.js";
+import { TokenSampler } from "./sampling.js";
 import type {
   FinishReason,
   GenerationChunk,
   GenerationRequest,
   GenerationResult,
   Generator,
-  LoraAdapter,
   Model,
-  Tokenizer,
 } from "./types.js";
-import type { LoraLayers, ServingWeights } from "./weights.js";
+import type { ServingWeights } from "./weights.js";
 
 export interface GeneratorOptions {
   /** Most sequences decoded together in one step; more requests wait in a queue (default 16). */
@@ -44,85 +37,6 @@ export interface GeneratorOptions {
   servingWeights?: ServingWeights;
 }
 
-const DEFAULT_MAX_TOKENS = 256;
-
-/** A request from submission to its result. */
-class Sequence {
-  readonly promptIds: Int32Array;
-  readonly maxTokens: number; // after clamping to the context
-  readonly eos: Set<number>;
-  cache: KvCache | null = null;
-  prefilled = 0; // prompt tokens already in the cache
-  readonly lastToken = new Int32Array(1); // the token fed at the next decode step
-  completionTokens = 0;
-  text = "";
-  // Consumer side: chunks not yet taken, the result, a waiting consumer.
-  readonly chunks: GenerationChunk[] = [];
-  chunkRead = 0;
-  result: GenerationResult | null = null;
-  error: unknown = null;
-  detached = false;
-  private wake: (() => void) | null = null;
-
-  constructor(
-    readonly sampling: SamplingParams,
-    readonly signal: AbortSignal | undefined,
-    promptIds: Int32Array,
-    maxTokens: number,
-    readonly lora: LoraLayers | null,
-    readonly rng: Rng,
-    readonly detokenizer: IncrementalDetokenizer,
-    readonly stops: StopStringFilter,
-    eos: readonly number[],
-    /** The request's grammar (constrained/), or null. */
-    readonly grammar: GrammarConstraint | null,
-  ) {
-    this.promptIds = promptIds;
-    this.maxTokens = maxTokens;
-    this.eos = new Set(eos);
-  }
-
-  get done(): boolean {
-    return this.result !== null || this.error !== null;
-  }
-
-  push(chunk: GenerationChunk): void {
-    this.text += chunk.text;
-    this.chunks.push(chunk);
-    this.notify();
-  }
-
-  finish(reason: FinishReason): void {
-    this.cache = null;
-    this.result = {
-      text: this.text,
-      promptTokens: this.promptIds.length,
-      completionTokens: this.completionTokens,
-      finishReason: reason,
-    };
-    this.notify();
-  }
-
-  fail(error: unknown): void {
-    this.cache = null;
-    this.error = error;
-    this.notify();
-  }
-
-  /** Resolves when there is something new for the consumer. */
-  changed(): Promise<void> {
-    return new Promise((resolve) => {
-      this.wake = resolve;
-    });
-  }
-
-  private notify(): void {
-    const wake = this.wake;
-    this.wake = null;
-    wake?.();
-  }
-}
-
 function nextTick(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
 }
@@ -130,13 +44,13 @@ function nextTick(): Promise<void> {
 class BatchGenerator implements Generator {
   // The model's parts a generation reads; the model object itself is not kept,
   // so fp32 weights that were converted for serving can be collected.
-  private readonly config: ModelConfig;
-  private readonly tokenizer: Tokenizer;
-  private readonly defaultAdapter: LoraAdapter | null;
+  private readonly served: ServedModel;
+  get maxContext(): number {
+    return this.served.maxContext;
+  }
   private readonly decoder: BatchDecoder;
   private readonly sampler: TokenSampler;
   private readonly maxBatch: number;
-  readonly maxContext: number;
   private readonly maxStepTokens: number;
   private readonly queue: Sequence[] = [];
   private readonly active: Sequence[] = [];
@@ -144,11 +58,13 @@ class BatchGenerator implements Generator {
 
   constructor(model: Model | ServingModel, options: GeneratorOptions) {
     const { config } = model;
-    this.config = config;
-    this.tokenizer = model.tokenizer;
-    this.defaultAdapter = "adapter" in model ? model.adapter : null;
     this.maxBatch = positiveInteger(options.maxBatch ?? 16, "maxBatch");
-    this.maxContext = positiveInteger(options.maxContext ?? config.maxPositionEmbeddings, "maxContext");
+    this.served = {
+      config,
+      tokenizer: model.tokenizer,
+      maxContext: positiveInteger(options.maxContext ?? config.maxPositionEmbeddings, "maxContext"),
+      defaultAdapter: "adapter" in model ? model.adapter : null,
+    };
     this.maxStepTokens = Math.max(
       this.maxBatch,
       positiveInteger(options.maxStepTokens ?? 256, "maxStepTokens"),
@@ -174,12 +90,12 @@ class BatchGenerator implements Generator {
       }
       weights = model.weights;
     } else weights = servingWeights(model.weights, config, format);
-    this.decoder = new BatchDecoder(weights, config, this.maxContext);
+    this.decoder = new BatchDecoder(weights, config, this.served.maxContext);
     this.sampler = new TokenSampler(config.vocabSize);
   }
 
   generate(request: GenerationRequest): AsyncGenerator<GenerationChunk, GenerationResult> {
-    const sequence = this.prepare(request); // bad input throws here, before anything runs
+    const sequence = prepareSequence(request, this.served); // bad input throws here, before anything runs
     return this.stream(sequence);
   }
 
@@ -209,102 +125,6 @@ class BatchGenerator implements Generator {
       // The consumer stopped early (break / return / throw): drop the sequence at the next step.
       if (!sequence.done) sequence.detached = true;
     }
-  }
-
-  /** Validates a request and turns it into a Sequence (tokenized prompt, adapter, sampler state). */
-  private prepare(request: GenerationRequest): Sequence {
-    const { tokenizer, config } = this;
-    const temperature = request.temperature ?? 1;
-    if (typeof temperature !== "number" || !Number.isFinite(temperature) || temperature < 0) {
-      throw new EngineError(
-        "invalid_argument",
-        `temperature must be a finite number >= 0 (got ${temperature})`,
-      );
-    }
-    const topP = request.topP ?? 1;
-    if (typeof topP !== "number" || !(topP > 0 && topP <= 1)) {
-      throw new EngineError("invalid_argument", `topP must be a number in (0, 1] (got ${topP})`);
-    }
-    const maxTokens = request.maxTokens ?? DEFAULT_MAX_TOKENS;
-    if (!Number.isInteger(maxTokens) || maxTokens < 1) {
-      throw new EngineError("invalid_argument", `maxTokens must be an integer >= 1 (got ${maxTokens})`);
-    }
-    const stop = request.stop ?? [];
-    if (!Array.isArray(stop) || stop.some((s) => typeof s !== "string" || s.length === 0)) {
-      throw new EngineError("invalid_argument", "stop must be an array of non-empty strings");
-    }
-    if (request.seed !== undefined && !Number.isSafeInteger(request.seed)) {
-      throw new EngineError("invalid_argument", `seed must be an integer (got ${request.seed})`);
-    }
-
-    let promptIds: number[];
-    if (request.messages !== undefined && request.promptIds !== undefined) {
-      throw new EngineError("invalid_argument", "give either messages or promptIds, not both");
-    } else if (request.messages !== undefined) {
-      if (!Array.isArray(request.messages) || request.messages.length === 0) {
-        throw new EngineError("invalid_argument", "messages must be a non-empty array");
-      }
-      request.messages.forEach((m, i) => {
-        if (typeof m?.role !== "string" || typeof m?.content !== "string") {
-          throw new EngineError("invalid_argument", `messages[${i}] must have a string role and content`);
-        }
-      });
-      promptIds = tokenizer.encode(
-        tokenizer.applyChatTemplate(request.messages, { addGenerationPrompt: true }),
-      );
-    } else if (request.promptIds !== undefined) {
-      if (!Array.isArray(request.promptIds))
-        throw new EngineError("invalid_argument", "promptIds must be an array");
-      request.promptIds.forEach((id, i) => {
-        if (!Number.isInteger(id) || id < 0 || id >= config.vocabSize) {
-          throw new EngineError(
-            "invalid_argument",
-            `promptIds[${i}] = ${id} is not a token id in [0, ${config.vocabSize})`,
-          );
-        }
-      });
-      promptIds = request.promptIds;
-    } else {
-      throw new EngineError("invalid_argument", "a request needs messages or promptIds");
-    }
-    if (promptIds.length === 0) throw new EngineError("invalid_argument", "the prompt has no tokens");
-    if (promptIds.length >= this.maxContext) {
-      throw new EngineError(
-        "context_length_exceeded",
-        `the prompt has ${promptIds.length} tokens; the context holds ${this.maxContext} (prompt plus at least one generated token)`,
-      );
-    }
-    if (request.maxTokensPolicy === "refuse" && promptIds.length + maxTokens > this.maxContext) {
-      throw new EngineError(
-        "context_length_exceeded",
-        `the context holds ${this.maxContext} tokens, but ${promptIds.length + maxTokens} were requested (${promptIds.length} in the messages, ${maxTokens} in the completion); shorten the messages or the completion`,
-      );
-    }
-
-    let grammar: GrammarConstraint | null = null;
-    if (request.grammar !== undefined) {
-      const vocabulary = vocabularyOf(tokenizer);
-      grammar = new GrammarConstraint(
-        compiledGrammarFor(request.grammar, vocabulary),
-        vocabulary,
-        new Set(tokenizer.eosTokenIds),
-      );
-    }
-
-    const adapter = request.adapter === undefined ? this.defaultAdapter : request.adapter;
-    const lora = adapter ? loraLayersFor(adapter, config) : null;
-    return new Sequence(
-      { temperature, topP },
-      request.signal,
-      Int32Array.from(promptIds),
-      Math.min(maxTokens, this.maxContext - promptIds.length),
-      lora,
-      samplingRng(request.seed),
-      new IncrementalDetokenizer(tokenizer),
-      new StopStringFilter(stop),
-      tokenizer.eosTokenIds,
-      grammar,
-    );
   }
 
   private submit(sequence: Sequence): void {
@@ -353,7 +173,7 @@ class BatchGenerator implements Generator {
   }
 
   private admit(sequence: Sequence): void {
-    sequence.cache = createKvCache(this.config, sequence.promptIds.length + sequence.maxTokens);
+    sequence.cache = createKvCache(this.served.config, sequence.promptIds.length + sequence.maxTokens);
     this.active.push(sequence);
   }
 
@@ -391,7 +211,7 @@ class BatchGenerator implements Generator {
     }
 
     const logits = this.decoder.step(entries);
-    const vocab = this.config.vocabSize;
+    const vocab = this.served.config.vocabSize;
     sampled.forEach((sequence, j) => {
       const row = logits.subarray(j * vocab, (j + 1) * vocab);
       if (!sequence.grammar) {
