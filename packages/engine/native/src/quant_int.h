@@ -134,12 +134,14 @@ static bool quantize_row(const float* x, long k, bool q4, signed char* out, IntR
       if (!(a <= 3.4e38f)) return false;  // NaN or ±inf
       amax = a > amax ? a : amax;
     }
-    float d = amax / 127.f, id = amax > 0.f ? 127.f / amax : 0.f;
+    // 127 / amax overflows below amax ~ 3.7e-37: such blocks are scaled up by 2^64 first (exact)
+    float pre = amax < 1e-30f ? 18446744073709551616.f : 1.f;
+    float d = amax / 127.f, id = amax > 0.f ? 127.f / (amax * pre) : 0.f;
     int sum = 0;
     signed char qb[QBLOCK];
     for (int j = 0; j < QBLOCK; j++) {
       // round half to even by the 1.5·2^23 trick (|x·id| <= 127)
-      int v = (int)((xb[j] * id + 12582912.0f) - 12582912.0f);
+      int v = (int)((xb[j] * pre * id + 12582912.0f) - 12582912.0f);
       qb[j] = (signed char)v;
       sum += v;
     }

@@ -4,7 +4,7 @@
 // non-zero offsets, accumulate and alpha. Weights are random bytes (every
 // nibble, int8 −128 included) with random scales; y sits between guard
 // elements that must come back untouched. Some x rows carry an outlier
-// channel (×40) and an all-zero block, as real activations do. Where an
+// channel (×40), an all-zero block and one of magnitude 1e-38. Where an
 // implementation rounds x to 8 bits (quantInt8Activations) the int8 and q4_0
 // cases at few rows are held to that rounding's bounds instead
 // (conformance-quant-int.ts).
@@ -87,6 +87,7 @@ export function quantCases(): KernelCase[] {
         if (outliers) {
           for (let i = 0; i < m; i++) x[i * k + ((7 * i + 5) % k)] *= 40;
           if (k >= 64) x.fill(0, 32, 64);
+          if (k >= 96) for (let p = 64; p < 96; p++) x[p] *= 1e-38; // 127 / max|x| overflows fp32
         }
         const yBuf = new Float32Array(m * n + 2 * GUARD);
         for (let i = 0; i < yBuf.length; i++) yBuf[i] = rand();
