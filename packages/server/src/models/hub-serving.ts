@@ -31,7 +31,7 @@ export function uncachedHubModel(
       latest.error.code,
       `"${field}": Hub model ${name} could not be downloaded (pull ${latest.id}): ${latest.error.message}`,
     );
-  const running = pull ? models.pulls.start(name, field) : null;
+  const running = pull ? models.pulls.start(name, field, "serve") : null;
   if (!running) {
     const how =
       latest?.status === "downloading"

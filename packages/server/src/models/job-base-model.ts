@@ -76,7 +76,7 @@ async function hubModel(models: ModelRegistry, name: string, field: string) {
     if (error instanceof HubError) throw hubApiError(error, field);
     // config.json names an architecture the engine does not implement: say how such a model trains.
     const fallback =
-      isEngineError(error) && error.file ? uncachedTransformersOnlyReason(dirname(error.file)) : null;
+      isEngineError(error) && error.file ? uncachedTransformersOnlyReason(dirname(error.file), name) : null;
     throw badRequest(
       `"${field}": Hub model ${name}: ${(error as Error).message}${fallback ? `; ${fallback}` : ""}`,
       "unsupported_model",

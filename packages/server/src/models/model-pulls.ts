@@ -4,14 +4,27 @@
 // pull per model name runs at a time; its download is ensureSnapshot's, shared
 // with jobs that need the same repo and revision. Records live in this process
 // (the cache is on its machine): the running ones, and the last finished ones
-// for an hour.
-import { readModelConfig } from "@svc/engine";
+// for an hour. A model whose architecture the engine does not implement is
+// pulled for the torch backend's transformers + peft when asked for by name,
+// never for serving (transformers-only-model.ts).
+import { dirname } from "node:path";
+import { isEngineError, readModelConfig } from "@svc/engine";
 import { ApiError, badRequest } from "../http/api-error.js";
 import { HubError, type HubProgress, hubEndpoint, hubName, parseHubName } from "../hub/index.js";
 import { nowIso, uuidv7 } from "../ids.js";
 import type { ModelPull } from "../wire.js";
 import type { HubModels } from "./hub-models.js";
 import { estimateServingMemory, formatBytes, machineMemoryBytes } from "./memory-estimate.js";
+import {
+  engineImplements,
+  readRawConfig,
+  readTransformersOnlyModel,
+  TRANSFORMERS_FALLBACK_DOCS,
+  TRANSFORMERS_FALLBACK_SETTINGS,
+} from "./transformers-only-model.js";
+
+/** Why a pull was started: POST /v1/models/pull asked for the model, or a request to serve it did. */
+export type PullPurpose = "download" | "serve";
 
 /** How long a pull waits for the Hub to answer for config.json (as POST /v1/jobs does). */
 const CONFIG_TIMEOUT_MS = 30_000;
@@ -33,7 +46,7 @@ export class ModelPulls {
    * operator's --hub-models policy) are ApiErrors naming `field`; failures of
    * the download itself end up in the record.
    */
-  start(name: string, field = "model"): ModelPull {
+  start(name: string, field = "model", purpose: PullPurpose = "download"): ModelPull {
     const ref = parseHubName(name);
     if (!ref)
       throw badRequest(
@@ -61,7 +74,7 @@ export class ModelPulls {
     this.prune();
     this.byId.set(pull.id, pull);
     this.latest.set(key, pull);
-    void this.run(pull);
+    void this.run(pull, purpose);
     return pull;
   }
 
@@ -75,18 +88,21 @@ export class ModelPulls {
     return ref ? this.latest.get(hubName(ref)) : undefined;
   }
 
-  private async run(pull: ModelPull): Promise<void> {
+  private async run(pull: ModelPull, purpose: PullPurpose): Promise<void> {
     try {
       const ref = parseHubName(pull.model)!;
       // Only a server that may download the model asks the Hub where its revision points now.
       const mayDownload = this.hub.policy.allowsDownload(ref.repo);
-      if (mayDownload || !this.hub.cached(pull.model)) await this.checkConfig(pull);
+      if (mayDownload || !this.hub.cached(pull.model)) await this.checkConfig(pull, purpose);
       const snapshot = await this.hub.fetch(pull.model, {
         refresh: mayDownload,
         onProgress: (files, revision) => this.progress(pull, files, revision),
       });
       try {
-        readModelConfig(snapshot.dir);
+        const raw = readRawConfig(snapshot.dir);
+        // an architecture only transformers trains: its files must be what that needs
+        if (raw && !engineImplements(raw)) readTransformersOnlyModel(snapshot.dir, raw);
+        else readModelConfig(snapshot.dir);
       } catch (error) {
         throw badRequest(`Hub model ${pull.model}: ${(error as Error).message}`, "unsupported_model");
       }
@@ -107,12 +123,21 @@ export class ModelPulls {
   }
 
   /** config.json alone first: an architecture the engine does not compute, or a model that cannot fit, fails before any weight is fetched. */
-  private async checkConfig(pull: ModelPull): Promise<void> {
+  private async checkConfig(pull: ModelPull, purpose: PullPurpose): Promise<void> {
     const timeout = AbortSignal.timeout(CONFIG_TIMEOUT_MS);
     let config: Awaited<ReturnType<HubModels["config"]>>["config"];
     try {
       config = (await this.hub.config(pull.model, timeout)).config;
     } catch (error) {
+      const raw = isEngineError(error) && error.file ? readRawConfig(dirname(error.file)) : null;
+      if (raw && !engineImplements(raw)) {
+        // Never served; its training memory is checked when a job names it (POST /v1/jobs).
+        if (purpose === "download") return;
+        throw badRequest(
+          `Hub model ${pull.model}: its architecture (${String((raw.architectures as unknown[] | undefined)?.[0] ?? raw.model_type)}) is one svc's engine does not implement, so it cannot be served; it trains with transformers + peft on a torch worker (${TRANSFORMERS_FALLBACK_SETTINGS}, ${TRANSFORMERS_FALLBACK_DOCS}) once POST /v1/models/pull has downloaded it`,
+          "unsupported_architecture",
+        );
+      }
       if (timeout.aborted)
         throw new HubError(
           `the Hub at ${hubEndpoint()} did not answer for ${pull.model}'s config.json within ${CONFIG_TIMEOUT_MS / 1000} s (HF_ENDPOINT sets the Hub's address)`,

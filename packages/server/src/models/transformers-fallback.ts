@@ -102,10 +102,10 @@ export async function checkTransformersFallback(
  * For an uncached Hub model whose config.json the engine refused: the way to
  * train it when the engine does not implement its architecture, else null.
  */
-export function uncachedTransformersOnlyReason(snapshotDir: string): string | null {
+export function uncachedTransformersOnlyReason(snapshotDir: string, name: string): string | null {
   const raw = readRawConfig(snapshotDir);
   if (!raw || engineImplements(raw)) return null;
-  return `such a model trains with transformers + peft on a torch worker (${TRANSFORMERS_FALLBACK_SETTINGS}, ${TRANSFORMERS_FALLBACK_DOCS}) once its files are on this server: put it in the Hugging Face cache (e.g. hf download), or name its folder with svc server --model`;
+  return `such a model trains with transformers + peft on a torch worker (${TRANSFORMERS_FALLBACK_SETTINGS}, ${TRANSFORMERS_FALLBACK_DOCS}) once its files are on this server (svc reads its weights' headers before accepting a job): download it with POST /v1/models/pull {"model":"${name}"} (\`svc models pull ${name} --server\`), or name its folder with svc server --model`;
 }
 
 /** Serving (chat, deployments, the Playground) or an engine export of such a model or its adapters: refused, naming what works. */
