@@ -7,32 +7,19 @@
 // Everything else is refused saying how such a model trains: a job on the
 // engine (or auto, or svc's own torch decoder), LoRA targets the weights do
 // not have, serving it or its adapter (chat, deployments) and engine exports;
-// its PEFT export works. The same model on a (loopback) Hugging Face Hub: a job
-// before it is cached is refused saying how to pull it, a serving request's
-// pull fails, POST /v1/models/pull fetches it, and then the transformers job
-// is accepted. Needs a Python with torch, transformers and peft
+// its PEFT export works (the same model on the Hub: torch-transformers-fallback-hub.test.ts).
+// Needs a Python with torch, transformers and peft
 // (SVC_PYTHON, else python3 on the PATH); skipped, saying so, where there is none.
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { cpSync, mkdirSync, mkdtempSync, readdirSync, statSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { after, before, describe, it } from "node:test";
-import { type DatasetRow, loadTokenizer, prepareSets, writeTestTokenizer } from "@svc/engine";
+import { describe, it } from "node:test";
+import { type DatasetRow, loadTokenizer, prepareSets } from "@svc/engine";
 import { engineHyperparameters } from "../src/engine-hyperparameters.js";
 import type { JobHyperparameters } from "../src/wire.js";
 import { writeTorchJob } from "../src/worker/torch-job.js";
-import {
-  call,
-  chatJsonl,
-  createJob,
-  type Identity,
-  newIdentity,
-  serverFor,
-  tempDir,
-  until,
-  uploadDataset,
-} from "./harness.js";
-import { TestHub } from "./hub-server.js";
+import { call, chatJsonl, createJob, until, uploadDataset } from "./harness.js";
 import {
   checkpointSteps,
   findPython,
@@ -43,6 +30,7 @@ import {
   trainerEvents,
   trainingLogs,
 } from "./torch-harness.js";
+import { GPT2_JOB_HYPERPARAMETERS, writeTinyGpt2 } from "./transformers-only-fixture.js";
 
 const found = findPython("import torch, transformers, peft", "has torch, transformers and peft");
 const skip = "skip" in found && found.skip;
@@ -52,45 +40,7 @@ const scratch = torchScratch("hf-fallback");
 const GPT2 = "test/gpt2";
 const MODEL_DIR = join(scratch, "gpt2");
 
-let written: Promise<{ parameters: number }> | null = null;
-/** The model folder (made once): the engine's test tokenizer, then a random GPT-2 of its vocabulary saved by transformers. */
-function gpt2Folder(): Promise<{ parameters: number }> {
-  written ??= writeGpt2();
-  return written;
-}
-
-async function writeGpt2(): Promise<{ parameters: number }> {
-  const { vocabSize } = await writeTestTokenizer(MODEL_DIR, { merges: 40 });
-  const made = spawnSync(
-    PYTHON,
-    [
-      "-c",
-      `import sys, torch, transformers
-torch.manual_seed(0)
-# no dropout: the tests compare losses; ids 2 = <|im_end|> of the test tokenizer
-config = transformers.GPT2Config(vocab_size=int(sys.argv[2]), n_embd=32, n_layer=2, n_head=2, n_positions=128,
-    attn_pdrop=0.0, embd_pdrop=0.0, resid_pdrop=0.0, bos_token_id=1, eos_token_id=2)
-model = transformers.GPT2LMHeadModel(config)
-model.save_pretrained(sys.argv[1])
-print(sum(p.numel() for p in model.parameters()))`,
-      MODEL_DIR,
-      String(vocabSize),
-    ],
-    { encoding: "utf8" },
-  );
-  assert.equal(made.status, 0, made.stderr);
-  return { parameters: Number(made.stdout.trim().split("\n").at(-1)) };
-}
-
-const HYPERPARAMETERS = {
-  lora: { r: 4, alpha: 8 },
-  maxSteps: 4,
-  batchSize: 2,
-  saveSteps: 2,
-  evalSteps: 4,
-  learningRate: 2e-2,
-  torchModel: "transformers",
-} as const;
+const HYPERPARAMETERS = GPT2_JOB_HYPERPARAMETERS;
 
 /**
  * Loads the adapter with peft onto transformers' GPT-2 and reports: the largest
@@ -144,7 +94,7 @@ describe("an architecture svc's engine does not implement, on transformers + pef
   let parameters = 0;
   const cluster = torchCluster("hf-fallback", {
     models: async () => {
-      ({ parameters } = await gpt2Folder());
+      ({ parameters } = await writeTinyGpt2(PYTHON, MODEL_DIR));
       return [`${GPT2}=${MODEL_DIR}`];
     },
   });
@@ -361,82 +311,5 @@ describe("an architecture svc's engine does not implement, on transformers + pef
       "adapter_config.json",
       "adapter_model.safetensors",
     ]);
-  });
-});
-
-describe("such a model on the Hugging Face Hub", { skip }, () => {
-  const HUB_GPT2 = "test-org/gpt2";
-  let hub: TestHub;
-  let server: Awaited<ReturnType<typeof serverFor>>;
-  let id: Identity;
-  before(async () => {
-    await gpt2Folder();
-    hub = await TestHub.start();
-    const repo = join(tempDir("hub-gpt2"), "gpt2");
-    cpSync(MODEL_DIR, repo, { recursive: true });
-    hub.addRepo({ repo: HUB_GPT2, dir: repo });
-    server = await serverFor(
-      "sqlite",
-      ["--hub-models", "test-org/*,cached", "--workers", "0"],
-      hub.serverEnv(tempDir("hf-home")),
-    );
-    id = await newIdentity(server.apiUrl);
-  });
-  after(async () => {
-    await server?.cleanup();
-    await hub?.close();
-  });
-  const api = (method: string, path: string, json?: unknown) =>
-    call(server.apiUrl, method, path, { token: id.token, json });
-
-  it("refuses a job on it before it is downloaded, saying how to pull it; pulled, takes the transformers job only", async () => {
-    const dataset = await uploadDataset(server.apiUrl, id, chatJsonl(8));
-    const job = (backend: string) =>
-      api("POST", `/v1/jobs?${id.scope}`, {
-        name: "hub gpt2",
-        baseModel: HUB_GPT2,
-        datasetId: dataset.id,
-        backend,
-        hyperparameters: HYPERPARAMETERS,
-      });
-    const early = await job("torch");
-    assert.equal(early.status, 400, JSON.stringify(early.body));
-    assert.equal(early.body.error.code, "unsupported_model");
-    assert.match(early.body.error.message, /architecture GPT2LMHeadModel is not supported/);
-    assert.match(early.body.error.message, /POST \/v1\/models\/pull \{"model":"test-org\/gpt2"\}/);
-    // A request to serve it starts no download: the pull fails, saying it cannot be served.
-    const chat = await api("POST", "/v1/inference/chat", {
-      baseModel: HUB_GPT2,
-      messages: [{ role: "user", content: "hi" }],
-    });
-    assert.equal(chat.status, 409, JSON.stringify(chat.body));
-    const servePull = await until("the serving pull to end", async () => {
-      const pull = (
-        await api("GET", `/v1/models/pull/${chat.body.error.message.match(/pull ([0-9a-f-]+)/)[1]}`)
-      ).body.pull;
-      return pull.status === "downloading" ? null : pull;
-    });
-    assert.equal(servePull.status, "failed");
-    assert.equal(servePull.error.code, "unsupported_architecture");
-    assert.match(servePull.error.message, /cannot be served; it trains with transformers \+ peft/);
-
-    const started = await api("POST", "/v1/models/pull", { model: HUB_GPT2 });
-    assert.equal(started.status, 202, JSON.stringify(started.body));
-    const pulled = await until("the pull", async () => {
-      const pull = (await api("GET", `/v1/models/pull/${started.body.pull.id}`)).body.pull;
-      return pull.status === "downloading" ? null : pull;
-    });
-    assert.equal(pulled.status, "completed", JSON.stringify(pulled));
-    const listed = (await api("GET", "/v1/models")).body.models.find(
-      (m: { name: string }) => m.name === HUB_GPT2,
-    );
-    assert.equal(listed.family, "transformers");
-    assert.equal(listed.source, "hub");
-    const engine = await job("engine");
-    assert.equal(engine.status, 400, JSON.stringify(engine.body));
-    assert.equal(engine.body.error.code, "unsupported_architecture");
-    const accepted = await job("torch");
-    assert.equal(accepted.status, 201, JSON.stringify(accepted.body));
-    assert.equal(accepted.body.job.backend, "torch");
   });
 });
