@@ -333,6 +333,105 @@ static void gemv_rows(const float* x, long ldx, const float* b, long ldb, bool t
   }
 }
 
+// Few columns (LoRA's rank-r products: x·Aᵀ, dy·B, dyᵀ·xa): C[m, n] (=|+=)
+// alpha * op(A) · op(B) with n <= GEMV_MAX_ROWS. op(B) is gathered into a
+// [k, NV·W] scratch (zero-padded lanes), small enough to stay in L1/L2; op(A),
+// the large operand, is then read once, row by row along its storage:
+// - op(A) = A [m,k]: four rows of C at a time accumulate in registers over k;
+// - op(A) = Aᵀ, A stored [k,m] (dyᵀ·xa): a task owns a range of C's rows, kept
+//   in scratch, and streams the matching strip of every row of A, four at a time.
+// Each element of C is summed by one task in a fixed order (deterministic).
+template <int NVC>
+static void gemm_few_cols(const float* a, bool transA, const float* bs, float* c, long m, long n,
+                          long k, float alpha, bool accumulate) {
+  constexpr long NP = NVC * W;
+  auto store_row = [&](float* ci, const vf* acc) {
+    float tmp[NP];
+    for (int v = 0; v < NVC; v++) vstore(tmp + v * W, acc[v] * alpha);
+    for (long j = 0; j < n; j++) ci[j] = accumulate ? ci[j] + tmp[j] : tmp[j];
+  };
+  if (!transA) {
+    long groups = ceil_div(m, 4);
+    long tasks = min_l(groups, svc_num_threads() * 4L);
+    if ((double)m * k * n < 2.0e5) tasks = 1;
+    par(tasks, [&](long t) {
+      for (long gi = groups * t / tasks; gi < groups * (t + 1) / tasks; gi++) {
+        long i0 = gi * 4, mi = min_l(4, m - i0);
+        if (mi == 4) {
+          vf acc[4][NVC];
+          for (int r = 0; r < 4; r++)
+            for (int v = 0; v < NVC; v++) acc[r][v] = vf{};
+          const float* a0 = a + i0 * k;
+          for (long p = 0; p < k; p++) {
+            vf bv[NVC];
+            for (int v = 0; v < NVC; v++) bv[v] = vload(bs + p * NP + v * W);
+#pragma GCC unroll 4
+            for (int r = 0; r < 4; r++) {
+              vf av = vset1(a0[r * k + p]);
+              for (int v = 0; v < NVC; v++) acc[r][v] += av * bv[v];
+            }
+          }
+          for (int r = 0; r < 4; r++) store_row(c + (i0 + r) * n, acc[r]);
+        } else {
+          for (long r = 0; r < mi; r++) {
+            vf acc[NVC];
+            for (int v = 0; v < NVC; v++) acc[v] = vf{};
+            const float* ar = a + (i0 + r) * k;
+            for (long p = 0; p < k; p++) {
+              vf av = vset1(ar[p]);
+              for (int v = 0; v < NVC; v++) acc[v] += av * vload(bs + p * NP + v * W);
+            }
+            store_row(c + (i0 + r) * n, acc);
+          }
+        }
+      }
+    });
+    return;
+  }
+  // A stored [k, m]: element (i, p) of op(A) is a[p * m + i].
+  // Rows of C per task: at most 512 (their accumulators stay in L1), at least 64.
+  long tasks = min_l(ceil_div(m, 64), svc_num_threads() * 4L);
+  if ((double)m * k * n < 2.0e5) tasks = 1;
+  long range = ceil_div(m, tasks);
+  if (range > 512) range = 512;
+  tasks = ceil_div(m, range);
+  par(tasks, [&](long t) {
+    long i0 = t * range, i1 = min_l(m, i0 + range);
+    float* acc = svc_scratch(SVC_SLOT_TASK, (size_t)range * NP);
+    for (long i = 0; i < (i1 - i0) * NP; i++) acc[i] = 0.f;
+    long p = 0;
+    for (; p + 4 <= k; p += 4) {
+      vf b0[NVC], b1[NVC], b2[NVC], b3[NVC];
+      for (int v = 0; v < NVC; v++) {
+        b0[v] = vload(bs + p * NP + v * W);
+        b1[v] = vload(bs + (p + 1) * NP + v * W);
+        b2[v] = vload(bs + (p + 2) * NP + v * W);
+        b3[v] = vload(bs + (p + 3) * NP + v * W);
+      }
+      const float* ap = a + p * m;
+      for (long i = i0; i < i1; i++) {
+        vf x0 = vset1(ap[i]), x1 = vset1(ap[m + i]), x2 = vset1(ap[2 * m + i]), x3 = vset1(ap[3 * m + i]);
+        float* ci = acc + (i - i0) * NP;
+        for (int v = 0; v < NVC; v++)
+          vstore(ci + v * W, vload(ci + v * W) + x0 * b0[v] + x1 * b1[v] + x2 * b2[v] + x3 * b3[v]);
+      }
+    }
+    for (; p < k; p++) {
+      const float* ap = a + p * m;
+      for (long i = i0; i < i1; i++) {
+        vf x = vset1(ap[i]);
+        float* ci = acc + (i - i0) * NP;
+        for (int v = 0; v < NVC; v++) vstore(ci + v * W, vload(ci + v * W) + x * vload(bs + p * NP + v * W));
+      }
+    }
+    for (long i = i0; i < i1; i++) {
+      vf row[NVC];
+      for (int v = 0; v < NVC; v++) row[v] = vload(acc + (i - i0) * NP + v * W);
+      store_row(c + i * n, row);
+    }
+  });
+}
+
 static void matmul(const float* a, const float* b, float* c, long m, long n, long k, bool transA,
                    bool transB, bool accumulate, float alpha) {
   if (m == 0 || n == 0) return;
@@ -353,17 +452,17 @@ static void matmul(const float* a, const float* b, float* c, long m, long n, lon
     gemv_rows(x, k, b, transB ? k : n, transB, c, n, 1, m, n, k, alpha, accumulate);
     return;
   }
-  // Few columns (LoRA's rank-r products): the same, transposed, Cᵀ = op(B)ᵀ·op(A)ᵀ.
-  // From 32 columns on, the blocked path wins (no padded lanes left to save).
+  // Few columns (LoRA's rank-r products). From 32 columns on, the blocked path
+  // wins (no padded lanes left to save).
   if (n <= GEMV_MAX_ROWS) {
-    const float* x = b;
-    if (!transB) {
-      float* xs = svc_scratch(SVC_SLOT_GEMV_X, (size_t)n * k);
-      for (long p = 0; p < k; p++)
-        for (long j = 0; j < n; j++) xs[j * k + p] = b[p * n + j];
-      x = xs;
-    }
-    gemv_rows(x, k, a, transA ? m : k, !transA, c, 1, n, n, m, k, alpha, accumulate);
+    long nvc = ceil_div(n, W), np = nvc * W;
+    float* bs = svc_scratch(SVC_SLOT_GEMV_X, (size_t)k * np);  // op(B) as [k, np]
+    for (long p = 0; p < k; p++)
+      for (long j = 0; j < np; j++) bs[p * np + j] = j < n ? (transB ? b[j * k + p] : b[p * n + j]) : 0.f;
+    if (nvc == 1) gemm_few_cols<1>(a, transA, bs, c, m, n, k, alpha, accumulate);
+    else if (nvc == 2) gemm_few_cols<2>(a, transA, bs, c, m, n, k, alpha, accumulate);
+    else if (nvc == 3) gemm_few_cols<3>(a, transA, bs, c, m, n, k, alpha, accumulate);
+    else gemm_few_cols<4>(a, transA, bs, c, m, n, k, alpha, accumulate);
     return;
   }
   View A = transA ? View{a, 1, m} : View{a, k, 1};
