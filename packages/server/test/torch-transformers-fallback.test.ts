@@ -237,31 +237,45 @@ describe("an architecture svc's engine does not implement, on transformers + pef
     );
   });
 
-  it("resumes its checkpoint (peft's module names) and goes on to the same losses", async () => {
+  /** svc_trainer run directly on a job the worker would write (no engine config: the architecture is transformers' alone). */
+  const trainDirectly = async (
+    resumeFrom: string | null,
+    lora: JobHyperparameters["lora"] = HYPERPARAMETERS.lora,
+  ) => {
     const tokenizer = await loadTokenizer(MODEL_DIR);
     const rows = chatJsonl(10)
       .trim()
       .split("\n")
       .map((line) => JSON.parse(line) as DatasetRow);
-    const hyperparameters = engineHyperparameters(HYPERPARAMETERS as unknown as JobHyperparameters);
+    const hyperparameters = engineHyperparameters({
+      ...HYPERPARAMETERS,
+      lora,
+    } as unknown as JobHyperparameters);
+    const { file } = writeTorchJob(mkdtempSync(join(scratch, "job-")), {
+      model: { dir: MODEL_DIR, tokenizer, config: null, contextLength: 128 },
+      prepared: prepareSets(tokenizer, rows, undefined, hyperparameters),
+      hyperparameters,
+      outputDir: mkdtempSync(join(scratch, "out-")),
+      resumeFrom,
+      threads: 1,
+      torchModel: "transformers",
+    });
+    const [{ code, out, err }] = await runTrainer(PYTHON, file);
+    const events = trainerEvents(out);
+    return {
+      code,
+      err,
+      losses: events.filter((e) => e.type === "progress").map((e) => e.progress),
+      checkpoints: events.filter((e) => e.type === "checkpoint").map((e) => e.dir as string),
+      error: events.find((e) => e.type === "error")?.message as string | undefined,
+    };
+  };
+
+  it("resumes its checkpoint (peft's module names) and goes on to the same losses", async () => {
     const run = async (resumeFrom: string | null) => {
-      const { file } = writeTorchJob(mkdtempSync(join(scratch, "job-")), {
-        // no engine config: the architecture is transformers' alone
-        model: { dir: MODEL_DIR, tokenizer, config: null, contextLength: 128 },
-        prepared: prepareSets(tokenizer, rows, undefined, hyperparameters),
-        hyperparameters,
-        outputDir: mkdtempSync(join(scratch, "out-")),
-        resumeFrom,
-        threads: 1,
-        torchModel: "transformers",
-      });
-      const [{ code, out, err }] = await runTrainer(PYTHON, file);
-      assert.equal(code, 0, err);
-      const events = trainerEvents(out);
-      return {
-        losses: events.filter((e) => e.type === "progress").map((e) => e.progress),
-        checkpoints: events.filter((e) => e.type === "checkpoint").map((e) => e.dir as string),
-      };
+      const result = await trainDirectly(resumeFrom);
+      assert.equal(result.code, 0, result.err);
+      return result;
     };
     const whole = await run(null);
     assert.equal(whole.checkpoints.length, 2);
@@ -275,6 +289,18 @@ describe("an architecture svc's engine does not implement, on transformers + pef
         Math.abs(whole.losses[2 + i].loss - resumed.losses[i].loss) / whole.losses[2 + i].loss < 1e-6,
         `step ${3 + i}: whole run ${whole.losses[2 + i].loss}, resumed ${resumed.losses[i].loss}`,
       );
+  });
+
+  it("fails a job whose targets peft refuses, or that are not linear layers, with the reason", async () => {
+    // POST /v1/jobs lets neither through (targets are checked against the weights); Python says why as well.
+    for (const [targetModules, reason] of [
+      [["nope"], /lora.targetModules \["nope"\]: peft refused them: .*nope/],
+      [["wte"], /lora.targetModules: wte \(Embedding .*\) is not a linear layer/],
+    ] as const) {
+      const failed = await trainDirectly(null, { r: 4, alpha: 8, targetModules: [...targetModules] });
+      assert.equal(failed.code, 1, failed.err);
+      assert.match(failed.error ?? "", reason);
+    }
   });
 
   it("refuses to serve the model or its adapter, pointing to the PEFT export, which works", async () => {
