@@ -4,17 +4,22 @@
 //     never trained on — the templates' eval sets rendered with its chat
 //     template, and this repository's docs/ prose — in 256-token windows; the
 //     change from fp32, the KL divergence from fp32's next-token distribution,
-//     and how often the top token agrees;
+//     and how often the top token agrees; each format twice: the window in one
+//     forward pass (prefill's path) and one token a step through the
+//     BatchDecoder (decode's path, where int8 and q4_0 round the activations
+//     to 8 bits on kernels with quantInt8Activations);
 //   - the benchmark shapes (bench/shapes.mjs, random weights): random weights
 //     have no perplexity worth reading, so the logits' error against fp32 over
-//     one 64-token sequence: largest and RMS error relative to the largest
-//     |logit|, and top-1 agreement.
+//     one 64-token sequence, prefill's and decode's paths: largest and RMS
+//     error relative to the largest |logit|, and top-1 agreement.
 //
 //   npm run build && nice node bench/quant-quality.mjs [--shapes small,qwen] [--windows N]
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { BatchDecoder, createKvCache } from "../packages/engine/dist/src/decode.js";
 import { parseModelConfig } from "../packages/engine/dist/src/families/index.js";
+import { getKernels } from "../packages/engine/dist/src/kernels/index.js";
 import { loadModel } from "../packages/engine/dist/src/load.js";
 import { ModelGraph } from "../packages/engine/dist/src/model.js";
 import { WEIGHT_FORMATS } from "../packages/engine/dist/src/quant/formats.js";
@@ -49,6 +54,20 @@ const argmax = (row) => {
   return best;
 };
 
+/** Logits [T, V] of ids fed one token a step through the BatchDecoder: the decode path as served. */
+function decodeLogits(weights, config, ids) {
+  const decoder = new BatchDecoder(weights, config, ids.length);
+  const cache = createKvCache(config, ids.length);
+  const V = config.vocabSize;
+  const out = new Float32Array(ids.length * V);
+  for (let t = 0; t < ids.length; t++)
+    out.set(decoder.step([{ cache, tokenIds: [ids[t]], lora: null, wantLogits: true }]), t * V);
+  return out;
+}
+
+/** "int8" (prefill's path, whole window) and "int8 decode" (one token a step) for each format but fp32. */
+const PATHS = WEIGHT_FORMATS.flatMap((f) => (f === "fp32" ? [f] : [f, `${f} decode`]));
+
 /** Held-out token windows: the eval sets of templates/ (chat template) and docs/*.md, cut into WINDOW tokens. */
 function heldOut(tokenizer) {
   const sets = {};
@@ -81,21 +100,23 @@ function perplexities(model) {
   const { config, weights } = model;
   const V = config.vocabSize;
   const windows = heldOut(model.tokenizer);
+  const served = Object.fromEntries(WEIGHT_FORMATS.map((f) => [f, servingWeights(weights, config, f)]));
   const graphs = Object.fromEntries(
-    WEIGHT_FORMATS.map((f) => [
-      f,
-      new ModelGraph(config, servingWeights(weights, config, f), { inferenceOnly: true }),
-    ]),
+    WEIGHT_FORMATS.map((f) => [f, new ModelGraph(config, served[f], { inferenceOnly: true })]),
   );
+  const logitsOf = (path, ids) => {
+    const [f, decode] = path.split(" ");
+    return decode ? decodeLogits(served[f], config, ids) : graphs[f].logits(ids, null);
+  };
   const out = {};
   for (const [set, list] of Object.entries(windows)) {
-    const acc = Object.fromEntries(WEIGHT_FORMATS.map((f) => [f, { nll: 0, kl: 0, agree: 0, n: 0 }]));
+    const acc = Object.fromEntries(PATHS.map((f) => [f, { nll: 0, kl: 0, agree: 0, n: 0 }]));
     for (const ids of list) {
-      const logits = Object.fromEntries(WEIGHT_FORMATS.map((f) => [f, graphs[f].logits(ids, null)]));
+      const logits = Object.fromEntries(PATHS.map((f) => [f, logitsOf(f, ids)]));
       for (let t = 0; t + 1 < ids.length; t++) {
         const ref = logSoftmax(logits.fp32.subarray(t * V, (t + 1) * V));
         const refTop = argmax(ref);
-        for (const f of WEIGHT_FORMATS) {
+        for (const f of PATHS) {
           const lp = f === "fp32" ? ref : logSoftmax(logits[f].subarray(t * V, (t + 1) * V));
           const a = acc[f];
           a.nll -= lp[ids[t + 1]];
@@ -108,7 +129,7 @@ function perplexities(model) {
       }
     }
     out[set] = { windows: list.length, tokens: list.length * (WINDOW - 1), formats: {} };
-    for (const f of WEIGHT_FORMATS) {
+    for (const f of PATHS) {
       const a = acc[f];
       out[set].formats[f] = { ppl: Math.exp(a.nll / a.n), kl: a.kl / a.n, top1: a.agree / a.n };
     }
@@ -127,9 +148,12 @@ function logitErrors(name) {
   let mag = 0;
   for (const x of ref) mag = Math.max(mag, Math.abs(x));
   const out = {};
-  for (const f of WEIGHT_FORMATS) {
-    const served = servingWeights(weights, config, f);
-    const got = new ModelGraph(config, served, { inferenceOnly: true }).logits(ids, null);
+  for (const f of PATHS) {
+    const [format, decode] = f.split(" ");
+    const served = servingWeights(weights, config, format);
+    const got = decode
+      ? decodeLogits(served, config, ids)
+      : new ModelGraph(config, served, { inferenceOnly: true }).logits(ids, null);
     let max = 0;
     let sq = 0;
     let agree = 0;
@@ -150,6 +174,10 @@ function logitErrors(name) {
   return out;
 }
 
+const kernels = getKernels();
+console.log(
+  `kernels: ${kernels.name} (${kernels.isa}); decode's matmulQuant rounds activations to 8 bits: ${kernels.quantInt8Activations ? "yes" : "no"}`,
+);
 const pico = await loadModel(join(ROOT, "models/pico-llama"));
 const ppl = perplexities(pico);
 console.log("bundled model (models/pico-llama), held-out text in 256-token windows:");
@@ -160,7 +188,7 @@ for (const [set, r] of Object.entries(ppl)) {
     const delta =
       f === "fp32" ? "" : ` (${m.ppl >= base ? "+" : ""}${((100 * (m.ppl - base)) / base).toFixed(2)}%)`;
     console.log(
-      `    ${f.padEnd(5)} perplexity ${m.ppl.toFixed(3)}${delta}, KL from fp32 ${m.kl.toExponential(2)} nats/token, top-1 = fp32's ${(100 * m.top1).toFixed(1)}%`,
+      `    ${f.padEnd(11)} perplexity ${m.ppl.toFixed(3)}${delta}, KL from fp32 ${m.kl.toExponential(2)} nats/token, top-1 = fp32's ${(100 * m.top1).toFixed(1)}%`,
     );
   }
 }
@@ -170,7 +198,7 @@ for (const name of shapes) {
   console.log(`${name} (${SHAPES[name].note}, random weights), logits of 64 random tokens against fp32:`);
   for (const [f, e] of Object.entries(errors[name])) {
     console.log(
-      `    ${f.padEnd(5)} ${e.mib.toFixed(0).padStart(5)} MiB read/token, max error ${e.maxRel.toExponential(2)}, RMS error ${e.rmsRel.toExponential(2)} of max |logit|, top-1 agreement ${(100 * e.top1).toFixed(1)}%`,
+      `    ${f.padEnd(11)} ${e.mib.toFixed(0).padStart(5)} MiB read/token, max error ${e.maxRel.toExponential(2)}, RMS error ${e.rmsRel.toExponential(2)} of max |logit|, top-1 agreement ${(100 * e.top1).toFixed(1)}%`,
     );
   }
 }

@@ -5,6 +5,7 @@ import { fileURLToPath } from "node:url";
 import { BatchDecoder, createKvCache } from "../decode.js";
 import { type FamilyName, type ModelConfig, parseModelConfig, SLOTS } from "../families/index.js";
 import { createGenerator } from "../generate.js";
+import { getKernels } from "../kernels/index.js";
 import { dequantizeRow } from "../kernels/quant-matrix.js";
 import type { QuantMatrix } from "../kernels/types.js";
 import { loadModel } from "../load.js";
@@ -90,12 +91,22 @@ for (const [name, config] of configs) {
       // q4_0 holds a matrix whose rows are not whole 32-blocks as int8
       const q = served.layers[0].q as QuantMatrix;
       assert.equal(q.format, format === "q4_0" && config.hiddenSize % 32 !== 0 ? "int8" : format);
-      for (const l of [null, lora]) {
+      // Kernels that round int8's and q4_0's decode activations to 8 bits
+      // (quantInt8Activations) move each projection by about 0.4% (held to its
+      // bound in kernels/conformance-quant-int.ts), the logits by about 1%.
+      const rounded = format !== "bf16" && getKernels().quantInt8Activations;
+      const tolerance = rounded ? 3e-2 : 1e-4;
+      const logits = [null, lora].map((l) => {
         const got = decodeLogits(served, config, ids, l);
-        const want = decodeLogits(widened(served), config, ids, l);
-        const err = relError(got, want);
-        assert.ok(err <= 1e-4, `${format}${l ? " + LoRA" : ""}: error ${err} against its widened weights`);
-      }
+        const err = relError(got, decodeLogits(widened(served), config, ids, l));
+        assert.ok(
+          err <= tolerance,
+          `${format}${l ? " + LoRA" : ""}: error ${err} against its widened weights`,
+        );
+        return got;
+      });
+      // the adapter's effect is far outside that tolerance, so dropping it cannot pass
+      assert.ok(relError(logits[0], logits[1]) > 10 * tolerance, `${format}: LoRA changes too little`);
     }
   });
 }
