@@ -86,6 +86,13 @@ export function isHubModelName(name: string): boolean {
   );
 }
 
+/**
+ * BaseModelInfo.family of a model whose architecture the engine does not
+ * implement: it trains only on the torch backend with torchModel "transformers"
+ * and is never served (docs/gpu-training.md#architectures-svc-does-not-implement).
+ */
+export const TRANSFORMERS_ONLY_FAMILY = "transformers";
+
 /** A base model as the engine reads its config.json. */
 export interface BaseModelInfo {
   /** `<org>/<model>`, e.g. "svc/pico-llama". */

@@ -1,11 +1,20 @@
 // A base-model combobox: type any Hub id (`org/name[@revision]`) or pick one of
 // the server's models (GET /v1/models through /api/models), each shown with its
 // family, parameters, context length and whether its files are on the server;
-// a Hub id it does not list gets a Download action (ModelDownload.tsx).
+// a Hub id it does not list gets a Download action (ModelDownload.tsx). Every
+// picker chooses a model to serve, so a train-only model (an architecture only
+// transformers computes) is listed but cannot be picked.
 import type { BaseModelInfo } from "@svc/server/wire";
 import { useCallback, useEffect, useId, useState } from "react";
 import { errorMessage, getJson } from "../api.js";
-import { filterModels, looksLikeHubId, modelBadge, modelFacts } from "../lib/model-facts.js";
+import {
+  filterModels,
+  isServable,
+  looksLikeHubId,
+  modelBadge,
+  modelFacts,
+  trainOnlyReason,
+} from "../lib/model-facts.js";
 import { ModelDownload } from "./ModelDownload.js";
 
 let modelsRequest: Promise<BaseModelInfo[]> | null = null;
@@ -82,6 +91,7 @@ export function BaseModelPicker({
   const listId = useId();
   const typed = value.trim();
   const exact = models.some((m) => m.name === typed);
+  const trainOnly = models.find((m) => m.name === typed && !isServable(m));
   // The whole list while the field holds one of its names, so another is one click away.
   const shown = exact ? models : filterModels(models, typed);
   const downloaded = useCallback(
@@ -104,23 +114,38 @@ export function BaseModelPicker({
       />
       {shown.length > 0 && (
         <ul className="model-list" id={listId} data-testid={`${testId}-options`}>
-          {shown.map((m) => (
-            <li key={m.name}>
-              <button
-                type="button"
-                className={`model-option${m.name === typed ? " model-option-selected" : ""}`}
-                aria-pressed={m.name === typed}
-                onClick={() => onChange(m.name)}
-                data-model={m.name}
-                title={`${m.architecture}: ${m.description}`}
-              >
-                <span className="model-option-name mono">{m.name}</span>
-                <span className="model-option-facts">{modelFacts(m)}</span>
-                <ModelBadge model={m} />
-              </button>
-            </li>
-          ))}
+          {shown.map((m) => {
+            const servable = isServable(m);
+            return (
+              <li key={m.name}>
+                <button
+                  type="button"
+                  className={`model-option${m.name === typed ? " model-option-selected" : ""}`}
+                  aria-pressed={m.name === typed}
+                  disabled={!servable}
+                  onClick={() => onChange(m.name)}
+                  data-model={m.name}
+                  title={servable ? `${m.architecture}: ${m.description}` : trainOnlyReason(m)}
+                >
+                  <span className="model-option-name mono">{m.name}</span>
+                  <span className="model-option-facts">{modelFacts(m)}</span>
+                  {servable ? (
+                    <ModelBadge model={m} />
+                  ) : (
+                    <span className="badge badge-off" data-testid="model-badge">
+                      train only
+                    </span>
+                  )}
+                </button>
+              </li>
+            );
+          })}
         </ul>
+      )}
+      {trainOnly && (
+        <div className="muted model-hint" data-testid={`${testId}-hint`}>
+          {trainOnlyReason(trainOnly)}
+        </div>
       )}
       {typed !== "" && !exact && (
         <div className="muted model-hint" data-testid={`${testId}-hint`}>

@@ -1,6 +1,6 @@
 // How a base model from GET /v1/models reads in the pickers: parameters and
 // bytes in short units, and whether its files are on the server's machine.
-import type { BaseModelInfo, ModelPull } from "@svc/server/wire";
+import { type BaseModelInfo, type ModelPull, TRANSFORMERS_ONLY_FAMILY } from "@svc/server/wire";
 
 /** 135_000_000 → "135M", 1_540_000_000 → "1.5B", 4_200 → "4.2K". */
 export function formatCount(n: number): string {
@@ -87,4 +87,14 @@ export function pullSummary(
   if (p.bytesTotal === 0) return "asking the Hub…";
   const finished = p.files.filter((f) => f.bytesTotal > 0 && f.bytesDone >= f.bytesTotal).length;
   return `${formatBytes(p.bytesDone)} / ${formatBytes(p.bytesTotal)} · ${finished} of ${p.files.length} files`;
+}
+
+/** Whether svc can serve the model: not one only transformers computes (trained on the torch backend only). */
+export function isServable(m: Pick<BaseModelInfo, "family">): boolean {
+  return m.family !== TRANSFORMERS_ONLY_FAMILY;
+}
+
+/** Why a model cannot be picked to serve. */
+export function trainOnlyReason(m: Pick<BaseModelInfo, "architecture">): string {
+  return `svc's engine does not implement ${m.architecture}, so it cannot serve this model; it trains on the PyTorch backend with transformers (a job's backend "torch" and torchModel "transformers").`;
 }

@@ -14,6 +14,7 @@ import {
   toolRequestOf,
   unansweredCall,
 } from "../components/ToolsPanel.js";
+import { isServable } from "../lib/model-facts.js";
 
 type ModelChoice = { kind: "base"; name: string } | { kind: "job"; jobId: string };
 
@@ -52,9 +53,7 @@ export function Playground() {
         setModels(m.models);
         const done = j.jobs.filter((x) => x.status === "completed" && !x.dryRun);
         setJobs(done);
-        setChoice(
-          (c) => c || (done[0] ? `job:${done[0].id}` : m.models[0] ? `base:${m.models[0].name}` : ""),
-        );
+        setChoice((c) => c || (done[0] ? `job:${done[0].id}` : firstServable(m.models)));
       })
       .catch((e) => setError(errorMessage(e)));
   }, []);
@@ -210,9 +209,10 @@ export function Playground() {
                   <option
                     key={m.name}
                     value={encodeChoice({ kind: "base", name: m.name })}
+                    disabled={!isServable(m)}
                     title={`${m.architecture}, ${m.parameters.toLocaleString()} parameters, context ${m.contextLength}`}
                   >
-                    {m.name} ({m.family})
+                    {m.name} ({isServable(m) ? m.family : "train only"})
                   </option>
                 ))}
                 <option value={OTHER_BASE}>Other Hub model…</option>
@@ -345,4 +345,10 @@ export function Playground() {
       </div>
     </div>
   );
+}
+
+/** The first base model the Playground can chat with, as a choice ("" when there is none). */
+function firstServable(models: BaseModelInfo[]): string {
+  const m = models.find(isServable);
+  return m ? encodeChoice({ kind: "base", name: m.name }) : "";
 }

@@ -7,7 +7,7 @@
 // download into its own cache.
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
-import { mkdir, writeFile } from "node:fs/promises";
+import { copyFile, mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { cliEnv, REPO_ROOT, runSvc, startTestServer, type TestServer, tempDir } from "./harness.js";
@@ -27,6 +27,31 @@ const QWEN = "test-org/qwen3-tiny";
 const SHARDED = "test-org/qwen3-sharded";
 const GATED = "test-org/qwen3-gated";
 const ON_SERVER = "test-org/qwen3-on-server";
+const NEOX = "test-org/neox-tiny";
+
+/** A GPT-NeoX repo (an architecture svc's engine does not implement), zeros for weights, Qwen's tokenizer. */
+async function neoxRepo(dir: string, tokenizerFrom: string): Promise<string> {
+  await mkdir(dir, { recursive: true });
+  await writeFile(
+    join(dir, "config.json"),
+    JSON.stringify({
+      architectures: ["GPTNeoXForCausalLM"],
+      model_type: "gpt_neox",
+      max_position_embeddings: 64,
+    }),
+  );
+  await copyFile(join(tokenizerFrom, "tokenizer.json"), join(dir, "tokenizer.json"));
+  const header = JSON.stringify({
+    "embed_out.weight": { dtype: "F32", shape: [4, 2], data_offsets: [0, 32] },
+  });
+  const length = Buffer.alloc(8);
+  length.writeBigUInt64LE(BigInt(Buffer.byteLength(header)));
+  await writeFile(
+    join(dir, "model.safetensors"),
+    Buffer.concat([length, Buffer.from(header), Buffer.alloc(32)]),
+  );
+  return dir;
+}
 
 let hub: TestHub;
 let server: TestServer;
@@ -45,6 +70,7 @@ before(async () => {
   shas.sharded = hub.addRepo({ repo: SHARDED, dir: repos.shardedQwen3Repo(join(dirs, "sharded")) });
   hub.addRepo({ repo: GATED, dir: repos.qwen3Repo(join(dirs, "gated")), gated: true });
   shas.onServer = hub.addRepo({ repo: ON_SERVER, dir: repos.qwen3Repo(join(dirs, "on-server")) });
+  hub.addRepo({ repo: NEOX, dir: await neoxRepo(join(dirs, "neox"), join(dirs, "qwen")) });
   home = await tempDir("hub-models-home");
   const hf = { HF_HOME: join(home, "hf"), HF_ENDPOINT: hub.url };
   server = await startTestServer({
@@ -117,6 +143,16 @@ test("svc models pull names HF_TOKEN for a gated model and HF_HUB_OFFLINE offlin
   assert.match(offline.stderr, /not in the Hugging Face cache .* HF_HUB_OFFLINE=1/);
   const bad = await runSvc(["models", "pull", "not a model"], { cwd: home, env });
   assert.equal(bad.code, 2);
+});
+
+test("svc models pull of an architecture svc's engine does not implement says how it trains, and that it is not served", async () => {
+  const r = await runSvc(["models", "pull", NEOX], { cwd: home, env });
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /test-org\/neox-tiny: GPTNeoXForCausalLM, commit [0-9a-f]{40}/);
+  assert.match(
+    r.stdout,
+    /does not implement this architecture: it trains on the PyTorch backend with "backend": "torch" and "hyperparameters.torchModel": "transformers" and is not served/,
+  );
 });
 
 test("svc start on a Hub model prints its download before training", async () => {

@@ -31,6 +31,43 @@ const REMOTE = "org/remote-tiny";
 const PULLED = "org/remote-pulled";
 const FORM_PULLED = "org/remote-for-endpoint";
 const CACHED_SHA = "c0ffee".padEnd(40, "0");
+const TRAIN_ONLY = "org/neox-tiny";
+
+/**
+ * A GPT-NeoX folder: an architecture svc's engine does not implement, so the
+ * server lists it as train-only (torch backend with transformers). Zeros will
+ * do: nothing here computes with it.
+ */
+async function writeTrainOnlyModel(dir: string, tokenizerFrom: string): Promise<string> {
+  const out = join(dir, "neox-tiny");
+  await mkdir(out, { recursive: true });
+  await writeFile(
+    join(out, "config.json"),
+    JSON.stringify({
+      architectures: ["GPTNeoXForCausalLM"],
+      model_type: "gpt_neox",
+      max_position_embeddings: 64,
+    }),
+  );
+  await cp(join(tokenizerFrom, "tokenizer.json"), join(out, "tokenizer.json"));
+  const shapes: [string, number[]][] = [
+    ["gpt_neox.embed_in.weight", [16, 8]],
+    ["gpt_neox.layers.0.attention.query_key_value.weight", [24, 8]],
+    ["gpt_neox.layers.0.attention.dense.weight", [8, 8]],
+    ["embed_out.weight", [16, 8]],
+  ];
+  const header: Record<string, unknown> = {};
+  let offset = 0;
+  for (const [name, [rows, cols]] of shapes) {
+    header[name] = { dtype: "F32", shape: [rows, cols], data_offsets: [offset, offset + rows * cols * 4] };
+    offset += rows * cols * 4;
+  }
+  const json = Buffer.from(JSON.stringify(header));
+  const length = Buffer.alloc(8);
+  length.writeBigUInt64LE(BigInt(json.length));
+  await writeFile(join(out, "model.safetensors"), Buffer.concat([length, json, Buffer.alloc(offset)]));
+  return out;
+}
 
 /** A model folder laid out in the HF cache as huggingface_hub leaves it: snapshots/<sha>/ and refs/main. */
 async function cacheModel(hfHome: string, repo: string, sha: string, dir: string): Promise<void> {
@@ -57,6 +94,7 @@ describe("Studio: base-model pickers and Hub download progress", {
       hub.addRepo({ kind: "model", repo: REMOTE, dir: tiny });
       hub.addRepo({ kind: "model", repo: PULLED, dir: tiny });
       hub.addRepo({ kind: "model", repo: FORM_PULLED, dir: tiny });
+      const trainOnly = await writeTrainOnlyModel(home, tiny);
       return startTestServer({
         home,
         args: [
@@ -64,6 +102,8 @@ describe("Studio: base-model pickers and Hub download progress", {
           "none",
           "--model",
           `${TEST_MODEL}=${tiny}`,
+          "--model",
+          `${TRAIN_ONLY}=${trainOnly}`,
           "--hub-models",
           "org/remote-*,cached",
         ],
@@ -118,6 +158,29 @@ describe("Studio: base-model pickers and Hub download progress", {
     await maybeScreenshot(page, "endpoint-model-picker");
     await page.getByTestId("create-submit").click();
     await page.getByTestId("endpoint-list").getByText(`Base model: ${CACHED}`).waitFor();
+  });
+
+  test("pickers: a model svc's engine does not implement is listed as train only and cannot be picked to serve", async () => {
+    const page = await newBaseModelEndpoint("train-only-base");
+    const option = page.getByTestId("target-base-options").locator(`button[data-model="${TRAIN_ONLY}"]`);
+    await option.waitFor();
+    assert.equal(await option.isDisabled(), true);
+    assert.equal(await option.getByTestId("model-badge").textContent(), "train only");
+    assert.match((await option.getAttribute("title")) ?? "", /does not implement GPTNeoXForCausalLM/);
+    // Typed by hand, it is named as train-only rather than offered for download.
+    await page.getByTestId("target-base").fill(TRAIN_ONLY);
+    assert.match(
+      (await page.getByTestId("target-base-hint").textContent()) ?? "",
+      /cannot serve this model; it trains on the PyTorch backend/,
+    );
+    assert.equal(await page.getByTestId("target-base-download").count(), 0);
+
+    const playground = await session.open("playground");
+    const select = playground.getByTestId("pg-model");
+    const entry = select.locator(`option[value="base:${TRAIN_ONLY}"]`);
+    await until("the train-only option", async () => (await entry.count()) === 1);
+    assert.equal(await entry.isDisabled(), true);
+    assert.match((await entry.textContent()) ?? "", /\(train only\)$/);
   });
 
   test("Playground: a Hub model picked in the picker answers", async () => {

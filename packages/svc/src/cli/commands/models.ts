@@ -63,6 +63,15 @@ async function pull(id: string): Promise<number> {
         `${hub.hubName(ref)}: ${config.architecture}, commit ${snapshot.revision}, in ${snapshot.dir}\n`,
       );
     } catch (error) {
+      const server = await import("@svc/server");
+      const raw = server.readRawConfig(snapshot.dir);
+      if (raw && !server.engineImplements(raw)) {
+        process.stdout.write(
+          `${hub.hubName(ref)}: ${String((raw.architectures as unknown[] | undefined)?.[0] ?? raw.model_type)}, commit ${snapshot.revision}, in ${snapshot.dir}\n` +
+            `svc's engine does not implement this architecture: it trains on the PyTorch backend with ${server.TRANSFORMERS_FALLBACK_SETTINGS} and is not served (${server.TRANSFORMERS_FALLBACK_DOCS})\n`,
+        );
+        return 0;
+      }
       throw new Error(
         `${hub.hubName(ref)} is cached in ${snapshot.dir}, but svc cannot train on it: ${(error as Error).message}`,
       );
