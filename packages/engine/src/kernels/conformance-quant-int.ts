@@ -1,6 +1,6 @@
 // How far matmulQuant may be from the fp32 product where an implementation
 // rounds x to 8 bits per 32-block (Kernels.quantInt8Activations: native
-// avx512vnni and avx2 at few rows, int8 and q4_0 weights).
+// avx512vnni and avx2 at up to 32 rows, int8 and q4_0 weights).
 //
 // x[p] becomes d·q, q = round(x[p] / d), d = max|x| of p's block / 127, so
 // each element is off by at most d/2 and each output y = α Σ_p w[p]·x[p] by
@@ -22,7 +22,7 @@ const RMS_MIN_OUTPUTS = 64;
 
 /** Whether matmulQuant at these shapes goes the 8-bit way where a kernel has it. */
 export function roundsActivations(w: QuantMatrix, m: number): boolean {
-  return w.format !== "bf16" && m <= 16 && w.cols % 32 === 0 && w.cols > 0;
+  return w.format !== "bf16" && m <= 32 && w.cols % 32 === 0 && w.cols > 0;
 }
 
 /**

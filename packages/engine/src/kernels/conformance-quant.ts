@@ -1,12 +1,12 @@
 // Conformance cases of matmulQuant: every serving format, GEMV row counts
-// 1-16 (the 8- and 4-row weight groups and their tails) and the many-row
-// path, odd output widths, k with and without a tail past 32, views at
+// 1-16 (the 8- and 4-row weight groups and their tails), 17-32 (the integer
+// decode path's limit) and the many-row path, odd output widths, k with and without a tail past 32, views at
 // non-zero offsets, accumulate and alpha. Weights are random bytes (every
 // nibble, int8 −128 included) with random scales; y sits between guard
 // elements that must come back untouched. Some x rows carry an outlier
 // channel (×40), an all-zero block and one of magnitude 1e-38. Where an
 // implementation rounds x to 8 bits (quantInt8Activations) the int8 and q4_0
-// cases at few rows are held to that rounding's bounds instead
+// cases of up to 32 rows are held to that rounding's bounds instead
 // (conformance-quant-int.ts).
 import { f32ToF16 } from "../quant/half.js";
 import { type KernelCase, randomSource, randomView } from "./conformance-inputs.js";
@@ -62,6 +62,7 @@ export function quantCases(): KernelCase[] {
     [13, 37, 192],
     [16, 40, 1536],
     [17, 41, 96],
+    [32, 50, 192],
     [40, 130, 320],
     [70, 300, 64],
   ];

@@ -36,7 +36,7 @@ export interface Kernels {
   readonly isa: string;
   /**
    * True where matmulQuant rounds x to 8 bits per 32-block (one fp32 scale
-   * each) for int8 and q4_0 weights at few rows (m <= 16, cols % 32 == 0) and
+   * each) for int8 and q4_0 weights at few rows (m <= 32, cols % 32 == 0) and
    * multiplies in integers (native avx512vnni and avx2); the result then
    * differs from the fp32 product by at most Σ|w|·scale/2 per output.
    * Absent or false: the product is computed in fp32.
