@@ -173,6 +173,28 @@ export const checkpointSteps = (frames: SseFrame[]): number[] =>
   frames.filter((f) => f.event === "checkpoint.saved").map((f) => JSON.parse(f.data).step);
 
 /**
+ * Checks a torch job ran to completion: training.started first, training.completed
+ * last (before the stream's end), one training.log per step 1..steps with a
+ * positive loss, all from the torch backend. Returns the logs.
+ */
+// biome-ignore lint/suspicious/noExplicitAny: log fields are read by name in each test
+export function completedTorchLogs(frames: SseFrame[], steps: number): any[] {
+  const events = frames.map((f) => f.event);
+  assert.equal(events[0], "training.started", framesText(frames));
+  assert.equal(events.at(-2), "training.completed", framesText(frames));
+  const logs = trainingLogs(frames);
+  assert.deepEqual(
+    logs.map((l) => l.step),
+    Array.from({ length: steps }, (_, i) => i + 1),
+  );
+  for (const log of logs) {
+    assert.ok(Number.isFinite(log.loss) && log.loss > 0, JSON.stringify(log));
+    assert.equal(log.backend, "torch");
+  }
+  return logs;
+}
+
+/**
  * svc server with no in-process engine runner (torch jobs wait for a torch
  * worker) on a fresh database, started before the enclosing describe's tests
  * and stopped after them with every worker startWorker began.

@@ -11,6 +11,7 @@ import { describe, it } from "node:test";
 import { call, edgeClient, spawnReady, until, waitForExit } from "./harness.js";
 import {
   checkpointSteps,
+  completedTorchLogs,
   framesText,
   hasTorch,
   TORCH_PYTHON,
@@ -50,20 +51,10 @@ describe("the torch backend through svc server and svc worker --backend torch", 
 
     await startWorker();
     const frames = await cluster.eventsUntilEnd(created.id, 120_000);
-    const events = frames.map((f) => f.event);
-    assert.equal(events[0], "training.started", framesText(frames));
-    assert.equal(events.at(-2), "training.completed", framesText(frames));
-    const started = JSON.parse(frames[0].data);
-    assert.equal(started.totalSteps, 4);
-    const logs = trainingLogs(frames);
-    assert.deepEqual(
-      logs.map((l) => l.step),
-      [1, 2, 3, 4],
-    );
+    const logs = completedTorchLogs(frames, 4);
+    assert.equal(JSON.parse(frames[0].data).totalSteps, 4);
     for (const log of logs) {
-      assert.ok(Number.isFinite(log.loss) && log.loss > 0, JSON.stringify(log));
       assert.ok(log.learningRate > 0 && log.tokensPerSecond > 0, JSON.stringify(log));
-      assert.equal(log.backend, "torch");
       assert.equal(log.device, "cpu");
       assert.ok(log.memoryBytes > 0, JSON.stringify(log));
       assert.ok(!("exactMatchIds" in log), "the worker turns the answers into evalExactMatch");
