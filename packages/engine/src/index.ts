@@ -3,7 +3,16 @@
 export const ENGINE_VERSION = "0.1.0";
 
 export { readModelConfig } from "./config.js";
-export { checkJsonSchema, type JsonSchema, type OutputGrammar, SchemaError } from "./constrained/index.js";
+export {
+  checkJsonSchema,
+  type JsonSchema,
+  MAX_ENUM_VALUES,
+  MAX_SUBSCHEMAS,
+  newSchemaBudget,
+  type OutputGrammar,
+  type SchemaBudget,
+  SchemaError,
+} from "./constrained/index.js";
 export { parseDataset, readDataset } from "./dataset.js";
 export {
   type DatasetProfile,

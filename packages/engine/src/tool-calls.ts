@@ -15,7 +15,7 @@
 // tool has none).
 
 import { randomBytes } from "node:crypto";
-import { checkJsonSchema, type OutputGrammar, SchemaError } from "./constrained/index.js";
+import { checkJsonSchema, type OutputGrammar, type SchemaBudget, SchemaError } from "./constrained/index.js";
 import { callText, type ToolSyntax } from "./tool-syntax.js";
 import type { ToolCall, ToolDefinition } from "./types.js";
 
@@ -74,7 +74,7 @@ export const MAX_SCHEMA_DEPTH = 64;
  * nesting, without recursion, so that a schema nested thousands of levels deep
  * is refused with a SchemaError instead of exhausting the stack.
  */
-export function checkToolSchema(schema: unknown): void {
+export function checkToolSchema(schema: unknown, budget?: SchemaBudget): void {
   const stack: { value: unknown; path: string; depth: number }[] = [{ value: schema, path: "", depth: 0 }];
   while (stack.length > 0) {
     const { value, path, depth } = stack.pop() as (typeof stack)[number];
@@ -86,7 +86,7 @@ export function checkToolSchema(schema: unknown): void {
     for (const [key, child] of Object.entries(value))
       stack.push({ value: child, path: `${path}/${key}`, depth: depth + 1 });
   }
-  checkJsonSchema(schema);
+  checkJsonSchema(schema, "", budget);
 }
 
 /** A new call id in OpenAI's form. */

@@ -94,18 +94,30 @@ export function obj(props: { key: string; value: GNode; required: boolean }[]): 
   };
 }
 
-/** Fewest bytes each node can match (fixed point over the cyclic graph); Infinity where a node matches nothing finite. */
+/**
+ * Fewest bytes each node can match (fixed point over the cyclic graph); Infinity where a node matches nothing finite.
+ * Nodes are visited children first (depth-first post-order), so an acyclic grammar settles in one pass and
+ * only the cycles $refs make take more: a schema of thousands of nested properties costs passes, not depth × passes.
+ */
 export function computeMinLengths(root: GNode): void {
   const nodes: GNode[] = [];
-  const seen = new Set<GNode>();
-  const stack: GNode[] = [root];
+  const seen = new Set<GNode>([root]);
+  const stack: { node: GNode; children: GNode[]; next: number }[] = [
+    { node: root, children: children(root), next: 0 },
+  ];
+  root.min = Number.POSITIVE_INFINITY;
   while (stack.length > 0) {
-    const node = stack.pop()!;
-    if (seen.has(node)) continue;
-    seen.add(node);
-    nodes.push(node);
-    node.min = Number.POSITIVE_INFINITY;
-    stack.push(...children(node));
+    const top = stack[stack.length - 1];
+    if (top.next === top.children.length) {
+      stack.pop();
+      nodes.push(top.node);
+      continue;
+    }
+    const child = top.children[top.next++];
+    if (seen.has(child)) continue;
+    seen.add(child);
+    child.min = Number.POSITIVE_INFINITY;
+    stack.push({ node: child, children: children(child), next: 0 });
   }
   for (let changed = true; changed; ) {
     changed = false;

@@ -7,6 +7,14 @@
 // Every other keyword is refused with a SchemaError naming it and its pointer,
 // so a schema is never silently enforced only in part.
 //
+// A schema's cost is bounded before anything is generated: at most
+// MAX_SUBSCHEMAS schemas compiled (every property, item, anyOf option and
+// definition counts), MAX_ENUM_VALUES enum/const values in all, and
+// MAX_COMPILE_DEPTH schemas nested in one another counting each $ref
+// followed. The grammar the matcher walks on every token grows with these, and
+// a request's schema is compiled on the server's event loop and again in the
+// inference process, where it would hold up every other request.
+//
 // The generated JSON is compact: properties in declared order, at most one
 // space after `:` and `,` and none elsewhere, so a model cannot spend its
 // tokens on whitespace.
@@ -49,6 +57,25 @@ const ARRAY_KEYWORDS = ["items", "minItems", "maxItems"];
 
 type Schema = Record<string, unknown>;
 
+/**
+ * Schemas (properties, items, anyOf options, definitions) a budget admits in all: a grammar of 2000 costs the
+ * inference process under 0.1 s to compile and start matching on one core, 6000 half a second, which every
+ * other request it serves would wait for.
+ */
+export const MAX_SUBSCHEMAS = 2_000;
+/** enum and const values a budget admits in all (OpenAI's limit; each is an alternative the matcher tries). */
+export const MAX_ENUM_VALUES = 1_000;
+/** Schemas nested in one another, counting every $ref followed (a $ref chain recurses once per link). */
+export const MAX_COMPILE_DEPTH = 256;
+
+/** What the schemas of one request field (a response format, or all of a request's tools) have used of the limits. */
+export interface SchemaBudget {
+  subschemas: number;
+  enumValues: number;
+}
+
+export const newSchemaBudget = (): SchemaBudget => ({ subschemas: 0, enumValues: 0 });
+
 function isObject(value: unknown): value is Schema {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
@@ -68,10 +95,12 @@ export function anyJson(): { value: GNode; object: GNode } {
 class SchemaCompiler {
   private readonly refs = new Map<string, AltNode>();
   private any: { value: GNode; object: GNode } | null = null;
+  private depth = 0;
 
   constructor(
     private readonly root: unknown,
     private readonly base: string,
+    private readonly budget: SchemaBudget,
   ) {}
 
   private anyJson() {
@@ -85,6 +114,23 @@ class SchemaCompiler {
    * consuming a byte.
    */
   compile(schema: unknown, path: string, unguarded: ReadonlySet<string>): GNode {
+    if (++this.budget.subschemas > MAX_SUBSCHEMAS)
+      throw new SchemaError("schema", path, `the schemas hold more than ${MAX_SUBSCHEMAS} schemas in all`);
+    if (this.depth >= MAX_COMPILE_DEPTH)
+      throw new SchemaError(
+        "$ref",
+        path,
+        `the schema nests more than ${MAX_COMPILE_DEPTH} schemas deep, counting each "$ref" followed`,
+      );
+    this.depth++;
+    try {
+      return this.compileOne(schema, path, unguarded);
+    } finally {
+      this.depth--;
+    }
+  }
+
+  private compileOne(schema: unknown, path: string, unguarded: ReadonlySet<string>): GNode {
     if (schema === true) return this.anyJson().value;
     if (schema === false) throw new SchemaError("false", path, "the schema false admits no value");
     if (!isObject(schema)) {
@@ -118,6 +164,8 @@ class SchemaCompiler {
     const own = Object.keys(schema).filter(
       (k) => !ANNOTATIONS.has(k) && k !== "$defs" && k !== "definitions",
     );
+    // no constraint at all: any JSON value, one shared grammar instead of a new one per empty schema
+    if (own.length === 0) return this.anyJson().value;
     if (schema.$ref !== undefined) {
       alone(own, "$ref", path);
       if (typeof schema.$ref !== "string")
@@ -161,6 +209,16 @@ class SchemaCompiler {
 
   /** enum / const: each allowed value as a literal, those of the schema's types only. */
   private values(schema: Schema, types: TypeName[], path: string): GNode {
+    this.budget.enumValues +=
+      (schema.const === undefined ? 0 : 1) + (Array.isArray(schema.enum) ? schema.enum.length : 0);
+    if (this.budget.enumValues > MAX_ENUM_VALUES) {
+      const keyword = Array.isArray(schema.enum) ? "enum" : "const";
+      throw new SchemaError(
+        keyword,
+        pointerTo(path, keyword),
+        `the schemas hold more than ${MAX_ENUM_VALUES} "enum" and "const" values in all`,
+      );
+    }
     let values: unknown[];
     let keyword: string;
     if (schema.const !== undefined) {
@@ -218,8 +276,11 @@ class SchemaCompiler {
       throw new SchemaError("required", requiredAt, '"required" must be an array of property names');
     }
     const names = Object.keys(properties ?? {});
-    for (const name of required as string[]) {
-      if (!names.includes(name))
+    // sets: a schema may list thousands of properties
+    const declared = new Set(names);
+    const requiredNames = new Set(required as string[]);
+    for (const name of requiredNames) {
+      if (!declared.has(name))
         throw new SchemaError("required", requiredAt, `required property "${name}" is not in "properties"`);
     }
     const additionalAt = pointerTo(path, "additionalProperties");
@@ -242,7 +303,7 @@ class SchemaCompiler {
     const members = names.map((name) => ({
       key: name,
       value: this.compile((properties as Schema)[name], pointerTo(propertiesAt, name), new Set()),
-      required: (required as string[]).includes(name),
+      required: requiredNames.has(name),
     }));
     return seq([lit("{"), obj(members)]);
   }
@@ -369,9 +430,12 @@ function describe(value: unknown): string {
         : typeof value;
 }
 
-/** Compiles a schema; `path` is the JSON pointer of the schema in the caller's document (for error messages). */
-export function compileSchema(schema: JsonSchema, path = ""): GNode {
-  const node = new SchemaCompiler(schema, path).compile(schema, path, new Set());
+/**
+ * Compiles a schema; `path` is the JSON pointer of the schema in the caller's document (for error messages).
+ * Schemas compiled into one grammar (a request's tools) share one `budget`.
+ */
+export function compileSchema(schema: JsonSchema, path = "", budget = newSchemaBudget()): GNode {
+  const node = new SchemaCompiler(schema, path, budget).compile(schema, path, new Set());
   computeMinLengths(node);
   if (!Number.isFinite(node.min)) {
     throw new SchemaError(
@@ -384,6 +448,6 @@ export function compileSchema(schema: JsonSchema, path = ""): GNode {
 }
 
 /** Throws SchemaError for anything outside the supported subset (used by the server to answer 400 before generating). */
-export function checkJsonSchema(schema: unknown, path = ""): void {
-  compileSchema(schema as JsonSchema, path);
+export function checkJsonSchema(schema: unknown, path = "", budget = newSchemaBudget()): void {
+  compileSchema(schema as JsonSchema, path, budget);
 }

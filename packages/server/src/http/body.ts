@@ -20,10 +20,20 @@ export async function readBodyBytes(c: Context, limit: number): Promise<Buffer> 
   if (!source) return Buffer.alloc(0);
   const chunks: Buffer[] = [];
   let total = 0;
-  for await (const chunk of source) {
-    total += chunk.byteLength;
-    if (total > limit) throw tooLarge(limit);
-    chunks.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+  try {
+    for await (const chunk of source) {
+      total += chunk.byteLength;
+      if (total > limit) throw tooLarge(limit);
+      chunks.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+    }
+  } catch (error) {
+    if (error instanceof ApiError) throw error;
+    // A client that hangs up mid-body is no server failure: nothing to log, and nothing was stored.
+    throw new ApiError(
+      400,
+      "body_incomplete",
+      `the request body ended after ${total} bytes, before its end (the client disconnected)`,
+    );
   }
   return chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
 }

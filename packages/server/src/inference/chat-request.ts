@@ -2,7 +2,13 @@
 // response_format, shared by the cloud API's /v1/inference/chat and the edge's
 // /v1/chat/completions: each answers 400 naming the field, and a JSON Schema
 // outside the supported subset names its keyword (SchemaError).
-import { checkToolSchema, type ChatMessage as EngineMessage, SchemaError } from "@svc/engine";
+import {
+  checkToolSchema,
+  type ChatMessage as EngineMessage,
+  newSchemaBudget,
+  type SchemaBudget,
+  SchemaError,
+} from "@svc/engine";
 import { badRequest } from "../http/api-error.js";
 import {
   array,
@@ -23,18 +29,24 @@ const FUNCTION_NAME = { pattern: /^[a-zA-Z0-9_-]{1,64}$/, patternText: "1 to 64 
 const MAX_TOOLS = 128;
 const MAX_CONTENT = 200_000;
 
-/** A JSON Schema object of the supported subset; `path` names the field. */
-export const schemaCheck: Check<Record<string, unknown>> = (value, path) => {
-  if (typeof value !== "object" || value === null || Array.isArray(value))
-    throw badRequest(`"${path}" must be a JSON Schema object (got ${describe(value)})`);
-  try {
-    checkToolSchema(value);
-  } catch (error) {
-    if (!(error instanceof SchemaError)) throw error;
-    throw badRequest(`"${path}" ${error.message}`, "unsupported_schema");
-  }
-  return value as Record<string, unknown>;
-};
+/**
+ * A JSON Schema object of the supported subset; `path` names the field. The
+ * schemas compiled into one grammar (all of a request's tools) share `budget`,
+ * so that a hundred tools cannot hold a hundred times what one schema may.
+ */
+const schemaCheck =
+  (budget: SchemaBudget): Check<Record<string, unknown>> =>
+  (value, path) => {
+    if (typeof value !== "object" || value === null || Array.isArray(value))
+      throw badRequest(`"${path}" must be a JSON Schema object (got ${describe(value)})`);
+    try {
+      checkToolSchema(value, budget);
+    } catch (error) {
+      if (!(error instanceof SchemaError)) throw error;
+      throw badRequest(`"${path}" ${error.message}`, "unsupported_schema");
+    }
+    return value as Record<string, unknown>;
+  };
 
 const toolCallCheck: Check<ToolCall> = (value, path) => {
   const call = object({
@@ -87,18 +99,19 @@ export const messagesCheck: Check<ChatMessage[]> = (value, path) => {
   return messages;
 };
 
-const toolCheck: Check<ToolDefinition> = object({
-  type: literal("function"),
-  function: object({
-    name: string(FUNCTION_NAME),
-    description: optional(string({ max: 10_000 })),
-    parameters: optional(schemaCheck),
-    strict: optional(nullable(boolean())),
-  }),
-}) as Check<ToolDefinition>;
+const toolCheck = (budget: SchemaBudget): Check<ToolDefinition> =>
+  object({
+    type: literal("function"),
+    function: object({
+      name: string(FUNCTION_NAME),
+      description: optional(string({ max: 10_000 })),
+      parameters: optional(schemaCheck(budget)),
+      strict: optional(nullable(boolean())),
+    }),
+  }) as Check<ToolDefinition>;
 
 export const toolsCheck: Check<ToolDefinition[]> = (value, path) => {
-  const tools = array(toolCheck, { max: MAX_TOOLS })(value, path);
+  const tools = array(toolCheck(newSchemaBudget()), { max: MAX_TOOLS })(value, path);
   const names = new Set<string>();
   tools.forEach((tool, i) => {
     if (tool.function.strict === null) delete tool.function.strict;
@@ -124,7 +137,7 @@ export const responseFormatCheck: Check<ResponseFormat> = (value, path) => {
       json_schema: object({
         name: string(FUNCTION_NAME),
         description: optional(string({ max: 10_000 })),
-        schema: optional(schemaCheck),
+        schema: optional(schemaCheck(newSchemaBudget())),
         strict: optional(nullable(boolean())),
       }),
     })(value, path) as ResponseFormat;

@@ -52,7 +52,7 @@ const deploymentSlugCheck: Check<string> = (value, path) => {
 
 const targetCheck: Check<DeploymentTarget> = byKind<DeploymentTarget>({
   adapter: object({ kind: literal("adapter"), adapter: adapterRefCheck }),
-  base_model: object({ kind: literal("base_model"), baseModel: string({ min: 1 }) }),
+  base_model: object({ kind: literal("base_model"), baseModel: string({ min: 1, max: 300 }) }),
 });
 
 const upstreamField = optional(

@@ -20,7 +20,7 @@ import { adapterRefCheck } from "./inference.js";
 
 const exportBody = object({
   adapter: optional(adapterRefCheck),
-  baseModel: optional(string({ min: 1 })),
+  baseModel: optional(string({ min: 1, max: 300 })),
   format: oneOf(EXPORT_FORMATS),
   quant: optional(string({ min: 1, max: 16 })),
 });

@@ -51,7 +51,7 @@ export const stopCheck: Check<string[]> = (value, path) =>
 const inferBody = object({
   messages: messagesCheck,
   adapter: optional(adapterRefCheck),
-  baseModel: optional(string({ min: 1 })),
+  baseModel: optional(string({ min: 1, max: 300 })),
   temperature: optional(number({ min: 0, max: 2 })),
   topP: optional(number({ exclusiveMin: 0, max: 1 })),
   maxTokens: optional(number({ integer: true, positive: true, max: 8192 })),
