@@ -1,10 +1,5 @@
 // Grammar-constrained decoding: the public part (the grammar a request may
 // carry, and the schema check the server runs before generating).
 export { type JsonSchema, type OutputGrammar, SchemaError } from "./grammar.js";
-export {
-  checkJsonSchema,
-  MAX_ENUM_VALUES,
-  MAX_SUBSCHEMAS,
-  newSchemaBudget,
-  type SchemaBudget,
-} from "./schema.js";
+export { checkJsonSchema } from "./schema.js";
+export { MAX_ENUM_VALUES, MAX_SUBSCHEMAS, newSchemaBudget, type SchemaBudget } from "./schema-budget.js";

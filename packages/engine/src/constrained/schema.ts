@@ -7,18 +7,13 @@
 // Every other keyword is refused with a SchemaError naming it and its pointer,
 // so a schema is never silently enforced only in part.
 //
-// A schema's cost is bounded before anything is generated: at most
-// MAX_SUBSCHEMAS schemas compiled (every property, item, anyOf option and
-// definition counts), MAX_ENUM_VALUES enum/const values in all, and
-// MAX_COMPILE_DEPTH schemas nested in one another counting each $ref
-// followed. The grammar the matcher walks on every token grows with these, and
-// a request's schema is compiled on the server's event loop and again in the
-// inference process, where it would hold up every other request.
+// A schema's cost is bounded before anything is generated (schema-budget.ts).
 //
 // The generated JSON is compact: properties in declared order, at most one
 // space after `:` and `,` and none elsewhere, so a model cannot spend its
 // tokens on whitespace.
 import { type JsonSchema, pointerTo, SchemaError } from "./grammar.js";
+import { describe, isObject, jsonEqual, resolvePointer } from "./json-values.js";
 import {
   type AltNode,
   alt,
@@ -32,6 +27,13 @@ import {
   str,
   ws,
 } from "./nodes.js";
+import {
+  MAX_COMPILE_DEPTH,
+  MAX_ENUM_VALUES,
+  MAX_SUBSCHEMAS,
+  newSchemaBudget,
+  type SchemaBudget,
+} from "./schema-budget.js";
 
 const ANNOTATIONS = new Set(["title", "description", "default", "examples", "$schema", "$id", "$comment"]);
 const KEYWORDS = new Set([
@@ -56,29 +58,6 @@ const OBJECT_KEYWORDS = ["properties", "required", "additionalProperties"];
 const ARRAY_KEYWORDS = ["items", "minItems", "maxItems"];
 
 type Schema = Record<string, unknown>;
-
-/**
- * Schemas (properties, items, anyOf options, definitions) a budget admits in all: a grammar of 2000 costs the
- * inference process under 0.1 s to compile and start matching on one core, 6000 half a second, which every
- * other request it serves would wait for.
- */
-export const MAX_SUBSCHEMAS = 2_000;
-/** enum and const values a budget admits in all (OpenAI's limit; each is an alternative the matcher tries). */
-export const MAX_ENUM_VALUES = 1_000;
-/** Schemas nested in one another, counting every $ref followed (a $ref chain recurses once per link). */
-export const MAX_COMPILE_DEPTH = 256;
-
-/** What the schemas of one request field (a response format, or all of a request's tools) have used of the limits. */
-export interface SchemaBudget {
-  subschemas: number;
-  enumValues: number;
-}
-
-export const newSchemaBudget = (): SchemaBudget => ({ subschemas: 0, enumValues: 0 });
-
-function isObject(value: unknown): value is Schema {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
 
 /** The grammar of any JSON value, and of any JSON object (built once per compilation). */
 export function anyJson(): { value: GNode; object: GNode } {
@@ -373,19 +352,6 @@ function alone(own: string[], keyword: string, path: string): void {
   }
 }
 
-function resolvePointer(root: unknown, pointer: string): unknown {
-  if (pointer === "") return root;
-  if (!pointer.startsWith("/")) return undefined;
-  let node: unknown = root;
-  for (const raw of pointer.slice(1).split("/")) {
-    const token = raw.replace(/~1/g, "/").replace(/~0/g, "~");
-    if (Array.isArray(node)) node = node[Number(token)];
-    else if (isObject(node) && Object.hasOwn(node, token)) node = node[token];
-    else return undefined;
-  }
-  return node;
-}
-
 function hasType(value: unknown, type: TypeName): boolean {
   switch (type) {
     case "string":
@@ -403,31 +369,6 @@ function hasType(value: unknown, type: TypeName): boolean {
     case "array":
       return Array.isArray(value);
   }
-}
-
-function jsonEqual(a: unknown, b: unknown): boolean {
-  return JSON.stringify(canonical(a)) === JSON.stringify(canonical(b));
-}
-
-function canonical(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(canonical);
-  if (isObject(value))
-    return Object.fromEntries(
-      Object.keys(value)
-        .sort()
-        .map((k) => [k, canonical(value[k])]),
-    );
-  return value;
-}
-
-function describe(value: unknown): string {
-  return value === null
-    ? "null"
-    : Array.isArray(value)
-      ? "an array"
-      : typeof value === "string"
-        ? JSON.stringify(value)
-        : typeof value;
 }
 
 /**
