@@ -9,11 +9,13 @@
 //   - 8 and 32 concurrent streams: aggregate tokens/s, prefill included (svc's
 //     Generator, llama.cpp's parallel sequences in one context);
 //   - time to first token of a 1,000-token prompt.
-// Best of --reps for every figure; the load average is printed, since the
+// Best of --reps for every figure (--stat median: their median); the load average is printed, since the
 // machine is shared. PyTorch's decode (the previous peer) is in bench/engine.mjs.
 //
 //   npm run build && nice -n 10 node bench/decode.mjs [--shapes small,qwen] [--formats fp32,bf16,int8,q4_0]
-//       [--tokens N] [--reps N] [--streams 1,8,32] [--prefill 1000] [--no-llama]
+//       [--tokens N] [--reps N] [--stat best|median] [--streams 1,8,32] [--prefill 1000] [--no-llama]
+// SVC_KERNELS_ISA picks svc's kernels (e.g. avx512 against avx512vnni: fp32
+// against 8-bit activations at int8 and q4_0 decode).
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
@@ -52,6 +54,13 @@ const streamCounts = flag("streams", "1,8,32").split(",").map(Number);
 const prefillTokens = Number(flag("prefill", "1000"));
 const tokenOverride = flag("tokens", null);
 const reps = Number(flag("reps", "3"));
+const stat = flag("stat", "best");
+if (stat !== "best" && stat !== "median") throw new Error(`--stat is best or median, not ${stat}`);
+const median = (list) => {
+  const sorted = [...list].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+};
 const withLlama = !process.argv.includes("--no-llama") && llamaCppInstalled();
 const kernels = getKernels();
 const threads = kernels.threads ?? 1;
@@ -138,7 +147,7 @@ const load = () =>
     .join(" ");
 
 console.log(
-  `kernels: ${kernels.name} (${kernels.isa}), ${threads} threads; node ${process.version}; load average ${load()}`,
+  `kernels: ${kernels.name} (${kernels.isa}), ${threads} threads; node ${process.version}; load average ${load()}; ${stat} of ${reps} repetitions`,
 );
 if (!withLlama)
   console.log("llama.cpp: not installed (npm ci --prefix bench/llama-cpp ...; bench/README.md): svc only");
@@ -176,8 +185,12 @@ for (const name of shapes) {
       llama = { file, ...(await openLlamaCpp(file)) };
       await llamaDecode(llama.model, { prompts: [randomPrompt(config.vocabSize, 1)], tokens: 4, threads }); // warm-up
     }
+    const samples = new Map(); // figure's object → key → every repetition's value
     const top = (obj, key, value) => {
-      obj[key] = Math.max(obj[key] ?? 0, value);
+      if (!samples.has(obj)) samples.set(obj, {});
+      const list = samples.get(obj);
+      list[key] = [...(list[key] ?? []), value];
+      obj[key] = stat === "median" ? median(list[key]) : Math.max(...list[key]);
     };
     // svc and llama.cpp alternate within each repetition, so a burst of load hits both alike
     try {
