@@ -16,7 +16,8 @@
 // runs in its own process, so peak RSS is its own; with --repeat N the two
 // alternate N times and every figure is the median over the rounds (each round
 // runs every shape, so the shapes' ratios see the same load).
-// SVC_ENGINE_PROFILE=1 prints the engine's per-op times; SVC_BENCH_ENGINE=dir
+// SVC_ENGINE_PROFILE=1 prints the engine's per-op times (=cpu: CPU time, which
+// a busy machine disturbs less; with SVC_THREADS=1 each op's own cost); SVC_BENCH_ENGINE=dir
 // runs another build of the engine package (default packages/engine).
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -141,12 +142,13 @@ async function engineWorker(name, steps, decodeTokens, decodeReps, sgemmBudget) 
   const peakRssMb = process.resourceUsage().maxRSS / 1024; // before the SGEMM buffers below
 
   // SGEMM of this shape's big matmuls, in this process, after the run (the LM head
-  // in the row chunks lm-head.ts runs it in: 2^23 logits at a time, at least 256 rows
-  // since 2026-11-24; SVC_BENCH_HEAD_ROWS sets the floor for an older build, e.g. 1)
+  // in the row chunks lm-head.ts runs it in: 2^23 logits at a time, at least 512 rows
+  // since 2026-11-24, 256 before that; SVC_BENCH_HEAD_ROWS sets the floor for an older
+  // build, e.g. 256 or 1)
   const k = getKernels();
   const gemms = [];
   if (sgemmBudget > 0) {
-    const floor = Number(process.env.SVC_BENCH_HEAD_ROWS ?? 256);
+    const floor = Number(process.env.SVC_BENCH_HEAD_ROWS ?? 512);
     const rows = Math.max(floor, Math.floor(2 ** 23 / config.vocabSize));
     const chunk = Math.max(1, Math.min(shape.batch * shape.seq, rows));
     for (const g of trainingGemms(config, shape.batch, shape.seq, chunk)) {

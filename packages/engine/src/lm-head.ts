@@ -9,11 +9,14 @@ import { fp32Weight, matmulWeight } from "./quant/serving.js";
 import type { ProjectionWeight } from "./weights.js";
 
 // Logits exist for a chunk of rows at a time: 32 MB of them, but never fewer
-// than 256 rows, below which the head's matmul runs at a fraction of the
-// SGEMM rate (a 262,144-token vocabulary would give 32-row chunks at about half
-// the rate; bench/README.md measures it).
+// than 512 rows. The head's matmul streams the whole [V,C] weight from memory
+// once per chunk and packs it once for all of the chunk's rows, so short chunks
+// run it at a fraction of the SGEMM rate: a 262,144-token vocabulary would give
+// 32-row chunks at about half the rate (bench/README.md), and 256-row chunks
+// still run 10-13% slower than 512-row ones (Gemma-3's head, one thread:
+// 117 vs 131 GFLOP/s forward, 136 vs 150 for d(rows)), for 256 MB more logits.
 const LOGIT_CHUNK_FLOATS = 1 << 23;
-const MIN_CHUNK_ROWS = 256;
+const MIN_CHUNK_ROWS = 512;
 
 export class LmHead {
   private rows = 0;
