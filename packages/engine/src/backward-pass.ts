@@ -6,7 +6,18 @@
 import type { LayerActivations } from "./activations.js";
 import type { Slot } from "./families/index.js";
 import type { Batch } from "./graph-rows.js";
-import { activation, DOWN, GATE_UP, type GraphState, O, QKV, qkRows, rope, sizesOf } from "./graph-state.js";
+import {
+  activation,
+  addScaled,
+  DOWN,
+  GATE_UP,
+  type GraphState,
+  O,
+  QKV,
+  qkRows,
+  rope,
+  sizesOf,
+} from "./graph-state.js";
 import { tick, tock } from "./profile.js";
 import { fp32Weight } from "./quant/serving.js";
 import type { LoraLayers, ProjectionWeight } from "./weights.js";
@@ -189,6 +200,7 @@ function inputGrad(
     g.kern.rmsnormBackward(dh, x, inNorm, rstd, g.s.dtmp, null, N, C);
     d = g.s.dtmp;
   }
-  for (let i = 0; i < N * C; i++) dx[i] = dOut[i] + d[i];
+  dx.set(dOut.subarray(0, N * C));
+  addScaled(g, dx, d, N * C, 1);
   tock("bwd.rmsnorm", t0);
 }

@@ -10,6 +10,7 @@ import type { Slot } from "./families/index.js";
 import type { Rows, Segment } from "./graph-rows.js";
 import {
   activation,
+  addScaled,
   DOWN,
   GATE_UP,
   type GraphState,
@@ -152,8 +153,8 @@ function residualAdd(
     norm(g, branch, outNorm, g.s.dtmp, rstd, N, C);
     y = g.s.dtmp;
   }
-  const m = g.config.residualScale;
-  for (let i = 0; i < N * C; i++) out[i] = resid[i] + m * y[i];
+  out.set(resid.subarray(0, N * C));
+  addScaled(g, out, y, N * C, g.config.residualScale);
 }
 
 /** Causal attention of each segment's queries over its keys (and its cache's). */

@@ -94,3 +94,8 @@ export function rope(
   const pass = g.pass as Rows;
   g.ropes.apply(x, layer, heads, N, inverse, pass.positions, pass.segments);
 }
+
+/** y[0..n) += alpha·x[0..n): the kernels' row-broadcast add over one row of n (vectorised, unlike a JS loop). */
+export function addScaled(g: GraphState, y: Float32Array, x: Float32Array, n: number, alpha: number): void {
+  g.kern.addBias(y.subarray(0, n), x.subarray(0, n), 1, n, alpha);
+}
