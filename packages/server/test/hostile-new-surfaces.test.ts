@@ -4,7 +4,8 @@
 // hundred tools' schemas) are 400 unsupported_schema naming the field, at the
 // edge and on /v1/inference/chat, while /healthz keeps answering; clients that
 // hang up mid-body leave no error in the log and no file behind; exports
-// refuse an over-long base model name and are invisible to other orgs.
+// refuse an over-long base model name, are invisible to other orgs, and one
+// org cannot take the whole export queue.
 import assert from "node:assert/strict";
 import { existsSync, readdirSync } from "node:fs";
 import { connect } from "node:net";
@@ -223,5 +224,31 @@ describe("hostile requests to the newest surfaces", () => {
       [1, 2].map(() => call(server.apiUrl, "DELETE", `/v1/exports/${exportId}`, { token: id.token })),
     );
     assert.deepEqual(removed.map((r) => r.status).sort(), [200, 404]);
+  });
+
+  it("one org's burst of exports takes at most half the queue; another org still gets one", async () => {
+    const burst = await Promise.all(
+      Array.from({ length: 8 }, () =>
+        call(server.apiUrl, "POST", `/v1/exports?${id.scope}`, {
+          token: id.token,
+          json: { format: "merged", baseModel: TINY_MODEL },
+        }),
+      ),
+    );
+    const statuses = burst.map((r) => r.status);
+    assert.ok(statuses.filter((s) => s === 202).length <= 4, statuses.join(","));
+    const refused = burst.filter((r) => r.status === 429);
+    assert.ok(refused.length >= 4, statuses.join(","));
+    assert.equal(refused[0].body.error.code, "too_many_exports");
+    assert.match(
+      refused[0].body.error.message,
+      new RegExp(`^org ${id.orgSlug} has \\d exports running or queued on this server \\(at most 4\\)`),
+    );
+    const other = await newIdentity(server.apiUrl);
+    const theirs = await call(server.apiUrl, "POST", `/v1/exports?${other.scope}`, {
+      token: other.token,
+      json: { format: "merged", baseModel: TINY_MODEL },
+    });
+    assert.equal(theirs.status, 202, JSON.stringify(theirs.body));
   });
 });

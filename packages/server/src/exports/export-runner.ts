@@ -187,6 +187,11 @@ export class ExportRunner {
     return { ...info, progress: progress ?? null };
   }
 
+  /** Whether the export is running or queued in this process (a deleted one too, until its thread ends). */
+  isPending(id: string): boolean {
+    return this.live.has(id);
+  }
+
   /** The absolute path of one of a ready export's files. */
   filePath(info: ExportInfo, file: string): string | null {
     return info.status === "ready" && info.files.some((f) => f.path === file)

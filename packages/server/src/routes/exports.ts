@@ -10,8 +10,8 @@ import { checkExportOptions, type EngineError, EXPORT_FORMATS } from "@svc/engin
 import type { Context } from "hono";
 import { Hono } from "hono";
 import type { ApiEnv, ServerContext } from "../context.js";
-import type { ExportRunner } from "../exports/export-runner.js";
-import { badRequest, notFound } from "../http/api-error.js";
+import { type ExportRunner, MAX_PENDING_EXPORTS } from "../exports/export-runner.js";
+import { ApiError, badRequest, notFound } from "../http/api-error.js";
 import { readJson } from "../http/body.js";
 import { object, oneOf, optional, parseBody, string } from "../http/validate.js";
 import type { ExportInfo } from "../wire.js";
@@ -24,6 +24,9 @@ const exportBody = object({
   format: oneOf(EXPORT_FORMATS),
   quant: optional(string({ min: 1, max: 16 })),
 });
+
+/** Exports one org may have running or queued in a process: the queue is shared, and no org may take all of it. */
+export const MAX_PENDING_EXPORTS_PER_ORG = MAX_PENDING_EXPORTS / 2;
 
 async function exportOr404(
   ctx: ServerContext,
@@ -40,6 +43,14 @@ async function exportOr404(
 
 export function exportRoutes(ctx: ServerContext, runner: ExportRunner) {
   const app = new Hono<ApiEnv>();
+  /** The exports each org started in this process that may still be running or queued. */
+  const startedByOrg = new Map<string, Set<string>>();
+  const pendingOf = (orgId: string): Set<string> => {
+    const ids = startedByOrg.get(orgId) ?? new Set<string>();
+    for (const id of ids) if (!runner.isPending(id)) ids.delete(id);
+    if (ids.size === 0) startedByOrg.delete(orgId);
+    return ids;
+  };
   app.post("/v1/exports", async (c) => {
     const project = await projectFromQuery(ctx, c);
     const body = parseBody(exportBody, await readJson(c));
@@ -70,6 +81,14 @@ export function exportRoutes(ctx: ServerContext, runner: ExportRunner) {
     } else {
       target = ctx.inference.baseModel(body.baseModel as string, "baseModel");
     }
+    // checked and recorded with no await in between, so concurrent requests cannot both pass
+    const pending = pendingOf(project.orgId);
+    if (pending.size >= MAX_PENDING_EXPORTS_PER_ORG)
+      throw new ApiError(
+        429,
+        "too_many_exports",
+        `org ${project.orgSlug} has ${pending.size} exports running or queued on this server (at most ${MAX_PENDING_EXPORTS_PER_ORG}); try again when one has finished`,
+      );
     const info = runner.start({
       projectId: project.id,
       format: body.format,
@@ -81,6 +100,7 @@ export function exportRoutes(ctx: ServerContext, runner: ExportRunner) {
       adapterDir: target.adapterDir,
       transformersOnly: target.transformersOnly === true,
     });
+    startedByOrg.set(project.orgId, pending.add(info.id));
     return c.json({ export: info }, 202);
   });
   app.get("/v1/exports/:id", async (c) => c.json({ export: await exportOr404(ctx, runner, c) }));
