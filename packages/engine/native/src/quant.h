@@ -10,11 +10,12 @@
 //         32 weights, w = (nibble - 8) * d; byte j of a block holds weight j in
 //         its low nibble and weight j + 16 in its high nibble. k % 32 == 0.
 //
-// At decode the product is bound by memory bandwidth, so weights are widened
-// to fp32 in registers (a zero/sign extension and a convert per vector) and
-// the activations stay fp32: fewer bytes read per weight, and no second
+// This is the fp32-activation path: weights are widened to fp32 in registers
+// (a zero/sign extension and a convert per vector), so there is no second
 // rounding of the activations. Many rows (prefill) dequantize a panel of
 // weight rows at a time into fp32 scratch and run the blocked SGEMM on it.
+// Units with integer dot products take int8 and q4_0 at up to 32 rows
+// through quant_int.h instead (x rounded to 8 bits), and this path for the rest.
 
 enum { SVC_QUANT_BF16 = 1, SVC_QUANT_INT8 = 2, SVC_QUANT_Q4_0 = 3 };
 
