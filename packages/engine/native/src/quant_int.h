@@ -1,5 +1,5 @@
-// The integer decode path of matmul_quant for int8 and q4_0 weights: at few
-// rows (m <= GEMV_MAX_ROWS) each row of x is rounded once per call to 8 bits
+// The integer decode path of matmul_quant for int8 and q4_0 weights: at up to
+// 32 rows (INT_MAX_ROWS) each row of x is rounded once per call to 8 bits
 // per 32-block (xq = round(x / d), d = max|x| / 127 in fp32, like llama.cpp's
 // Q8_0 activations), and every weight row is multiplied with it by integer dot
 // products: four byte products summed into each int32 lane per instruction,
@@ -328,11 +328,12 @@ static void igemv(bool q4, const void* w, const void* scales, const IntRow* xr, 
     for (long g = groups * t / tasks; g < groups * (t + 1) / tasks; g++)
       igemv_group(q4, w, scales, xr, m, y, n, k, g * 4, false, alpha, accumulate);
   });
-  for (long j = groups * 4; j < n; j++) igemv_group(q4, w, scales, xr, m, y, n, k, j, true, alpha, accumulate);
+  for (long j = groups * 4; j < n; j++)
+    igemv_group(q4, w, scales, xr, m, y, n, k, j, true, alpha, accumulate);
 }
 
 // The table's matmul_quant where the unit has the integer path: int8 and q4_0
-// at few rows go the integer way, everything else to quant.h's matmul_quant.
+// at up to INT_MAX_ROWS rows go the integer way, everything else to quant.h's.
 static void matmul_quant_int(int format, const float* x, const void* w, const void* scales, float* y,
                              long m, long n, long k, bool accumulate, float alpha) {
   bool q4 = format == SVC_QUANT_Q4_0;
@@ -341,7 +342,8 @@ static void matmul_quant_int(int format, const float* x, const void* w, const vo
     return;
   }
   long row_bytes = int_row_bytes(q4, k);
-  signed char* buf = reinterpret_cast<signed char*>(svc_scratch(SVC_SLOT_QUANT_X, (size_t)(m * row_bytes / 4)));
+  float* scratch = svc_scratch(SVC_SLOT_QUANT_X, (size_t)(m * row_bytes / 4));
+  signed char* buf = reinterpret_cast<signed char*>(scratch);
   IntRow xr[INT_MAX_ROWS];
   for (long i = 0; i < m; i++)
     if (!quantize_row(x + i * k, k, q4, buf + i * row_bytes, &xr[i])) {
