@@ -11,6 +11,8 @@ import type { ExportFormat, ExportInfo, ExportProgress } from "@svc/server/wire"
 import type { CloudApi } from "./cloud-api.js";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** An export's files are plain names in one folder (the server serves no deeper path). */
+const SAFE_FILE_NAME = /^[\w.-]{1,255}$/;
 
 export interface ExportModelOptions {
   /** A job id (its final adapter, or `checkpoint`'s) or a base model name. */
@@ -78,6 +80,13 @@ export async function exportModel(client: CloudApi, options: ExportModelOptions)
       info.error?.message ?? "the export failed",
     );
   }
+  // The names come from the server: one that is not a plain file name would write outside `out`.
+  const unsafe = info.files.find((f) => !SAFE_FILE_NAME.test(f.path) || /^\.+$/.test(f.path));
+  if (unsafe)
+    throw new ExportFailedError(
+      "invalid_export_file",
+      `the server named an export file ${JSON.stringify(unsafe.path)}, which is not a plain file name; nothing was written`,
+    );
   const singleFile = info.format === "gguf" && options.out.endsWith(".gguf");
   const dir = singleFile ? dirname(options.out) : options.out;
   mkdirSync(dir, { recursive: true });
