@@ -68,8 +68,12 @@ export interface CreateProjectRequest {
 
 /** A Hugging Face Hub repo id: `<org>/<name>`, each of letters, digits, "_", "-", "." (not leading), at most 96 characters. */
 export const HUB_REPO_ID_PATTERN = /^[A-Za-z0-9][\w.-]{0,95}\/[A-Za-z0-9][\w.-]{0,95}$/;
-/** A branch, tag or commit sha after "@" in `<org>/<name>@<revision>`; "refs/pr/1" style names included, no "..". */
-export const HUB_REVISION_PATTERN = /^(?!.*\.\.)(?!\/)[\w.\-/]{1,200}$/;
+/**
+ * A branch, tag or commit sha after "@" in `<org>/<name>@<revision>`; "refs/pr/1" style names included. As in
+ * git ref names: no "..", no empty part ("a//b", a leading or trailing "/"), no part starting with "." ("./x",
+ * ".git"); a revision names a file under the cache's refs/, and such parts would name another one.
+ */
+export const HUB_REVISION_PATTERN = /^(?!.*\.\.)(?!.*\/\/)(?!(?:.*\/)?\.)(?!.*\/$)(?!\/)[\w.\-/]{1,200}$/;
 
 /** The org of svc's bundled models: `svc/<name>` is never looked up on the Hub. */
 export const BUNDLED_MODEL_ORG = "svc";

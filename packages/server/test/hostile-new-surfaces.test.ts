@@ -251,4 +251,30 @@ describe("hostile requests to the newest surfaces", () => {
     });
     assert.equal(theirs.status, 202, JSON.stringify(theirs.body));
   });
+
+  it("Hub revisions with empty or dot-led parts are refused before the Hub or the cache is touched", async () => {
+    for (const revision of ["main/./x", "a//b", "x/", ".git", "refs/.hidden", "../x"]) {
+      const pulled = await call(server.apiUrl, "POST", "/v1/models/pull", {
+        token: id.token,
+        json: { model: `test-org/m@${revision}` },
+      });
+      assert.equal(pulled.status, 400, revision);
+      assert.match(pulled.body.error.message, /^"model": ".*" is not a Hub model id/);
+      const dataset = await call(server.apiUrl, "POST", `/v1/datasets?${id.scope}`, {
+        token: id.token,
+        json: { huggingface: { name: "test-org/d", split: "train", revision } },
+      });
+      assert.equal(dataset.status, 400, revision);
+      assert.match(
+        dataset.body.error.message,
+        /^"huggingface\.revision": ".*" is not a branch, tag or commit sha/,
+      );
+    }
+    // what git names a revision still parses (here refused only by the default policy, which downloads nothing)
+    const pr = await call(server.apiUrl, "POST", "/v1/models/pull", {
+      token: id.token,
+      json: { model: "test-org/m@refs/pr/1" },
+    });
+    assert.equal(pr.body.error.code, "hub_model_refused", JSON.stringify(pr.body));
+  });
 });
