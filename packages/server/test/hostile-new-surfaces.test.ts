@@ -277,4 +277,23 @@ describe("hostile requests to the newest surfaces", () => {
     });
     assert.equal(pr.body.error.code, "hub_model_refused", JSON.stringify(pr.body));
   });
+
+  it("a kind or field named after Object.prototype's members is a 400 naming it, not a 500", async () => {
+    for (const kind of ["constructor", "__proto__", "toString"]) {
+      const reply = await call(server.apiUrl, "POST", `/v1/endpoints?${id.scope}`, {
+        token: id.token,
+        json: { slug: "proto-kind", target: { kind } },
+      });
+      assert.equal(reply.status, 400, `${kind}: ${JSON.stringify(reply.body)}`);
+      assert.match(reply.body.error.message, /^"target\.kind" must be one of /);
+    }
+    const extra = await call(server.apiUrl, "POST", "/v1/models/pull", {
+      token: id.token,
+      body: '{"model":"test-org/m","constructor":{}}',
+      headers: { "content-type": "application/json" },
+    });
+    assert.deepEqual(extra.body, {
+      error: { message: '"constructor" is not a known field', code: "invalid_request" },
+    });
+  });
 });

@@ -56,3 +56,14 @@ it("returns typed values and drops absent optional fields", () => {
     target: { kind: "x", n: null },
   });
 });
+
+it("names of Object.prototype's members are no field and no kind (JSON.parse makes them own keys)", () => {
+  for (const key of ["constructor", "toString", "__proto__", "hasOwnProperty"]) {
+    assert.equal(messageOf(JSON.parse(`{"name":"n","${key}":1}`)), `"${key}" is not a known field`);
+    assert.equal(
+      messageOf({ name: "n", target: { kind: key } }),
+      `"target.kind" must be one of "x"`,
+      `kind ${key}`,
+    );
+  }
+});

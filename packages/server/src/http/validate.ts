@@ -165,7 +165,8 @@ export function object<S extends Shape>(shape: S): Check<Parsed<S>> {
     const record = value as Record<string, unknown>;
     const join = (key: string) => (path ? `${path}.${key}` : key);
     for (const key of Object.keys(record)) {
-      if (!(key in shape)) fail(join(key), "is not a known field");
+      // own fields only: "constructor" or "__proto__" is no field of any shape
+      if (!Object.hasOwn(shape, key)) fail(join(key), "is not a known field");
     }
     const out: Record<string, unknown> = {};
     for (const [key, check] of Object.entries(shape)) {
@@ -184,7 +185,7 @@ export function byKind<T>(cases: Record<string, Check<T>>): Check<T> {
     if (typeof value !== "object" || value === null || Array.isArray(value))
       return fail(path, `must be a JSON object (got ${describe(value)})`);
     const kind = (value as Record<string, unknown>).kind;
-    const check = typeof kind === "string" ? cases[kind] : undefined;
+    const check = typeof kind === "string" && Object.hasOwn(cases, kind) ? cases[kind] : undefined;
     if (!check)
       return fail(`${path}.kind`, `must be one of ${kinds.map((k) => JSON.stringify(k)).join(", ")}`);
     return check(value, path);
