@@ -1,9 +1,11 @@
 // A persistent worker pool behind svc_parallel_for, plus per-thread scratch.
 // Workers are created once (threads - 1 of them; the calling thread works too),
-// spin briefly after each job so back-to-back kernel calls pay no wake-up, then
-// sleep on a condition variable. One job runs at a time; a call that finds the
-// pool busy (another JS thread) runs its tasks serially instead of waiting.
-// The guarantees, and the race this protocol closes, are in docs/kernels.md.
+// watch for the next job for a bounded time after each one so back-to-back
+// kernel calls pay no wake-up, yielding their CPU while they watch, then sleep
+// on a condition variable. One job runs at a time; a call that finds the pool
+// busy (another JS thread) runs its tasks serially instead of waiting. The
+// guarantees, the race this protocol closes and the measurements behind the
+// spin constants are in docs/kernels.md.
 #include <stdlib.h>
 #if defined(__linux__)
 #include <sched.h>
@@ -11,6 +13,7 @@
 #include <string.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -59,6 +62,27 @@ constexpr unsigned long long kClosed = 0xffffffffULL;
 
 thread_local bool inside_job = false;  // this thread is running a pool task
 
+// Waiting, in wall time (a pause instruction takes 10 to 140 cycles depending
+// on the CPU, so a count of them is no bound). A worker watches the ticket for
+// kWorkerWatchNs after its last job: a decode step's kernel calls come a few
+// microseconds apart and find it awake, and an idle process stops using CPU
+// within that time. While watching it yields every kWorkerYieldNs: when the
+// machine has more runnable threads than CPUs (or the process gets a CPU share,
+// as with autogroup scheduling) a worker that only spun would take the CPU
+// from the thread that is about to call again, or from other processes; with
+// nothing else runnable the yield returns at once. The caller, once its own
+// share is done, spins kCallerSpinNs for tasks that workers have claimed (they
+// take microseconds), then yields, so a worker preempted on its CPU can finish.
+constexpr long long kWorkerWatchNs = 100000;
+constexpr long long kWorkerYieldNs = 5000;
+constexpr long long kCallerSpinNs = 20000;
+constexpr int kPausesPerClockRead = 32;  // a clock read costs about as much as 2 to 30 pauses
+
+long long now_ns() {
+  using namespace std::chrono;
+  return duration_cast<nanoseconds>(steady_clock::now().time_since_epoch()).count();
+}
+
 struct Pool {
   int threads;
   std::mutex run_mu;
@@ -101,19 +125,31 @@ struct Pool {
   void worker() {
     unsigned seen = 0;
     for (;;) {
-      for (int spin = 0; gen_of(ticket.load(std::memory_order_acquire)) == seen; spin++) {
-        if (spin < 20000) {
-          cpu_relax();
-          continue;
-        }
-        std::unique_lock<std::mutex> lock(sleep_mu);
-        sleepers.fetch_add(1);
-        sleep_cv.wait(lock, [&] { return gen_of(ticket.load()) != seen; });
-        sleepers.fetch_sub(1);
-        break;
-      }
+      wait_for_job(seen);
       seen = gen_of(ticket.load(std::memory_order_acquire));
       run_tasks(seen);
+    }
+  }
+
+  // Returns once a job newer than generation `seen` is published.
+  void wait_for_job(unsigned seen) {
+    long long start = now_ns(), yielded = start;
+    for (int spin = 1; gen_of(ticket.load(std::memory_order_acquire)) == seen; spin++) {
+      cpu_relax();
+      if (spin % kPausesPerClockRead) continue;
+      long long t = now_ns();
+      if (t - start < kWorkerWatchNs) {
+        if (t - yielded >= kWorkerYieldNs) {
+          std::this_thread::yield();
+          yielded = t;
+        }
+        continue;
+      }
+      std::unique_lock<std::mutex> lock(sleep_mu);
+      sleepers.fetch_add(1);
+      sleep_cv.wait(lock, [&] { return gen_of(ticket.load()) != seen; });
+      sleepers.fetch_sub(1);
+      return;
     }
   }
 
@@ -139,9 +175,13 @@ struct Pool {
       sleep_cv.notify_all();
     }
     run_tasks(gen);
-    for (int spin = 0; done.load(std::memory_order_acquire) < count; spin++) {
-      if (spin < 20000) cpu_relax();
-      else std::this_thread::yield();
+    long long waiting_since = 0;
+    for (int spin = 1; done.load(std::memory_order_acquire) < count; spin++) {
+      cpu_relax();
+      if (spin % kPausesPerClockRead) continue;
+      long long t = now_ns();
+      if (!waiting_since) waiting_since = t;
+      else if (t - waiting_since >= kCallerSpinNs) std::this_thread::yield();
     }
     ticket.store(((unsigned long long)gen << 32) | kClosed);  // no claim of `gen` succeeds from here on
   }

@@ -15,12 +15,15 @@
 //   gemms   N SGEMMs per ISA this CPU runs, shapes that take the blocked path
 //           with several tasks, against a double-precision reference, with
 //           guard regions around C that must stay untouched.
+// Then idle: after a burst of jobs the workers must go back to sleep, so the
+// process's CPU time stops growing within 100 ms of the last call.
 // The first failure prints "pool_stress: FAIL ..." and exits 1.
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <atomic>
 #include <chrono>
@@ -278,6 +281,30 @@ double now() {
   return duration<double>(steady_clock::now().time_since_epoch()).count();
 }
 
+// ---- idle: workers stop using CPU soon after the last call ------------------
+
+double process_cpu_seconds() {
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+void check_idle() {
+  Caller burst("idle burst", 99);
+  burst.run(20000);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  double cpu0 = process_cpu_seconds(), t0 = now();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  double used = process_cpu_seconds() - cpu0;
+  double wall = now() - t0;
+  // A worker still spinning would use about all of `wall`; asleep, the process uses next to nothing.
+  if (used > 0.05 * wall)
+    fail("idle: %.1f ms of CPU time in %.0f ms without calls, 100 ms after a burst (workers still spin)",
+         used * 1e3, wall * 1e3);
+  printf("pool_stress: idle                   %.2f ms of CPU in %.0f ms after a burst: ok\n", used * 1e3,
+         wall * 1e3);
+}
+
 // Runs f(seed) on one thread, then on two at once.
 template <class F>
 void one_then_two(const char* what, F f) {
@@ -330,6 +357,7 @@ int main(int argc, char** argv) {
     const SvcKernelTable* t = isa.table();
     one_then_two(what, [&](unsigned long long s) { return run_gemms(t, gemms, seed * 16 + s); });
   }
+  check_idle();
   printf("pool_stress: ok\n");
   return 0;
 }
