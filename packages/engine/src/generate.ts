@@ -8,6 +8,13 @@
 // samples a token for every sequence whose logits came back, and then yields
 // to the event loop (setImmediate) so servers stay responsive. Requests join
 // at the next step and leave as soon as they finish; their KV caches go with them.
+//
+// Grammar work (compiling a request's grammar; a constrained sequence's turn,
+// which may walk the vocabulary for a state's allowed tokens) runs in slices
+// of at most GRAMMAR_SLICE_MS per iteration: a request joins once its grammar
+// is compiled, and a sequence whose turn outlives the step's slice sits out
+// the decode steps until it is done, so a large schema never holds up the
+// other generations of the process.
 import { BatchDecoder, createKvCache, type DecodeEntry } from "./decode.js";
 import { EngineError } from "./errors.js";
 import { prepareSequence, type Sequence, type ServedModel } from "./generation-sequence.js";
@@ -36,6 +43,9 @@ export interface GeneratorOptions {
   /** The base weights already converted (quant/serving.ts servingWeightsAsync), instead of weightFormat. */
   servingWeights?: ServingWeights;
 }
+
+/** Most grammar work one scheduler iteration does (milliseconds). */
+const GRAMMAR_SLICE_MS = 4;
 
 function nextTick(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
@@ -95,7 +105,8 @@ class BatchGenerator implements Generator {
   }
 
   generate(request: GenerationRequest): AsyncGenerator<GenerationChunk, GenerationResult> {
-    const sequence = prepareSequence(request, this.served); // bad input throws here, before anything runs
+    // bad input throws here, before anything runs; a grammar that does not compile fails the first next()
+    const sequence = prepareSequence(request, this.served);
     return this.stream(sequence);
   }
 
@@ -139,15 +150,18 @@ class BatchGenerator implements Generator {
     try {
       while (this.queue.length > 0 || this.active.length > 0) {
         this.dropCancelled();
-        while (this.active.length < this.maxBatch && this.queue.length > 0) this.admit(this.queue.shift()!);
-        if (this.active.length > 0) {
+        this.admitReady();
+        // one slice of grammar work per iteration, the step's turns first
+        let deadline = performance.now() + GRAMMAR_SLICE_MS;
+        if (this.active.some((sequence) => sequence.parked === null)) {
           try {
-            this.step();
+            deadline = this.step();
           } catch (error) {
             for (const sequence of this.active) sequence.fail(error);
             this.active.length = 0;
           }
         }
+        this.grammarWork(deadline);
         await nextTick();
       }
     } finally {
@@ -172,19 +186,68 @@ class BatchGenerator implements Generator {
     }
   }
 
-  private admit(sequence: Sequence): void {
-    sequence.cache = createKvCache(this.served.config, sequence.promptIds.length + sequence.maxTokens);
-    this.active.push(sequence);
+  /** Moves queued sequences whose grammar is ready into the batch, in arrival order, while there is room. */
+  private admitReady(): void {
+    let kept = 0;
+    for (const sequence of this.queue) {
+      if (sequence.done) continue; // its grammar failed to compile
+      if (sequence.ready && this.active.length < this.maxBatch) {
+        sequence.cache = createKvCache(this.served.config, sequence.promptIds.length + sequence.maxTokens);
+        this.active.push(sequence);
+      } else this.queue[kept++] = sequence;
+    }
+    this.queue.length = kept;
   }
 
-  /** One decode step over every active sequence. */
-  private step(): void {
+  /**
+   * Grammar work until `deadline`: first the turns of parked sequences, then
+   * the grammars of queued requests, in arrival order.
+   */
+  private grammarWork(deadline: number): void {
+    for (const sequence of this.active) {
+      if (sequence.parked !== null && !this.continueTurn(sequence, deadline)) break;
+    }
+    this.dropDone(); // finished by the token drawn
+    for (const sequence of this.queue) {
+      if (performance.now() >= deadline) return;
+      if (!sequence.compileGrammar(deadline)) return;
+    }
+  }
+
+  /** Runs a sequence's grammar turn until `deadline` (one piece at least); returns whether it is done. */
+  private continueTurn(sequence: Sequence, deadline: number): boolean {
+    const parked = sequence.parked!;
+    try {
+      for (;;) {
+        const next = parked.turn.next();
+        if (next.done) {
+          sequence.parked = null;
+          this.accept(sequence, next.value.tokenId, next.value.final);
+          return true;
+        }
+        if (performance.now() >= deadline) return false;
+      }
+    } catch (error) {
+      sequence.parked = null;
+      sequence.fail(error); // this request only; the others go on
+      return true;
+    }
+  }
+
+  private dropDone(): void {
+    let kept = 0;
+    for (const sequence of this.active) if (!sequence.done) this.active[kept++] = sequence;
+    this.active.length = kept;
+  }
+
+  /** One decode step over every active sequence; returns the deadline of the grammar slice it started. */
+  private step(): number {
     const entries: DecodeEntry[] = [];
     const sampled: Sequence[] = [];
     let budget = this.maxStepTokens;
     // Decoding sequences first (one token each), then prompt chunks in arrival order.
     for (const sequence of this.active) {
-      if (sequence.prefilled < sequence.promptIds.length) continue;
+      if (sequence.prefilled < sequence.promptIds.length || sequence.parked !== null) continue;
       entries.push({
         cache: sequence.cache!,
         tokenIds: sequence.lastToken,
@@ -212,33 +275,30 @@ class BatchGenerator implements Generator {
 
     const logits = this.decoder.step(entries);
     const vocab = this.served.config.vocabSize;
+    const deadline = performance.now() + GRAMMAR_SLICE_MS;
     sampled.forEach((sequence, j) => {
       const row = logits.subarray(j * vocab, (j + 1) * vocab);
       if (!sequence.grammar) {
-        this.accept(sequence, this.sampler.sample(row, sequence.sampling, sequence.rng));
+        this.accept(sequence, this.sampler.sample(row, sequence.sampling, sequence.rng), false);
         return;
       }
-      try {
-        const left = sequence.maxTokens - sequence.completionTokens;
-        const tokenId = sequence.grammar.sample(row, this.sampler, sequence.sampling, sequence.rng, left);
-        this.accept(sequence, tokenId);
-      } catch (error) {
-        sequence.fail(error); // this request only; the others in the step go on
-      }
+      const left = sequence.maxTokens - sequence.completionTokens;
+      const holder = { row };
+      const turn = sequence.grammar.turn(holder, this.sampler, sequence.sampling, sequence.rng, left);
+      sequence.parked = { turn, holder };
+      // a turn left for grammarWork keeps its row: the decoder reuses its buffer
+      if (!this.continueTurn(sequence, deadline)) holder.row = row.slice();
     });
-
-    let kept = 0;
-    for (const sequence of this.active) if (!sequence.done) this.active[kept++] = sequence;
-    this.active.length = kept;
+    this.dropDone();
+    return deadline;
   }
 
   /**
    * Records a sampled token: streams its text, and finishes the request on eos,
-   * a stop string, a grammar that is complete with nothing to follow, or the length limit.
+   * a stop string, a grammar that is complete with nothing to follow (`grammarDone`), or the length limit.
    */
-  private accept(sequence: Sequence, tokenId: number): void {
+  private accept(sequence: Sequence, tokenId: number, grammarDone: boolean): void {
     sequence.completionTokens++;
-    const grammarDone = sequence.grammar?.accept(tokenId) ?? false;
     let finish: FinishReason | null = null;
     let out: { text: string; stopped: boolean };
     if (sequence.eos.has(tokenId)) {

@@ -1,7 +1,12 @@
 // One generation request inside the Generator: validated and tokenized
 // (prepareSequence), then its decode state and its consumer side (Sequence).
-import { compiledGrammarFor, GrammarConstraint } from "./constrained/constraint.js";
-import { vocabularyOf } from "./constrained/vocabulary.js";
+// A request's grammar is compiled a piece at a time by the Generator's
+// scheduler (constrained/steps.ts); the sequence starts once it is ready.
+import { compiledGrammarWork } from "./constrained/compiled.js";
+import { GrammarConstraint, type RowHolder, type Turn } from "./constrained/constraint.js";
+import type { OutputGrammar } from "./constrained/grammar.js";
+import { type Steps, waitFor } from "./constrained/steps.js";
+import { vocabularyWork } from "./constrained/vocabulary.js";
 import type { KvCache } from "./decode.js";
 import { EngineError } from "./errors.js";
 import type { ModelConfig } from "./families/index.js";
@@ -29,6 +34,19 @@ export interface ServedModel {
 
 const DEFAULT_MAX_TOKENS = 256;
 
+/** A request's grammar, from the tokenizer's vocabulary trie (built once) to its compilation (shared by equal grammars). */
+function* grammarSetup(grammar: OutputGrammar, tokenizer: Tokenizer): Steps<GrammarConstraint> {
+  const vocabulary = yield* waitFor(vocabularyWork(tokenizer));
+  const compiled = yield* waitFor(compiledGrammarWork(grammar, vocabulary));
+  return new GrammarConstraint(compiled, vocabulary, new Set(tokenizer.eosTokenIds));
+}
+
+/** A grammar turn (draw a token, move past it) that outlived its decode step, with the row it draws from. */
+export interface Parked {
+  turn: Steps<Turn>;
+  holder: RowHolder;
+}
+
 /** A request from submission to its result. */
 export class Sequence {
   readonly promptIds: Int32Array;
@@ -45,6 +63,10 @@ export class Sequence {
   result: GenerationResult | null = null;
   error: unknown = null;
   detached = false;
+  /** The request's grammar (constrained/), or null; set once `setup` is done. */
+  grammar: GrammarConstraint | null = null;
+  /** A grammar turn still running: the sequence sits out decode steps until it is done. */
+  parked: Parked | null = null;
   private wake: (() => void) | null = null;
 
   constructor(
@@ -57,8 +79,8 @@ export class Sequence {
     readonly detokenizer: IncrementalDetokenizer,
     readonly stops: StopStringFilter,
     eos: readonly number[],
-    /** The request's grammar (constrained/), or null. */
-    readonly grammar: GrammarConstraint | null,
+    /** The grammar's setup until it is done (then `grammar`), or null. */
+    private setup: Steps<GrammarConstraint> | null,
   ) {
     this.promptIds = promptIds;
     this.maxTokens = maxTokens;
@@ -67,6 +89,34 @@ export class Sequence {
 
   get done(): boolean {
     return this.result !== null || this.error !== null;
+  }
+
+  /** Whether its grammar (if any) is compiled: it may start. */
+  get ready(): boolean {
+    return this.setup === null;
+  }
+
+  /**
+   * Compiles the grammar until `deadline` (performance.now()); returns whether
+   * it is done. A grammar that fails to compile fails the request, before anything is generated.
+   */
+  compileGrammar(deadline: number): boolean {
+    const setup = this.setup;
+    if (setup === null) return true;
+    try {
+      for (;;) {
+        const next = setup.next();
+        if (next.done) {
+          this.grammar = next.value;
+          break;
+        }
+        if (performance.now() >= deadline) return false;
+      }
+    } catch (error) {
+      this.fail(error);
+    }
+    this.setup = null;
+    return true;
   }
 
   push(chunk: GenerationChunk): void {
@@ -176,15 +226,7 @@ export function prepareSequence(request: GenerationRequest, served: ServedModel)
     );
   }
 
-  let grammar: GrammarConstraint | null = null;
-  if (request.grammar !== undefined) {
-    const vocabulary = vocabularyOf(tokenizer);
-    grammar = new GrammarConstraint(
-      compiledGrammarFor(request.grammar, vocabulary),
-      vocabulary,
-      new Set(tokenizer.eosTokenIds),
-    );
-  }
+  const setup = request.grammar === undefined ? null : grammarSetup(request.grammar, tokenizer);
 
   const adapter = request.adapter === undefined ? defaultAdapter : request.adapter;
   const lora = adapter ? loraLayersFor(adapter, config) : null;
@@ -198,6 +240,6 @@ export function prepareSequence(request: GenerationRequest, served: ServedModel)
     new IncrementalDetokenizer(tokenizer),
     new StopStringFilter(stop),
     tokenizer.eosTokenIds,
-    grammar,
+    setup,
   );
 }

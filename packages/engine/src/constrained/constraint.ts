@@ -9,6 +9,12 @@
 // greedy decoding the argmax is the allowed argmax; with top-p < 1 the mask
 // comes first, so the nucleus is taken among the allowed tokens.
 //
+// A turn (draw a token, move past it) runs a piece at a time (steps.ts): the
+// allowed set of a state not met before is walked from the vocabulary trie,
+// and a state of thousands of alternatives (a schema of as many optional
+// properties) costs a millisecond per byte, so the Generator runs turns in
+// slices between decode steps.
+//
 // Budget: a token is allowed only if the text can still be completed within
 // the tokens left, counting one token per missing byte (every byte has its own
 // token in a byte-level vocabulary). So the output closes in time whatever the
@@ -16,65 +22,20 @@
 import { EngineError } from "../errors.js";
 import type { Rng } from "../rng.js";
 import type { SamplingParams, TokenSampler } from "../sampling.js";
-import { compileGrammar } from "./compile.js";
-import type { OutputGrammar } from "./grammar.js";
-import {
-  advance,
-  advanceBytes,
-  canEnd,
-  initialState,
-  inPlainString,
-  isFinal,
-  minBytes,
-  type State,
-  stateKey,
-} from "./matcher.js";
-import type { GNode } from "./nodes.js";
-import type { TrieNode, Vocabulary } from "./vocabulary.js";
+import { type Allowed, allowedWork, type CompiledGrammar } from "./compiled.js";
+import { advanceSteps, canEnd, initialState, isFinal, minBytes, type State } from "./matcher.js";
+import { type SharedWork, type Steps, waitFor } from "./steps.js";
+import type { Vocabulary } from "./vocabulary.js";
 
-/** The allowed tokens of one state, and for each the fewest bytes still due after it. */
-interface Allowed {
-  ids: Int32Array;
-  mins: Int32Array;
-  maxMin: number;
+/** What a turn drew: the token, and whether the text is now final (generation stops). */
+export interface Turn {
+  tokenId: number;
+  final: boolean;
 }
 
-/** A walk's output while it grows. */
-interface Collected {
-  ids: number[];
-  mins: number[];
-  maxMin: number;
-}
-
-/** A compiled grammar with the allowed tokens of the states met so far (shared by requests with the same grammar). */
-export interface CompiledGrammar {
-  root: GNode;
-  masks: Map<string, Allowed>;
-}
-
-/** Most token ids held in cached allowed sets per vocabulary (8 bytes each with their mins: 64 MB). */
-const MAX_CACHED_IDS = 8_000_000;
-const cachedIds = new WeakMap<Vocabulary, { count: number }>();
-const MAX_GRAMMARS = 64;
-const compiledByVocabulary = new WeakMap<Vocabulary, Map<string, CompiledGrammar>>();
-
-/** Compiles a grammar, or reuses the compilation of an equal one for this vocabulary. */
-export function compiledGrammarFor(grammar: OutputGrammar, vocabulary: Vocabulary): CompiledGrammar {
-  let cache = compiledByVocabulary.get(vocabulary);
-  if (!cache) {
-    cache = new Map();
-    compiledByVocabulary.set(vocabulary, cache);
-  }
-  const key = JSON.stringify(grammar);
-  let compiled = cache.get(key);
-  if (compiled) {
-    cache.delete(key); // most recently used last
-  } else {
-    compiled = { root: compileGrammar(grammar), masks: new Map() };
-    if (cache.size >= MAX_GRAMMARS) cache.delete(cache.keys().next().value!);
-  }
-  cache.set(key, compiled);
-  return compiled;
+/** The logits row a turn draws from (replaced by a copy when the turn outlives the decode step's buffer). */
+export interface RowHolder {
+  row: Float32Array;
 }
 
 export class GrammarConstraint {
@@ -98,28 +59,34 @@ export class GrammarConstraint {
     return canEnd(this.state);
   }
 
-  /** Fewest bytes that complete the text. */
-  get bytesToComplete(): number {
-    return minBytes(this.state);
-  }
-
   /** The byte budget after this token, given the tokens left including it (Infinity once it can no longer bind). */
   private budget(left: number): number {
     return minBytes(this.state) <= left ? left - 1 : Number.POSITIVE_INFINITY;
   }
 
-  /** Whether `id` may be generated now with `left` tokens left (this one included). */
-  allows(id: number, left: number): boolean {
-    if (this.eos.has(id)) return canEnd(this.state);
+  /**
+   * The state after token `id` with `left` tokens left (this one included),
+   * or null when the grammar or the budget refuses it; end of sequence keeps the state.
+   */
+  private *after(id: number, left: number): Steps<State | null> {
+    if (this.eos.has(id)) return canEnd(this.state) ? this.state : null;
     const bytes = this.vocabulary.tokenBytes[id];
-    if (!bytes || bytes.length === 0) return false;
-    const next = advanceBytes(this.state, bytes);
-    return next.length > 0 && minBytes(next) <= this.budget(left);
+    if (!bytes || bytes.length === 0) return null;
+    let state = this.state;
+    for (let i = 0; i < bytes.length && state.length > 0; i++) {
+      yield; // a byte can take a state to thousands of stacks
+      state = yield* advanceSteps(state, bytes[i]);
+    }
+    return state.length > 0 && minBytes(state) <= this.budget(left) ? state : null;
   }
 
-  /** Every id that may be generated now. */
-  allowedIds(left: number): number[] {
-    const allowed = this.allowedOfState();
+  /** The allowed tokens of the current state: cached, or the shared work that builds them. */
+  allowedWork(): SharedWork<Allowed> {
+    return allowedWork(this.grammar, this.vocabulary, this.state);
+  }
+
+  /** The ids of an allowed set of the current state that fit the budget, end of sequence included when allowed. */
+  private within(allowed: Allowed, left: number): number[] {
     const budget = this.budget(left);
     const ids =
       allowed.maxMin <= budget
@@ -129,89 +96,35 @@ export class GrammarConstraint {
     return ids;
   }
 
-  /** Draws the next token among the allowed ones (see the file comment). */
-  sample(row: Float32Array, sampler: TokenSampler, params: SamplingParams, rng: Rng, left: number): number {
+  /**
+   * Draws the next token among the allowed ones (see the file comment) from
+   * `holder.row`, and moves past it, a piece at a time.
+   */
+  *turn(
+    holder: RowHolder,
+    sampler: TokenSampler,
+    params: SamplingParams,
+    rng: Rng,
+    left: number,
+  ): Steps<Turn> {
     if (params.temperature === 0 || params.topP >= 1) {
-      const id = sampler.sample(row, params, rng);
-      if (this.allows(id, left)) return id;
+      const id = sampler.sample(holder.row, params, rng);
+      const next = yield* this.after(id, left);
+      if (next !== null) return this.moveTo(id, next);
     }
-    const ids = this.allowedIds(left);
+    const ids = this.within(yield* waitFor(this.allowedWork()), left);
     if (ids.length === 0) {
       throw new EngineError("invalid_argument", "no token of the vocabulary continues the grammar here");
     }
-    return sampler.sampleAmong(row, ids, params, rng);
+    const id = sampler.sampleAmong(holder.row, ids, params, rng);
+    const next = yield* this.after(id, left);
+    if (next === null) throw new EngineError("invalid_argument", `token ${id} does not continue the grammar`);
+    return this.moveTo(id, next);
   }
 
-  /** Moves past a generated token; returns whether the text is now final. */
-  accept(id: number): boolean {
-    if (this.eos.has(id)) return true;
-    const bytes = this.vocabulary.tokenBytes[id];
-    const next = bytes ? advanceBytes(this.state, bytes) : [];
-    if (next.length === 0)
-      throw new EngineError("invalid_argument", `token ${id} does not continue the grammar`);
+  private moveTo(id: number, next: State): Turn {
+    if (this.eos.has(id)) return { tokenId: id, final: true };
     this.state = next;
-    return isFinal(next);
-  }
-
-  /** Caches an allowed set; past the vocabulary's budget, every grammar's cache of it starts over. */
-  private remember(key: string, allowed: Allowed): void {
-    let used = cachedIds.get(this.vocabulary);
-    if (!used) {
-      used = { count: 0 };
-      cachedIds.set(this.vocabulary, used);
-    }
-    if (used.count + allowed.ids.length > MAX_CACHED_IDS) {
-      for (const grammar of compiledByVocabulary.get(this.vocabulary)?.values() ?? []) grammar.masks.clear();
-      this.grammar.masks.clear();
-      used.count = 0;
-    }
-    this.grammar.masks.set(key, allowed);
-    used.count += allowed.ids.length;
-  }
-
-  private allowedOfState(): Allowed {
-    const masks = this.grammar.masks;
-    const key = stateKey(this.state);
-    let allowed = masks.get(key);
-    if (!allowed) {
-      const collected: Collected = { ids: [], mins: [], maxMin: 0 };
-      walk(this.vocabulary.trie, this.state, this.vocabulary.order, collected);
-      allowed = {
-        ids: Int32Array.from(collected.ids),
-        mins: Int32Array.from(collected.mins),
-        maxMin: collected.maxMin,
-      };
-      this.remember(key, allowed);
-    }
-    return allowed;
-  }
-}
-
-function walk(node: TrieNode, state: State, order: Int32Array, out: Collected): void {
-  const { bytes, children } = node;
-  const plainString = inPlainString(state);
-  for (let i = 0; i < bytes.length; i++) {
-    const child = children[i];
-    if (plainString && child.plain) {
-      // the whole subtree stays inside the string: the state does not change
-      const min = minBytes(state);
-      if (min > out.maxMin) out.maxMin = min;
-      for (let j = child.first; j < child.end; j++) {
-        out.ids.push(order[j]);
-        out.mins.push(min);
-      }
-      continue;
-    }
-    const next = advance(state, bytes[i]);
-    if (next.length === 0) continue;
-    if (child.tokens.length > 0) {
-      const min = minBytes(next);
-      if (min > out.maxMin) out.maxMin = min;
-      for (const id of child.tokens) {
-        out.ids.push(id);
-        out.mins.push(min);
-      }
-    }
-    if (child.children.length > 0) walk(child, next, order, out);
+    return { tokenId: id, final: isFinal(next) };
   }
 }

@@ -133,14 +133,21 @@ test("generator: every sampled token keeps the text a valid prefix, including to
   }
 });
 
-test("generator: a schema outside the subset or a malformed grammar is refused when the request is made", () => {
+test("generator: a schema outside the subset or a malformed grammar fails the request before any token", async () => {
   const generator = createGenerator(model);
-  assert.throws(
-    () => generator.generate(request(1, { kind: "json", schema: { type: "string", pattern: "^a" } })),
+  await assert.rejects(
+    generator.generate(request(1, { kind: "json", schema: { type: "string", pattern: "^a" } })).next(),
     (e: unknown) => e instanceof SchemaError && e.keyword === "pattern",
   );
-  assert.throws(
-    () => generator.generate(request(1, { kind: "choice", options: [] })),
+  await assert.rejects(
+    generator.complete(request(1, { kind: "choice", options: [] })),
     (e: unknown) => (e as { code?: string }).code === "invalid_argument",
   );
+  // the others in the batch go on
+  const results = await Promise.allSettled([
+    generator.complete(request(2, { kind: "json", schema: { type: "string", pattern: "^a" } })),
+    generator.complete(request(3, GRAMMAR)),
+  ]);
+  assert.equal(results[0].status, "rejected");
+  assert.equal(results[1].status, "fulfilled");
 });

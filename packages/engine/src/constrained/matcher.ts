@@ -10,11 +10,12 @@ import {
   type LitNode,
   type NumNode,
   type ObjNode,
-  objRestMin,
   type RepNode,
   repRestMin,
   type StrNode,
+  settledObjRestMin,
 } from "./nodes.js";
+import type { Steps } from "./steps.js";
 
 let nextFrameId = 1;
 
@@ -222,7 +223,7 @@ function frameMin(node: GNode, a: number, b: number): number {
     case "rep":
       return repRestMin(node, a);
     case "obj":
-      return objRestMin(node, a, b === 1);
+      return settledObjRestMin(node, a, b === 1);
     case "str":
       return stringMin(a);
     case "num":
@@ -354,6 +355,20 @@ export function initialState(root: GNode): State {
 export function advance(state: State, byte: number): State {
   const out: State = [];
   for (const cell of state) if (cell !== null) step(cell, byte, out);
+  return out.length > 1 ? dedupe(out) : out;
+}
+
+/** Stacks advanceSteps steps between two yields (a few hundred microseconds while their frames are new). */
+const PIECE_STACKS = 128;
+
+/** advance a piece at a time, for states of thousands of stacks (a schema of as many optional properties). */
+export function* advanceSteps(state: State, byte: number): Steps<State> {
+  const out: State = [];
+  for (let i = 0; i < state.length; i++) {
+    if (i % PIECE_STACKS === PIECE_STACKS - 1) yield;
+    const cell = state[i];
+    if (cell !== null) step(cell, byte, out);
+  }
   return out.length > 1 ? dedupe(out) : out;
 }
 

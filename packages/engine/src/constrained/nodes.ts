@@ -1,6 +1,7 @@
 // The compiled form of a grammar: a graph of nodes over UTF-8 bytes (cycles
 // allowed: a recursive $ref is an "alt" node whose option is filled in later).
 // The matcher (matcher.ts) walks it one byte at a time.
+import type { Steps } from "./steps.js";
 
 export interface LitNode {
   kind: "lit";
@@ -94,19 +95,23 @@ export function obj(props: { key: string; value: GNode; required: boolean }[]): 
   };
 }
 
+/** Nodes computeMinLengths visits between two yields (well under a millisecond). */
+const PIECE_NODES = 256;
+
 /**
  * Fewest bytes each node can match (fixed point over the cyclic graph); Infinity where a node matches nothing finite.
  * Nodes are visited children first (depth-first post-order), so an acyclic grammar settles in one pass and
  * only the cycles $refs make take more: a schema of thousands of nested properties costs passes, not depth × passes.
  */
-export function computeMinLengths(root: GNode): void {
+export function* computeMinLengths(root: GNode): Steps<void> {
   const nodes: GNode[] = [];
   const seen = new Set<GNode>([root]);
   const stack: { node: GNode; children: GNode[]; next: number }[] = [
     { node: root, children: children(root), next: 0 },
   ];
   root.min = Number.POSITIVE_INFINITY;
-  while (stack.length > 0) {
+  for (let visits = 1; stack.length > 0; visits++) {
+    if (visits % PIECE_NODES === 0) yield;
     const top = stack[stack.length - 1];
     if (top.next === top.children.length) {
       stack.pop();
@@ -121,7 +126,8 @@ export function computeMinLengths(root: GNode): void {
   }
   for (let changed = true; changed; ) {
     changed = false;
-    for (const node of nodes) {
+    for (const [i, node] of nodes.entries()) {
+      if (i % PIECE_NODES === PIECE_NODES - 1) yield;
       const min = minOf(node);
       if (min < node.min) {
         node.min = min;
@@ -189,4 +195,32 @@ export function objRestMin(node: ObjNode, k: number, any: boolean): number {
     first = false;
   }
   return sum;
+}
+
+/** Per object node: the bytes of the required members from property k on, each written after a comma. */
+const requiredRests = new WeakMap<ObjNode, { rest: Float64Array; nextRequired: Int32Array }>();
+
+/**
+ * objRestMin in constant time, once the grammar's minimum lengths are final
+ * (the matcher's frames): an object of thousands of optional properties has
+ * as many frames, and summing its properties for each would take seconds.
+ */
+export function settledObjRestMin(node: ObjNode, k: number, any: boolean): number {
+  let table = requiredRests.get(node);
+  if (!table) {
+    const n = node.props.length;
+    const rest = new Float64Array(n + 1);
+    const nextRequired = new Int32Array(n + 1).fill(n);
+    for (let j = n - 1; j >= 0; j--) {
+      const prop = node.props[j];
+      rest[j] = rest[j + 1] + (prop.required ? prop.next.min : 0);
+      nextRequired[j] = prop.required ? j : nextRequired[j + 1];
+    }
+    table = { rest, nextRequired };
+    requiredRests.set(node, table);
+  }
+  if (any) return 1 + table.rest[k];
+  const first = table.nextRequired[k];
+  if (first === node.props.length) return 1;
+  return 1 + node.props[first].first.min + table.rest[first + 1];
 }

@@ -34,6 +34,7 @@ import {
   newSchemaBudget,
   type SchemaBudget,
 } from "./schema-budget.js";
+import { finish, type Steps } from "./steps.js";
 
 const ANNOTATIONS = new Set(["title", "description", "default", "examples", "$schema", "$id", "$comment"]);
 const KEYWORDS = new Set([
@@ -92,7 +93,8 @@ class SchemaCompiler {
    * array was entered; a $ref back to one of them would recurse without
    * consuming a byte.
    */
-  compile(schema: unknown, path: string, unguarded: ReadonlySet<string>): GNode {
+  *compile(schema: unknown, path: string, unguarded: ReadonlySet<string>): Steps<GNode> {
+    yield; // a piece of work per subschema
     if (++this.budget.subschemas > MAX_SUBSCHEMAS)
       throw new SchemaError("schema", path, `the schemas hold more than ${MAX_SUBSCHEMAS} schemas in all`);
     if (this.depth >= MAX_COMPILE_DEPTH)
@@ -103,13 +105,13 @@ class SchemaCompiler {
       );
     this.depth++;
     try {
-      return this.compileOne(schema, path, unguarded);
+      return yield* this.compileOne(schema, path, unguarded);
     } finally {
       this.depth--;
     }
   }
 
-  private compileOne(schema: unknown, path: string, unguarded: ReadonlySet<string>): GNode {
+  private *compileOne(schema: unknown, path: string, unguarded: ReadonlySet<string>): Steps<GNode> {
     if (schema === true) return this.anyJson().value;
     if (schema === false) throw new SchemaError("false", path, "the schema false admits no value");
     if (!isObject(schema)) {
@@ -134,7 +136,7 @@ class SchemaCompiler {
         throw new SchemaError(defs, pointerTo(path, defs), `"${defs}" must be an object`);
       // every definition is checked, used or not
       for (const name of Object.keys(schema[defs] as Schema))
-        this.ref(
+        yield* this.ref(
           `#${pointerTo(pointerTo(path.slice(this.base.length), defs), name)}`,
           pointerTo(path, defs),
           new Set(),
@@ -149,7 +151,7 @@ class SchemaCompiler {
       alone(own, "$ref", path);
       if (typeof schema.$ref !== "string")
         throw new SchemaError("$ref", pointerTo(path, "$ref"), '"$ref" must be a string');
-      return this.ref(schema.$ref, pointerTo(path, "$ref"), unguarded);
+      return yield* this.ref(schema.$ref, pointerTo(path, "$ref"), unguarded);
     }
     if (schema.anyOf !== undefined) {
       alone(own, "anyOf", path);
@@ -157,12 +159,16 @@ class SchemaCompiler {
       const at = pointerTo(path, "anyOf");
       if (!Array.isArray(anyOf) || anyOf.length === 0)
         throw new SchemaError("anyOf", at, '"anyOf" must be a non-empty array of schemas');
-      return alt(anyOf.map((option, i) => this.compile(option, pointerTo(at, i), unguarded)));
+      const options: GNode[] = [];
+      for (const [i, option] of anyOf.entries())
+        options.push(yield* this.compile(option, pointerTo(at, i), unguarded));
+      return alt(options);
     }
 
     const types = this.types(schema, path);
     if (schema.const !== undefined || schema.enum !== undefined) return this.values(schema, types, path);
-    const options = types.map((type) => this.typed(type, schema, path));
+    const options: GNode[] = [];
+    for (const type of types) options.push(yield* this.typed(type, schema, path));
     return options.length === 1 ? options[0] : alt(options);
   }
 
@@ -227,7 +233,7 @@ class SchemaCompiler {
     return texts.length === 1 ? lit(texts[0]) : alt(texts.map(lit));
   }
 
-  private typed(type: TypeName, schema: Schema, path: string): GNode {
+  private *typed(type: TypeName, schema: Schema, path: string): Steps<GNode> {
     switch (type) {
       case "string":
         return str();
@@ -240,13 +246,13 @@ class SchemaCompiler {
       case "null":
         return lit("null");
       case "object":
-        return this.object(schema, path);
+        return yield* this.object(schema, path);
       case "array":
-        return this.array(schema, path);
+        return yield* this.array(schema, path);
     }
   }
 
-  private object(schema: Schema, path: string): GNode {
+  private *object(schema: Schema, path: string): Steps<GNode> {
     const { properties, required = [], additionalProperties } = schema;
     if (properties !== undefined && !isObject(properties))
       throw new SchemaError("properties", pointerTo(path, "properties"), '"properties" must be an object');
@@ -266,7 +272,7 @@ class SchemaCompiler {
     if (names.length === 0 && additionalProperties !== false) {
       // no declared properties: a free-form object, its values of additionalProperties' schema
       if (additionalProperties === undefined || additionalProperties === true) return this.anyJson().object;
-      const value = this.compile(additionalProperties, additionalAt, new Set());
+      const value = yield* this.compile(additionalProperties, additionalAt, new Set());
       const space = ws();
       const member = seq([str(), lit(":"), space, value]);
       return seq([lit("{"), rep(member, seq([lit(","), space]), 0, Number.POSITIVE_INFINITY), lit("}")]);
@@ -279,15 +285,19 @@ class SchemaCompiler {
       );
     }
     const propertiesAt = pointerTo(path, "properties");
-    const members = names.map((name) => ({
-      key: name,
-      value: this.compile((properties as Schema)[name], pointerTo(propertiesAt, name), new Set()),
-      required: requiredNames.has(name),
-    }));
+    const members = [];
+    for (const name of names) {
+      const value = yield* this.compile(
+        (properties as Schema)[name],
+        pointerTo(propertiesAt, name),
+        new Set(),
+      );
+      members.push({ key: name, value, required: requiredNames.has(name) });
+    }
     return seq([lit("{"), obj(members)]);
   }
 
-  private array(schema: Schema, path: string): GNode {
+  private *array(schema: Schema, path: string): Steps<GNode> {
     const { items, minItems = 0, maxItems } = schema;
     const itemsAt = pointerTo(path, "items");
     if (Array.isArray(items))
@@ -307,12 +317,12 @@ class SchemaCompiler {
     const max = maxItems === undefined ? Number.POSITIVE_INFINITY : (maxItems as number);
     if (max < (minItems as number))
       throw new SchemaError("maxItems", pointerTo(path, "maxItems"), '"maxItems" is below "minItems"');
-    const item = items === undefined ? this.anyJson().value : this.compile(items, itemsAt, new Set());
+    const item = items === undefined ? this.anyJson().value : yield* this.compile(items, itemsAt, new Set());
     return seq([lit("["), rep(item, seq([lit(","), ws()]), minItems as number, max), lit("]")]);
   }
 
   /** The node of a local $ref ("#", "#/$defs/name", any JSON pointer into the root schema). */
-  private ref(ref: string, at: string, unguarded: ReadonlySet<string>): GNode {
+  private *ref(ref: string, at: string, unguarded: ReadonlySet<string>): Steps<GNode> {
     if (!ref.startsWith("#"))
       throw new SchemaError("$ref", at, `only local references ("#/$defs/...") are supported, got "${ref}"`);
     let pointer: string;
@@ -335,7 +345,7 @@ class SchemaCompiler {
     const node = alt([]);
     this.refs.set(pointer, node);
     const inner = new Set(unguarded).add(pointer);
-    node.options.push(this.compile(target, this.base + pointer, inner));
+    node.options.push(yield* this.compile(target, this.base + pointer, inner));
     return node;
   }
 }
@@ -372,12 +382,12 @@ function hasType(value: unknown, type: TypeName): boolean {
 }
 
 /**
- * Compiles a schema; `path` is the JSON pointer of the schema in the caller's document (for error messages).
+ * Compiles a schema a piece at a time (steps.ts); `path` is the JSON pointer of the schema in the caller's document (for error messages).
  * Schemas compiled into one grammar (a request's tools) share one `budget`.
  */
-export function compileSchema(schema: JsonSchema, path = "", budget = newSchemaBudget()): GNode {
-  const node = new SchemaCompiler(schema, path, budget).compile(schema, path, new Set());
-  computeMinLengths(node);
+export function* compileSchemaSteps(schema: JsonSchema, path = "", budget = newSchemaBudget()): Steps<GNode> {
+  const node = yield* new SchemaCompiler(schema, path, budget).compile(schema, path, new Set());
+  yield* computeMinLengths(node);
   if (!Number.isFinite(node.min)) {
     throw new SchemaError(
       "$ref",
@@ -390,5 +400,5 @@ export function compileSchema(schema: JsonSchema, path = "", budget = newSchemaB
 
 /** Throws SchemaError for anything outside the supported subset (used by the server to answer 400 before generating). */
 export function checkJsonSchema(schema: unknown, path = "", budget = newSchemaBudget()): void {
-  compileSchema(schema as JsonSchema, path, budget);
+  finish(compileSchemaSteps(schema as JsonSchema, path, budget));
 }

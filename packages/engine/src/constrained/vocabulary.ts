@@ -3,8 +3,10 @@
 // as soon as the matcher refuses its prefix. Tokens are numbered in trie order,
 // so every subtree's tokens are one range of `order`; a subtree made only of
 // plain string bytes (printable ASCII but `"` and `\`) is taken whole inside a
-// JSON string without being walked.
+// JSON string without being walked. A 150k-token vocabulary takes about half
+// a second to sort and build, so it is built a piece at a time (steps.ts).
 import type { Tokenizer } from "../types.js";
+import { finishWork, SharedWork, type Steps } from "./steps.js";
 
 export interface TrieNode {
   /** Child bytes and nodes, in parallel. */
@@ -27,7 +29,9 @@ export interface Vocabulary {
   readonly order: Int32Array;
 }
 
-const vocabularies = new WeakMap<Tokenizer, Vocabulary>();
+const vocabularies = new WeakMap<Tokenizer, SharedWork<Vocabulary>>();
+/** Tokens sorted, merged or put in the trie between two yields (about a millisecond). */
+const PIECE_TOKENS = 2048;
 
 /** A byte that leaves a JSON string's content as it is: printable ASCII except `"` and `\`. */
 export function isPlainStringByte(b: number): boolean {
@@ -40,19 +44,45 @@ function compareBytes(a: Uint8Array, b: Uint8Array): number {
   return a.length - b.length;
 }
 
-/**
- * The trie, built from the tokens sorted by their bytes: a token's path
- * shares with the previous one their common prefix, so one pass over the
- * sorted list opens and closes the nodes in depth-first order (no per-node
- * maps: a 150k-token vocabulary builds in a fraction of a second).
- */
-function buildTrie(tokenBytes: readonly (Uint8Array | null)[]): { trie: TrieNode; order: Int32Array } {
+/** The ids of the tokens with bytes, sorted by their bytes: runs sorted apart, then merged (bottom-up merge sort). */
+function* sortedIds(tokenBytes: readonly (Uint8Array | null)[]): Steps<Int32Array> {
   const ids: number[] = [];
   tokenBytes.forEach((bytes, id) => {
     if (bytes !== null && bytes.length > 0) ids.push(id);
   });
-  ids.sort((x, y) => compareBytes(tokenBytes[x]!, tokenBytes[y]!) || x - y);
-  const order = Int32Array.from(ids);
+  const before = (x: number, y: number) => compareBytes(tokenBytes[x]!, tokenBytes[y]!) || x - y;
+  const n = ids.length;
+  let from = new Int32Array(n);
+  for (let lo = 0; lo < n; lo += PIECE_TOKENS) {
+    yield;
+    from.set(ids.slice(lo, lo + PIECE_TOKENS).sort(before), lo);
+  }
+  let to = new Int32Array(n);
+  for (let width = PIECE_TOKENS; width < n; width *= 2) {
+    for (let lo = 0; lo < n; lo += 2 * width) {
+      const mid = Math.min(lo + width, n);
+      const hi = Math.min(lo + 2 * width, n);
+      let i = lo;
+      let j = mid;
+      for (let k = lo; k < hi; k++) {
+        if ((k - lo) % PIECE_TOKENS === PIECE_TOKENS - 1) yield;
+        to[k] = j >= hi || (i < mid && before(from[i], from[j]) <= 0) ? from[i++] : from[j++];
+      }
+    }
+    [from, to] = [to, from];
+  }
+  return from;
+}
+
+/**
+ * The trie, built from the tokens sorted by their bytes: a token's path
+ * shares with the previous one their common prefix, so one pass over the
+ * sorted list opens and closes the nodes in depth-first order (no per-node maps).
+ */
+function* buildTrie(
+  tokenBytes: readonly (Uint8Array | null)[],
+): Steps<{ trie: TrieNode; order: Int32Array }> {
+  const order = yield* sortedIds(tokenBytes);
   const open = (first: number, edgePlain: boolean): TrieNode => ({
     bytes: [],
     children: [],
@@ -68,7 +98,8 @@ function buildTrie(tokenBytes: readonly (Uint8Array | null)[]): { trie: TrieNode
     node.plain &&= node.children.every((child) => child.plain);
   };
   let previous: Uint8Array | null = null;
-  ids.forEach((id, index) => {
+  for (const [index, id] of order.entries()) {
+    if (index % PIECE_TOKENS === PIECE_TOKENS - 1) yield;
     const bytes = tokenBytes[id]!;
     let common = 0;
     if (previous)
@@ -83,17 +114,28 @@ function buildTrie(tokenBytes: readonly (Uint8Array | null)[]): { trie: TrieNode
     }
     path[path.length - 1].tokens.push(id);
     previous = bytes;
-  });
-  while (path.length > 0) close(path.pop()!, ids.length);
+  }
+  while (path.length > 0) close(path.pop()!, order.length);
   return { trie: root, order };
 }
 
-/** The tokenizer's vocabulary trie (cached per tokenizer). */
-export function vocabularyOf(tokenizer: Tokenizer): Vocabulary {
-  let vocabulary = vocabularies.get(tokenizer);
-  if (vocabulary) return vocabulary;
+/** The building of the tokenizer's vocabulary trie, shared by every request on the tokenizer (cached per tokenizer). */
+export function vocabularyWork(tokenizer: Tokenizer): SharedWork<Vocabulary> {
+  let work = vocabularies.get(tokenizer);
+  if (!work || work.failed) {
+    work = new SharedWork(vocabularySteps(tokenizer));
+    vocabularies.set(tokenizer, work);
+  }
+  return work;
+}
+
+function* vocabularySteps(tokenizer: Tokenizer): Steps<Vocabulary> {
+  yield;
   const tokenBytes = tokenizer.tokenBytes();
-  vocabulary = { tokenBytes, ...buildTrie(tokenBytes) };
-  vocabularies.set(tokenizer, vocabulary);
-  return vocabulary;
+  return { tokenBytes, ...(yield* buildTrie(tokenBytes)) };
+}
+
+/** The tokenizer's vocabulary trie, built at once if it is not yet. */
+export function vocabularyOf(tokenizer: Tokenizer): Vocabulary {
+  return finishWork(vocabularyWork(tokenizer));
 }
