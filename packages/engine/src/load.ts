@@ -4,7 +4,7 @@
 // loadServingModel(dir, format): the same folder held for serving only, its
 // weights converted as they are read.
 
-import { readWeights } from "./checkpoint.js";
+import { readWeightsAs } from "./checkpoint.js";
 import { readModelConfig } from "./config.js";
 import { EngineError } from "./errors.js";
 import type { ModelConfig } from "./families/index.js";
@@ -12,14 +12,15 @@ import { loraLayersOf } from "./lora.js";
 import { ModelGraph } from "./model.js";
 import { loadAdapter } from "./peft.js";
 import type { WeightFormat } from "./quant/formats.js";
-import { readServingWeights, type ServingModel } from "./quant/serving.js";
+import { readMatrixAsync, readServingWeights, type ServingModel } from "./quant/serving.js";
 import { loadTokenizer } from "./tokenizer.js";
 import type { LoadModelOptions, LoraAdapter, Model, Tokenizer } from "./types.js";
 import type { LoraLayers, ModelWeights } from "./weights.js";
 
 export async function loadModel(dir: string, options: LoadModelOptions = {}): Promise<Model> {
   const config = readModelConfig(dir);
-  const weights = await readWeights(dir, config);
+  // a slice of rows at a time, yielding between slices: other generations of the process go on meanwhile
+  const weights = await readWeightsAs(dir, config, readMatrixAsync);
   const tokenizer = await loadTokenizer(dir);
   const adapter = options.adapter ? loadAdapter(options.adapter) : null;
   return new LoadedModel(dir, config, weights, tokenizer, adapter, { graph: null });

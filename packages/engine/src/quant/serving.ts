@@ -91,15 +91,33 @@ export async function servingWeightsAsync(
  * A folder's weights in `format`, each matrix converted a slice of rows at a
  * time as it is read from the checkpoint (checkpoint.ts readWeightsAs): no
  * more than one slice (about a million weights) is ever held in fp32.
- * fp32: the weights as read.
+ * fp32: the weights as read, also a slice at a time (readMatrixAsync).
  */
 export function readServingWeights(
   dir: string,
   config: ModelConfig,
   format: WeightFormat,
 ): Promise<ServingWeights> {
-  if (format === "fp32") return readWeightsAs(dir, config, (matrix) => matrix.read());
+  if (format === "fp32") return readWeightsAs(dir, config, readMatrixAsync);
   return readWeightsAs(dir, config, (matrix) => quantizeMatrixAsync(format, matrix));
+}
+
+/**
+ * A checkpoint matrix in fp32 without holding the thread: read (and decoded
+ * from F16 / BF16) a slice of rows at a time, yielding to the event loop
+ * before each slice, so a process loading a model keeps serving the others
+ * (reading a 1 GB checkpoint in one piece would hold it for about half a second).
+ */
+export async function readMatrixAsync(matrix: MatrixSource): Promise<Float32Array> {
+  const { rows, cols } = matrix;
+  const out = new Float32Array(rows * cols);
+  const step = Math.max(1, Math.floor(SLICE_WEIGHTS / Math.max(1, cols)));
+  for (let r0 = 0; r0 < rows; r0 += step) {
+    await nextTurn();
+    const n = Math.min(step, rows - r0);
+    out.set(matrix.readRows(r0, n), r0 * cols);
+  }
+  return out;
 }
 
 /** An fp32 matrix in memory as a MatrixSource (its rows are views, nothing copied). */
