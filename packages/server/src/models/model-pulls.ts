@@ -1,8 +1,9 @@
 // Model pulls: the server downloading a Hub model into its Hugging Face cache
 // on request (POST /v1/models/pull), or because the Playground or a deployment
 // asked for one that is not cached yet (docs/hub.md#serving-a-hub-model). One
-// pull per model name runs at a time; its download is ensureSnapshot's, shared
-// with jobs that need the same repo and revision. Records live in this process
+// pull per model name runs at a time, and at most MAX_RUNNING_PULLS in all
+// (each holds a download's sockets, disk writes and memory); its download is
+// ensureSnapshot's, shared with jobs that need the same repo and revision. Records live in this process
 // (the cache is on its machine): the running ones, and the last finished ones
 // for an hour. A model whose architecture the engine does not implement is
 // pulled for the torch backend's transformers + peft when asked for by name,
@@ -31,6 +32,8 @@ const CONFIG_TIMEOUT_MS = 30_000;
 /** Finished pulls are kept this long, and at most this many. */
 const KEEP_FINISHED_MS = 60 * 60_000;
 const KEEP_FINISHED = 200;
+/** Pulls one server runs at once; another model's pull past them is 429 too_many_pulls. */
+export const MAX_RUNNING_PULLS = 4;
 /** A serving request within this long of a failed pull answers its error instead of starting another. */
 export const RETRY_FAILED_AFTER_MS = 60_000;
 
@@ -58,6 +61,13 @@ export class ModelPulls {
     if (running?.status === "downloading") return running;
     const refusal = this.hub.refusal(key);
     if (refusal) throw badRequest(`"${field}": ${refusal}`, "hub_model_refused");
+    const downloading = [...this.latest.values()].filter((p) => p.status === "downloading").length;
+    if (downloading >= MAX_RUNNING_PULLS)
+      throw new ApiError(
+        429,
+        "too_many_pulls",
+        `${downloading} model pulls are already running on this server (at most ${MAX_RUNNING_PULLS}); try again when one has finished`,
+      );
     const pull: ModelPull = {
       id: uuidv7(),
       model: key,
