@@ -1,0 +1,180 @@
+// Grammar work in pieces (steps.ts): the vocabulary trie of a 150k-token
+// tokenizer, a near-limit schema's compilation and the allowed set of a state
+// of ~2000 alternatives each run as pieces of a few milliseconds that give the
+// same result as before; and in a Generator, a stream keeps its pace while
+// eight such schemas are prepared and a model loads in the same process.
+import assert from "node:assert/strict";
+import { readFileSync, writeFileSync } from "node:fs";
+import { mkdtemp } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { test } from "node:test";
+import { createGenerator } from "../generate.js";
+import { loadModel } from "../load.js";
+import { Rng } from "../rng.js";
+import { createRandomModel } from "../testing/random-model.js";
+import { byteToUnicode, writeTestTokenizer } from "../testing/test-tokenizer.js";
+import { loadTokenizer } from "../tokenizer.js";
+import { compileGrammar } from "./compile.js";
+import { allowedWork, compiledGrammarWork } from "./compiled.js";
+import { advanceBytes, initialState } from "./matcher.js";
+import type { SharedWork } from "./steps.js";
+import { vocabularyOf, vocabularyWork } from "./vocabulary.js";
+
+const BUNDLED = new URL("../../../../../models/pico-llama/", import.meta.url).pathname;
+/** A generous bound on one piece on this shared 2-core machine (pieces are meant to take a few ms). */
+const MAX_PIECE_MS = 60;
+
+/** Runs shared work in slices of `sliceMs`; returns the longest slice. */
+function longestSlice<T>(work: SharedWork<T>, sliceMs = 2): number {
+  let longest = 0;
+  for (;;) {
+    const started = performance.now();
+    const done = work.runUntil(started + sliceMs);
+    longest = Math.max(longest, performance.now() - started);
+    if (done) return longest;
+  }
+}
+
+const wide = (count: number, prefix = "field") => ({
+  kind: "json" as const,
+  schema: {
+    type: "object",
+    properties: Object.fromEntries(
+      Array.from({ length: count }, (_, i) => [`${prefix}_${i}`, { type: "string" }]),
+    ),
+    additionalProperties: false,
+  },
+});
+
+/** A byte-level tokenizer folder with `size` tokens: the test tokenizer plus random words, quotes and digits. */
+async function bigTokenizer(size: number): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), "svc-big-vocab-"));
+  await writeTestTokenizer(dir);
+  const json = JSON.parse(readFileSync(join(dir, "tokenizer.json"), "utf8"));
+  const vocab = json.model.vocab as Record<string, number>;
+  const chars = byteToUnicode();
+  const rng = new Rng(5);
+  const pick = <T>(list: T[]) => list[Math.floor(rng.next() * list.length)];
+  const parts = [
+    "ka",
+    "to",
+    "ri",
+    "en",
+    "ing",
+    "ion",
+    "st",
+    "re",
+    "pro",
+    "un",
+    "ex",
+    "field_",
+    "1",
+    "42",
+    "日",
+  ];
+  const edges = ["", " ", '"', '":', ",", '","', "_", '{"'];
+  let id = Object.keys(vocab).length;
+  while (id < size) {
+    let word = pick(edges);
+    for (let n = 1 + Math.floor(rng.next() * 4); n > 0; n--) word += pick(parts);
+    word += pick(edges);
+    const token = [...new TextEncoder().encode(word)].map((b) => chars[b]).join("");
+    if (!(token in vocab)) vocab[token] = id++;
+  }
+  writeFileSync(join(dir, "tokenizer.json"), JSON.stringify(json));
+  return dir;
+}
+
+test("a 150k-token vocabulary trie builds in pieces, its tokens in the order of one sort", async () => {
+  const tokenizer = await loadTokenizer(await bigTokenizer(150_000));
+  const tokenBytes = tokenizer.tokenBytes(); // the tokenizer's own table, read once
+  const longest = longestSlice(vocabularyWork(tokenizer));
+  const { order } = vocabularyOf(tokenizer);
+  const compare = (x: number, y: number) => {
+    const a = tokenBytes[x]!;
+    const b = tokenBytes[y]!;
+    for (let i = 0; i < Math.min(a.length, b.length); i++) if (a[i] !== b[i]) return a[i] - b[i];
+    return a.length - b.length || x - y;
+  };
+  const expected = tokenBytes.flatMap((b, id) => (b && b.length > 0 ? [id] : [])).sort(compare);
+  assert.deepEqual(Array.from(order), expected);
+  console.log(`vocabulary of 150k tokens: longest piece ${longest.toFixed(1)} ms`);
+  assert.ok(longest < MAX_PIECE_MS, `a piece of ${longest.toFixed(1)} ms`);
+
+  // a near-limit schema over this vocabulary: its compilation and the allowed set after "{" (~2000 keys)
+  const vocabulary = vocabularyOf(tokenizer);
+  const compiling = compiledGrammarWork(wide(1990), vocabulary);
+  const compileLongest = longestSlice(compiling);
+  const state = advanceBytes(initialState(compiling.result.root), new TextEncoder().encode("{"));
+  assert.ok(state.length > 1900);
+  const building = allowedWork(compiling.result, vocabulary, state);
+  const maskLongest = longestSlice(building);
+  console.log(
+    `schema of 1990 properties: longest compile piece ${compileLongest.toFixed(1)} ms, allowed set after "{" ${maskLongest.toFixed(1)} ms (${building.result.ids.length} tokens)`,
+  );
+  assert.ok(compileLongest < MAX_PIECE_MS && maskLongest < MAX_PIECE_MS);
+  assert.ok(building.result.ids.length > 0);
+});
+
+test("the allowed set built in pieces is exactly the tokens the matcher accepts", async () => {
+  const model = await loadModel(BUNDLED);
+  const vocabulary = vocabularyOf(model.tokenizer);
+  const grammar = wide(300, "k");
+  const compiled = compiledGrammarWork(grammar, vocabulary);
+  longestSlice(compiled);
+  const root = compileGrammar(grammar);
+  for (const prefix of ["", "{", '{"k', '{"k1', '{"k12":"a', '{"k12":"a",']) {
+    const bytes = new TextEncoder().encode(prefix);
+    const state = advanceBytes(initialState(compiled.result.root), bytes);
+    const work = allowedWork(compiled.result, vocabulary, state);
+    longestSlice(work, 0.5);
+    const reference = advanceBytes(initialState(root), bytes);
+    const expected = vocabulary.tokenBytes.flatMap((b, id) =>
+      b && b.length > 0 && advanceBytes(reference, b).length > 0 ? [id] : [],
+    );
+    assert.deepEqual(
+      [...work.result.ids].sort((a, b) => a - b),
+      expected,
+      prefix,
+    );
+  }
+});
+
+test("generator: a stream keeps its pace while eight near-limit schemas are prepared and a model loads", async () => {
+  const model = await loadModel(BUNDLED);
+  const generator = createGenerator(model, { maxBatch: 16 });
+  const bigDir = join(await mkdtemp(join(tmpdir(), "svc-load-")), "m");
+  await createRandomModel(bigDir, { hiddenSize: 512, intermediateSize: 1536, numHiddenLayers: 6, seed: 2 });
+  await generator.complete({ promptIds: [5, 6, 7], maxTokens: 8 }); // warm
+  const work = Promise.all([
+    ...Array.from({ length: 8 }, (_, k) =>
+      generator.complete({ promptIds: [5, 6], maxTokens: 24, seed: k, grammar: wide(1990, `k${k}`) }),
+    ),
+    loadModel(bigDir),
+  ]);
+  let done = false;
+  void work.finally(() => {
+    done = true;
+  });
+  const gaps: number[] = [];
+  for (let seed = 0; !done; seed++) {
+    let last = performance.now();
+    for await (const _ of generator.generate({
+      promptIds: [5, 6, 7, 8],
+      maxTokens: 200,
+      temperature: 0.8,
+      seed,
+    })) {
+      const now = performance.now();
+      gaps.push(now - last);
+      last = now;
+    }
+  }
+  const results = await work;
+  for (const result of results.slice(0, 8))
+    assert.ok(["stop", "length"].includes((result as { finishReason: string }).finishReason));
+  const longest = Math.max(...gaps);
+  console.log(`generator: ${gaps.length} tokens streamed meanwhile, longest gap ${longest.toFixed(1)} ms`);
+  assert.ok(longest < 150, `a gap of ${longest.toFixed(1)} ms`);
+});
