@@ -31,8 +31,7 @@ export function backwardLayers(g: GraphState, batch: Batch, lora: LoraLayers, gr
   const k = g.kern;
   const w = g.weights;
   const s = g.s;
-  const { dres, dxmid, dtmp, dln, ln } = s;
-  const eps = cfg.rmsNormEps;
+  const { dres, dxmid, dtmp, dln } = s;
 
   // final norm: d(final) from d(xf) (held in dtmp by the LM head)
   let t0 = tick();
@@ -55,13 +54,7 @@ export function backwardLayers(g: GraphState, batch: Batch, lora: LoraLayers, gr
     if (cfg.block.activation === "silu") k.swigluBackward(s.dact, a.gate, a.up, s.dgate, s.dup, N * F);
     else k.gegluBackward(s.dact, a.gate, a.up, s.dgate, s.dup, N * F);
     tock("bwd.act", t0);
-    let h2 = a.xmid;
-    if (lw.mlpNorm) {
-      t0 = tick();
-      k.rmsnormForward(a.xmid, lw.mlpNorm, ln, s.rstdTmp, N, C, eps); // recompute the MLP input
-      tock("bwd.recompute", t0);
-      h2 = ln;
-    }
+    const h2 = branchInput(g, a.xmid, lw.mlpNorm, N); // the MLP's input
     projectBack(g, s.dgate, lw.gate, dln, N, F, C, "gate", false);
     projectBack(g, s.dup, lw.up, dln, N, F, C, "up", true);
     g.lora.backward(h2, N, C, lora, grads, l, GATE_UP, [s.dgate, s.dup], [F, F], dln);
@@ -84,13 +77,7 @@ export function backwardLayers(g: GraphState, batch: Batch, lora: LoraLayers, gr
       dq = s.dqPre;
       dk = s.dkPre;
     }
-    let h = a.resid;
-    if (lw.attnNorm) {
-      t0 = tick();
-      k.rmsnormForward(a.resid, lw.attnNorm, ln, s.rstdTmp, N, C, eps); // recompute the attention input
-      tock("bwd.recompute", t0);
-      h = ln;
-    }
+    const h = branchInput(g, a.resid, lw.attnNorm, N); // the attention's input
     if (needInputGrad) {
       projectBack(g, dq, lw.q, dln, N, Q, C, "q", false);
       projectBack(g, dk, lw.k, dln, N, K, C, "k", true);
@@ -100,6 +87,19 @@ export function backwardLayers(g: GraphState, batch: Batch, lora: LoraLayers, gr
     if (!needInputGrad) break;
     inputGrad(g, dxmid, dln, a.resid, lw.attnNorm, a.rstd1, dres, N);
   }
+}
+
+/**
+ * A branch's input recomputed from the residual stream x [N, C]: x through the
+ * branch's pre-norm into s.ln, or x itself where the block has no such norm.
+ */
+function branchInput(g: GraphState, x: Float32Array, norm: Float32Array | null, N: number): Float32Array {
+  if (!norm) return x;
+  const s = g.s;
+  const t0 = tick();
+  g.kern.rmsnormForward(x, norm, s.ln, s.rstdTmp, N, g.config.hiddenSize, g.config.rmsNormEps);
+  tock("bwd.recompute", t0);
+  return s.ln;
 }
 
 /** dq, dk, dv (after RoPE's inverse) from d(attention output) in s.datt, sequence by sequence. */
