@@ -97,9 +97,9 @@ const hyperparameters: TrainHyperparameters = {
 
 describe("FSDP (torch backend)", () => {
   it("two processes with the base sharded train as one process with the same global batch", {
-    skip: "skip" in found && found.skip,
+    skip: found.skip,
   }, async () => {
-    const { python } = found as { python: string };
+    const { python } = found;
     const single = await runTorch(python, hyperparameters, 1, false);
     const sharded = await runTorch(python, hyperparameters, 2, true);
     assert.equal(sharded.error, null);
@@ -117,9 +117,9 @@ describe("FSDP (torch backend)", () => {
   });
 
   it("combines with gradient checkpointing and packing", {
-    skip: "skip" in found && found.skip,
+    skip: found.skip,
   }, async () => {
-    const { python } = found as { python: string };
+    const { python } = found;
     const h = {
       ...hyperparameters,
       maxSteps: 3,
@@ -136,19 +136,13 @@ describe("FSDP (torch backend)", () => {
   });
 
   describe("through svc server and svc worker --backend torch --gpus 2 --fsdp (gloo, CPU)", {
-    skip: "skip" in found && found.skip,
+    skip: found.skip,
   }, () => {
     const cluster = torchCluster("torch-fsdp");
 
     it("trains a job on two sharded processes with the engine's events", async () => {
       const created = await cluster.createTorchJob({ maxSteps: 3, saveSteps: 3 }, { evalFraction: 0.25 });
-      await cluster.startWorker((found as { python: string }).python, [
-        "--device",
-        "cpu",
-        "--gpus",
-        "2",
-        "--fsdp",
-      ]);
+      await cluster.startWorker(found.python, ["--device", "cpu", "--gpus", "2", "--fsdp"]);
       const frames = await cluster.eventsUntilEnd(created.id, 180_000);
       const events = frames.map((f) => f.event);
       assert.equal(events.at(-2), "training.completed", framesText(frames));

@@ -47,13 +47,14 @@ export function torchScratch(prefix: string): string {
 
 /**
  * The first of SVC_PYTHON, python3 and /usr/bin/python3 that runs `probe`
- * (with cwd beside svc_trainer), or a skip reason naming why each one failed.
+ * (with cwd beside svc_trainer) with skip false, or python "" and a skip
+ * reason naming why each one failed: `{ skip }` goes to describe/test as is.
  */
 export function findPython(
   probe: string,
   lacking: string,
   options: { cwd?: string } = {},
-): { python: string } | { skip: string } {
+): { python: string; skip: string | false } {
   const candidates = [
     ...(process.env.SVC_PYTHON ? [process.env.SVC_PYTHON] : []),
     "python3",
@@ -62,10 +63,10 @@ export function findPython(
   const why: string[] = [];
   for (const python of candidates) {
     const result = spawnSync(python, ["-c", probe], { cwd: options.cwd, encoding: "utf8" });
-    if (result.status === 0) return { python };
+    if (result.status === 0) return { python, skip: false };
     why.push(`${python}: ${result.error?.message ?? result.stderr.trim().split("\n").pop()}`);
   }
-  return { skip: `no Python here ${lacking} (${why.join("; ")})` };
+  return { python: "", skip: `no Python here ${lacking} (${why.join("; ")})` };
 }
 
 export interface TrainerOutput {

@@ -22,9 +22,7 @@ import { TestHub } from "./hub-server.js";
 import { findPython } from "./torch-harness.js";
 import { GPT2_JOB_HYPERPARAMETERS, writeTinyGpt2 } from "./transformers-only-fixture.js";
 
-const found = findPython("import torch, transformers", "has torch and transformers");
-const skip = "skip" in found && found.skip;
-const PYTHON = "python" in found ? found.python : "";
+const { python: PYTHON, skip } = findPython("import torch, transformers", "has torch and transformers");
 
 describe("such a model on the Hugging Face Hub", { skip }, () => {
   const HUB_GPT2 = "test-org/gpt2";

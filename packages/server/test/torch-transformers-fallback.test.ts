@@ -31,9 +31,10 @@ import {
 } from "./torch-harness.js";
 import { GPT2_JOB_HYPERPARAMETERS, writeTinyGpt2 } from "./transformers-only-fixture.js";
 
-const found = findPython("import torch, transformers, peft", "has torch, transformers and peft");
-const skip = "skip" in found && found.skip;
-const PYTHON = "python" in found ? found.python : "";
+const { python: PYTHON, skip } = findPython(
+  "import torch, transformers, peft",
+  "has torch, transformers and peft",
+);
 const scratch = torchScratch("hf-fallback");
 
 const GPT2 = "test/gpt2";

@@ -29,9 +29,10 @@ import {
 
 const scratch = torchScratch("hf");
 
-const found = findPython("import torch, transformers, peft", "has torch, transformers and peft");
-const skip = "skip" in found && found.skip;
-const PYTHON = "python" in found ? found.python : "";
+const { python: PYTHON, skip } = findPython(
+  "import torch, transformers, peft",
+  "has torch, transformers and peft",
+);
 
 const rows: DatasetRow[] = Array.from({ length: 24 }, (_, i) => ({
   messages: [
