@@ -10,6 +10,7 @@ import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import type OpenAI from "openai";
+import type { ModelPull as Pull } from "../src/wire.js";
 import { call, edgeClient, type Identity, newIdentity, serverFor, tempDir, until } from "./harness.js";
 import { hugeQwen3Repo, qwen3Repo } from "./hub-repos.js";
 import { TestHub } from "./hub-server.js";
@@ -19,19 +20,6 @@ const CHATTED = "test-org/qwen3-chatted";
 const SHARED = "test-org/qwen3-pull-shared";
 const GATED = "test-org/qwen3-pull-gated";
 const HUGE = "test-org/qwen3-pull-huge";
-
-type Pull = {
-  id: string;
-  model: string;
-  status: "downloading" | "completed" | "failed";
-  revision: string | null;
-  files: { name: string; bytesDone: number; bytesTotal: number }[];
-  bytesDone: number;
-  bytesTotal: number;
-  fromCache: boolean | null;
-  error: { message: string; code: string } | null;
-  finishedAt: string | null;
-};
 
 describe("Hub model pulls through svc server", () => {
   let hub: TestHub;
