@@ -57,7 +57,7 @@ static inline float f16_to_f32(unsigned short h) {
 
 // Each format's row reader: W weights of row r at column pb + off (pb a block
 // start, off a multiple of W below 32) as floats before any per-block or
-// per-row scale, the scales, and a prefetch address.
+// per-row scale, the scales, and the address of a row position (for prefetches).
 struct QBf16 {
   const unsigned short* w;
   long k;
@@ -136,6 +136,8 @@ static void qgemv_block(const Q& q, const float* x, long ldx, float* c, long ldc
 #pragma GCC unroll 8
     for (int r = 0; r < R; r++) acc[i][r] = vf{};
   long kb = k / QBLOCK * QBLOCK;
+  const long row_bytes = static_cast<const char*>(q.addr(1, 0)) - static_cast<const char*>(q.addr(0, 0));
+  const long ahead = stream_ahead(R * row_bytes);
   float ds[M == 1 && Q::kBlockScale ? R : 1][SCALE_CHUNK];
   for (long p = 0; p < kb; p += QBLOCK) {
     if constexpr (M == 1 && Q::kBlockScale) {
@@ -156,7 +158,7 @@ static void qgemv_block(const Q& q, const float* x, long ldx, float* c, long ldc
       }
       xm *= -8.f;
 #pragma GCC unroll 8
-      for (int r = 0; r < R; r++) __builtin_prefetch(q.addr(j + R + r, p));
+      for (int r = 0; r < R; r++) stream_prefetch(static_cast<const char*>(q.addr(j + r, p)) + ahead);
 #pragma GCC unroll 8
       for (int r = 0; r < R; r++) {
         vf t = xm;
@@ -171,7 +173,7 @@ static void qgemv_block(const Q& q, const float* x, long ldx, float* c, long ldc
 #pragma GCC unroll 8
       for (int r = 0; r < R; r++) d[r] = q.block_scale(j + r, p / QBLOCK);
 #pragma GCC unroll 8
-    for (int r = 0; r < R; r++) __builtin_prefetch(q.addr(j + R + r, p));
+    for (int r = 0; r < R; r++) stream_prefetch(static_cast<const char*>(q.addr(j + r, p)) + ahead);
 #pragma GCC unroll 8
     for (int v = 0; v < QBLOCK / W; v++) {
       vf xv[M];
@@ -201,7 +203,7 @@ static void qgemv(const Q& q, const float* x, long ldx, float* c, long ldc, long
                   bool accumulate) {
   constexpr int R = M == 1 ? 8 : 4;
   long groups = n / R;
-  long tasks = min_l(groups, svc_num_threads() * 8L);
+  long tasks = stream_tasks(groups);
   if ((double)n * k < 1.0e5) tasks = 1;
   par(tasks, [&](long t) {
     for (long g = groups * t / tasks; g < groups * (t + 1) / tasks; g++)

@@ -186,12 +186,13 @@ static void igemv_int8(const signed char* w, const float* wscale, const IntRow* 
                        long ldc, long j, float alpha, bool accumulate) {
   vf acc[M][R] = {};
   long full = k / VB;
+  const long ahead = stream_ahead(R * k);
   auto step = [&](long v, auto tail) {
     vs8 wv[R];
 #pragma GCC unroll 8
     for (int r = 0; r < R; r++) {
       const signed char* p = w + (j + r) * k + v * VB;
-      __builtin_prefetch(p + R * k);
+      stream_prefetch(p + ahead);
       wv[r] = int8_step<decltype(tail)::value>(p);
     }
 #pragma GCC unroll 4
@@ -245,13 +246,14 @@ static void igemv_q4(const unsigned char* w, const unsigned short* scales, const
   constexpr long BPS = VB / 16;  // blocks a step
   vf acc[M][R] = {};
   long nblk = k / QBLOCK, rowb = k / 2, full = nblk / BPS;
+  const long ahead = stream_ahead(R * rowb);
   auto step = [&](long v, auto tail) {
     vs8 lo[R], hi[R];
     vf dl[R];
 #pragma GCC unroll 8
     for (int r = 0; r < R; r++) {
       const unsigned char* p = w + (j + r) * rowb + v * VB;
-      __builtin_prefetch(p + R * rowb);
+      stream_prefetch(p + ahead);
       q4_step<decltype(tail)::value>(p, scales + (j + r) * nblk + v * BPS, nblk - v * BPS, &lo[r], &hi[r],
                                      &dl[r]);
     }
@@ -322,7 +324,7 @@ static void igemv_group(bool q4, const void* w, const void* scales, const IntRow
 static void igemv(bool q4, const void* w, const void* scales, const IntRow* xr, long m, float* y, long n,
                   long k, float alpha, bool accumulate) {
   long groups = n / 4;
-  long tasks = min_l(groups, svc_num_threads() * 8L);
+  long tasks = stream_tasks(groups);
   if ((double)n * k * m < 1.0e5) tasks = 1;
   par(tasks, [&](long t) {
     for (long g = groups * t / tasks; g < groups * (t + 1) / tasks; g++)
