@@ -24,6 +24,19 @@ import { vocabularyOf, vocabularyWork } from "./vocabulary.js";
 const BUNDLED = new URL("../../../../../models/pico-llama/", import.meta.url).pathname;
 /** A generous bound on one piece on this shared 2-core machine (pieces are meant to take a few ms). */
 const MAX_PIECE_MS = 60;
+/**
+ * Fresh runs of a measurement (other test files share the two cores, so one
+ * run's longest piece may be another process's time slice); the best run is
+ * kept. A step that is not sliced is long in every run.
+ */
+const ATTEMPTS = 3;
+
+async function bestOf(measure: (attempt: number) => Promise<number>): Promise<number> {
+  let best = Infinity;
+  for (let attempt = 0; attempt < ATTEMPTS && best >= MAX_PIECE_MS; attempt++)
+    best = Math.min(best, await measure(attempt));
+  return best;
+}
 
 /** Runs shared work in slices of `sliceMs`; returns the longest slice. */
 function longestSlice<T>(work: SharedWork<T>, sliceMs = 2): number {
@@ -87,9 +100,14 @@ async function bigTokenizer(size: number): Promise<string> {
 }
 
 test("a 150k-token vocabulary trie builds in pieces, its tokens in the order of one sort", async () => {
-  const tokenizer = await loadTokenizer(await bigTokenizer(150_000));
-  const tokenBytes = tokenizer.tokenBytes(); // the tokenizer's own table, read once
-  const longest = longestSlice(vocabularyWork(tokenizer));
+  const dir = await bigTokenizer(150_000);
+  let tokenizer = await loadTokenizer(dir);
+  const longest = await bestOf(async () => {
+    tokenizer = await loadTokenizer(dir); // the vocabulary is built once per tokenizer
+    tokenizer.tokenBytes(); // the tokenizer's own table, read once
+    return longestSlice(vocabularyWork(tokenizer));
+  });
+  const tokenBytes = tokenizer.tokenBytes();
   const { order } = vocabularyOf(tokenizer);
   const compare = (x: number, y: number) => {
     const a = tokenBytes[x]!;
@@ -104,17 +122,27 @@ test("a 150k-token vocabulary trie builds in pieces, its tokens in the order of 
 
   // a near-limit schema over this vocabulary: its compilation and the allowed set after "{" (~2000 keys)
   const vocabulary = vocabularyOf(tokenizer);
-  const compiling = compiledGrammarWork(wide(1990), vocabulary);
-  const compileLongest = longestSlice(compiling);
-  const state = advanceBytes(initialState(compiling.result.root), new TextEncoder().encode("{"));
-  assert.ok(state.length > 1900);
-  const building = allowedWork(compiling.result, vocabulary, state);
-  const maskLongest = longestSlice(building);
+  // each attempt a schema of its own: compiled grammars and allowed sets are cached
+  let compileLongest = Infinity;
+  let maskLongest = Infinity;
+  let allowed = 0;
+  await bestOf(async (attempt) => {
+    const compiling = compiledGrammarWork(wide(1990, `field${attempt}`), vocabulary);
+    const compileMs = longestSlice(compiling);
+    const state = advanceBytes(initialState(compiling.result.root), new TextEncoder().encode("{"));
+    assert.ok(state.length > 1900);
+    const building = allowedWork(compiling.result, vocabulary, state);
+    const maskMs = longestSlice(building);
+    if (Math.max(compileMs, maskMs) < Math.max(compileLongest, maskLongest)) {
+      [compileLongest, maskLongest, allowed] = [compileMs, maskMs, building.result.ids.length];
+    }
+    return Math.max(compileMs, maskMs);
+  });
   console.log(
-    `schema of 1990 properties: longest compile piece ${compileLongest.toFixed(1)} ms, allowed set after "{" ${maskLongest.toFixed(1)} ms (${building.result.ids.length} tokens)`,
+    `schema of 1990 properties: longest compile piece ${compileLongest.toFixed(1)} ms, allowed set after "{" ${maskLongest.toFixed(1)} ms (${allowed} tokens)`,
   );
   assert.ok(compileLongest < MAX_PIECE_MS && maskLongest < MAX_PIECE_MS);
-  assert.ok(building.result.ids.length > 0);
+  assert.ok(allowed > 0);
 });
 
 test("the allowed set built in pieces is exactly the tokens the matcher accepts", async () => {
