@@ -51,16 +51,10 @@ export {
 export { createGenerator, type GeneratorOptions } from "./generate.js";
 export { getKernels } from "./kernels/index.js";
 export type { Kernels } from "./kernels/types.js";
-export { isWeightFormat, WEIGHT_FORMATS, type WeightFormat } from "./quant/formats.js";
-export {
-  heldWeightBytes,
-  type ServingModel,
-  servingWeights,
-  servingWeightsAsync,
-} from "./quant/serving.js";
 export { LoadedModel, loadModel, loadServingModel } from "./load.js";
 export { initLoraAdapter, resolveTargetModules } from "./lora.js";
 export { loadAdapter, type SaveAdapterOptions, saveAdapter } from "./peft.js";
+export { isWeightFormat, WEIGHT_FORMATS, type WeightFormat } from "./quant/formats.js";
 export {
   bf16ToF32,
   decodeBf16,
@@ -71,11 +65,18 @@ export {
   f32ToBf16,
   f32ToF16,
 } from "./quant/half.js";
+export {
+  heldWeightBytes,
+  type ServingModel,
+  servingWeights,
+  servingWeightsAsync,
+} from "./quant/serving.js";
+export { answersMatch, type ExactMatchRow, exactMatchSample } from "./task-metrics.js";
 export { createRandomModel, type RandomModelOptions } from "./testing/random-model.js";
 export { writeTestTokenizer } from "./testing/test-tokenizer.js";
 export { loadTokenizer } from "./tokenizer.js";
 export {
-  checkToolSchema,
+  checkToolSchemaInSlices,
   MAX_SCHEMA_DEPTH,
   newToolCallId,
   type ParsedOutput,
@@ -87,7 +88,6 @@ export {
   toolCallGrammar,
 } from "./tool-calls.js";
 export { DEFAULT_TOOL_SYNTAX, type ToolSyntax } from "./tool-syntax.js";
-export { answersMatch, type ExactMatchRow, exactMatchSample } from "./task-metrics.js";
 export { plannedSteps, prepareSets, resolveHyperparameters, train } from "./train.js";
 export { type FittedRow, fitRow, TRUNCATION_MODES } from "./truncation.js";
 export * from "./types.js";

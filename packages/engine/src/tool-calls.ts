@@ -15,7 +15,15 @@
 // tool has none).
 
 import { randomBytes } from "node:crypto";
-import { checkJsonSchema, type OutputGrammar, type SchemaBudget, SchemaError } from "./constrained/index.js";
+import {
+  checkJsonSchema,
+  compileSchemaSteps,
+  finishInSlices,
+  type JsonSchema,
+  type OutputGrammar,
+  type SchemaBudget,
+  SchemaError,
+} from "./constrained/index.js";
 import { callText, type ToolSyntax } from "./tool-syntax.js";
 import type { ToolCall, ToolDefinition } from "./types.js";
 
@@ -70,11 +78,26 @@ export function toolCallGrammar(syntax: ToolSyntax, options: ToolGrammarOptions)
 export const MAX_SCHEMA_DEPTH = 64;
 
 /**
- * checkJsonSchema for a schema a request or a dataset row brings: first its
- * nesting, without recursion, so that a schema nested thousands of levels deep
- * is refused with a SchemaError instead of exhausting the stack.
+ * checkJsonSchema for a schema a dataset row brings: first its nesting,
+ * without recursion, so that a schema nested thousands of levels deep is
+ * refused with a SchemaError instead of exhausting the stack.
  */
 export function checkToolSchema(schema: unknown, budget?: SchemaBudget): void {
+  checkSchemaNesting(schema);
+  checkJsonSchema(schema, "", budget);
+}
+
+/**
+ * checkToolSchema for a schema a request brings, compiled in slices of a few
+ * milliseconds: a near-limit schema takes tens of milliseconds to check, which
+ * the server's other requests would otherwise wait for.
+ */
+export async function checkToolSchemaInSlices(schema: unknown, budget?: SchemaBudget): Promise<void> {
+  checkSchemaNesting(schema);
+  await finishInSlices(compileSchemaSteps(schema as JsonSchema, "", budget));
+}
+
+function checkSchemaNesting(schema: unknown): void {
   const stack: { value: unknown; path: string; depth: number }[] = [{ value: schema, path: "", depth: 0 }];
   while (stack.length > 0) {
     const { value, path, depth } = stack.pop() as (typeof stack)[number];
@@ -86,7 +109,6 @@ export function checkToolSchema(schema: unknown, budget?: SchemaBudget): void {
     for (const [key, child] of Object.entries(value))
       stack.push({ value: child, path: `${path}/${key}`, depth: depth + 1 });
   }
-  checkJsonSchema(schema, "", budget);
 }
 
 /** A new call id in OpenAI's form. */

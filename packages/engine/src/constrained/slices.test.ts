@@ -8,6 +8,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { PerformanceObserver } from "node:perf_hooks";
 import { test } from "node:test";
 import { createGenerator } from "../generate.js";
 import { loadModel } from "../load.js";
@@ -17,8 +18,9 @@ import { byteToUnicode, writeTestTokenizer } from "../testing/test-tokenizer.js"
 import { loadTokenizer } from "../tokenizer.js";
 import { compileGrammar } from "./compile.js";
 import { allowedWork, compiledGrammarWork } from "./compiled.js";
+import { SchemaError } from "./grammar.js";
 import { advanceBytes, initialState } from "./matcher.js";
-import type { SharedWork } from "./steps.js";
+import { finishInSlices, type SharedWork, type Steps } from "./steps.js";
 import { vocabularyOf, vocabularyWork } from "./vocabulary.js";
 
 const BUNDLED = new URL("../../../../../models/pico-llama/", import.meta.url).pathname;
@@ -38,15 +40,33 @@ async function bestOf(measure: (attempt: number) => Promise<number>): Promise<nu
   return best;
 }
 
-/** Runs shared work in slices of `sliceMs`; returns the longest slice. */
-function longestSlice<T>(work: SharedWork<T>, sliceMs = 2): number {
-  let longest = 0;
+/**
+ * Runs shared work in slices of `sliceMs`; returns the longest slice, less
+ * the garbage collector's pauses within it (a major GC of a 150k-token
+ * vocabulary's heap takes tens of milliseconds, wherever it falls).
+ */
+async function longestSlice<T>(work: SharedWork<T>, sliceMs = 2): Promise<number> {
+  const pauses: { start: number; end: number }[] = [];
+  const observer = new PerformanceObserver((list) => {
+    for (const gc of list.getEntries()) pauses.push({ start: gc.startTime, end: gc.startTime + gc.duration });
+  });
+  observer.observe({ entryTypes: ["gc"] });
+  const slices: { start: number; end: number }[] = [];
   for (;;) {
-    const started = performance.now();
-    const done = work.runUntil(started + sliceMs);
-    longest = Math.max(longest, performance.now() - started);
-    if (done) return longest;
+    const start = performance.now();
+    const done = work.runUntil(start + sliceMs);
+    slices.push({ start, end: performance.now() });
+    if (done) break;
   }
+  await new Promise((resolve) => setImmediate(resolve)); // the observer's entries arrive asynchronously
+  observer.disconnect();
+  let longest = 0;
+  for (const { start, end } of slices) {
+    let paused = 0;
+    for (const gc of pauses) paused += Math.max(0, Math.min(end, gc.end) - Math.max(start, gc.start));
+    longest = Math.max(longest, end - start - paused);
+  }
+  return longest;
 }
 
 const wide = (count: number, prefix = "field") => ({
@@ -105,7 +125,7 @@ test("a 150k-token vocabulary trie builds in pieces, its tokens in the order of 
   const longest = await bestOf(async () => {
     tokenizer = await loadTokenizer(dir); // the vocabulary is built once per tokenizer
     tokenizer.tokenBytes(); // the tokenizer's own table, read once
-    return longestSlice(vocabularyWork(tokenizer));
+    return await longestSlice(vocabularyWork(tokenizer));
   });
   const tokenBytes = tokenizer.tokenBytes();
   const { order } = vocabularyOf(tokenizer);
@@ -128,11 +148,11 @@ test("a 150k-token vocabulary trie builds in pieces, its tokens in the order of 
   let allowed = 0;
   await bestOf(async (attempt) => {
     const compiling = compiledGrammarWork(wide(1990, `field${attempt}`), vocabulary);
-    const compileMs = longestSlice(compiling);
+    const compileMs = await longestSlice(compiling);
     const state = advanceBytes(initialState(compiling.result.root), new TextEncoder().encode("{"));
     assert.ok(state.length > 1900);
     const building = allowedWork(compiling.result, vocabulary, state);
-    const maskMs = longestSlice(building);
+    const maskMs = await longestSlice(building);
     if (Math.max(compileMs, maskMs) < Math.max(compileLongest, maskLongest)) {
       [compileLongest, maskLongest, allowed] = [compileMs, maskMs, building.result.ids.length];
     }
@@ -150,13 +170,13 @@ test("the allowed set built in pieces is exactly the tokens the matcher accepts"
   const vocabulary = vocabularyOf(model.tokenizer);
   const grammar = wide(300, "k");
   const compiled = compiledGrammarWork(grammar, vocabulary);
-  longestSlice(compiled);
+  await longestSlice(compiled);
   const root = compileGrammar(grammar);
   for (const prefix of ["", "{", '{"k', '{"k1', '{"k12":"a', '{"k12":"a",']) {
     const bytes = new TextEncoder().encode(prefix);
     const state = advanceBytes(initialState(compiled.result.root), bytes);
     const work = allowedWork(compiled.result, vocabulary, state);
-    longestSlice(work, 0.5);
+    await longestSlice(work, 0.5);
     const reference = advanceBytes(initialState(root), bytes);
     const expected = vocabulary.tokenBytes.flatMap((b, id) =>
       b && b.length > 0 && advanceBytes(reference, b).length > 0 ? [id] : [],
@@ -205,4 +225,31 @@ test("generator: a stream keeps its pace while eight near-limit schemas are prep
   const longest = Math.max(...gaps);
   console.log(`generator: ${gaps.length} tokens streamed meanwhile, longest gap ${longest.toFixed(1)} ms`);
   assert.ok(longest < 150, `a gap of ${longest.toFixed(1)} ms`);
+});
+
+test("finishInSlices lets the event loop turn between slices and returns the result", async () => {
+  let turns = 0;
+  let running = true;
+  const turn = () => {
+    turns++;
+    if (running) setImmediate(turn);
+  };
+  setImmediate(turn);
+  function* busy(): Steps<string> {
+    for (let step = 0; step < 40; step++) {
+      const until = performance.now() + 0.5; // half a millisecond of work a step, 20 ms in all
+      while (performance.now() < until);
+      yield;
+    }
+    return "done";
+  }
+  const result = await finishInSlices(busy(), 2);
+  running = false;
+  assert.equal(result, "done");
+  assert.ok(turns >= 5, `the event loop turned ${turns} times in 20 ms of 2 ms slices`);
+  function* failing(): Steps<never> {
+    yield;
+    throw new SchemaError("pattern", "/pattern", "unsupported");
+  }
+  await assert.rejects(finishInSlices(failing()), SchemaError);
 });

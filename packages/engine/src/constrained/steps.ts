@@ -3,8 +3,8 @@
 // to hold up every other generation of the process, so that work is written
 // as generator functions that yield between small pieces (a subschema, a
 // trie node): the Generator's scheduler runs them a few milliseconds per
-// turn between decode steps, and synchronous callers (the server's schema
-// check) run them to the end at once.
+// turn between decode steps, the server's schema check runs them in slices
+// between other requests, and synchronous callers run them to the end at once.
 
 /** Work that yields between small pieces and returns a T. */
 export type Steps<T> = Generator<void, T, void>;
@@ -72,6 +72,17 @@ export class SharedWork<T> {
     this.steps = null;
     return true;
   }
+}
+
+/**
+ * Runs `steps` to the end in pieces of about `sliceMs`, letting the event loop
+ * run between them (an API server checking a request's schema while it
+ * answers others).
+ */
+export async function finishInSlices<T>(steps: Steps<T>, sliceMs = 4): Promise<T> {
+  const work = new SharedWork(steps);
+  while (!work.runUntil(performance.now() + sliceMs)) await new Promise((resolve) => setImmediate(resolve));
+  return work.result;
 }
 
 /** Runs shared work to the end at once and returns its result (or throws its error). */

@@ -184,7 +184,11 @@ export function createEdgeApp(
       parallelToolCalls: body.parallel_tool_calls,
       responseFormat: body.response_format,
     };
-    checkToolRequest(tooling, { tools: "tools", toolChoice: "tool_choice" });
+    await checkToolRequest(tooling, {
+      tools: "tools",
+      toolChoice: "tool_choice",
+      responseFormat: "response_format",
+    });
     const target = targetOf(deployment);
     let resolved: ResolvedTarget;
     if (target.kind === "base_model") {

@@ -3,7 +3,7 @@
 // /v1/chat/completions: each answers 400 naming the field, and a JSON Schema
 // outside the supported subset names its keyword (SchemaError).
 import {
-  checkToolSchema,
+  checkToolSchemaInSlices,
   type ChatMessage as EngineMessage,
   newSchemaBudget,
   type SchemaBudget,
@@ -29,24 +29,27 @@ const FUNCTION_NAME = { pattern: /^[a-zA-Z0-9_-]{1,64}$/, patternText: "1 to 64 
 const MAX_TOOLS = 128;
 const MAX_CONTENT = 200_000;
 
+/** A JSON Schema object; whether it is of the supported subset is checkToolRequest's work (it takes time). */
+const schemaCheck: Check<Record<string, unknown>> = (value, path) => {
+  if (typeof value !== "object" || value === null || Array.isArray(value))
+    throw badRequest(`"${path}" must be a JSON Schema object (got ${describe(value)})`);
+  return value as Record<string, unknown>;
+};
+
 /**
- * A JSON Schema object of the supported subset; `path` names the field. The
+ * The schema at `path` is of the supported subset, else 400 naming its
+ * keyword. It is compiled in slices, so other requests go on meanwhile. The
  * schemas compiled into one grammar (all of a request's tools) share `budget`,
  * so that a hundred tools cannot hold a hundred times what one schema may.
  */
-const schemaCheck =
-  (budget: SchemaBudget): Check<Record<string, unknown>> =>
-  (value, path) => {
-    if (typeof value !== "object" || value === null || Array.isArray(value))
-      throw badRequest(`"${path}" must be a JSON Schema object (got ${describe(value)})`);
-    try {
-      checkToolSchema(value, budget);
-    } catch (error) {
-      if (!(error instanceof SchemaError)) throw error;
-      throw badRequest(`"${path}" ${error.message}`, "unsupported_schema");
-    }
-    return value as Record<string, unknown>;
-  };
+async function checkSchema(schema: unknown, path: string, budget: SchemaBudget): Promise<void> {
+  try {
+    await checkToolSchemaInSlices(schema, budget);
+  } catch (error) {
+    if (!(error instanceof SchemaError)) throw error;
+    throw badRequest(`"${path}" ${error.message}`, "unsupported_schema");
+  }
+}
 
 const toolCallCheck: Check<ToolCall> = (value, path) => {
   const call = object({
@@ -99,19 +102,18 @@ export const messagesCheck: Check<ChatMessage[]> = (value, path) => {
   return messages;
 };
 
-const toolCheck = (budget: SchemaBudget): Check<ToolDefinition> =>
-  object({
-    type: literal("function"),
-    function: object({
-      name: string(FUNCTION_NAME),
-      description: optional(string({ max: 10_000 })),
-      parameters: optional(schemaCheck(budget)),
-      strict: optional(nullable(boolean())),
-    }),
-  }) as Check<ToolDefinition>;
+const toolCheck: Check<ToolDefinition> = object({
+  type: literal("function"),
+  function: object({
+    name: string(FUNCTION_NAME),
+    description: optional(string({ max: 10_000 })),
+    parameters: optional(schemaCheck),
+    strict: optional(nullable(boolean())),
+  }),
+}) as Check<ToolDefinition>;
 
 export const toolsCheck: Check<ToolDefinition[]> = (value, path) => {
-  const tools = array(toolCheck(newSchemaBudget()), { max: MAX_TOOLS })(value, path);
+  const tools = array(toolCheck, { max: MAX_TOOLS })(value, path);
   const names = new Set<string>();
   tools.forEach((tool, i) => {
     if (tool.function.strict === null) delete tool.function.strict;
@@ -137,7 +139,7 @@ export const responseFormatCheck: Check<ResponseFormat> = (value, path) => {
       json_schema: object({
         name: string(FUNCTION_NAME),
         description: optional(string({ max: 10_000 })),
-        schema: optional(schemaCheck(newSchemaBudget())),
+        schema: optional(schemaCheck),
         strict: optional(nullable(boolean())),
       }),
     })(value, path) as ResponseFormat;
@@ -154,17 +156,36 @@ export interface ToolRequest {
   responseFormat?: ResponseFormat;
 }
 
-/** Checks that tool_choice fits the tools; `names` maps each option to its field name in this API. */
-export function checkToolRequest(request: ToolRequest, names: { tools: string; toolChoice: string }): void {
-  const { tools, toolChoice } = request;
-  if (toolChoice === undefined) return;
-  if (tools === undefined || tools.length === 0) {
+/**
+ * Checks that tool_choice fits the tools, then that every schema is of the
+ * supported subset; `names` maps each option to its field name in this API.
+ */
+export async function checkToolRequest(
+  request: ToolRequest,
+  names: { tools: string; toolChoice: string; responseFormat: string },
+): Promise<void> {
+  const { tools, toolChoice, responseFormat } = request;
+  if (toolChoice !== undefined && (tools === undefined || tools.length === 0)) {
     if (toolChoice !== "none") throw badRequest(`"${names.toolChoice}" needs "${names.tools}"`);
-    return;
-  }
-  if (typeof toolChoice === "object" && !tools.some((t) => t.function.name === toolChoice.function.name))
+  } else if (
+    typeof toolChoice === "object" &&
+    !tools?.some((t) => t.function.name === toolChoice.function.name)
+  ) {
     throw badRequest(
       `"${names.toolChoice}.function.name" ${JSON.stringify(toolChoice.function.name)} is not one of "${names.tools}"`,
+    );
+  }
+  const toolsBudget = newSchemaBudget();
+  for (const [i, tool] of (tools ?? []).entries()) {
+    const { parameters } = tool.function;
+    if (parameters !== undefined)
+      await checkSchema(parameters, `${names.tools}[${i}].function.parameters`, toolsBudget);
+  }
+  if (responseFormat?.type === "json_schema" && responseFormat.json_schema.schema !== undefined)
+    await checkSchema(
+      responseFormat.json_schema.schema,
+      `${names.responseFormat}.json_schema.schema`,
+      newSchemaBudget(),
     );
 }
 

@@ -68,7 +68,11 @@ export function inferenceRoutes(ctx: ServerContext) {
   const app = new Hono<ApiEnv>();
   app.post("/v1/inference/chat", async (c) => {
     const body = parseBody(inferBody, await readJson(c));
-    checkToolRequest(body, { tools: "tools", toolChoice: "toolChoice" });
+    await checkToolRequest(body, {
+      tools: "tools",
+      toolChoice: "toolChoice",
+      responseFormat: "responseFormat",
+    });
     let target: ResolvedTarget;
     if (body.adapter && body.baseModel) throw badRequest(`"adapter" and "baseModel" cannot both be given`);
     if (body.adapter) {
