@@ -30,7 +30,7 @@ export interface ModelPull {
   bytesTotal: number;
   /** Completed: true when every file was already in the cache. Null before then. */
   fromCache: boolean | null;
-  /** Failed: the reason, with a code such as hub_gated, hub_offline, hub_not_found, hub_unreachable, model_too_large, unsupported_model. */
+  /** Failed: the reason, with a code such as hub_gated, hub_offline, hub_not_found, hub_unreachable, hub_cache, model_too_large, unsupported_model. */
   error: { message: string; code: string } | null;
   createdAt: Iso8601;
   finishedAt: Iso8601 | null;

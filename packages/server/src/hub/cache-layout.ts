@@ -9,6 +9,8 @@
 //     refs/<revision>               the commit sha the branch or tag pointed at (no newline)
 //   <cache>/datasets--<org>--<name>/  the same for datasets
 //   <cache>/.locks/<repo folder>/     lock files of downloads in progress
+
+import { randomBytes } from "node:crypto";
 import {
   existsSync,
   lstatSync,
@@ -16,6 +18,7 @@ import {
   readdirSync,
   readFileSync,
   readlinkSync,
+  renameSync,
   rmSync,
   statSync,
   symlinkSync,
@@ -70,13 +73,27 @@ export class RepoCache {
     await writeFile(path, sha);
   }
 
-  /** snapshots/<sha>/<path> → the blob, as a relative symlink (huggingface_hub's _create_symlink). */
+  /**
+   * snapshots/<sha>/<path> → the blob, as a relative symlink (huggingface_hub's
+   * _create_symlink). Processes sharing the cache may link the same file at
+   * once: a link already right is kept, any other is replaced by a rename of
+   * a new link made beside the locks, so no reader sees the path missing and
+   * no writer fails on the other's link.
+   */
   linkSnapshotFile(sha: string, path: string, etag: string): void {
     const link = join(this.snapshotDir(sha), ...path.split("/"));
     mkdirSync(dirname(link), { recursive: true });
     const target = relative(dirname(link), this.blobPath(etag)).split(sep).join("/");
-    if (lstatSync(link, { throwIfNoEntry: false })) rmSync(link);
-    symlinkSync(target, link);
+    if (lstatSync(link, { throwIfNoEntry: false })?.isSymbolicLink() && readlinkSync(link) === target) return;
+    mkdirSync(this.lockDir(), { recursive: true });
+    const fresh = join(this.lockDir(), `link-${process.pid}-${randomBytes(6).toString("hex")}`);
+    symlinkSync(target, fresh); // the target is relative to the link's final folder
+    try {
+      renameSync(fresh, link);
+    } catch (error) {
+      rmSync(fresh, { force: true });
+      throw error;
+    }
   }
 
   /** The snapshot's files (paths with "/"), following symlinks; links to missing blobs are left out. */

@@ -9,7 +9,8 @@ export type HubErrorCode =
   | "hub_unreachable"
   | "hub_refused"
   | "hub_corrupt"
-  | "hub_cancelled";
+  | "hub_cancelled"
+  | "hub_cache";
 
 export class HubError extends Error {
   constructor(
@@ -59,12 +60,37 @@ export function hubErrorOf(
     return new HubError(`HF_TOKEN: a Hugging Face token starts with "hf_"`, "hub_gated");
   if (error instanceof Error && error.name === "AbortError")
     return new HubError(`${label}: the download was cancelled`, "hub_cancelled");
+  if (isCacheError(error)) {
+    const { code, syscall, path } = error;
+    return new HubError(
+      `${label}: the Hub cache could not be written (${code}${syscall ? ` on ${syscall}` : ""}${path ? ` ${path}` : ""}); HF_HUB_CACHE or HF_HOME sets where it lives`,
+      "hub_cache",
+    );
+  }
   const reason = error instanceof Error ? causeText(error) : String(error);
   const code = status ? ` (${status})` : "";
   return new HubError(
     `${label}: the Hub at ${context.endpoint} could not be reached${code}: ${reason} (HF_ENDPOINT sets the Hub's address; HF_HUB_OFFLINE=1 uses only the cache)`,
     "hub_unreachable",
   );
+}
+
+/** Errors of the disk, not the network: file-system calls name their path; a full or read-only disk may not. */
+const DISK_CODES = new Set(["ENOSPC", "EROFS", "EDQUOT"]);
+
+function isCacheError(error: unknown): error is { code: string; syscall?: string; path?: string } {
+  const system = error as { code?: unknown; path?: unknown } | null;
+  return typeof system?.code === "string" && (typeof system.path === "string" || DISK_CODES.has(system.code));
+}
+
+/**
+ * The status a request gets for a HubError: the Hub being unreachable is not
+ * the request's fault (502), nor is a cache this server cannot write (500).
+ */
+export function hubErrorStatus(code: string): 400 | 500 | 502 {
+  if (code === "hub_unreachable") return 502;
+  if (code === "hub_cache") return 500;
+  return 400;
 }
 
 /** fetch's "fetch failed" hides the reason (ECONNREFUSED, ENOTFOUND) in `cause`. */

@@ -6,8 +6,9 @@
 // where it does not, a 400 naming the rule. Routes that only read a model
 // (dataset profiles, exports) start nothing: their 400 says how to pull it.
 import { ApiError, badRequest, conflict } from "../http/api-error.js";
+import { hubErrorStatus } from "../hub/index.js";
 import { formatBytes } from "./memory-estimate.js";
-import { pullErrorStatus, RETRY_FAILED_AFTER_MS } from "./model-pulls.js";
+import { RETRY_FAILED_AFTER_MS } from "./model-pulls.js";
 import type { ModelRegistry } from "./model-registry.js";
 
 export function uncachedHubModel(
@@ -27,7 +28,7 @@ export function uncachedHubModel(
   const failedAt = latest?.status === "failed" ? Date.parse(latest.finishedAt!) : Number.NaN;
   if (pull && latest?.error && Date.now() - failedAt < RETRY_FAILED_AFTER_MS)
     return new ApiError(
-      pullErrorStatus(latest.error.code),
+      hubErrorStatus(latest.error.code),
       latest.error.code,
       `"${field}": Hub model ${name} could not be downloaded (pull ${latest.id}): ${latest.error.message}`,
     );

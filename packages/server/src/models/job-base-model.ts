@@ -9,7 +9,7 @@ import { dirname } from "node:path";
 import { isEngineError, type ModelConfig } from "@svc/engine";
 import { engineHyperparameters } from "../engine-hyperparameters.js";
 import { ApiError, badRequest } from "../http/api-error.js";
-import { HubError, hubEndpoint, parseHubName } from "../hub/index.js";
+import { HubError, hubEndpoint, hubErrorStatus, parseHubName } from "../hub/index.js";
 import type { BaseModelInfo, JobBackend, JobHyperparameters } from "../wire.js";
 import { uncachedInfo } from "./hub-models.js";
 import { estimateTrainingMemory, formatBytes, machineMemoryBytes } from "./memory-estimate.js";
@@ -19,13 +19,9 @@ import { checkTransformersFallback, uncachedTransformersOnlyReason } from "./tra
 /** How long POST /v1/jobs waits for a Hub model's config.json. */
 const CONFIG_TIMEOUT_MS = 30_000;
 
-/** HubError → the API's status: the Hub being unreachable is not the request's fault. */
+/** HubError → the API's error, naming the field. */
 export function hubApiError(error: HubError, field: string): ApiError {
-  return new ApiError(
-    error.code === "hub_unreachable" ? 502 : 400,
-    error.code,
-    `"${field}": ${error.message}`,
-  );
+  return new ApiError(hubErrorStatus(error.code), error.code, `"${field}": ${error.message}`);
 }
 
 export async function checkJobBaseModel(

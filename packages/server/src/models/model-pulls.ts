@@ -183,8 +183,3 @@ export class ModelPulls {
     });
   }
 }
-
-/** The status a failed pull's error gets when a request reports it: the Hub being unreachable is not the request's fault. */
-export function pullErrorStatus(code: string): 400 | 502 {
-  return code === "hub_unreachable" ? 502 : 400;
-}
