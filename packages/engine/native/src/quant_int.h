@@ -117,47 +117,77 @@ struct IntRow {
 // Steps of a row: int8 reads VB weights a step, q4_0 2·VB (VB bytes of nibbles).
 static inline long int_steps(bool q4, long k) { return q4 ? ceil_div(k, 2 * VB) : ceil_div(k, VB); }
 
+typedef signed char vq __attribute__((vector_size(W)));  // one byte per float lane
+static inline vi vmax_i(vi a, vi b) { return a > b ? a : b; }
+static inline vi vadd_i(vi a, vi b) { return a + b; }
+static inline int hmax_i(vi v) {
+  SVC_TREE(vmax_i)
+  return v[0];
+}
+static inline int hsum_i(vi v) {
+  SVC_TREE(vadd_i)
+  return v[0];
+}
+
+// One 32-block of x rounded to 8 bits: xq = round(x / d) half to even, d =
+// max|x| / 127. Writes q[32] and returns false when the block holds a NaN or
+// an infinity (which 8 bits cannot carry). *d is the scale, *sum Σ xq.
+static inline bool quantize_block(const float* xb, signed char* q, float* d, int* sum) {
+  constexpr int V = QBLOCK / W;  // vectors a block
+  vf v[V];
+  vi top = vi{};  // the largest |x| as bits: above 0x7f7fffff only for NaN or ±inf
+  for (int i = 0; i < V; i++) {
+    v[i] = vload(xb + i * W);
+    vi bits;
+    __builtin_memcpy(&bits, &v[i], sizeof bits);
+    top = vmax_i(top, bits & 0x7fffffff);
+  }
+  int top_bits = hmax_i(top);
+  if (top_bits > 0x7f7fffff) return false;
+  float amax;
+  __builtin_memcpy(&amax, &top_bits, sizeof amax);
+  // 127 / amax overflows below amax ~ 3.7e-37: such blocks are scaled up by 2^64 first (exact)
+  float pre = amax < 1e-30f ? 18446744073709551616.f : 1.f;
+  float id = amax > 0.f ? 127.f / (amax * pre) : 0.f;
+  *d = amax / 127.f;
+  vi total = vi{};
+  for (int i = 0; i < V; i++) {
+    // round half to even by the 1.5·2^23 trick (|x·id| <= 127)
+    vi r = __builtin_convertvector((v[i] * (pre * id) + 12582912.0f) - 12582912.0f, vi);
+    total += r;
+    vq bytes = __builtin_convertvector(r, vq);
+    __builtin_memcpy(q + i * W, &bytes, W);
+  }
+  *sum = hsum_i(total);
+  return true;
+}
+
 // Quantizes x[k] (k % 32 == 0) into `out` laid out as IntRow says, into *row.
-// False when x holds a NaN or an infinity (which 8 bits cannot carry: the
-// caller takes the float path, so they reach y as they would there).
+// False when x holds a NaN or an infinity (the caller takes the float path,
+// so they reach y as they would there).
 static bool quantize_row(const float* x, long k, bool q4, signed char* out, IntRow* row) {
   long steps = int_steps(q4, k), qbytes = steps * VB * (q4 ? 2 : 1);
   signed char* q = out;
   float* s = reinterpret_cast<float*>(out + qbytes);
   int* c = reinterpret_cast<int*>(out + qbytes + steps * VB);
-  for (long i = 0; i < qbytes; i++) q[i] = 0;
-  for (long i = 0; i < steps * W; i++) s[i] = 0.f, c[i] = 0;
+  __builtin_memset(q, 0, (size_t)qbytes);
+  __builtin_memset(s, 0, (size_t)steps * W * sizeof(float));
+  __builtin_memset(c, 0, (size_t)steps * W * sizeof(int));
   const int bias = q4 ? 8 : I8_BIAS;
   const long lanes_per_block = q4 ? 4 : 8;  // int32 lanes a 32-block's products land in
   for (long b = 0; b < k / QBLOCK; b++) {
-    const float* xb = x + b * QBLOCK;
-    float amax = 0.f;
-    for (int j = 0; j < QBLOCK; j++) {
-      float a = xb[j] < 0 ? -xb[j] : xb[j];
-      if (!(a <= 3.4e38f)) return false;  // NaN or ±inf
-      amax = a > amax ? a : amax;
-    }
-    // 127 / amax overflows below amax ~ 3.7e-37: such blocks are scaled up by 2^64 first (exact)
-    float pre = amax < 1e-30f ? 18446744073709551616.f : 1.f;
-    float d = amax / 127.f, id = amax > 0.f ? 127.f / (amax * pre) : 0.f;
-    int sum = 0;
     signed char qb[QBLOCK];
-    for (int j = 0; j < QBLOCK; j++) {
-      // round half to even by the 1.5·2^23 trick (|x·id| <= 127)
-      int v = (int)((xb[j] * pre * id + 12582912.0f) - 12582912.0f);
-      qb[j] = (signed char)v;
-      sum += v;
-    }
+    float d;
+    int sum;
+    if (!quantize_block(x + b * QBLOCK, qb, &d, &sum)) return false;
     long lane;  // the block's first lane (of the whole row's steps)
     if (q4) {
       long per_step = VB / 16, st = b / per_step, slot = b % per_step;
-      for (int j = 0; j < 16; j++) {
-        q[st * 2 * VB + slot * 16 + j] = qb[j];
-        q[st * 2 * VB + VB + slot * 16 + j] = qb[j + 16];
-      }
+      __builtin_memcpy(q + st * 2 * VB + slot * 16, qb, 16);
+      __builtin_memcpy(q + st * 2 * VB + VB + slot * 16, qb + 16, 16);
       lane = st * W + slot * lanes_per_block;
     } else {
-      for (int j = 0; j < QBLOCK; j++) q[b * QBLOCK + j] = qb[j];
+      __builtin_memcpy(q + b * QBLOCK, qb, QBLOCK);
       lane = b * lanes_per_block;
     }
     for (long l = 0; l < lanes_per_block; l++) s[lane + l] = d;
