@@ -152,8 +152,9 @@ static inline bool quantize_block(const float* xb, signed char* q, float* d, int
   *d = amax / 127.f;
   vi total = vi{};
   for (int i = 0; i < V; i++) {
-    // round half to even by the 1.5·2^23 trick (|x·id| <= 127)
-    vi r = __builtin_convertvector((v[i] * (pre * id) + 12582912.0f) - 12582912.0f, vi);
+    // round half to even by the 1.5·2^23 trick (|x·id| <= 127); (x·pre)·id, as
+    // pre·id = 127 / amax overflows to infinity for the tiny blocks pre is for
+    vi r = __builtin_convertvector((v[i] * pre * id + 12582912.0f) - 12582912.0f, vi);
     total += r;
     vq bytes = __builtin_convertvector(r, vq);
     __builtin_memcpy(q + i * W, &bytes, W);
