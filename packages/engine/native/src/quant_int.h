@@ -118,16 +118,6 @@ struct IntRow {
 static inline long int_steps(bool q4, long k) { return q4 ? ceil_div(k, 2 * VB) : ceil_div(k, VB); }
 
 typedef signed char vq __attribute__((vector_size(W)));  // one byte per float lane
-static inline vi vmax_i(vi a, vi b) { return a > b ? a : b; }
-static inline vi vadd_i(vi a, vi b) { return a + b; }
-static inline int hmax_i(vi v) {
-  SVC_TREE(vmax_i)
-  return v[0];
-}
-static inline int hsum_i(vi v) {
-  SVC_TREE(vadd_i)
-  return v[0];
-}
 
 // One 32-block of x rounded to 8 bits: xq = round(x / d) half to even, d =
 // max|x| / 127. Writes q[32] and returns false when the block holds a NaN or
@@ -140,9 +130,9 @@ static inline bool quantize_block(const float* xb, signed char* q, float* d, int
     v[i] = vload(xb + i * W);
     vi bits;
     __builtin_memcpy(&bits, &v[i], sizeof bits);
-    top = vmax_i(top, bits & 0x7fffffff);
+    top = vmax(top, bits & 0x7fffffff);
   }
-  int top_bits = hmax_i(top);
+  int top_bits = hmax(top);
   if (top_bits > 0x7f7fffff) return false;
   float amax;
   __builtin_memcpy(&amax, &top_bits, sizeof amax);
@@ -159,7 +149,7 @@ static inline bool quantize_block(const float* xb, signed char* q, float* d, int
     vq bytes = __builtin_convertvector(r, vq);
     __builtin_memcpy(q + i * W, &bytes, W);
   }
-  *sum = hsum_i(total);
+  *sum = hsum(total);
   return true;
 }
 

@@ -50,11 +50,21 @@ static inline vf vmin(vf a, vf b) { return a < b ? a : b; }
   v = op(v, __builtin_shufflevector(v, v, 1, 0, 3, 2));
 #endif
 static inline vf vadd(vf a, vf b) { return a + b; }
+static inline vi vadd(vi a, vi b) { return a + b; }
+static inline vi vmax(vi a, vi b) { return a > b ? a : b; }
 static inline float hsum(vf v) {
   SVC_TREE(vadd)
   return v[0];
 }
 static inline float hmax(vf v) {
+  SVC_TREE(vmax)
+  return v[0];
+}
+static inline int hsum(vi v) {
+  SVC_TREE(vadd)
+  return v[0];
+}
+static inline int hmax(vi v) {
   SVC_TREE(vmax)
   return v[0];
 }
