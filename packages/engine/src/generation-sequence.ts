@@ -5,7 +5,7 @@
 import { compiledGrammarWork } from "./constrained/compiled.js";
 import { GrammarConstraint, type RowHolder, type Turn } from "./constrained/constraint.js";
 import type { OutputGrammar } from "./constrained/grammar.js";
-import { type Steps, waitFor } from "./constrained/steps.js";
+import { SharedWork, type Steps, waitFor } from "./constrained/steps.js";
 import { vocabularyWork } from "./constrained/vocabulary.js";
 import type { KvCache } from "./decode.js";
 import { EngineError } from "./errors.js";
@@ -80,7 +80,7 @@ export class Sequence {
     readonly stops: StopStringFilter,
     eos: readonly number[],
     /** The grammar's setup until it is done (then `grammar`), or null. */
-    private setup: Steps<GrammarConstraint> | null,
+    private setup: SharedWork<GrammarConstraint> | null,
   ) {
     this.promptIds = promptIds;
     this.maxTokens = maxTokens;
@@ -103,15 +103,9 @@ export class Sequence {
   compileGrammar(deadline: number): boolean {
     const setup = this.setup;
     if (setup === null) return true;
+    if (!setup.runUntil(deadline)) return false;
     try {
-      for (;;) {
-        const next = setup.next();
-        if (next.done) {
-          this.grammar = next.value;
-          break;
-        }
-        if (performance.now() >= deadline) return false;
-      }
+      this.grammar = setup.result;
     } catch (error) {
       this.fail(error);
     }
@@ -226,7 +220,8 @@ export function prepareSequence(request: GenerationRequest, served: ServedModel)
     );
   }
 
-  const setup = request.grammar === undefined ? null : grammarSetup(request.grammar, tokenizer);
+  const setup =
+    request.grammar === undefined ? null : new SharedWork(grammarSetup(request.grammar, tokenizer));
 
   const adapter = request.adapter === undefined ? defaultAdapter : request.adapter;
   const lora = adapter ? loraLayersFor(adapter, config) : null;
