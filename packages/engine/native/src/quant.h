@@ -1,7 +1,7 @@
 // Matrix products of fp32 activations with weights stored in a serving format,
 // y[m, n] (=|+=) alpha * x[m, k] · Wᵀ with W [n, k] (a Linear layer's weight,
 // as the decode path holds it). Included by each ISA translation unit after
-// gemm.h (W, vf, par, gemm_blocked).
+// gemm.h (W, vf, par, gemm_blocked, and gemv.h's stream_* rule).
 //
 // Formats (SVC_QUANT_*, the numbers the addon and the wasm exports pass):
 //   bf16  data: uint16 [n, k], the top half of each fp32 weight.

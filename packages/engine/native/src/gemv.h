@@ -1,0 +1,256 @@
+// The paths of SGEMM for few rows (decode, batched decode, LoRA's dA) and few
+// columns (LoRA's rank-r products), included by gemm.h after its blocked
+// path (par, View, gemm_blocked) and before matmul, which picks among them.
+// Each reads its large operand once; the streaming rule below is shared with
+// the quantized GEMVs (quant.h, quant_int.h).
+
+// The decode GEMVs (gemv_bt below, quant.h's qgemv, quant_int.h's igemv) read
+// every weight once from memory, a group of R contiguous rows at a time, and
+// split the groups over the pool like this:
+// - One contiguous share per thread: each thread's reads stay one forward
+//   stream. Eight tasks a thread (claimed in any order) restarted the stream
+//   at every task and cost 15-30% of decode on a 32 MiB-L3 EPYC.
+// - Each row read prefetches the same row position STREAM_AHEAD bytes (whole
+//   groups) further on, into L2: a group's rows are read side by side, a
+//   pattern the hardware prefetchers follow late, and L2 holds more misses in
+//   flight than L1. One group ahead into L1 left int8 decode at half the
+//   machine's read bandwidth there (docs/serving-formats.md).
+constexpr long STREAM_AHEAD = 8192;
+static inline long stream_tasks(long groups) { return min_l(groups, svc_num_threads()); }
+static inline long stream_ahead(long group_bytes) {
+  return group_bytes * ceil_div(STREAM_AHEAD, group_bytes);
+}
+static inline void stream_prefetch(const void* p) { __builtin_prefetch(p, 0, 2); }
+
+// Few rows with B stored [n, k] (a Linear layer's weight, the decode case):
+// each output is a dot product along a contiguous weight row. R weight rows are
+// streamed together against the M rows of x, so every weight is read once and
+// R*M independent accumulators hide the FMA latency. Leading dimensions are
+// explicit so attention can run it over a KV cache.
+template <int M, int R>
+static void gemv_bt_block(const float* x, long ldx, const float* b, long ldb, float* c, long ldc,
+                          long csc, long k, long j, float alpha, bool accumulate) {
+  vf acc[M][R];
+#pragma GCC unroll 4
+  for (int i = 0; i < M; i++)
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++) acc[i][r] = vf{};
+  long kv = k / W * W;
+  const long ahead = stream_ahead(R * ldb * (long)sizeof(float)) / (long)sizeof(float);
+  for (long p = 0; p < kv; p += W) {
+    vf xv[M];
+#pragma GCC unroll 4
+    for (int i = 0; i < M; i++) xv[i] = vload(x + i * ldx + p);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++) {
+      // prefetch never faults, so the last groups may overrun
+      stream_prefetch(b + (j + r) * ldb + p + ahead);
+      vf bv = vload(b + (j + r) * ldb + p);
+#pragma GCC unroll 4
+      for (int i = 0; i < M; i++) acc[i][r] += xv[i] * bv;
+    }
+  }
+  for (int i = 0; i < M; i++)
+    for (int r = 0; r < R; r++) {
+      float s = hsum(acc[i][r]);
+      const float* br = b + (j + r) * ldb;
+      for (long p = kv; p < k; p++) s += x[i * ldx + p] * br[p];
+      float* cp = c + i * ldc + (j + r) * csc;
+      *cp = accumulate ? *cp + alpha * s : alpha * s;
+    }
+}
+
+template <int M>
+static void gemv_bt(const float* x, long ldx, const float* b, long ldb, float* c, long ldc, long csc,
+                    long n, long k, float alpha, bool accumulate) {
+  constexpr int R = M == 1 ? 8 : 4;
+  long groups = n / R;
+  long tasks = stream_tasks(groups);
+  if ((double)n * k < 1.0e5) tasks = 1;
+  par(tasks, [&](long t) {
+    for (long g = groups * t / tasks; g < groups * (t + 1) / tasks; g++)
+      gemv_bt_block<M, R>(x, ldx, b, ldb, c, ldc, csc, k, g * R, alpha, accumulate);
+  });
+  for (long j = groups * R; j < n; j++)
+    gemv_bt_block<M, 1>(x, ldx, b, ldb, c, ldc, csc, k, j, alpha, accumulate);
+}
+
+// Few rows with B stored [k, n]: stream B row by row, each task owning a range
+// of CW-wide column chunks and accumulating all M rows of x at once.
+template <int M>
+static void gemv_b(const float* x, long ldx, const float* b, long ldb, float* c, long ldc, long csc,
+                   long n, long k, float alpha, bool accumulate) {
+  constexpr long CW = 4 * W;
+  long nchunks = ceil_div(n, CW);
+  long tasks = min_l(nchunks, svc_num_threads() * 4L);
+  if ((double)n * k < 1.0e5) tasks = 1;
+  par(tasks, [&](long t) {
+    for (long ch = nchunks * t / tasks; ch < nchunks * (t + 1) / tasks; ch++) {
+      long j0 = ch * CW, nj = min_l(CW, n - j0);
+      if (nj == CW) {
+        vf acc[M][4];
+#pragma GCC unroll 4
+        for (int i = 0; i < M; i++)
+#pragma GCC unroll 4
+          for (int v = 0; v < 4; v++) acc[i][v] = vf{};
+        for (long p = 0; p < k; p++) {
+          const float* br = b + p * ldb + j0;
+          vf bv[4] = {vload(br), vload(br + W), vload(br + 2 * W), vload(br + 3 * W)};
+#pragma GCC unroll 4
+          for (int i = 0; i < M; i++) {
+            vf xv = vset1(x[i * ldx + p]);
+#pragma GCC unroll 4
+            for (int v = 0; v < 4; v++) acc[i][v] += xv * bv[v];
+          }
+        }
+        for (int i = 0; i < M; i++)
+          for (int v = 0; v < 4; v++) {
+            vf r = acc[i][v] * alpha;
+            if (csc == 1) {
+              float* cp = c + i * ldc + j0 + v * W;
+              if (accumulate) r += vload(cp);
+              vstore(cp, r);
+            } else {
+              for (int l = 0; l < W; l++) {
+                float* cp = c + i * ldc + (j0 + v * W + l) * csc;
+                *cp = accumulate ? *cp + r[l] : r[l];
+              }
+            }
+          }
+      } else {
+        for (int i = 0; i < M; i++) {
+          float acc[CW] = {};
+          for (long p = 0; p < k; p++)
+            for (long j = 0; j < nj; j++) acc[j] += x[i * ldx + p] * b[p * ldb + j0 + j];
+          for (long j = 0; j < nj; j++) {
+            float* cp = c + i * ldc + (j0 + j) * csc;
+            *cp = accumulate ? *cp + alpha * acc[j] : alpha * acc[j];
+          }
+        }
+      }
+    }
+  });
+}
+
+// C[m, n] (=|+=) alpha * X[m, k] · op(B) for any m, four rows of X at a time:
+// op(B) = Bᵀ with B stored [n, k] when transB, else B stored [k, n]. C(i, j) is
+// c[i * ldc + j * csc].
+static void gemv_rows(const float* x, long ldx, const float* b, long ldb, bool transB, float* c,
+                      long ldc, long csc, long m, long n, long k, float alpha, bool accumulate) {
+  for (long i = 0; i < m; i += 4) {
+    const float* xi = x + i * ldx;
+    float* ci = c + i * ldc;
+    long mi = min_l(4, m - i);
+    if (transB) {
+      if (mi == 1) gemv_bt<1>(xi, ldx, b, ldb, ci, ldc, csc, n, k, alpha, accumulate);
+      else if (mi == 2) gemv_bt<2>(xi, ldx, b, ldb, ci, ldc, csc, n, k, alpha, accumulate);
+      else if (mi == 3) gemv_bt<3>(xi, ldx, b, ldb, ci, ldc, csc, n, k, alpha, accumulate);
+      else gemv_bt<4>(xi, ldx, b, ldb, ci, ldc, csc, n, k, alpha, accumulate);
+    } else {
+      if (mi == 1) gemv_b<1>(xi, ldx, b, ldb, ci, ldc, csc, n, k, alpha, accumulate);
+      else if (mi == 2) gemv_b<2>(xi, ldx, b, ldb, ci, ldc, csc, n, k, alpha, accumulate);
+      else if (mi == 3) gemv_b<3>(xi, ldx, b, ldb, ci, ldc, csc, n, k, alpha, accumulate);
+      else gemv_b<4>(xi, ldx, b, ldb, ci, ldc, csc, n, k, alpha, accumulate);
+    }
+  }
+}
+
+// Few columns (LoRA's rank-r products: x·Aᵀ, dy·B, dyᵀ·xa): C[m, n] (=|+=)
+// alpha * op(A) · op(B) with n <= GEMV_MAX_ROWS. op(B) is gathered into a
+// [k, NV·W] scratch (zero-padded lanes), small enough to stay in L1/L2; op(A),
+// the large operand, is then read once, row by row along its storage:
+// - op(A) = A [m,k]: four rows of C at a time accumulate in registers over k;
+// - op(A) = Aᵀ, A stored [k,m] (dyᵀ·xa): a task owns a range of C's rows, kept
+//   in scratch, and streams the matching strip of every row of A, four at a time.
+// Each element of C is summed by one task in a fixed order (deterministic).
+template <int NVC>
+static void gemm_few_cols(const float* a, bool transA, const float* bs, float* c, long m, long n,
+                          long k, float alpha, bool accumulate) {
+  constexpr long NP = NVC * W;
+  auto store_row = [&](float* ci, const vf* acc) {
+    float tmp[NP];
+    for (int v = 0; v < NVC; v++) vstore(tmp + v * W, acc[v] * alpha);
+    for (long j = 0; j < n; j++) ci[j] = accumulate ? ci[j] + tmp[j] : tmp[j];
+  };
+  if (!transA) {
+    long groups = ceil_div(m, 4);
+    long tasks = min_l(groups, svc_num_threads() * 4L);
+    if ((double)m * k * n < 2.0e5) tasks = 1;
+    par(tasks, [&](long t) {
+      for (long gi = groups * t / tasks; gi < groups * (t + 1) / tasks; gi++) {
+        long i0 = gi * 4, mi = min_l(4, m - i0);
+        if (mi == 4) {
+          vf acc[4][NVC];
+          for (int r = 0; r < 4; r++)
+            for (int v = 0; v < NVC; v++) acc[r][v] = vf{};
+          const float* a0 = a + i0 * k;
+          for (long p = 0; p < k; p++) {
+            vf bv[NVC];
+            for (int v = 0; v < NVC; v++) bv[v] = vload(bs + p * NP + v * W);
+#pragma GCC unroll 4
+            for (int r = 0; r < 4; r++) {
+              vf av = vset1(a0[r * k + p]);
+              for (int v = 0; v < NVC; v++) acc[r][v] += av * bv[v];
+            }
+          }
+          for (int r = 0; r < 4; r++) store_row(c + (i0 + r) * n, acc[r]);
+        } else {
+          for (long r = 0; r < mi; r++) {
+            vf acc[NVC];
+            for (int v = 0; v < NVC; v++) acc[v] = vf{};
+            const float* ar = a + (i0 + r) * k;
+            for (long p = 0; p < k; p++) {
+              vf av = vset1(ar[p]);
+              for (int v = 0; v < NVC; v++) acc[v] += av * vload(bs + p * NP + v * W);
+            }
+            store_row(c + (i0 + r) * n, acc);
+          }
+        }
+      }
+    });
+    return;
+  }
+  // A stored [k, m]: element (i, p) of op(A) is a[p * m + i].
+  // Rows of C per task: at most 512 (their accumulators stay in L1), at least 64.
+  long tasks = min_l(ceil_div(m, 64), svc_num_threads() * 4L);
+  if ((double)m * k * n < 2.0e5) tasks = 1;
+  long range = ceil_div(m, tasks);
+  if (range > 512) range = 512;
+  tasks = ceil_div(m, range);
+  par(tasks, [&](long t) {
+    long i0 = t * range, i1 = min_l(m, i0 + range);
+    float* acc = svc_scratch(SVC_SLOT_TASK, (size_t)range * NP);
+    for (long i = 0; i < (i1 - i0) * NP; i++) acc[i] = 0.f;
+    long p = 0;
+    for (; p + 4 <= k; p += 4) {
+      vf b0[NVC], b1[NVC], b2[NVC], b3[NVC];
+      for (int v = 0; v < NVC; v++) {
+        b0[v] = vload(bs + p * NP + v * W);
+        b1[v] = vload(bs + (p + 1) * NP + v * W);
+        b2[v] = vload(bs + (p + 2) * NP + v * W);
+        b3[v] = vload(bs + (p + 3) * NP + v * W);
+      }
+      const float* ap = a + p * m;
+      for (long i = i0; i < i1; i++) {
+        vf x0 = vset1(ap[i]), x1 = vset1(ap[m + i]), x2 = vset1(ap[2 * m + i]), x3 = vset1(ap[3 * m + i]);
+        float* ci = acc + (i - i0) * NP;
+        for (int v = 0; v < NVC; v++)
+          vstore(ci + v * W, vload(ci + v * W) + x0 * b0[v] + x1 * b1[v] + x2 * b2[v] + x3 * b3[v]);
+      }
+    }
+    for (; p < k; p++) {
+      const float* ap = a + p * m;
+      for (long i = i0; i < i1; i++) {
+        vf x = vset1(ap[i]);
+        float* ci = acc + (i - i0) * NP;
+        for (int v = 0; v < NVC; v++) vstore(ci + v * W, vload(ci + v * W) + x * vload(bs + p * NP + v * W));
+      }
+    }
+    for (long i = i0; i < i1; i++) {
+      vf row[NVC];
+      for (int v = 0; v < NVC; v++) row[v] = vload(acc + (i - i0) * NP + v * W);
+      store_row(c + i * n, row);
+    }
+  });
+}
+
