@@ -13,22 +13,40 @@ static inline long first_key(long p, long window) {
   return window > 0 && p - window + 1 > 0 ? p - window + 1 : 0;
 }
 
+// Lanes i < n of a vector (n may be <= 0 or >= W).
+static inline vi lanes_below(long n) {
+  vi idx;
+  for (int i = 0; i < W; i++) idx[i] = i;
+  return idx < (int)(n < W ? (n > 0 ? n : 0) : W);
+}
+
 // Softmax of one row of scores in place over entries [a, n) (the visible keys),
 // zeroing the rest of [0, len); returns the sum of the exponentials (the row is
-// left unnormalised) and writes the row maximum to *mx.
+// left unnormalised) and writes the row maximum to *mx. A ragged end of [a, n)
+// is one masked vector where the row has room for it, not a scalar loop.
 static inline float softmax_row(float* row, long a, long n, long len, float* mx) {
   for (long s = 0; s < a; s++) row[s] = 0.f;
-  vf mv = vset1(-__builtin_inff());
+  const vf ninf = vset1(-__builtin_inff());
+  vf mv = ninf;
   long s = a;
   for (; s + W <= n; s += W) mv = vmax(mv, vload(row + s));
+  bool vtail = s < n && s + W <= len;
+  if (vtail) mv = vmax(mv, lanes_below(n - s) ? vload(row + s) : ninf);
   float m = hmax(mv);
-  for (; s < n; s++) m = row[s] > m ? row[s] : m;
+  if (!vtail)
+    for (long t = s; t < n; t++) m = row[t] > m ? row[t] : m;
   vf sv = vf{};
   s = a;
   for (; s + W <= n; s += W) {
     vf p = vexp(vload(row + s) - m);
     vstore(row + s, p);
     sv += p;
+  }
+  if (vtail) {
+    vf p = lanes_below(n - s) ? vexp(vload(row + s) - m) : vf{};
+    vstore(row + s, p);
+    sv += p;
+    s += W;
   }
   float sum = hsum(sv);
   for (; s < n; s++) {
@@ -41,6 +59,12 @@ static inline float softmax_row(float* row, long a, long n, long len, float* mx)
 }
 
 constexpr long ATT_TB = 64;  // queries per attention block
+
+// out[(h * D + d) * S + j] = x[j * ld + h * D + d]: each KV head's keys (or
+// values) transposed, made once per call and shared by every block that reads them.
+static void transpose_heads(const float* x, long ld, long S, long nKv, long D, float* out) {
+  par(nKv, [&](long h) { pack_transposed(x + h * D, ld, S, D, out + h * D * S, S); });
+}
 
 // Prefill/training: per (head, block of queries) two GEMMs, S = Q·Kᵀ over the
 // keys the block sees and O = softmax(S)·V, with the row softmax in between.
@@ -80,6 +104,9 @@ static void attention_forward(const float* q, const float* k, const float* v, fl
     });
     return;
   }
+  // Kᵀ per KV head ([nKv, D, S]), so that S = Q·Kᵀ reads its B row-major in place.
+  float* kT = svc_scratch(SVC_SLOT_CALLER, (size_t)nKv * D * S);
+  transpose_heads(k, kvStride, S, nKv, D, kT);
   long nblocks = ceil_div(T, ATT_TB);
   par(nHeads * nblocks, [&](long task) {
     long h = task / nblocks, blk = nblocks - 1 - task % nblocks;  // longest blocks first
@@ -90,17 +117,18 @@ static void attention_forward(const float* q, const float* k, const float* v, fl
     float* sc = svc_scratch(SVC_SLOT_TASK, (size_t)tb * L + tb);
     float* sums = sc + tb * L;
     const float* qb = q + (t0 * nHeads + h) * D;
-    const float* kb = k + k0 * kvStride + kh * D;
     const float* vb = v + k0 * kvStride + kh * D;
     float* ob = out + (t0 * nHeads + h) * D;
-    gemm_blocked(View{qb, qs, 1}, View{kb, 1, kvStride}, sc, L, 1, tb, L, D, scale, false);
+    Band keys, keys_k;  // query r sees the block's keys before p0 + r + 1 - k0: as columns, as k
+    keys.col_end = keys_k.k_end = p0 + 1 - k0;
+    gemm_in_cache(View{qb, qs, 1}, kT + kh * D * S + k0, S, sc, L, tb, L, D, scale, false, keys);
     for (long r = 0; r < tb; r++) {
       float mx;
       long p = p0 + r;
       sums[r] = softmax_row(sc + r * L, first_key(p, window) - k0, p + 1 - k0, L, &mx);
       if (lse) lse[h * T + t0 + r] = (float)(mx + slog(sums[r]));
     }
-    gemm_blocked(View{sc, L, 1}, View{vb, kvStride, 1}, ob, qs, 1, tb, D, L, 1.0f, false);
+    gemm_in_cache(View{sc, L, 1}, vb, kvStride, ob, qs, tb, D, L, 1.0f, false, keys_k);
     for (long r = 0; r < tb; r++) scale_row(ob + r * qs, D, 1.0f / sums[r]);
   });
 }
@@ -119,7 +147,11 @@ static void attention_backward(const float* dOut, const float* q, const float* k
   if (T <= 0 || D == 0) return;
   long group = nHeads / nKv, kvs = nKv * D, qs = nHeads * D;
   long nblocks = ceil_div(T, ATT_TB);
-  float* part = svc_scratch(SVC_SLOT_CALLER, (size_t)nHeads * 2 * T * D);
+  float* part = svc_scratch(SVC_SLOT_CALLER, (size_t)(nHeads + nKv) * 2 * T * D);
+  float* kT = part + nHeads * 2 * T * D;  // [nKv, D, T], and Vᵀ after it
+  float* vT = kT + nKv * D * T;
+  transpose_heads(k, kvs, T, nKv, D, kT);
+  transpose_heads(v, kvs, T, nKv, D, vT);
   par(nHeads, [&](long h) {
     long kh = h / group;
     float* dkh = part + h * 2 * T * D;
@@ -134,8 +166,12 @@ static void attention_backward(const float* dOut, const float* q, const float* k
       long off = (t0 * nHeads + h) * D;
       View Qb{q + off, qs, 1}, dOb{dOut + off, qs, 1};
       const float* kb = k + k0 * kvs + kh * D;
-      gemm_blocked(Qb, View{kb, 1, kvs}, P, L, 1, tb, L, D, scale, false);
-      gemm_blocked(dOb, View{v + k0 * kvs + kh * D, 1, kvs}, dS, L, 1, tb, L, D, 1.0f, false);
+      // query r sees keys before t0 + r + 1 - k0 (as columns, as k); key i is seen from query i + k0 - t0
+      Band keys, keys_k, seen;
+      keys.col_end = keys_k.k_end = t0 + 1 - k0;
+      seen.k_begin = k0 - t0;
+      gemm_in_cache(Qb, kT + kh * D * T + k0, T, P, L, tb, L, D, scale, false, keys);
+      gemm_in_cache(dOb, vT + kh * D * T + k0, T, dS, L, tb, L, D, 1.0f, false, keys);
       for (long r = 0; r < tb; r++) {
         long t = t0 + r, a = first_key(t, window) - k0, n = t + 1 - k0;  // visible: [a, n)
         Dt[r] = dot(dOut + off + r * qs, out + off + r * qs, D);
@@ -149,15 +185,22 @@ static void attention_backward(const float* dOut, const float* q, const float* k
           vstore(pr + s, p);
           vstore(dr + s, p * (vload(dr + s) - Dt[r]) * scale);
         }
+        if (s < n && s + W <= L) {  // the ragged end as one masked vector, zeroing past n
+          vi keep = lanes_below(n - s);
+          vf p = keep ? vexp(vload(pr + s) - l) : vf{};
+          vstore(pr + s, p);
+          vstore(dr + s, keep ? p * (vload(dr + s) - Dt[r]) * scale : vf{});
+          s += W;
+        }
         for (; s < n; s++) {
           pr[s] = sexp(pr[s] - l);
           dr[s] = pr[s] * (dr[s] - Dt[r]) * scale;
         }
         for (; s < L; s++) pr[s] = dr[s] = 0.f;
       }
-      gemm_blocked(View{dS, L, 1}, View{kb, kvs, 1}, dq + off, qs, 1, tb, D, L, 1.0f, false);
-      gemm_blocked(View{dS, 1, L}, Qb, dkh + k0 * D, D, 1, L, D, tb, 1.0f, true);
-      gemm_blocked(View{P, 1, L}, dOb, dvh + k0 * D, D, 1, L, D, tb, 1.0f, true);
+      gemm_in_cache(View{dS, L, 1}, kb, kvs, dq + off, qs, tb, D, L, 1.0f, false, keys_k);
+      gemm_in_cache(View{dS, 1, L}, q + off, qs, dkh + k0 * D, D, L, D, tb, 1.0f, true, seen);
+      gemm_in_cache(View{P, 1, L}, dOut + off, qs, dvh + k0 * D, D, L, D, tb, 1.0f, true, seen);
     }
   });
   par(nKv, [&](long kh) {

@@ -113,31 +113,34 @@ static void pack_b_panel(const View& B, long p0, long kc, long j0, long nr, floa
   }
 }
 
-// C[mr, nr] (=|+=) alpha * Apanel · Bpanel over kc; C(i, j) is c[i * rsc + j * csc].
-static inline void micro_kernel(long kc, const float* __restrict a, const float* __restrict b,
-                                float* c, long rsc, long csc, float alpha, bool load_c, long mr,
-                                long nr) {
-  vf acc[MR][NV];
+// C[mr, nr] (=|+=) alpha * Apanel · B over kc, with R >= mr accumulator rows;
+// C(i, j) is c[i * rsc + j * csc]. A panels are MR tall; B's NR-wide rows are
+// ldb floats apart: NR in a packed panel, the row stride when B is read in
+// place (gemm_in_cache).
+template <int R>
+static inline void micro_tile(long kc, const float* __restrict a, const float* __restrict b, long ldb,
+                              float* c, long rsc, long csc, float alpha, bool load_c, long mr, long nr) {
+  vf acc[R][NV];
 #pragma GCC unroll 16
-  for (int i = 0; i < MR; i++)
+  for (int i = 0; i < R; i++)
 #pragma GCC unroll 4
     for (int j = 0; j < NV; j++) acc[i][j] = vf{};
   for (long p = 0; p < kc; p++) {
     vf bv[NV];
 #pragma GCC unroll 4
-    for (int j = 0; j < NV; j++) bv[j] = *reinterpret_cast<const vf*>(b + j * W);
+    for (int j = 0; j < NV; j++) bv[j] = vload(b + j * W);
 #pragma GCC unroll 16
-    for (int i = 0; i < MR; i++) {
+    for (int i = 0; i < R; i++) {
       vf av = vset1(a[i]);
 #pragma GCC unroll 4
       for (int j = 0; j < NV; j++) acc[i][j] += av * bv[j];
     }
     a += MR;
-    b += NR;
+    b += ldb;
   }
-  if (mr == MR && nr == NR && csc == 1) {
+  if (mr == R && nr == NR && csc == 1) {
 #pragma GCC unroll 16
-    for (int i = 0; i < MR; i++)
+    for (int i = 0; i < R; i++)
 #pragma GCC unroll 4
       for (int j = 0; j < NV; j++) {
         float* cp = c + i * rsc + j * W;
@@ -153,6 +156,16 @@ static inline void micro_kernel(long kc, const float* __restrict a, const float*
         *cp = load_c ? *cp + r : r;
       }
   }
+}
+
+// The narrowest tile that covers mr rows, so an edge of a few rows (64 = 5 x 12
+// + 4) does not pay for a whole MR.
+static inline void micro_kernel(long kc, const float* a, const float* b, long ldb, float* c, long rsc,
+                                long csc, float alpha, bool load_c, long mr, long nr) {
+  constexpr int MID = MR > 8 ? 8 : MR;
+  if (mr > MR - 4) micro_tile<MR>(kc, a, b, ldb, c, rsc, csc, alpha, load_c, mr, nr);
+  else if (mr > 4) micro_tile<MID>(kc, a, b, ldb, c, rsc, csc, alpha, load_c, mr, nr);
+  else micro_tile<4>(kc, a, b, ldb, c, rsc, csc, alpha, load_c, mr, nr);
 }
 
 static void gemm_blocked(const View& A, const View& B, float* c, long rsc, long csc, long m, long n,
@@ -192,11 +205,58 @@ static void gemm_blocked(const View& A, const View& B, float* c, long rsc, long 
         for (long q = q0; q < q1; q++) {
           long jr = q * NR, nr = min_l(NR, nc - jr);
           for (long ir = 0; ir < mcb; ir += MR)
-            micro_kernel(kc, apack + ir * kc, bpack + q * NR * kc,
+            micro_kernel(kc, apack + ir * kc, bpack + q * NR * kc, NR,
                          c + (ic + ir) * rsc + (jc + jr) * csc, rsc, csc, alpha, load_c,
                          min_l(MR, mcb - ir), nr);
         }
       });
+    }
+  }
+}
+
+// The part of a product that a causal mask leaves: row i of C needs only the
+// columns j < i + col_end and only the k in [i + k_begin, i + k_end). Tiles
+// outside it are skipped (their columns of C are left unwritten, so the caller
+// must not read them); inside it, the masked products are exact zeros.
+constexpr long BAND_OPEN = 1L << 30;  // beyond any sequence (long is 32 bits in wasm)
+struct Band {
+  long col_end = BAND_OPEN, k_begin = -BAND_OPEN, k_end = BAND_OPEN;
+};
+
+// Attention's per-block GEMMs (tens of rows, operands already in cache):
+// C[m, n] (=|+=) alpha · op(A) · B with B row-major, B(p, j) = b[p * ldb + j].
+// The micro-kernel reads B where it lies, so only A is packed (k x m, a 1/n
+// share of the work next to the k x n of B a packed path would copy per block);
+// a ragged last column panel is copied zero-padded. Serial: the callers split
+// heads and blocks over the pool.
+static void gemm_in_cache(const View& A, const float* b, long ldb, float* c, long ldc, long m, long n,
+                          long k, float alpha, bool accumulate, const Band& band = Band{}) {
+  float* apack = svc_scratch(SVC_SLOT_GEMM_A, (size_t)MC_MAX * KC);
+  float* tail = svc_scratch(SVC_SLOT_GEMM_B, (size_t)KC * NR);
+  long kstep = ceil_div(k, ceil_div(k, KC)), nfull = n / NR * NR;
+  for (long pc = 0; pc < k; pc += kstep) {
+    long kc = min_l(kstep, k - pc);
+    bool load_c = accumulate || pc > 0;
+    const float* bp = b + pc * ldb;
+    if (nfull < n) pack_b_panel(View{b, ldb, 1}, pc, kc, nfull, n - nfull, tail);
+    for (long ic = 0; ic < m; ic += MC_MAX) {
+      long mcb = min_l(MC_MAX, m - ic);
+      pack_a(A, ic, mcb, pc, kc, apack);
+      for (long jr = 0; jr < n; jr += NR) {
+        long nr = min_l(NR, n - jr);
+        const float* bj = nr == NR ? bp + jr : tail;
+        long ldbj = nr == NR ? ldb : NR;
+        for (long ir = 0; ir < mcb; ir += MR) {
+          long mr = min_l(MR, mcb - ir), last = ic + ir + mr - 1;  // the tile's rows: last-mr+1..last
+          if (jr >= last + band.col_end) continue;
+          long p0 = ic + ir + band.k_begin - pc, p1 = min_l(kc, last + band.k_end - pc);
+          if (p0 < 0) p0 = 0;
+          if (p1 <= p0 && load_c) continue;
+          if (p1 < p0) p1 = p0;
+          micro_kernel(p1 - p0, apack + ir * kc + p0 * MR, bj + p0 * ldbj, ldbj, c + (ic + ir) * ldc + jr,
+                       ldc, 1, alpha, load_c, mr, nr);
+        }
+      }
     }
   }
 }

@@ -108,10 +108,10 @@ static inline double slog(double x) {
     m *= 0.5;
     e += 1;
   }
-  double s = (m - 1) / (m + 1), s2 = s * s, term = s, sum = 0;
-  for (int i = 1; i < 40; i += 2) {
-    sum += term / i;
-    term *= s2;
-  }
-  return 2 * sum + e * 0.69314718055994530942;
+  // |s| <= 0.1716, so the series' terms past s^23/23 are below 1e-19: Horner's
+  // rule over the first twelve odd reciprocals (folded to constants).
+  double s = (m - 1) / (m + 1), s2 = s * s, sum = 0;
+#pragma GCC unroll 12
+  for (int i = 23; i >= 1; i -= 2) sum = sum * s2 + 1.0 / i;
+  return 2 * s * sum + e * 0.69314718055994530942;
 }
