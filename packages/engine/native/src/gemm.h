@@ -19,7 +19,7 @@ constexpr int MR = 4, NV = 2;  // 8 accumulators: V8 maps v128 onto 16 xmm, and 
 constexpr int MR = 6, NV = 2;  // 12 xmm accumulators (SSE2: 16 registers, no FMA)
 #endif
 constexpr int NR = NV * W;
-constexpr long KC = 384;  // the most k per pass; passes are balanced (576 -> 2 x 288)
+constexpr long KC = 768;  // the most k per pass; passes are balanced (1536 -> 2 x 768)
 constexpr long MC_MAX = MR * 16;
 constexpr long NC = NR * 96;
 constexpr long GEMV_MAX_ROWS = 16;
