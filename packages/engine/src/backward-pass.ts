@@ -18,6 +18,7 @@ import {
   rope,
   sizesOf,
 } from "./graph-state.js";
+import type { LowRankAddend } from "./lora-apply.js";
 import { tick, tock } from "./profile.js";
 import { fp32Weight } from "./quant/serving.js";
 import type { LoraLayers, ProjectionWeight } from "./weights.js";
@@ -48,22 +49,22 @@ export function backwardLayers(g: GraphState, batch: Batch, lora: LoraLayers, gr
     t0 = tick();
     activation(g, a.gate, a.up, s.act, N * F); // recompute the down projection's input
     tock("bwd.recompute", t0);
-    projectBack(g, dy, lw.down, s.dact, N, C, F, "down", false);
-    g.lora.backward(s.act, N, F, lora, grads, l, DOWN, [dy], [C], s.dact);
+    const dDown = g.lora.backward(s.act, N, F, lora, grads, l, DOWN, [dy], [C]);
+    projectBack(g, dy, lw.down, s.dact, N, C, F, "down", false, dDown);
     t0 = tick();
     if (cfg.block.activation === "silu") k.swigluBackward(s.dact, a.gate, a.up, s.dgate, s.dup, N * F);
     else k.gegluBackward(s.dact, a.gate, a.up, s.dgate, s.dup, N * F);
     tock("bwd.act", t0);
     const h2 = branchInput(g, a.xmid, lw.mlpNorm, N); // the MLP's input
-    projectBack(g, s.dgate, lw.gate, dln, N, F, C, "gate", false);
-    projectBack(g, s.dup, lw.up, dln, N, F, C, "up", true);
-    g.lora.backward(h2, N, C, lora, grads, l, GATE_UP, [s.dgate, s.dup], [F, F], dln);
+    const dGateUp = g.lora.backward(h2, N, C, lora, grads, l, GATE_UP, [s.dgate, s.dup], [F, F]);
+    projectBack(g, s.dgate, lw.gate, dln, N, F, C, "gate", false, null);
+    projectBack(g, s.dup, lw.up, dln, N, F, C, "up", true, dGateUp);
     inputGrad(g, dres, dln, a.xmid, lw.mlpNorm, a.rstd2, dxmid, N);
 
     // ---- attention branch. dxmid = d(residual after attention).
     const dyA = branchGrad(g, dxmid, a.attnOut, lw.attnOutNorm, a.rstd3, N); // d(o output)
-    projectBack(g, dyA, lw.o, s.datt, N, C, Q, "o", false);
-    g.lora.backward(a.att, N, Q, lora, grads, l, O, [dyA], [C], s.datt);
+    const dO = g.lora.backward(a.att, N, Q, lora, grads, l, O, [dyA], [C]);
+    projectBack(g, dyA, lw.o, s.datt, N, C, Q, "o", false, dO);
     attentionBackward(g, a, l, batch);
     let dq = s.dq;
     let dk = s.dk;
@@ -78,13 +79,11 @@ export function backwardLayers(g: GraphState, batch: Batch, lora: LoraLayers, gr
       dk = s.dkPre;
     }
     const h = branchInput(g, a.resid, lw.attnNorm, N); // the attention's input
-    if (needInputGrad) {
-      projectBack(g, dq, lw.q, dln, N, Q, C, "q", false);
-      projectBack(g, dk, lw.k, dln, N, K, C, "k", true);
-      projectBack(g, s.dv, lw.v, dln, N, K, C, "v", true);
-    }
-    g.lora.backward(h, N, C, lora, grads, l, QKV, [dq, dk, s.dv], [Q, K, K], needInputGrad ? dln : null);
+    const dQkv = g.lora.backward(h, N, C, lora, grads, l, QKV, [dq, dk, s.dv], [Q, K, K]);
     if (!needInputGrad) break;
+    projectBack(g, dq, lw.q, dln, N, Q, C, "q", false, null);
+    projectBack(g, dk, lw.k, dln, N, K, C, "k", true, null);
+    projectBack(g, s.dv, lw.v, dln, N, K, C, "v", true, dQkv);
     inputGrad(g, dxmid, dln, a.resid, lw.attnNorm, a.rstd1, dres, N);
   }
 }
@@ -141,7 +140,10 @@ function attentionBackward(g: GraphState, a: LayerActivations, l: number, batch:
   rope(g, s.dk, l, Hkv, B * T, true);
 }
 
-/** dx[N,in] (+)= dy[N,out]·W: the input gradient of a frozen projection (W gets none). */
+/**
+ * dx[N,in] (+)= dy[N,out]·W (+ the LoRA branches' dxa·A): the input gradient of
+ * a frozen projection (W gets none), in one pass over dx.
+ */
 function projectBack(
   g: GraphState,
   dy: Float32Array,
@@ -152,9 +154,14 @@ function projectBack(
   inDim: number,
   slot: Slot,
   accumulate: boolean,
+  addend: LowRankAddend | null,
 ): void {
   const t = tick();
-  g.kern.matmul(dy, fp32Weight(w, "backward"), dx, N, inDim, out, false, false, accumulate);
+  const W = fp32Weight(w, "backward");
+  if (addend) {
+    const { xa, b, r, scale } = addend;
+    g.kern.matmulLowRank(dy, W, dx, N, inDim, out, false, xa, b, r, false, scale, accumulate);
+  } else g.kern.matmul(dy, W, dx, N, inDim, out, false, false, accumulate);
   tock(`bwd.matmul.${slot}`, t);
 }
 

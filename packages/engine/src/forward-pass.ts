@@ -22,6 +22,7 @@ import {
   rope,
   sizesOf,
 } from "./graph-state.js";
+import type { LowRankAddend } from "./lora-apply.js";
 import { tick, tock } from "./profile.js";
 import { matmulWeight, matrixRow } from "./quant/serving.js";
 import type { LayerWeights, ProjectionWeight } from "./weights.js";
@@ -63,10 +64,7 @@ export function forwardLayers(g: GraphState, rows: Rows): Float32Array {
       norm(g, a.resid, lw.attnNorm, s.ln, a.rstd1, N, C);
       h = s.ln;
     }
-    project(g, h, lw, "q", a.q, N, Q, C);
-    project(g, h, lw, "k", a.k, N, K, C);
-    project(g, h, lw, "v", a.v, N, K, C);
-    g.lora.forward(rows.lora, h, C, l, state, QKV, [a.q, a.k, a.v], [Q, K, K]);
+    projectGroup(g, rows, h, lw, QKV, [a.q, a.k, a.v], [Q, K, K], C, l, state);
     if (lw.qNorm && lw.kNorm) {
       a.qPre.set(a.q.subarray(0, N * Q));
       a.kPre.set(a.k.subarray(0, N * K));
@@ -82,11 +80,9 @@ export function forwardLayers(g: GraphState, rows: Rows): Float32Array {
     const outNormA = lw.attnOutNorm;
     if (!outNormA && fused) {
       xmid.set(a.resid.subarray(0, N * C));
-      project(g, a.att, lw, "o", xmid, N, C, Q, true);
-      g.lora.forward(rows.lora, a.att, Q, l, state, O, [xmid], [C]);
+      projectGroup(g, rows, a.att, lw, O, [xmid], [C], Q, l, state, true);
     } else {
-      project(g, a.att, lw, "o", a.attnOut, N, C, Q);
-      g.lora.forward(rows.lora, a.att, Q, l, state, O, [a.attnOut], [C]);
+      projectGroup(g, rows, a.att, lw, O, [a.attnOut], [C], Q, l, state);
       residualAdd(g, a.resid, a.attnOut, outNormA, a.rstd3, xmid, N);
     }
 
@@ -96,20 +92,16 @@ export function forwardLayers(g: GraphState, rows: Rows): Float32Array {
       norm(g, xmid, lw.mlpNorm, s.ln, a.rstd2, N, C);
       h2 = s.ln;
     }
-    project(g, h2, lw, "gate", a.gate, N, F, C);
-    project(g, h2, lw, "up", a.up, N, F, C);
-    g.lora.forward(rows.lora, h2, C, l, state, GATE_UP, [a.gate, a.up], [F, F]);
+    projectGroup(g, rows, h2, lw, GATE_UP, [a.gate, a.up], [F, F], C, l, state);
     t0 = tick();
     activation(g, a.gate, a.up, s.act, N * F);
     tock("fwd.act", t0);
     const outNormM = lw.mlpOutNorm;
     if (!outNormM && fused) {
       next.set(xmid.subarray(0, N * C));
-      project(g, s.act, lw, "down", next, N, C, F, true);
-      g.lora.forward(rows.lora, s.act, F, l, state, DOWN, [next], [C]);
+      projectGroup(g, rows, s.act, lw, DOWN, [next], [C], F, l, state, true);
     } else {
-      project(g, s.act, lw, "down", a.mlpOut, N, C, F);
-      g.lora.forward(rows.lora, s.act, F, l, state, DOWN, [a.mlpOut], [C]);
+      projectGroup(g, rows, s.act, lw, DOWN, [a.mlpOut], [C], F, l, state);
       residualAdd(g, xmid, a.mlpOut, outNormM, a.rstd4, next, N);
     }
   }
@@ -117,7 +109,33 @@ export function forwardLayers(g: GraphState, rows: Rows): Float32Array {
   return s.xf;
 }
 
-/** y[N,out] (+)= alpha·x[N,in]·Wᵀ (+ alpha·bias): a frozen base projection. */
+/**
+ * The projections that read one input (q/k/v, o, gate/up, down) and their LoRA
+ * branches: ys[i] (+)= x·W_iᵀ (+ bias) + scale·(x·A_iᵀ)·B_iᵀ. With one adapter
+ * over all rows and fp32 weights, each branch's second product rides on its
+ * projection's matmul (one pass over y); otherwise the branches are added after.
+ */
+function projectGroup(
+  g: GraphState,
+  rows: Rows,
+  x: Float32Array,
+  lw: LayerWeights<ProjectionWeight>,
+  slots: readonly Slot[],
+  ys: Float32Array[],
+  outs: number[],
+  inDim: number,
+  l: number,
+  state: number,
+  accumulate = false,
+): void {
+  const fp32 = slots.every((slot) => lw[slot] instanceof Float32Array);
+  const addends = fp32 ? g.lora.addends(rows.lora, x, inDim, l, state, slots, rows.N) : null;
+  for (let i = 0; i < slots.length; i++)
+    project(g, x, lw, slots[i], ys[i], rows.N, outs[i], inDim, accumulate, addends?.[i] ?? null);
+  if (!addends) g.lora.forward(rows.lora, x, inDim, l, state, slots, ys, outs);
+}
+
+/** y[N,out] (+)= x[N,in]·Wᵀ (+ bias) (+ the LoRA branch's addend): a frozen base projection. */
 function project(
   g: GraphState,
   x: Float32Array,
@@ -127,13 +145,17 @@ function project(
   N: number,
   out: number,
   inDim: number,
-  accumulate = false,
-  alpha = 1,
+  accumulate: boolean,
+  addend: LowRankAddend | null,
 ): void {
   const t = tick();
-  matmulWeight(g.kern, x, lw[slot], y, N, out, inDim, accumulate, alpha);
+  const w = lw[slot];
+  if (addend && w instanceof Float32Array) {
+    const { xa, b, r, scale } = addend;
+    g.kern.matmulLowRank(x, w, y, N, out, inDim, true, xa, b, r, true, scale, accumulate);
+  } else matmulWeight(g.kern, x, w, y, N, out, inDim, accumulate);
   const bias = lw.bias[slot];
-  if (bias) g.kern.addBias(y, bias, N, out, alpha);
+  if (bias) g.kern.addBias(y, bias, N, out, 1);
   tock(`fwd.matmul.${slot}`, t);
 }
 

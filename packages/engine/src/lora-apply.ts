@@ -8,6 +8,14 @@ import type { Kernels } from "./kernels/types.js";
 import { tick, tock } from "./profile.js";
 import type { LoraLayers, LoraPair } from "./weights.js";
 
+/** A LoRA branch's second product as an addend of its projection's matmul: y += scale·xa·op(b). */
+export interface LowRankAddend {
+  xa: Float32Array; // [N, r]
+  b: Float32Array; // B [out, r] forward (used transposed); the stacked A [r, in] backward
+  r: number;
+  scale: number;
+}
+
 /** Rows row..row+rows-1 use this adapter (null: none). */
 export interface LoraGroup {
   row: number;
@@ -92,6 +100,71 @@ export class LoraRunner {
   }
 
   /**
+   * x·A_iᵀ [rows, r] for the group's adapted projections (their indices in
+   * `slots`, returned), kept in activation set `state` (the layer when
+   * training): one matmul over the stacked A factors.
+   */
+  private projectA(
+    group: LoraGroup,
+    lora: LoraLayers,
+    x: Float32Array,
+    inDim: number,
+    layer: number,
+    state: number,
+    slots: readonly Slot[],
+  ): number[] {
+    const idx = this.present(lora, layer, slots);
+    if (idx.length === 0) return idx;
+    const t = tick();
+    const { row, rows } = group;
+    const r = lora.r;
+    const g = idx.length;
+    const gr = g * r;
+    const xRows = x.subarray(row * inDim, (row + rows) * inDim);
+    const a = this.stackedA(lora, state, layer, slots, idx, inDim);
+    const xaGroup = g === 1 ? this.xaBuffer(state, slots[idx[0]]) : this.xaGroup;
+    this.kern.matmul(xRows, a, xaGroup, rows, gr, inDim, false, true, false); // [rows, g*r]
+    if (g > 1)
+      for (let j = 0; j < g; j++) {
+        const xa = this.xaBuffer(state, slots[idx[j]]);
+        for (let n = 0; n < rows; n++) {
+          const src = n * gr + j * r;
+          for (let c = 0; c < r; c++) xa[n * r + c] = xaGroup[src + c];
+        }
+      }
+    tock("fwd.lora", t);
+    return idx;
+  }
+
+  /**
+   * When one adapter covers all N rows (training, one request's prefill): each
+   * projection's branch as an addend for its matmul (matmulLowRank), null for
+   * a projection without factors. Null when rows carry different adapters or
+   * none: forward() then adds the branches.
+   */
+  addends(
+    groups: readonly LoraGroup[],
+    x: Float32Array,
+    inDim: number,
+    layer: number,
+    state: number,
+    slots: readonly Slot[],
+    N: number,
+  ): (LowRankAddend | null)[] | null {
+    const group = groups.length === 1 ? groups[0] : null;
+    const lora = group?.lora;
+    if (!group || !lora || group.row !== 0 || group.rows !== N) return null;
+    const idx = this.projectA(group, lora, x, inDim, layer, state, slots);
+    if (idx.length === 0) return null;
+    const out: (LowRankAddend | null)[] = slots.map(() => null);
+    for (const i of idx) {
+      const pair = lora.layers[layer][slots[i]] as LoraPair;
+      out[i] = { xa: this.xaBuffer(state, slots[i]), b: pair.b, r: lora.r, scale: lora.scale };
+    }
+    return out;
+  }
+
+  /**
    * ys[i][rows of each group] += scale·(x·A_iᵀ)·B_iᵀ for the group's projections.
    * `state` is the activation set the x·Aᵀ values are kept in (the layer when training).
    */
@@ -108,41 +181,26 @@ export class LoraRunner {
     for (const group of groups) {
       const lora = group.lora;
       if (!lora) continue;
-      const idx = this.present(lora, layer, slots);
-      if (idx.length === 0) continue;
+      const idx = this.projectA(group, lora, x, inDim, layer, state, slots);
       const t = tick();
-      const k = this.kern;
       const { row, rows } = group;
-      const r = lora.r;
-      const g = idx.length;
-      const gr = g * r;
-      const xRows = x.subarray(row * inDim, (row + rows) * inDim);
-      const a = this.stackedA(lora, state, layer, slots, idx, inDim);
-      const xaGroup = g === 1 ? this.xaBuffer(state, slots[idx[0]]) : this.xaGroup;
-      k.matmul(xRows, a, xaGroup, rows, gr, inDim, false, true, false); // [rows, g*r]
-      for (let j = 0; j < g; j++) {
-        const slot = slots[idx[j]];
-        const xa = this.xaBuffer(state, slot);
-        if (g > 1) {
-          for (let n = 0; n < rows; n++) {
-            const src = n * gr + j * r;
-            for (let c = 0; c < r; c++) xa[n * r + c] = xaGroup[src + c];
-          }
-        }
-        const pair = lora.layers[layer][slot] as LoraPair;
-        const out = outs[idx[j]];
-        const y = ys[idx[j]].subarray(row * out, (row + rows) * out);
-        k.matmul(xa, pair.b, y, rows, out, r, false, true, true, lora.scale);
+      for (const i of idx) {
+        const pair = lora.layers[layer][slots[i]] as LoraPair;
+        const y = ys[i].subarray(row * outs[i], (row + rows) * outs[i]);
+        const xa = this.xaBuffer(state, slots[i]);
+        this.kern.matmul(xa, pair.b, y, rows, outs[i], lora.r, false, true, true, lora.scale);
       }
-      tock("fwd.lora", t);
+      if (idx.length > 0) tock("fwd.lora", t);
     }
   }
 
   /**
    * Backward of forward() for one adapter over all N rows (training), given
    * dys[i] = d(ys[i]): dB_i += scale·dy_iᵀ·xa_i, dA_i += dxa_iᵀ·x with
-   * dxa_i = scale·dy_i·B_i, and when dx is given, dx += dxa·A_stacked.
-   * Slots of a fused module share one A, so their dA slices add up in it.
+   * dxa_i = scale·dy_i·B_i. Slots of a fused module share one A, so their dA
+   * slices add up in it. Returns the branches' part of the input gradient,
+   * dx += dxa·A_stacked, as an addend for the group's last dx matmul (null:
+   * no adapted slot).
    */
   backward(
     x: Float32Array,
@@ -154,10 +212,9 @@ export class LoraRunner {
     slots: readonly Slot[],
     dys: Float32Array[],
     outs: number[],
-    dx: Float32Array | null,
-  ): void {
+  ): LowRankAddend | null {
     const idx = this.present(lora, layer, slots);
-    if (idx.length === 0) return;
+    if (idx.length === 0) return null;
     const t = tick();
     const k = this.kern;
     const r = lora.r;
@@ -192,13 +249,9 @@ export class LoraRunner {
         for (let i = 0; i < r * inDim; i++) gradA[i] += dA[off + i];
       }
     }
-    if (dx) {
-      const a =
-        g === 1
-          ? (lora.layers[layer][slots[idx[0]]] as LoraPair).a
-          : this.layers[layer].aStack[slots[idx[0]]];
-      k.matmul(dxaGroup, a as Float32Array, dx, N, inDim, gr, false, false, true);
-    }
     tock("bwd.lora", t);
+    const a =
+      g === 1 ? (lora.layers[layer][slots[idx[0]]] as LoraPair).a : this.layers[layer].aStack[slots[idx[0]]];
+    return { xa: dxaGroup, b: a as Float32Array, r: gr, scale: 1 };
   }
 }

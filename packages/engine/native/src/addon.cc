@@ -32,6 +32,25 @@ napi_value Matmul(napi_env env, napi_callback_info info) {
   return undefined(env);
 }
 
+napi_value MatmulLowRank(napi_env env, napi_callback_info info) {
+  Call c;
+  if (!start(env, info, c, "matmulLowRank")) return nullptr;
+  long m, n, k, k2;
+  bool tb, tb2, acc;
+  double alpha2;
+  float *a, *b, *out, *a2, *b2;
+  if (!dim(c, 3, "m", &m) || !dim(c, 4, "n", &n) || !dim(c, 5, "k", &k) || !flag(c, 6, "transB", &tb) ||
+      !dim(c, 9, "k2", &k2) || !flag(c, 10, "transB2", &tb2) || !num(c, 11, "alpha2", &alpha2) ||
+      !flag(c, 12, "accumulate", &acc))
+    return nullptr;
+  if (!f32(c, 0, "a", (double)m * k, &a) || !f32(c, 1, "b", (double)k * n, &b) ||
+      !f32(c, 2, "c", (double)m * n, &out) || !f32(c, 7, "a2", (double)m * k2, &a2) ||
+      !f32(c, 8, "b2", (double)k2 * n, &b2))
+    return nullptr;
+  c.t->matmul_low_rank(a, b, out, m, n, k, tb, a2, b2, k2, tb2, (float)alpha2, acc);
+  return undefined(env);
+}
+
 napi_value RmsnormForward(napi_env env, napi_callback_info info) {
   Call c;
   if (!start(env, info, c, "rmsnormForward")) return nullptr;
@@ -327,6 +346,7 @@ napi_value Create(napi_env env, napi_callback_info info) {
     napi_callback cb;
   } fns[] = {
       {"matmul", Matmul},
+      {"matmulLowRank", MatmulLowRank},
       {"rmsnormForward", RmsnormForward},
       {"rmsnormBackward", RmsnormBackward},
       {"rope", Rope},

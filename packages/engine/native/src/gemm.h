@@ -75,9 +75,10 @@ static void pack_transposed(const float* src, long ld, long rows, long kc, float
     for (long p = 0; p < kc; p++) out[p * P + i] = 0.f;
 }
 
-// A[i0.., p0..] (mc x kc) -> MR-tall panels, each stored k-major: out[p * MR + i].
-static void pack_a(const View& A, long i0, long mc, long p0, long kc, float* out) {
-  for (long ir = 0; ir < mc; ir += MR, out += MR * kc) {
+// A[i0.., p0..] (mc x kc) -> MR-tall panels, each stored k-major: out[p * MR + i],
+// a panel every ldp floats (MR * kc when 0).
+static void pack_a(const View& A, long i0, long mc, long p0, long kc, float* out, long ldp = 0) {
+  for (long ir = 0; ir < mc; ir += MR, out += ldp ? ldp : MR * kc) {
     long mr = min_l(MR, mc - ir);
     if (A.cs == 1) {  // rows of A are contiguous along k
       pack_transposed(A.p + (i0 + ir) * A.rs + p0, A.rs, mr, kc, out, MR);
@@ -168,8 +169,17 @@ static inline void micro_kernel(long kc, const float* a, const float* b, long ld
   else micro_tile<4>(kc, a, b, ldb, c, rsc, csc, alpha, load_c, mr, nr);
 }
 
+// A second product appended along k: C += alpha · A[m, k] · op(B)[k, n] in the
+// last k pass of the main one, so C is written once (a LoRA branch's
+// (x·Aᵀ)·Bᵀ next to its projection's x·Wᵀ).
+struct LowRank {
+  View A, B;
+  long k;
+  float alpha;
+};
+
 static void gemm_blocked(const View& A, const View& B, float* c, long rsc, long csc, long m, long n,
-                         long k, float alpha, bool accumulate) {
+                         long k, float alpha, bool accumulate, const LowRank* lr = nullptr) {
   int threads = svc_num_threads();
   if ((double)m * n * k < 2.0e5) threads = 1;
   // Row blocks: a multiple of the thread count, each at most MC_MAX tall.
@@ -177,19 +187,25 @@ static void gemm_blocked(const View& A, const View& B, float* c, long rsc, long 
   nblocks = ceil_div(nblocks, threads) * threads;
   long mc = ceil_div(ceil_div(m, nblocks), MR) * MR;
   nblocks = ceil_div(m, mc);
-  float* bpack = svc_scratch(SVC_SLOT_GEMM_B, (size_t)KC * NC);
+  long k2 = lr ? lr->k : 0;
+  float* bpack = svc_scratch(SVC_SLOT_GEMM_B, (size_t)(KC + k2) * NC);
   for (long jc = 0; jc < n; jc += NC) {
     long nc = min_l(NC, n - jc);
     long npanels = ceil_div(nc, NR);
     long kstep = ceil_div(k, ceil_div(k, KC));
     for (long pc = 0; pc < k; pc += kstep) {
       long kc = min_l(kstep, k - pc);
+      long kx = pc + kc == k ? k2 : 0;  // the low-rank product's k, in the last pass
+      long kt = kc + kx;
       bool load_c = accumulate || pc > 0;
       long pack_tasks = threads == 1 ? 1 : min_l(npanels, threads * 2);
       par(pack_tasks, [&](long t) {
         long q0 = npanels * t / pack_tasks, q1 = npanels * (t + 1) / pack_tasks;
-        for (long q = q0; q < q1; q++)
-          pack_b_panel(B, pc, kc, jc + q * NR, min_l(NR, nc - q * NR), bpack + q * NR * kc);
+        for (long q = q0; q < q1; q++) {
+          long nr = min_l(NR, nc - q * NR);
+          pack_b_panel(B, pc, kc, jc + q * NR, nr, bpack + q * NR * kt);
+          if (kx) pack_b_panel(lr->B, 0, kx, jc + q * NR, nr, bpack + q * NR * kt + kc * NR);
+        }
       });
       // At least three tasks per thread (splitting column panels when rows run
       // short), so a thread the OS preempts holds up little: tasks are claimed
@@ -200,12 +216,17 @@ static void gemm_blocked(const View& A, const View& B, float* c, long rsc, long 
         long blk = t / nsplit, s = t % nsplit;
         long ic = blk * mc, mcb = min_l(mc, m - ic);
         long q0 = npanels * s / nsplit, q1 = npanels * (s + 1) / nsplit;
-        float* apack = svc_scratch(SVC_SLOT_GEMM_A, (size_t)MC_MAX * KC);
-        pack_a(A, ic, mcb, pc, kc, apack);
+        float* apack = svc_scratch(SVC_SLOT_GEMM_A, (size_t)MC_MAX * (KC + k2));
+        pack_a(A, ic, mcb, pc, kc, apack, MR * kt);
+        if (kx) {
+          pack_a(lr->A, ic, mcb, 0, kx, apack + MR * kc, MR * kt);
+          for (long ir = 0; ir < mcb; ir += MR)
+            for (float *p = apack + ir * kt + MR * kc, *e = p + MR * kx; p < e; p++) *p *= lr->alpha;
+        }
         for (long q = q0; q < q1; q++) {
           long jr = q * NR, nr = min_l(NR, nc - jr);
           for (long ir = 0; ir < mcb; ir += MR)
-            micro_kernel(kc, apack + ir * kc, bpack + q * NR * kc, NR,
+            micro_kernel(kt, apack + ir * kt, bpack + q * NR * kt, NR,
                          c + (ic + ir) * rsc + (jc + jr) * csc, rsc, csc, alpha, load_c,
                          min_l(MR, mcb - ir), nr);
         }
@@ -299,4 +320,21 @@ static void matmul(const float* a, const float* b, float* c, long m, long n, lon
   View A = transA ? View{a, 1, m} : View{a, k, 1};
   View B = transB ? View{b, 1, k} : View{b, n, 1};
   gemm_blocked(A, B, c, n, 1, m, n, k, alpha, accumulate);
+}
+
+// C[m,n] (=|+=) A[m,k]·op(B) + alpha2·A2[m,k2]·op(B2): a frozen projection and
+// its LoRA branch's second product. The blocked path takes A2·op(B2) as extra k
+// in its last pass, so C is written once where two products would stream it
+// twice; few rows or columns run the two products.
+static void matmul_low_rank(const float* a, const float* b, float* c, long m, long n, long k, bool transB,
+                            const float* a2, const float* b2, long k2, bool transB2, float alpha2,
+                            bool accumulate) {
+  if (m <= GEMV_MAX_ROWS || n <= GEMV_MAX_ROWS || k == 0 || k2 == 0) {
+    matmul(a, b, c, m, n, k, false, transB, accumulate, 1.0f);
+    matmul(a2, b2, c, m, n, k2, false, transB2, true, alpha2);
+    return;
+  }
+  LowRank lr{View{a2, k2, 1}, transB2 ? View{b2, 1, k2} : View{b2, n, 1}, k2, alpha2};
+  gemm_blocked(View{a, k, 1}, transB ? View{b, 1, k} : View{b, n, 1}, c, n, 1, m, n, k, 1.0f, accumulate,
+               &lr);
 }

@@ -8,7 +8,7 @@
 #include "quant_int.h"
 
 static const SvcKernelTable kTable = {
-    SVC_ISA_NAME,      matmul,          rmsnorm_forward, rmsnorm_backward,
+    SVC_ISA_NAME,      matmul,          matmul_low_rank, rmsnorm_forward, rmsnorm_backward,
     rope,              swiglu_forward,  swiglu_backward, geglu_forward,
     geglu_backward,    add_bias,        attention_forward, attention_backward,
     cross_entropy,     adamw,

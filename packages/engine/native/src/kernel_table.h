@@ -7,6 +7,10 @@ struct SvcKernelTable {
   const char* isa;
   void (*matmul)(const float* a, const float* b, float* c, long m, long n, long k, bool transA,
                  bool transB, bool accumulate, float alpha);
+  // c[m,n] (=|+=) a[m,k]·op(b) + alpha2·a2[m,k2]·op(b2), C written once (gemm.h).
+  void (*matmul_low_rank)(const float* a, const float* b, float* c, long m, long n, long k, bool transB,
+                          const float* a2, const float* b2, long k2, bool transB2, float alpha2,
+                          bool accumulate);
   void (*rmsnorm_forward)(const float* x, const float* w, float* y, float* rstd, long rows, long dim,
                           float eps);
   void (*rmsnorm_backward)(const float* dy, const float* x, const float* w, const float* rstd,

@@ -70,6 +70,11 @@ void matmul(const float* a, const float* b, float* c, long m, long n, long k, in
             int acc, float alpha) {
   kTable.matmul(a, b, c, m, n, k, ta, tb, acc, alpha);
 }
+EXPORT(matmul_low_rank)
+void matmul_low_rank(const float* a, const float* b, float* c, long m, long n, long k, int tb,
+                     const float* a2, const float* b2, long k2, int tb2, float alpha2, int acc) {
+  kTable.matmul_low_rank(a, b, c, m, n, k, tb, a2, b2, k2, tb2, alpha2, acc);
+}
 EXPORT(rmsnorm_forward)
 void rmsnorm_forward(const float* x, const float* w, float* y, float* rstd, long rows, long dim,
                      float eps) {

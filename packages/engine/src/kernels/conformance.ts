@@ -65,6 +65,48 @@ function matmulCases(): KernelCase[] {
   return out;
 }
 
+// The fused path (many rows and columns, both k > 0) in one pass and in
+// several (k past the largest pass, 768), over more than one column block
+// (3100 > 3072) and row block; few rows, few columns and k = 0 run two products.
+function matmulLowRankCases(): KernelCase[] {
+  const shapes: [number, number, number, number][] = [
+    [64, 96, 576, 16],
+    [200, 130, 70, 48],
+    [37, 3100, 40, 8],
+    [50, 70, 1000, 16],
+    [13, 37, 29, 16],
+    [60, 16, 33, 4],
+    [40, 50, 0, 16],
+    [40, 50, 30, 0],
+  ];
+  const out: KernelCase[] = [];
+  let seed = 500;
+  for (const [m, n, k, k2] of shapes)
+    for (const [transB, transB2] of [
+      [true, true],
+      [false, false],
+      [true, false],
+    ]) {
+      const accumulate = (seed & 1) === 0;
+      const s = seed++;
+      out.push({
+        name: `matmulLowRank ${m}x${n}x${k}+${k2}${transB ? " tB" : ""}${transB2 ? " tB2" : ""}${accumulate ? " acc" : ""}`,
+        tolerance: 2e-5,
+        run(kern) {
+          const rand = randomSource(s);
+          const a = randomView(rand, m * k);
+          const b = randomView(rand, k * n);
+          const c = randomView(rand, m * n);
+          const a2 = randomView(rand, m * k2);
+          const b2 = randomView(rand, k2 * n);
+          kern.matmulLowRank(a, b, c, m, n, k, transB, a2, b2, k2, transB2, 1.75, accumulate);
+          return [c];
+        },
+      });
+    }
+  return out;
+}
+
 function rmsnormCases(): KernelCase[] {
   const out: KernelCase[] = [];
   for (const [rows, dim, withDw] of [
@@ -235,6 +277,7 @@ function adamwCases(): KernelCase[] {
 export function kernelCases(): KernelCase[] {
   return [
     ...matmulCases(),
+    ...matmulLowRankCases(),
     ...rmsnormCases(),
     ...ropeCases(),
     ...swigluCases(),

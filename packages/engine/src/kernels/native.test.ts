@@ -45,6 +45,10 @@ describe("native kernels validate their arguments", { skip }, () => {
       name: "RangeError",
       message: /'out'/,
     });
+    assert.throws(() => k().matmulLowRank(f(6), f(6), f(9), 3, 3, 2, true, f(5), f(6), 2, true, 1, false), {
+      name: "RangeError",
+      message: /matmulLowRank: argument 'a2' has 5 elements but the shapes need 6/,
+    });
   });
 
   test("a wrong type is a TypeError naming it", () => {

@@ -176,6 +176,12 @@ export const jsKernels: Kernels = {
     gemmDot(A, Bt, c, m, n, k, alpha);
   },
 
+  // Two products: the JS kernels gain nothing from one pass over C.
+  matmulLowRank(a, b, c, m, n, k, transB, a2, b2, k2, transB2, alpha2, accumulate) {
+    jsKernels.matmul(a, b, c, m, n, k, false, transB, accumulate);
+    jsKernels.matmul(a2, b2, c, m, n, k2, false, transB2, true, alpha2);
+  },
+
   // One row of W widened to fp32 at a time, float64 sums.
   matmulQuant(x, w, y, m, accumulate, alpha = 1) {
     scratchRow = growF32(scratchRow, w.cols);

@@ -33,6 +33,21 @@ interface WasmExports {
     acc: number,
     alpha: number,
   ): void;
+  matmul_low_rank(
+    a: number,
+    b: number,
+    c: number,
+    m: number,
+    n: number,
+    k: number,
+    tb: number,
+    a2: number,
+    b2: number,
+    k2: number,
+    tb2: number,
+    alpha2: number,
+    acc: number,
+  ): void;
   matmul_quant(
     format: number,
     x: number,
@@ -254,6 +269,17 @@ export function loadWasmKernels(path = defaultWasmPath): Kernels {
         [c, m * n, accumulate],
       ]);
       w.matmul(pa, pb, pc, m, n, k, +transA, +transB, +accumulate, alpha);
+      unstage(c, pc, m * n);
+    },
+    matmulLowRank(a, b, c, m, n, k, transB, a2, b2, k2, transB2, alpha2, accumulate) {
+      const [pa, pb, pc, pa2, pb2] = stage([
+        [a, m * k, true],
+        [b, k * n, true],
+        [c, m * n, accumulate],
+        [a2, m * k2, true],
+        [b2, k2 * n, true],
+      ]);
+      w.matmul_low_rank(pa, pb, pc, m, n, k, +transB, pa2, pb2, k2, +transB2, alpha2, +accumulate);
       unstage(c, pc, m * n);
     },
     matmulQuant: (x, wq, y, m, accumulate, alpha = 1) => matmulQuant(x, wq, y, m, accumulate, alpha),

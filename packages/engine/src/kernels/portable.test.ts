@@ -39,6 +39,10 @@ for (const isa of ["wasm-simd", "js"]) {
         name: "RangeError",
         message: "matmul: argument 'b' has 5 elements but the shapes need 6",
       });
+      assert.throws(() => k().matmulLowRank(f(6), f(6), f(9), 3, 3, 2, true, f(6), f(5), 2, true, 1, false), {
+        name: "RangeError",
+        message: "matmulLowRank: argument 'b2' has 5 elements but the shapes need 6",
+      });
       assert.throws(
         () =>
           k().adamw(f(4), [0, 0, 0, 0] as unknown as Float32Array, f(4), f(4), 4, 1, 0.9, 0.9, 1e-8, 0, 1),

@@ -32,6 +32,18 @@ export const referenceKernels: Kernels = {
     }
   },
 
+  matmulLowRank(a, b, c, m, n, k, transB, a2, b2, k2, transB2, alpha2, accumulate) {
+    for (let i = 0; i < m; i++) {
+      for (let j = 0; j < n; j++) {
+        let s = 0;
+        for (let p = 0; p < k; p++) s += a[i * k + p] * (transB ? b[j * k + p] : b[p * n + j]);
+        let s2 = 0;
+        for (let p = 0; p < k2; p++) s2 += a2[i * k2 + p] * (transB2 ? b2[j * k2 + p] : b2[p * n + j]);
+        c[i * n + j] = s + alpha2 * s2 + (accumulate ? c[i * n + j] : 0);
+      }
+    }
+  },
+
   // The weights as stored, widened to float64, against x in float64.
   matmulQuant(x, w, y, m, accumulate, alpha = 1) {
     matmulQuantRows(x, w, y, m, accumulate, alpha, new Float64Array(w.cols));

@@ -63,6 +63,28 @@ export interface Kernels {
   ): void;
 
   /**
+   * C[m,n] = a[m,k] · op(b) + alpha2 · a2[m,k2] · op(b2) + (accumulate ? C : 0):
+   * a frozen projection and its LoRA branch's second product, (x·Aᵀ)·Bᵀ, in one
+   * pass over C where two matmuls would stream it twice. op(b) is [k,n]: b is
+   * stored [k,n], or [n,k] when transB; op(b2) is [k2,n] likewise.
+   */
+  matmulLowRank(
+    a: Float32Array,
+    b: Float32Array,
+    c: Float32Array,
+    m: number,
+    n: number,
+    k: number,
+    transB: boolean,
+    a2: Float32Array,
+    b2: Float32Array,
+    k2: number,
+    transB2: boolean,
+    alpha2: number,
+    accumulate: boolean,
+  ): void;
+
+  /**
    * y[m, w.rows] = alpha · x[m, w.cols] · Wᵀ + (accumulate ? y : 0), with W in a
    * serving format (QuantMatrix): a Linear layer of frozen quantized weights.
    * The product is of x with the weights as the format stores them, in fp32

@@ -90,6 +90,23 @@ export function withValidation(impl: Kernels): Kernels {
       f32(fn, "c", c, m * n);
       impl.matmul(a, b, c, m, n, k, transA, transB, accumulate, alpha ?? 1);
     },
+    matmulLowRank(a, b, c, m, n, k, transB, a2, b2, k2, transB2, alpha2, accumulate) {
+      const fn = "matmulLowRank";
+      dim(fn, "m", m);
+      dim(fn, "n", n);
+      dim(fn, "k", k);
+      dim(fn, "k2", k2);
+      flag(fn, "transB", transB);
+      flag(fn, "transB2", transB2);
+      flag(fn, "accumulate", accumulate);
+      num(fn, "alpha2", alpha2);
+      f32(fn, "a", a, m * k);
+      f32(fn, "b", b, k * n);
+      f32(fn, "c", c, m * n);
+      f32(fn, "a2", a2, m * k2);
+      f32(fn, "b2", b2, k2 * n);
+      impl.matmulLowRank(a, b, c, m, n, k, transB, a2, b2, k2, transB2, alpha2, accumulate);
+    },
     matmulQuant(x, w, y, m, accumulate, alpha) {
       const fn = "matmulQuant";
       checkQuantMatrix(w);
