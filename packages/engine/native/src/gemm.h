@@ -292,8 +292,10 @@ static void matmul(const float* a, const float* b, float* c, long m, long n, lon
       for (long i = 0; i < m * n; i++) c[i] = 0.f;
     return;
   }
-  // Few rows (decode, LoRA's dA): stream op(B) once per four rows of op(A).
-  if (m <= GEMV_MAX_ROWS) {
+  // Few rows (decode, LoRA's dA = dxaᵀ·x): stream op(B) once per four rows of
+  // op(A). Where op(B) is long (transA with k > 4n: dA over many tokens) the
+  // blocked path, which reads it once, wins: 16x576x4096 1.9 -> 1.1 ms.
+  if (m <= GEMV_MAX_ROWS && !(transA && k > 4 * n)) {
     const float* x = a;
     if (transA) {  // gather the few rows of op(A) into contiguous scratch
       float* xs = svc_scratch(SVC_SLOT_GEMV_X, (size_t)m * k);
