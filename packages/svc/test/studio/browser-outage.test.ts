@@ -5,6 +5,7 @@
 // svc dev itself.
 import assert from "node:assert/strict";
 import { readFile } from "node:fs/promises";
+import { createServer, type Server } from "node:net";
 import { join } from "node:path";
 import { after, describe, test } from "node:test";
 import {
@@ -18,6 +19,28 @@ import {
 } from "../cli/harness.js";
 import { chromiumMissing, launchStudioBrowser, maybeScreenshot, type StudioBrowser } from "./browser.js";
 import { makeProject, type StudioProcess, startStudio, studioFetch } from "./studio-process.js";
+
+/**
+ * Listens on the port (once the killed server has let go of it), resetting
+ * every connection: the API there is down, and a server started meanwhile
+ * cannot bind it.
+ */
+async function holdPort(port: number): Promise<Server> {
+  const deadline = Date.now() + 5_000;
+  for (;;) {
+    const holder = createServer((socket) => socket.destroy());
+    try {
+      await new Promise<void>((resolve, reject) => {
+        holder.once("error", reject);
+        holder.listen(port, "127.0.0.1", resolve);
+      });
+      return holder;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "EADDRINUSE" || Date.now() > deadline) throw err;
+      await new Promise((r) => setTimeout(r, 5));
+    }
+  }
+}
 
 async function until<T>(
   what: string,
@@ -114,6 +137,11 @@ describe("Studio in a browser when the cloud API goes away", {
 
     process.kill(first.pid, "SIGKILL");
     const killedAt = Date.now();
+    // Studio's other requests start the server again at once, often before the
+    // banner's next poll (every 3 s) could find it down. Holding its port until
+    // the banner shows makes the outage outlast a poll, as a slow restart would.
+    const holder = await holdPort(Number(ports.SVC_LOCAL_API_PORT));
+    cleanups.push(() => new Promise((resolve) => holder.close(resolve)));
     await banner.waitFor({ timeout: 30_000 }).catch(async (e) => {
       // What Studio and the server saw, to tell a slow machine from a missed outage.
       const now = await (await studioFetch(studio, "/api/connection")).text().catch(String);
@@ -132,6 +160,7 @@ describe("Studio in a browser when the cloud API goes away", {
       ),
     );
     await maybeScreenshot(page, "api-banner-local");
+    await new Promise((resolve) => holder.close(resolve));
     await banner.waitFor({ state: "detached", timeout: 90_000 });
     const clearedMs = Date.now() - killedAt;
     const second = JSON.parse(await readFile(record, "utf8"));
