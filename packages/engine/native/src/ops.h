@@ -205,6 +205,10 @@ static void geglu_backward(const float* dOut, const float* gate, const float* up
 
 // y[r, :] += alpha * bias[:]
 static void add_bias(float* y, const float* bias, long rows, long dim, float alpha) {
+  if (rows == 1) {  // one long row (the graph's residual-stream adds, y += alpha·x): split it
+    par_range(dim, 32768, [&](long i0, long i1) { axpy(y + i0, bias + i0, alpha, i1 - i0); });
+    return;
+  }
   par_range(rows, ceil_div(32768, dim + 1), [&](long r0, long r1) {
     for (long r = r0; r < r1; r++) axpy(y + r * dim, bias, alpha, dim);
   });
