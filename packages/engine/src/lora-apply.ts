@@ -154,10 +154,8 @@ export class LoraRunner {
     const group = groups.length === 1 ? groups[0] : null;
     const lora = group?.lora;
     if (!group || !lora || group.row !== 0 || group.rows !== N) return null;
-    const idx = this.projectA(group, lora, x, inDim, layer, state, slots);
-    if (idx.length === 0) return null;
     const out: (LowRankAddend | null)[] = slots.map(() => null);
-    for (const i of idx) {
+    for (const i of this.projectA(group, lora, x, inDim, layer, state, slots)) {
       const pair = lora.layers[layer][slots[i]] as LoraPair;
       out[i] = { xa: this.xaBuffer(state, slots[i]), b: pair.b, r: lora.r, scale: lora.scale };
     }
