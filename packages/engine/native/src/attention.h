@@ -66,9 +66,123 @@ static void transpose_heads(const float* x, long ld, long S, long nKv, long D, f
   par(nKv, [&](long h) { pack_transposed(x + h * D, ld, S, D, out + h * D * S, S); });
 }
 
+// out[j] = scale · q·k_j for the NB <= 4 keys k_j = k + j·ld (D values each).
+template <int NB>
+static inline void decode_scores(const float* q, const float* k, long ld, long D, float scale, float* out) {
+  vf acc[4] = {};
+  long d = 0;
+  for (; d + W <= D; d += W) {
+    vf qv = vload(q + d);
+#pragma GCC unroll 4
+    for (int j = 0; j < NB; j++) acc[j] += qv * vload(k + j * ld + d);
+  }
+  float s[4];
+  hsum4(acc[0], acc[1], acc[2], acc[3], s);
+  for (int j = 0; j < NB; j++) {
+    for (long t = d; t < D; t++) s[j] += q[t] * k[j * ld + t];
+    out[j] = s[j] * scale;
+  }
+}
+
+// o[0..D) += Σ_j p[j] · v_j for the NB <= 4 value rows v_j = v + j·ld.
+template <int NB>
+static inline void decode_values(const float* p, const float* v, long ld, long D, float* o) {
+  vf pv[4];
+#pragma GCC unroll 4
+  for (int j = 0; j < NB; j++) pv[j] = vset1(p[j]);
+  long d = 0;
+  for (; d + W <= D; d += W) {
+    vf acc = vload(o + d);
+#pragma GCC unroll 4
+    for (int j = 0; j < NB; j++) acc += pv[j] * vload(v + j * ld + d);
+    vstore(o + d, acc);
+  }
+  for (; d < D; d++)
+    for (int j = 0; j < NB; j++) o[d] += p[j] * v[j * ld + d];
+}
+
+// f(Keys<n>{}) for a count n of 1 to 4 known at run time.
+template <int N>
+struct Keys {
+  static constexpr int value = N;
+};
+template <class F>
+static inline void with_keys(long n, const F& f) {
+  if (n == 4) f(Keys<4>{});
+  else if (n == 3) f(Keys<3>{});
+  else if (n == 2) f(Keys<2>{});
+  else f(Keys<1>{});
+}
+
+// Decode (T = 1): the visible keys are cut into chunks of consecutive keys,
+// one task each over every head, so each task reads its stretch of the KV
+// cache once, front to back, and every thread has work at any context length
+// (one task per KV head gave two threads three tasks, and read each cache row
+// in strided passes). A chunk's softmax uses its own maximum m_c and sum l_c
+// with its unnormalised output o_c; the chunks are then merged (as
+// flash-decoding does): out = Σ_c e^(m_c − M)·o_c / Σ_c e^(m_c − M)·l_c,
+// M = max_c m_c.
+constexpr long DEC_MIN_KEYS = 32;   // keys a chunk holds at least (fewer: not worth a thread)
+constexpr long DEC_MAX_KEYS = 128;  // and at most: long contexts give each thread several chunks
+
+static void attention_decode(const float* q, const float* k, const float* v, float* out, float* lse,
+                             long S, long nHeads, long nKv, long D, float scale, long kvStride,
+                             long window) {
+  long group = nHeads / nKv;
+  long k0 = first_key(S - 1, window), n = S - k0;  // keys k0..S-1
+  long chunks = min_l(svc_num_threads(), ceil_div(n, DEC_MIN_KEYS));
+  if (chunks < ceil_div(n, DEC_MAX_KEYS)) chunks = ceil_div(n, DEC_MAX_KEYS);
+  long len = ceil_div(n, chunks);
+  chunks = ceil_div(n, len);
+  const long ps = D + 2;  // a chunk's partial per query head: o_c[D], m_c, l_c
+  float* part = svc_scratch(SVC_SLOT_CALLER, (size_t)(chunks * nHeads * ps));
+  par(chunks, [&](long c) {
+    long j0 = k0 + c * len, nj = min_l(len, S - j0);
+    float* sc = svc_scratch(SVC_SLOT_TASK, (size_t)(nHeads * nj));  // [nHeads, nj]
+    // Four cache rows at a time, every head of each; the prefetch takes whole
+    // rows two blocks ahead (it never faults, so it may run past the cache).
+    for (long j = 0; j < nj; j += 4)
+      with_keys(min_l(4, nj - j), [&](auto nb) {
+        const float* kr = k + (j0 + j) * kvStride;
+        for (long i = 0; i < 4 * kvStride; i += 16) stream_prefetch(kr + 8 * kvStride + i);
+        for (long h = 0; h < nHeads; h++)
+          decode_scores<nb.value>(q + h * D, kr + h / group * D, kvStride, D, scale, sc + h * nj + j);
+      });
+    for (long h = 0; h < nHeads; h++) {
+      float* ph = part + (c * nHeads + h) * ps;
+      ph[D + 1] = softmax_row(sc + h * nj, 0, nj, nj, &ph[D]);
+      for (long d = 0; d < D; d++) ph[d] = 0.f;
+    }
+    for (long j = 0; j < nj; j += 4)
+      with_keys(min_l(4, nj - j), [&](auto nb) {
+        const float* vr = v + (j0 + j) * kvStride;
+        for (long i = 0; i < 4 * kvStride; i += 16) stream_prefetch(vr + 8 * kvStride + i);
+        for (long h = 0; h < nHeads; h++)
+          decode_values<nb.value>(sc + h * nj + j, vr + h / group * D, kvStride, D, part + (c * nHeads + h) * ps);
+      });
+  });
+  for (long h = 0; h < nHeads; h++) {
+    float M = -__builtin_inff(), L = 0.f;
+    for (long c = 0; c < chunks; c++) {
+      float m = part[(c * nHeads + h) * ps + D];
+      M = m > M ? m : M;
+    }
+    float* o = out + h * D;
+    for (long d = 0; d < D; d++) o[d] = 0.f;
+    for (long c = 0; c < chunks; c++) {
+      const float* ph = part + (c * nHeads + h) * ps;
+      float w = sexp(ph[D] - M);
+      L += w * ph[D + 1];
+      axpy(o, ph, w, D);
+    }
+    scale_row(o, D, 1.0f / L);
+    if (lse) lse[h] = (float)(M + slog(L));
+  }
+}
+
 // Prefill/training: per (head, block of queries) two GEMMs, S = Q·Kᵀ over the
 // keys the block sees and O = softmax(S)·V, with the row softmax in between.
-// Decode (T = 1): per KV head, the group's query rows against the cache as GEMVs.
+// Decode (T = 1): attention_decode above.
 static void attention_forward(const float* q, const float* k, const float* v, float* out, float* lse,
                               long T, long S, long nHeads, long nKv, long D, float scale,
                               long kvStride, long window) {
@@ -84,24 +198,7 @@ static void attention_forward(const float* q, const float* k, const float* v, fl
     return;
   }
   if (T == 1) {
-    long k0 = first_key(S - 1, window), n = S - k0;  // keys k0..S-1
-    const float* kw = k + k0 * kvStride;
-    const float* vw = v + k0 * kvStride;
-    par(nKv, [&](long kh) {
-      float* sc = svc_scratch(SVC_SLOT_TASK, (size_t)group * n);
-      float sums[4];
-      for (long h0 = 0; h0 < group; h0 += 4) {
-        long g = min_l(4, group - h0), h = kh * group + h0;
-        gemv_rows(q + h * D, D, kw + kh * D, kvStride, true, sc, n, 1, g, n, D, scale, false);
-        for (long i = 0; i < g; i++) {
-          float mx;
-          sums[i] = softmax_row(sc + i * n, 0, n, n, &mx);
-          if (lse) lse[h + i] = (float)(mx + slog(sums[i]));
-        }
-        gemv_rows(sc, n, vw + kh * D, kvStride, false, out + h * D, D, 1, g, D, n, 1.0f, false);
-        for (long i = 0; i < g; i++) scale_row(out + (h + i) * D, D, 1.0f / sums[i]);
-      }
-    });
+    attention_decode(q, k, v, out, lse, S, nHeads, nKv, D, scale, kvStride, window);
     return;
   }
   // Kᵀ per KV head ([nKv, D, S]), so that S = Q·Kᵀ reads its B row-major in place.

@@ -69,6 +69,36 @@ static inline int hmax(vi v) {
   return v[0];
 }
 
+// The four horizontal sums of a0..a3 into out[0..3], sharing the shuffle tree
+// (half the shuffles and adds of four hsum calls).
+static inline void hsum4(vf a0, vf a1, vf a2, vf a3, float* out) {
+#if SVC_VEC_BYTES == 64
+  vf x = __builtin_shufflevector(a0, a1, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23) +
+         __builtin_shufflevector(a0, a1, 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
+  vf y = __builtin_shufflevector(a2, a3, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23) +
+         __builtin_shufflevector(a2, a3, 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
+  vf z = __builtin_shufflevector(x, y, 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27) +
+         __builtin_shufflevector(x, y, 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31);
+  z += __builtin_shufflevector(z, z, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13);
+  z += __builtin_shufflevector(z, z, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14);
+  out[0] = z[0], out[1] = z[4], out[2] = z[8], out[3] = z[12];
+#elif SVC_VEC_BYTES == 32
+  vf x = __builtin_shufflevector(a0, a1, 0, 1, 2, 3, 8, 9, 10, 11) +
+         __builtin_shufflevector(a0, a1, 4, 5, 6, 7, 12, 13, 14, 15);
+  vf y = __builtin_shufflevector(a2, a3, 0, 1, 2, 3, 8, 9, 10, 11) +
+         __builtin_shufflevector(a2, a3, 4, 5, 6, 7, 12, 13, 14, 15);
+  vf z = __builtin_shufflevector(x, y, 0, 1, 4, 5, 8, 9, 12, 13) +
+         __builtin_shufflevector(x, y, 2, 3, 6, 7, 10, 11, 14, 15);
+  z += __builtin_shufflevector(z, z, 1, 0, 3, 2, 5, 4, 7, 6);
+  out[0] = z[0], out[1] = z[2], out[2] = z[4], out[3] = z[6];
+#else
+  vf x = __builtin_shufflevector(a0, a1, 0, 1, 4, 5) + __builtin_shufflevector(a0, a1, 2, 3, 6, 7);
+  vf y = __builtin_shufflevector(a2, a3, 0, 1, 4, 5) + __builtin_shufflevector(a2, a3, 2, 3, 6, 7);
+  vf z = __builtin_shufflevector(x, y, 0, 2, 4, 6) + __builtin_shufflevector(x, y, 1, 3, 5, 7);
+  out[0] = z[0], out[1] = z[1], out[2] = z[2], out[3] = z[3];
+#endif
+}
+
 // exp(x) for float lanes: x = n*ln2 + r, |r| <= ln2/2, 2^n built in the exponent
 // bits, e^r by a degree-6 polynomial (max rel. error ~2e-7 on the clamped range).
 static inline vf vexp(vf x) {

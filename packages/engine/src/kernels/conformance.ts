@@ -178,13 +178,17 @@ function swigluCases(): KernelCase[] {
 
 function attentionCases(): KernelCase[] {
   const out: KernelCase[] = [];
-  // [T, S, nHeads, nKv, headDim, extra kvStride padding]
+  // [T, S, nHeads, nKv, headDim, extra kvStride padding]; decode (T = 1) over
+  // one and several chunks of keys, ragged ones, groups of 7 and head dims
+  // that are not a whole number of vectors
   const configs: [number, number, number, number, number, number][] = [
     [7, 7, 4, 2, 8, 0],
     [33, 33, 3, 1, 16, 0],
     [70, 70, 2, 2, 64, 0],
     [5, 40, 4, 2, 16, 8],
     [1, 50, 6, 3, 64, 64],
+    [1, 301, 14, 2, 20, 4],
+    [1, 1000, 8, 8, 128, 0],
     [19, 19, 6, 2, 64, 0],
   ];
   for (const [T, S, nHeads, nKv, D, pad] of configs) {
