@@ -6,8 +6,9 @@
 //     change from fp32, the KL divergence from fp32's next-token distribution,
 //     and how often the top token agrees; each format twice: the window in one
 //     forward pass (prefill's path) and one token a step through the
-//     BatchDecoder (decode's path, where int8 and q4_0 round the activations
-//     to 8 bits on kernels with quantInt8Activations);
+//     BatchDecoder (decode's path); int8 and q4_0 round the activations to 8
+//     bits up to kernels.quantInt8MaxRows rows (decode on native avx512vnni
+//     and avx2, prefill too on avx512vnni);
 //   - the benchmark shapes (bench/shapes.mjs, random weights): random weights
 //     have no perplexity worth reading, so the logits' error against fp32 over
 //     one 64-token sequence, prefill's and decode's paths: largest and RMS
@@ -176,7 +177,7 @@ function logitErrors(name) {
 
 const kernels = getKernels();
 console.log(
-  `kernels: ${kernels.name} (${kernels.isa}); decode's matmulQuant rounds activations to 8 bits: ${kernels.quantInt8Activations ? "yes" : "no"}`,
+  `kernels: ${kernels.name} (${kernels.isa}); matmulQuant rounds activations to 8 bits up to ${kernels.quantInt8MaxRows ?? 0} rows`,
 );
 const pico = await loadModel(join(ROOT, "models/pico-llama"));
 const ppl = perplexities(pico);

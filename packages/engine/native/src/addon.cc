@@ -369,9 +369,10 @@ napi_value Create(napi_env env, napi_callback_info info) {
     set(env, obj, f.name, fn);
   }
   set(env, obj, "isa", str(env, table->isa));
-  napi_value int8x;
-  napi_get_boolean(env, table->quant_int8_activations, &int8x);
-  set(env, obj, "quantInt8Activations", int8x);
+  napi_value int8x;  // a limit of 2^31 - 1 rows stands for none: Infinity
+  long rows = table->quant_int8_max_rows;
+  napi_create_double(env, rows >= 0x7fffffffL ? __builtin_inf() : (double)rows, &int8x);
+  set(env, obj, "quantInt8MaxRows", int8x);
   return obj;
 }
 

@@ -6,6 +6,7 @@
 #include "attention.h"
 #include "quant.h"
 #include "quant_int.h"
+#include "quant_igemm.h"
 
 static const SvcKernelTable kTable = {
     SVC_ISA_NAME,      matmul,          matmul_low_rank, rmsnorm_forward, rmsnorm_backward,
@@ -13,8 +14,8 @@ static const SvcKernelTable kTable = {
     geglu_backward,    add_bias,        attention_forward, attention_backward,
     cross_entropy,     adamw,
 #if SVC_INT_DECODE
-    matmul_quant_int,  true,
+    matmul_quant_int,  INT_ROWS_LIMIT,
 #else
-    matmul_quant,      false,
+    matmul_quant,      0,
 #endif
 };

@@ -39,7 +39,7 @@ struct SvcKernelTable {
   // y[m,n] (=|+=) alpha * x[m,k] · Wᵀ, W [n,k] in a serving format (quant.h: SVC_QUANT_*).
   void (*matmul_quant)(int format, const float* x, const void* w, const void* scales, float* y, long m,
                        long n, long k, bool accumulate, float alpha);
-  // Whether matmul_quant rounds x to 8 bits per 32-block for int8 and q4_0 at
-  // few rows (quant_int.h's integer path), or keeps it fp32 (quant.h).
-  bool quant_int8_activations;
+  // The most rows of x at which matmul_quant rounds x to 8 bits per 32-block
+  // for int8 and q4_0 (quant_int.h, quant_igemm.h); 0: it keeps x in fp32 (quant.h).
+  long quant_int8_max_rows;
 };

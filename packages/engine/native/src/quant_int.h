@@ -355,24 +355,4 @@ static void igemv(bool q4, const void* w, const void* scales, const IntRow* xr, 
     igemv_group(q4, w, scales, xr, m, y, n, k, j, true, alpha, accumulate);
 }
 
-// The table's matmul_quant where the unit has the integer path: int8 and q4_0
-// at up to INT_MAX_ROWS rows go the integer way, everything else to quant.h's.
-static void matmul_quant_int(int format, const float* x, const void* w, const void* scales, float* y,
-                             long m, long n, long k, bool accumulate, float alpha) {
-  bool q4 = format == SVC_QUANT_Q4_0;
-  if (format == SVC_QUANT_BF16 || m == 0 || n == 0 || k == 0 || k % QBLOCK || m > INT_MAX_ROWS) {
-    matmul_quant(format, x, w, scales, y, m, n, k, accumulate, alpha);
-    return;
-  }
-  long row_bytes = int_row_bytes(q4, k);
-  float* scratch = svc_scratch(SVC_SLOT_QUANT_X, (size_t)(m * row_bytes / 4));
-  signed char* buf = reinterpret_cast<signed char*>(scratch);
-  IntRow xr[INT_MAX_ROWS];
-  for (long i = 0; i < m; i++)
-    if (!quantize_row(x + i * k, k, q4, buf + i * row_bytes, &xr[i])) {
-      matmul_quant(format, x, w, scales, y, m, n, k, accumulate, alpha);
-      return;
-    }
-  igemv(q4, w, scales, xr, m, y, n, k, alpha, accumulate);
-}
 #endif

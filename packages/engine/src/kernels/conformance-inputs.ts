@@ -11,10 +11,10 @@ export interface KernelCase {
   run(k: Kernels): Float32Array[];
   /**
    * For an implementation that rounds matmulQuant's x to 8 bits
-   * (quantInt8Activations), on a case that takes that path: its worst error
-   * over what the rounding allows (<= 1 passes), in place of `tolerance`.
+   * (quantInt8MaxRows) on this case: its worst error over what the rounding
+   * allows (<= 1 passes), in place of `tolerance`; null where it does not.
    */
-  roundedActivations?(k: Kernels): number;
+  roundedActivations?(k: Kernels): number | null;
 }
 
 /** A seeded uniform [-1, 1) generator (mulberry32), so every implementation sees the same inputs. */

@@ -1,6 +1,6 @@
 // How far matmulQuant may be from the fp32 product where an implementation
-// rounds x to 8 bits per 32-block (Kernels.quantInt8Activations: native
-// avx512vnni and avx2 at up to 32 rows, int8 and q4_0 weights).
+// rounds x to 8 bits per 32-block (Kernels.quantInt8MaxRows: native
+// avx512vnni at any number of rows, avx2 at up to 32; int8 and q4_0 weights).
 //
 // x[p] becomes d·q, q = round(x[p] / d), d = max|x| of p's block / 127, so
 // each element is off by at most d/2 and each output y = α Σ_p w[p]·x[p] by
@@ -20,9 +20,9 @@ const FP32_SLACK = 2e-5;
 const RMS_FACTOR = 1.5;
 const RMS_MIN_OUTPUTS = 64;
 
-/** Whether matmulQuant at these shapes goes the 8-bit way where a kernel has it. */
-export function roundsActivations(w: QuantMatrix, m: number): boolean {
-  return w.format !== "bf16" && m <= 32 && w.cols % 32 === 0 && w.cols > 0;
+/** Whether `kern`'s matmulQuant takes these shapes the 8-bit way. */
+export function roundsActivations(kern: Kernels, w: QuantMatrix, m: number): boolean {
+  return w.format !== "bf16" && m <= (kern.quantInt8MaxRows ?? 0) && w.cols % 32 === 0 && w.cols > 0;
 }
 
 /**

@@ -1,12 +1,13 @@
 // Conformance cases of matmulQuant: every serving format, GEMV row counts
 // 1-16 (the 8- and 4-row weight groups and their tails), 17-32 (the integer
-// decode path's limit) and the many-row path, odd output widths, k with and without a tail past 32, views at
-// non-zero offsets, accumulate and alpha. Weights are random bytes (every
+// decode path's limit) and the many-row paths (prefill: whole and ragged
+// tiles of 6 rows by 32 weight rows), odd output widths, k with and without a
+// tail past 32, views at non-zero offsets, accumulate and alpha. Weights are random bytes (every
 // nibble, int8 −128 included) with random scales; y sits between guard
 // elements that must come back untouched. Some x rows carry an outlier
 // channel (×40), an all-zero block and one of magnitude 1e-38. Where an
-// implementation rounds x to 8 bits (quantInt8Activations) the int8 and q4_0
-// cases of up to 32 rows are held to that rounding's bounds instead
+// implementation rounds x to 8 bits (quantInt8MaxRows) the int8 and q4_0
+// cases it takes that way are held to that rounding's bounds instead
 // (conformance-quant-int.ts).
 import { f32ToF16 } from "../quant/half.js";
 import { type KernelCase, randomSource, randomView } from "./conformance-inputs.js";
@@ -65,6 +66,8 @@ export function quantCases(): KernelCase[] {
     [32, 50, 192],
     [40, 130, 320],
     [70, 300, 64],
+    [96, 64, 576],
+    [257, 97, 96],
   ];
   // bf16 and int8 also take rows that are not whole 32-blocks (a scalar tail)
   const tails: [number, number, number][] = [
@@ -103,12 +106,11 @@ export function quantCases(): KernelCase[] {
           kern.matmulQuant(x, w, yBuf.subarray(GUARD, GUARD + m * n), m, accumulate, alpha);
           return [yBuf];
         },
-        roundedActivations: roundsActivations(probe, m)
-          ? (kern) => {
-              const { w, x, yBuf } = operands();
-              return roundedActivationsError(kern, x, w, yBuf, GUARD, m, accumulate, alpha);
-            }
-          : undefined,
+        roundedActivations(kern) {
+          if (!roundsActivations(kern, probe, m)) return null;
+          const { w, x, yBuf } = operands();
+          return roundedActivationsError(kern, x, w, yBuf, GUARD, m, accumulate, alpha);
+        },
       });
     }
   }

@@ -318,10 +318,8 @@ export function compareWithReference(kern: Kernels, c: KernelCase): number {
  * implementation rounds them (KernelCase.roundedActivations).
  */
 export function conformanceFailure(kern: Kernels, c: KernelCase): string | null {
-  if (kern.quantInt8Activations && c.roundedActivations) {
-    const ratio = c.roundedActivations(kern);
-    return ratio <= 1 ? null : `${c.name}: error ${ratio}× what 8-bit activations allow`;
-  }
+  const ratio = c.roundedActivations?.(kern) ?? null;
+  if (ratio !== null) return ratio <= 1 ? null : `${c.name}: error ${ratio}× what 8-bit activations allow`;
   const err = compareWithReference(kern, c);
   return err <= c.tolerance ? null : `${c.name}: error ${err} > ${c.tolerance}`;
 }

@@ -29,7 +29,7 @@ interface NativeAddon {
   create(isa: string): KernelMethods & {
     readonly isa: string;
     readonly matmulQuant: AddonMatmulQuant;
-    readonly quantInt8Activations: boolean;
+    readonly quantInt8MaxRows: number;
   };
 }
 
@@ -75,7 +75,7 @@ export function loadNativeKernels(options: NativeKernelOptions = {}): NativeKern
     );
   }
   const methods = addon.create(isa);
-  const { matmulQuant: quant, quantInt8Activations, ...rest } = methods;
+  const { matmulQuant: quant, quantInt8MaxRows, ...rest } = methods;
   return {
     ...rest,
     matmulQuant(x, w, y, m, accumulate, alpha) {
@@ -85,7 +85,7 @@ export function loadNativeKernels(options: NativeKernelOptions = {}): NativeKern
     },
     name: "native",
     isa: methods.isa,
-    quantInt8Activations,
+    quantInt8MaxRows,
     threads: addon.threads,
     supportedIsas: [...addon.supportedIsas],
   };

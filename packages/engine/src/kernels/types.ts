@@ -35,13 +35,13 @@ export interface Kernels {
   /** The instruction set actually in use, e.g. "avx512vnni", "avx2", "baseline", "wasm-simd", "js". */
   readonly isa: string;
   /**
-   * True where matmulQuant rounds x to 8 bits per 32-block (one fp32 scale
-   * each) for int8 and q4_0 weights at few rows (m <= 32, cols % 32 == 0) and
-   * multiplies in integers (native avx512vnni and avx2); the result then
-   * differs from the fp32 product by at most Σ|w|·scale/2 per output.
-   * Absent or false: the product is computed in fp32.
+   * The most rows m at which matmulQuant rounds x to 8 bits per 32-block (one
+   * fp32 scale each) for int8 and q4_0 weights (cols % 32 == 0) and multiplies
+   * in integers: Infinity on native avx512vnni, 32 on native avx2. The result
+   * then differs from the fp32 product by at most Σ|w|·scale/2 per output.
+   * Absent or 0: the product is computed in fp32.
    */
-  readonly quantInt8Activations?: boolean;
+  readonly quantInt8MaxRows?: number;
 
   /**
    * C[m,n] = alpha * op(A) · op(B) + (accumulate ? C : 0)
@@ -88,7 +88,7 @@ export interface Kernels {
    * y[m, w.rows] = alpha · x[m, w.cols] · Wᵀ + (accumulate ? y : 0), with W in a
    * serving format (QuantMatrix): a Linear layer of frozen quantized weights.
    * The product is of x with the weights as the format stores them, in fp32
-   * (or with x rounded to 8 bits: quantInt8Activations).
+   * (or with x rounded to 8 bits: quantInt8MaxRows).
    */
   matmulQuant(
     x: Float32Array,

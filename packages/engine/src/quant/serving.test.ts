@@ -92,9 +92,9 @@ for (const [name, config] of configs) {
       const q = served.layers[0].q as QuantMatrix;
       assert.equal(q.format, format === "q4_0" && config.hiddenSize % 32 !== 0 ? "int8" : format);
       // Kernels that round int8's and q4_0's decode activations to 8 bits
-      // (quantInt8Activations) move each projection by about 0.4% (held to its
+      // (quantInt8MaxRows) move each projection by about 0.4% (held to its
       // bound in kernels/conformance-quant-int.ts), the logits by about 1%.
-      const rounded = format !== "bf16" && getKernels().quantInt8Activations;
+      const rounded = format !== "bf16" && (getKernels().quantInt8MaxRows ?? 0) > 0;
       const tolerance = rounded ? 3e-2 : 1e-4;
       const logits = [null, lora].map((l) => {
         const got = decodeLogits(served, config, ids, l);
