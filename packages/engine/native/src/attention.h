@@ -101,19 +101,6 @@ static inline void decode_values(const float* p, const float* v, long ld, long D
     for (int j = 0; j < NB; j++) o[d] += p[j] * v[j * ld + d];
 }
 
-// f(Keys<n>{}) for a count n of 1 to 4 known at run time.
-template <int N>
-struct Keys {
-  static constexpr int value = N;
-};
-template <class F>
-static inline void with_keys(long n, const F& f) {
-  if (n == 4) f(Keys<4>{});
-  else if (n == 3) f(Keys<3>{});
-  else if (n == 2) f(Keys<2>{});
-  else f(Keys<1>{});
-}
-
 // Decode (T = 1): the visible keys are cut into chunks of consecutive keys,
 // one task each over every head, so each task reads its stretch of the KV
 // cache once, front to back, and every thread has work at any context length
@@ -142,7 +129,7 @@ static void attention_decode(const float* q, const float* k, const float* v, flo
     // Four cache rows at a time, every head of each; the prefetch takes whole
     // rows two blocks ahead (it never faults, so it may run past the cache).
     for (long j = 0; j < nj; j += 4)
-      with_keys(min_l(4, nj - j), [&](auto nb) {
+      with_count(min_l(4, nj - j), [&](auto nb) {
         const float* kr = k + (j0 + j) * kvStride;
         for (long i = 0; i < 4 * kvStride; i += 16) stream_prefetch(kr + 8 * kvStride + i);
         for (long h = 0; h < nHeads; h++)
@@ -154,7 +141,7 @@ static void attention_decode(const float* q, const float* k, const float* v, flo
       for (long d = 0; d < D; d++) ph[d] = 0.f;
     }
     for (long j = 0; j < nj; j += 4)
-      with_keys(min_l(4, nj - j), [&](auto nb) {
+      with_count(min_l(4, nj - j), [&](auto nb) {
         const float* vr = v + (j0 + j) * kvStride;
         for (long i = 0; i < 4 * kvStride; i += 16) stream_prefetch(vr + 8 * kvStride + i);
         for (long h = 0; h < nHeads; h++)

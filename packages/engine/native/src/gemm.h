@@ -23,6 +23,10 @@ constexpr long KC = 768;  // the most k per pass; passes are balanced (1536 -> 2
 constexpr long MC_MAX = MR * 16;
 constexpr long NC = NR * 96;
 constexpr long GEMV_MAX_ROWS = 16;
+// Rows of x up to which x·Wᵀ streams the weights once through a GEMV (every
+// format) instead of packing or dequantizing them for the blocked SGEMM,
+// which reads them twice: decode batches of up to 32 streams.
+constexpr long STREAM_MAX_ROWS = 32;
 
 template <class F>
 static void par(long n, const F& f) {
@@ -292,10 +296,10 @@ static void matmul(const float* a, const float* b, float* c, long m, long n, lon
       for (long i = 0; i < m * n; i++) c[i] = 0.f;
     return;
   }
-  // Few rows (decode, LoRA's dA = dxaᵀ·x): stream op(B) once per four rows of
-  // op(A). Where op(B) is long (transA with k > 4n: dA over many tokens) the
-  // blocked path, which reads it once, wins: 16x576x4096 1.9 -> 1.1 ms.
-  if (m <= GEMV_MAX_ROWS && !(transA && k > 4 * n)) {
+  // Few rows (decode, LoRA's dA = dxaᵀ·x): stream op(B) once. Where op(B) is
+  // long (transA with k > 4n: dA over many tokens) the blocked path, which
+  // reads it once, wins: 16x576x4096 1.9 -> 1.1 ms.
+  if ((m <= GEMV_MAX_ROWS && !(transA && k > 4 * n)) || (m <= STREAM_MAX_ROWS && transB && !transA)) {
     const float* x = a;
     if (transA) {  // gather the few rows of op(A) into contiguous scratch
       float* xs = svc_scratch(SVC_SLOT_GEMV_X, (size_t)m * k);

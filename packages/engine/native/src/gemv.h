@@ -22,6 +22,19 @@ static inline long stream_ahead(long group_bytes) {
 }
 static inline void stream_prefetch(const void* p) { __builtin_prefetch(p, 0, 2); }
 
+// f(Count<n>{}) for a count n of 1 to 4 known at run time.
+template <int N>
+struct Count {
+  static constexpr int value = N;
+};
+template <class F>
+static inline void with_count(long n, const F& f) {
+  if (n == 4) f(Count<4>{});
+  else if (n == 3) f(Count<3>{});
+  else if (n == 2) f(Count<2>{});
+  else f(Count<1>{});
+}
+
 // Few rows with B stored [n, k] (a Linear layer's weight, the decode case):
 // each output is a dot product along a contiguous weight row. R weight rows are
 // streamed together against the M rows of x, so every weight is read once and
@@ -60,19 +73,29 @@ static void gemv_bt_block(const float* x, long ldx, const float* b, long ldb, fl
     }
 }
 
-template <int M>
-static void gemv_bt(const float* x, long ldx, const float* b, long ldb, float* c, long ldc, long csc,
-                    long n, long k, float alpha, bool accumulate) {
-  constexpr int R = M == 1 ? 8 : 4;
-  long groups = n / R;
-  long tasks = stream_tasks(groups);
-  if ((double)n * k < 1.0e5) tasks = 1;
-  par(tasks, [&](long t) {
-    for (long g = groups * t / tasks; g < groups * (t + 1) / tasks; g++)
-      gemv_bt_block<M, R>(x, ldx, b, ldb, c, ldc, csc, k, g * R, alpha, accumulate);
-  });
-  for (long j = groups * R; j < n; j++)
-    gemv_bt_block<M, 1>(x, ldx, b, ldb, c, ldc, csc, k, j, alpha, accumulate);
+// The m rows of x against B stored [n, k], every weight read from memory
+// once: a group of weight rows (8 against one row of x, else 4) meets the
+// rows of x four at a time and stays in L1 between them.
+static void gemv_bt_rows(const float* x, long ldx, const float* b, long ldb, float* c, long ldc, long csc,
+                         long m, long n, long k, float alpha, bool accumulate) {
+  auto group = [&](long j, auto r) {
+    for (long i = 0; i < m; i += 4)
+      with_count(min_l(4, m - i), [&](auto mi) {
+        gemv_bt_block<mi.value, r.value>(x + i * ldx, ldx, b, ldb, c + i * ldc, ldc, csc, k, j, alpha,
+                                         accumulate);
+      });
+  };
+  auto stream = [&](auto r) {
+    long groups = n / r.value;
+    long tasks = stream_tasks(groups);
+    if ((double)n * k < 1.0e5) tasks = 1;
+    par(tasks, [&](long t) {
+      for (long g = groups * t / tasks; g < groups * (t + 1) / tasks; g++) group(g * r.value, r);
+    });
+    for (long j = groups * r.value; j < n; j++) group(j, Count<1>{});
+  };
+  if (m == 1) stream(Count<8>{});
+  else stream(Count<4>{});
 }
 
 // Few rows with B stored [k, n]: stream B row by row, each task owning a range
@@ -137,22 +160,14 @@ static void gemv_b(const float* x, long ldx, const float* b, long ldb, float* c,
 // c[i * ldc + j * csc].
 static void gemv_rows(const float* x, long ldx, const float* b, long ldb, bool transB, float* c,
                       long ldc, long csc, long m, long n, long k, float alpha, bool accumulate) {
-  for (long i = 0; i < m; i += 4) {
-    const float* xi = x + i * ldx;
-    float* ci = c + i * ldc;
-    long mi = min_l(4, m - i);
-    if (transB) {
-      if (mi == 1) gemv_bt<1>(xi, ldx, b, ldb, ci, ldc, csc, n, k, alpha, accumulate);
-      else if (mi == 2) gemv_bt<2>(xi, ldx, b, ldb, ci, ldc, csc, n, k, alpha, accumulate);
-      else if (mi == 3) gemv_bt<3>(xi, ldx, b, ldb, ci, ldc, csc, n, k, alpha, accumulate);
-      else gemv_bt<4>(xi, ldx, b, ldb, ci, ldc, csc, n, k, alpha, accumulate);
-    } else {
-      if (mi == 1) gemv_b<1>(xi, ldx, b, ldb, ci, ldc, csc, n, k, alpha, accumulate);
-      else if (mi == 2) gemv_b<2>(xi, ldx, b, ldb, ci, ldc, csc, n, k, alpha, accumulate);
-      else if (mi == 3) gemv_b<3>(xi, ldx, b, ldb, ci, ldc, csc, n, k, alpha, accumulate);
-      else gemv_b<4>(xi, ldx, b, ldb, ci, ldc, csc, n, k, alpha, accumulate);
-    }
+  if (transB) {
+    gemv_bt_rows(x, ldx, b, ldb, c, ldc, csc, m, n, k, alpha, accumulate);
+    return;
   }
+  for (long i = 0; i < m; i += 4)
+    with_count(min_l(4, m - i), [&](auto mi) {
+      gemv_b<mi.value>(x + i * ldx, ldx, b, ldb, c + i * ldc, ldc, csc, n, k, alpha, accumulate);
+    });
 }
 
 // Few columns (LoRA's rank-r products: x·Aᵀ, dy·B, dyᵀ·xa): C[m, n] (=|+=)

@@ -198,18 +198,28 @@ static void qgemv_block(const Q& q, const float* x, long ldx, float* c, long ldc
     }
 }
 
-template <class Q, int M>
-static void qgemv(const Q& q, const float* x, long ldx, float* c, long ldc, long n, long k, float alpha,
-                  bool accumulate) {
-  constexpr int R = M == 1 ? 8 : 4;
-  long groups = n / R;
-  long tasks = stream_tasks(groups);
-  if ((double)n * k < 1.0e5) tasks = 1;
-  par(tasks, [&](long t) {
-    for (long g = groups * t / tasks; g < groups * (t + 1) / tasks; g++)
-      qgemv_block<Q, M, R>(q, x, ldx, c, ldc, k, g * R, alpha, accumulate);
-  });
-  for (long j = groups * R; j < n; j++) qgemv_block<Q, M, 1>(q, x, ldx, c, ldc, k, j, alpha, accumulate);
+// The m rows of x [m, k] against every weight row, each read from memory once:
+// a group of weight rows (8 against one row of x, else 4) meets the rows of x
+// four at a time and stays in L1 between them (gemv_bt_rows' rule).
+template <class Q>
+static void qgemv(const Q& q, const float* x, float* c, long m, long n, long k, float alpha, bool accumulate) {
+  auto group = [&](long j, auto r) {
+    for (long i = 0; i < m; i += 4)
+      with_count(min_l(4, m - i), [&](auto mi) {
+        qgemv_block<Q, mi.value, r.value>(q, x + i * k, k, c + i * n, n, k, j, alpha, accumulate);
+      });
+  };
+  auto stream = [&](auto r) {
+    long groups = n / r.value;
+    long tasks = stream_tasks(groups);
+    if ((double)n * k < 1.0e5) tasks = 1;
+    par(tasks, [&](long t) {
+      for (long g = groups * t / tasks; g < groups * (t + 1) / tasks; g++) group(g * r.value, r);
+    });
+    for (long j = groups * r.value; j < n; j++) group(j, Count<1>{});
+  };
+  if (m == 1) stream(Count<8>{});
+  else stream(Count<4>{});
 }
 
 // Row r of W as fp32 into out[k].
@@ -231,16 +241,8 @@ static void dequant_row(const Q& q, long r, long k, float* out) {
 template <class Q>
 static void qmatmul(const Q& q, const float* x, float* y, long m, long n, long k, float alpha,
                     bool accumulate) {
-  if (m <= GEMV_MAX_ROWS) {
-    for (long i = 0; i < m; i += 4) {
-      const float* xi = x + i * k;
-      float* yi = y + i * n;
-      long mi = min_l(4, m - i);
-      if (mi == 1) qgemv<Q, 1>(q, xi, k, yi, n, n, k, alpha, accumulate);
-      else if (mi == 2) qgemv<Q, 2>(q, xi, k, yi, n, n, k, alpha, accumulate);
-      else if (mi == 3) qgemv<Q, 3>(q, xi, k, yi, n, n, k, alpha, accumulate);
-      else qgemv<Q, 4>(q, xi, k, yi, n, n, k, alpha, accumulate);
-    }
+  if (m <= STREAM_MAX_ROWS) {
+    qgemv(q, x, y, m, n, k, alpha, accumulate);
     return;
   }
   // Many rows: a panel of weight rows at a time (about 4 MB of fp32), then SGEMM.

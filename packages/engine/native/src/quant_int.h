@@ -38,9 +38,10 @@
 
 #if SVC_INT_DECODE
 constexpr long VB = SVC_VEC_BYTES;  // bytes per vector
-// Rows of x the integer path takes: up to 32 it beats dequantizing panels for
-// the SGEMM (about 2x at 32 rows on SmolLM2's shapes, even at 64, behind from 128).
-constexpr long INT_MAX_ROWS = 32;
+// Rows of x the GEMVs below take (more: quant_igemm.h where the unit has it,
+// else quant.h's panels). Against dequantized panels for the SGEMM they were
+// about 2x faster at 32 rows on SmolLM2's shapes, even at 64, behind from 128.
+constexpr long INT_MAX_ROWS = STREAM_MAX_ROWS;
 typedef signed char vs8 __attribute__((vector_size(SVC_VEC_BYTES)));
 typedef signed char vs8_u __attribute__((vector_size(SVC_VEC_BYTES), aligned(1), may_alias));
 typedef unsigned short vu16 __attribute__((vector_size(SVC_VEC_BYTES)));

@@ -30,6 +30,7 @@ function matmulCases(): KernelCase[] {
     [40, 3100, 40],
     [60, 40, 33],
     [20, 45, 100],
+    [32, 97, 576],
     [300, 47, 50],
   ];
   const out: KernelCase[] = [];
