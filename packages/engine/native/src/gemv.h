@@ -73,17 +73,15 @@ static void gemv_bt_block(const float* x, long ldx, const float* b, long ldb, fl
     }
 }
 
-// The m rows of x against B stored [n, k], every weight read from memory
+// The m rows of x against n weight rows of k, every weight read from memory
 // once: a group of weight rows (8 against one row of x, else 4) meets the
-// rows of x four at a time and stays in L1 between them.
-static void gemv_bt_rows(const float* x, long ldx, const float* b, long ldb, float* c, long ldc, long csc,
-                         long m, long n, long k, float alpha, bool accumulate) {
+// rows of x four at a time and stays in L1 between them; the groups are split
+// over the pool by the streaming rule. block(Count<M>, Count<R>, i, j) runs
+// rows i..i+M-1 of x against weight rows j..j+R-1.
+template <class F>
+static void stream_rows(long m, long n, long k, const F& block) {
   auto group = [&](long j, auto r) {
-    for (long i = 0; i < m; i += 4)
-      with_count(min_l(4, m - i), [&](auto mi) {
-        gemv_bt_block<mi.value, r.value>(x + i * ldx, ldx, b, ldb, c + i * ldc, ldc, csc, k, j, alpha,
-                                         accumulate);
-      });
+    for (long i = 0; i < m; i += 4) with_count(min_l(4, m - i), [&](auto mi) { block(mi, r, i, j); });
   };
   auto stream = [&](auto r) {
     long groups = n / r.value;
@@ -96,6 +94,14 @@ static void gemv_bt_rows(const float* x, long ldx, const float* b, long ldb, flo
   };
   if (m == 1) stream(Count<8>{});
   else stream(Count<4>{});
+}
+
+// The m rows of x against B stored [n, k] (stream_rows).
+static void gemv_bt_rows(const float* x, long ldx, const float* b, long ldb, float* c, long ldc, long csc,
+                         long m, long n, long k, float alpha, bool accumulate) {
+  stream_rows(m, n, k, [&](auto mi, auto r, long i, long j) {
+    gemv_bt_block<mi.value, r.value>(x + i * ldx, ldx, b, ldb, c + i * ldc, ldc, csc, k, j, alpha, accumulate);
+  });
 }
 
 // Few rows with B stored [k, n]: stream B row by row, each task owning a range

@@ -198,28 +198,12 @@ static void qgemv_block(const Q& q, const float* x, long ldx, float* c, long ldc
     }
 }
 
-// The m rows of x [m, k] against every weight row, each read from memory once:
-// a group of weight rows (8 against one row of x, else 4) meets the rows of x
-// four at a time and stays in L1 between them (gemv_bt_rows' rule).
+// The m rows of x [m, k] against every weight row, each read from memory once (gemv.h's stream_rows).
 template <class Q>
 static void qgemv(const Q& q, const float* x, float* c, long m, long n, long k, float alpha, bool accumulate) {
-  auto group = [&](long j, auto r) {
-    for (long i = 0; i < m; i += 4)
-      with_count(min_l(4, m - i), [&](auto mi) {
-        qgemv_block<Q, mi.value, r.value>(q, x + i * k, k, c + i * n, n, k, j, alpha, accumulate);
-      });
-  };
-  auto stream = [&](auto r) {
-    long groups = n / r.value;
-    long tasks = stream_tasks(groups);
-    if ((double)n * k < 1.0e5) tasks = 1;
-    par(tasks, [&](long t) {
-      for (long g = groups * t / tasks; g < groups * (t + 1) / tasks; g++) group(g * r.value, r);
-    });
-    for (long j = groups * r.value; j < n; j++) group(j, Count<1>{});
-  };
-  if (m == 1) stream(Count<8>{});
-  else stream(Count<4>{});
+  stream_rows(m, n, k, [&](auto mi, auto r, long i, long j) {
+    qgemv_block<Q, mi.value, r.value>(q, x + i * k, k, c + i * n, n, k, j, alpha, accumulate);
+  });
 }
 
 // Row r of W as fp32 into out[k].
