@@ -222,26 +222,38 @@ static void attention_forward(const float* q, const float* k, const float* v, fl
 // log-sum-exp:
 //   P = exp(Q·Kᵀ·scale − lse), dP = dO·Vᵀ, dS = P∘(dP − rowsum(dO∘O))·scale,
 //   dQ = dS·K, dK += dSᵀ·Q, dV += Pᵀ·dO.
-// dK and dV go to per-head partials, summed over each GQA group at the end, so
-// tasks never write the same memory.
+// dK and dV go to per-task partials, summed over each GQA group at the end, so
+// tasks never write the same memory. A task is a head, or part of one where
+// the heads alone would leave a thread idle (9 heads on 2 threads): its query
+// blocks then go to parts in pairs, a long one with a short one, so the causal
+// triangle's parts cost the same.
+// Parts per head: up to 4 (each holds a dK/dV partial), until the tasks fill
+// every thread evenly or number eight a thread.
+static long backward_parts(long nHeads, long nblocks) {
+  long most = min_l(4, ceil_div(nblocks, 2)), threads = svc_num_threads(), parts = 1;
+  while (parts < most && (nHeads * parts) % threads != 0 && nHeads * parts < 8 * threads) parts++;
+  return parts;
+}
+
 static void attention_backward(const float* dOut, const float* q, const float* k, const float* v,
                                const float* out, const float* lse, float* dq, float* dk, float* dv,
                                long T, long nHeads, long nKv, long D, float scale,
                                long window) {
   if (T <= 0 || D == 0) return;
   long group = nHeads / nKv, kvs = nKv * D, qs = nHeads * D;
-  long nblocks = ceil_div(T, ATT_TB);
-  float* part = svc_scratch(SVC_SLOT_CALLER, (size_t)(nHeads + nKv) * 2 * T * D);
-  float* kT = part + nHeads * 2 * T * D;  // [nKv, D, T], and Vᵀ after it
+  long nblocks = ceil_div(T, ATT_TB), pairs = ceil_div(nblocks, 2);
+  long parts = backward_parts(nHeads, nblocks), tasks = nHeads * parts;
+  float* part = svc_scratch(SVC_SLOT_CALLER, (size_t)(tasks + nKv) * 2 * T * D);
+  float* kT = part + tasks * 2 * T * D;  // [nKv, D, T], and Vᵀ after it
   float* vT = kT + nKv * D * T;
   transpose_heads(k, kvs, T, nKv, D, kT);
   transpose_heads(v, kvs, T, nKv, D, vT);
-  par(nHeads, [&](long h) {
-    long kh = h / group;
-    float* dkh = part + h * 2 * T * D;
+  par(tasks, [&](long task) {
+    long h = task / parts, kh = h / group;
+    float* dkh = part + task * 2 * T * D;
     float* dvh = dkh + T * D;
     for (long i = 0; i < 2 * T * D; i++) dkh[i] = 0.f;
-    for (long blk = 0; blk < nblocks; blk++) {
+    auto block = [&](long blk) {
       long t0 = blk * ATT_TB, t1 = min_l(T, t0 + ATT_TB), tb = t1 - t0;
       long k0 = first_key(t0, window), L = t1 - k0;  // keys k0..t1-1
       float* P = svc_scratch(SVC_SLOT_TASK, (size_t)2 * tb * L + tb);
@@ -285,6 +297,10 @@ static void attention_backward(const float* dOut, const float* q, const float* k
       gemm_in_cache(View{dS, L, 1}, kb, kvs, dq + off, qs, tb, D, L, 1.0f, false, keys_k);
       gemm_in_cache(View{dS, 1, L}, q + off, qs, dkh + k0 * D, D, L, D, tb, 1.0f, true, seen);
       gemm_in_cache(View{P, 1, L}, dOut + off, qs, dvh + k0 * D, D, L, D, tb, 1.0f, true, seen);
+    };
+    for (long pair = task % parts; pair < pairs; pair += parts) {
+      block(pair);
+      if (nblocks - 1 - pair != pair) block(nblocks - 1 - pair);
     }
   });
   par(nKv, [&](long kh) {
@@ -292,11 +308,10 @@ static void attention_backward(const float* dOut, const float* q, const float* k
       float* dkr = dk + s * kvs + kh * D;
       float* dvr = dv + s * kvs + kh * D;
       for (long d = 0; d < D; d++) dkr[d] = dvr[d] = 0.f;
-      for (long h = kh * group; h < (kh + 1) * group; h++) {
-        axpy(dkr, part + h * 2 * T * D + s * D, 1.0f, D);
-        axpy(dvr, part + h * 2 * T * D + T * D + s * D, 1.0f, D);
+      for (long t = kh * group * parts; t < (kh + 1) * group * parts; t++) {
+        axpy(dkr, part + t * 2 * T * D + s * D, 1.0f, D);
+        axpy(dvr, part + t * 2 * T * D + T * D + s * D, 1.0f, D);
       }
     }
   });
 }
-

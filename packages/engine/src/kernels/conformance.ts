@@ -181,9 +181,12 @@ function attentionCases(): KernelCase[] {
   const out: KernelCase[] = [];
   // [T, S, nHeads, nKv, headDim, extra kvStride padding]; decode (T = 1) over
   // one and several chunks of keys, ragged ones, groups of 7 and head dims
-  // that are not a whole number of vectors
+  // that are not a whole number of vectors; heads that do not fill the
+  // threads evenly, whose query blocks the backward pass splits in pairs
   const configs: [number, number, number, number, number, number][] = [
     [7, 7, 4, 2, 8, 0],
+    [150, 150, 3, 1, 16, 0],
+    [260, 260, 5, 1, 8, 0],
     [33, 33, 3, 1, 16, 0],
     [70, 70, 2, 2, 64, 0],
     [5, 40, 4, 2, 16, 8],
