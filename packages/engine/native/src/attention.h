@@ -61,9 +61,15 @@ static inline float softmax_row(float* row, long a, long n, long len, float* mx)
 constexpr long ATT_TB = 64;  // queries per attention block
 
 // out[(h * D + d) * S + j] = x[j * ld + h * D + d]: each KV head's keys (or
-// values) transposed, made once per call and shared by every block that reads them.
+// values) transposed, made once per call and shared by every block that reads
+// them. Tasks take 64 keys of one head, so a few KV heads still fill the pool.
+constexpr long ATT_ROWS = 64;  // keys (or rows) per task of the per-call copies and sums
 static void transpose_heads(const float* x, long ld, long S, long nKv, long D, float* out) {
-  par(nKv, [&](long h) { pack_transposed(x + h * D, ld, S, D, out + h * D * S, S); });
+  long chunks = ceil_div(S, ATT_ROWS);
+  par(nKv * chunks, [&](long t) {
+    long h = t / chunks, j0 = t % chunks * ATT_ROWS, rows = min_l(ATT_ROWS, S - j0);
+    pack_transposed(x + j0 * ld + h * D, ld, rows, D, out + h * D * S + j0, S, rows);
+  });
 }
 
 // out[j] = scale · q·k_j for the NB <= 4 keys k_j = k + j·ld (D values each).
@@ -303,8 +309,10 @@ static void attention_backward(const float* dOut, const float* q, const float* k
       if (nblocks - 1 - pair != pair) block(nblocks - 1 - pair);
     }
   });
-  par(nKv, [&](long kh) {
-    for (long s = 0; s < T; s++) {
+  long chunks = ceil_div(T, ATT_ROWS);
+  par(nKv * chunks, [&](long c) {
+    long kh = c / chunks, s0 = c % chunks * ATT_ROWS;
+    for (long s = s0; s < min_l(T, s0 + ATT_ROWS); s++) {
       float* dkr = dk + s * kvs + kh * D;
       float* dvr = dv + s * kvs + kh * D;
       for (long d = 0; d < D; d++) dkr[d] = dvr[d] = 0.f;

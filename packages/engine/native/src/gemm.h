@@ -50,10 +50,12 @@ struct View {
 typedef float v4 __attribute__((vector_size(16)));
 typedef float v4_u __attribute__((vector_size(16), aligned(4), may_alias));
 
-// out[p * P + i] = src[i * ld + p] for i < rows, p < kc, zero rows up to P:
-// a transposing copy done as 4x4 in-register transposes (packing row-major A,
-// or Bᵀ for x·Wᵀ), where a scalar loop spends a cycle per element.
-static void pack_transposed(const float* src, long ld, long rows, long kc, float* out, long P) {
+// out[p * P + i] = src[i * ld + p] for i < rows, p < kc, zero rows up to
+// `padded` (P when packing a panel; rows when the copy is part of a larger
+// transpose): a transposing copy done as 4x4 in-register transposes (packing
+// row-major A, or Bᵀ for x·Wᵀ), where a scalar loop spends a cycle per element.
+static void pack_transposed(const float* src, long ld, long rows, long kc, float* out, long P,
+                            long padded) {
   long i = 0;
   for (; i + 4 <= rows; i += 4) {
     const float* r = src + i * ld;
@@ -75,7 +77,7 @@ static void pack_transposed(const float* src, long ld, long rows, long kc, float
   }
   for (; i < rows; i++)
     for (long p = 0; p < kc; p++) out[p * P + i] = src[i * ld + p];
-  for (; i < P; i++)
+  for (; i < padded; i++)
     for (long p = 0; p < kc; p++) out[p * P + i] = 0.f;
 }
 
@@ -85,7 +87,7 @@ static void pack_a(const View& A, long i0, long mc, long p0, long kc, float* out
   for (long ir = 0; ir < mc; ir += MR, out += ldp ? ldp : MR * kc) {
     long mr = min_l(MR, mc - ir);
     if (A.cs == 1) {  // rows of A are contiguous along k
-      pack_transposed(A.p + (i0 + ir) * A.rs + p0, A.rs, mr, kc, out, MR);
+      pack_transposed(A.p + (i0 + ir) * A.rs + p0, A.rs, mr, kc, out, MR, MR);
     } else {  // columns contiguous (transA): a k-slice of MR rows is contiguous
       for (long p = 0; p < kc; p++) {
         const float* src = A.p + (p0 + p) * A.cs + (i0 + ir) * A.rs;
@@ -111,7 +113,7 @@ static void pack_b_panel(const View& B, long p0, long kc, long j0, long nr, floa
       }
     }
   } else if (B.rs == 1) {  // transB: each column of op(B) is a contiguous row of the stored matrix
-    pack_transposed(B.p + j0 * B.cs + p0, B.cs, nr, kc, out, NR);
+    pack_transposed(B.p + j0 * B.cs + p0, B.cs, nr, kc, out, NR, NR);
   } else {
     for (long p = 0; p < kc; p++)
       for (long j = 0; j < NR; j++) out[p * NR + j] = j < nr ? B.p[(p0 + p) * B.rs + (j0 + j) * B.cs] : 0.f;
