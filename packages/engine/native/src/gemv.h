@@ -104,10 +104,62 @@ static void gemv_bt_rows(const float* x, long ldx, const float* b, long ldb, flo
   });
 }
 
-// Few rows with B stored [k, n]: stream B row by row, each task owning a range
-// of CW-wide column chunks and accumulating all M rows of x at once.
+// Few rows with B stored [k, n]: B is read in CW-wide column chunks, a range
+// of chunks per task. The rows of x meet a chunk four at a time: the first
+// four read it from memory (prefetching GEMV_B_AHEAD rows ahead, as a chunk's
+// rows are too far apart for the hardware prefetchers) and the rest from L2
+// (k x CW floats), so B is read from memory once for any number of rows.
+constexpr long GEMV_B_AHEAD = 16;
 template <int M>
-static void gemv_b(const float* x, long ldx, const float* b, long ldb, float* c, long ldc, long csc,
+static void gemv_b_chunk(const float* x, long ldx, const float* b, long ldb, float* c, long ldc, long csc,
+                         long j0, long nj, long k, float alpha, bool accumulate, bool first) {
+  constexpr long CW = 4 * W;
+  if (nj < CW) {
+    for (int i = 0; i < M; i++) {
+      float acc[CW] = {};
+      for (long p = 0; p < k; p++)
+        for (long j = 0; j < nj; j++) acc[j] += x[i * ldx + p] * b[p * ldb + j0 + j];
+      for (long j = 0; j < nj; j++) {
+        float* cp = c + i * ldc + (j0 + j) * csc;
+        *cp = accumulate ? *cp + alpha * acc[j] : alpha * acc[j];
+      }
+    }
+    return;
+  }
+  vf acc[M][4];
+#pragma GCC unroll 4
+  for (int i = 0; i < M; i++)
+#pragma GCC unroll 4
+    for (int v = 0; v < 4; v++) acc[i][v] = vf{};
+  for (long p = 0; p < k; p++) {
+    const float* br = b + p * ldb + j0;
+    if (first)  // prefetch never faults, so it may run past B's last row
+      for (long l = 0; l < CW; l += 64 / (long)sizeof(float)) stream_prefetch(br + GEMV_B_AHEAD * ldb + l);
+    vf bv[4] = {vload(br), vload(br + W), vload(br + 2 * W), vload(br + 3 * W)};
+#pragma GCC unroll 4
+    for (int i = 0; i < M; i++) {
+      vf xv = vset1(x[i * ldx + p]);
+#pragma GCC unroll 4
+      for (int v = 0; v < 4; v++) acc[i][v] += xv * bv[v];
+    }
+  }
+  for (int i = 0; i < M; i++)
+    for (int v = 0; v < 4; v++) {
+      vf r = acc[i][v] * alpha;
+      if (csc == 1) {
+        float* cp = c + i * ldc + j0 + v * W;
+        if (accumulate) r += vload(cp);
+        vstore(cp, r);
+      } else {
+        for (int l = 0; l < W; l++) {
+          float* cp = c + i * ldc + (j0 + v * W + l) * csc;
+          *cp = accumulate ? *cp + r[l] : r[l];
+        }
+      }
+    }
+}
+
+static void gemv_b(const float* x, long ldx, const float* b, long ldb, float* c, long ldc, long csc, long m,
                    long n, long k, float alpha, bool accumulate) {
   constexpr long CW = 4 * W;
   long nchunks = ceil_div(n, CW);
@@ -116,47 +168,11 @@ static void gemv_b(const float* x, long ldx, const float* b, long ldb, float* c,
   par(tasks, [&](long t) {
     for (long ch = nchunks * t / tasks; ch < nchunks * (t + 1) / tasks; ch++) {
       long j0 = ch * CW, nj = min_l(CW, n - j0);
-      if (nj == CW) {
-        vf acc[M][4];
-#pragma GCC unroll 4
-        for (int i = 0; i < M; i++)
-#pragma GCC unroll 4
-          for (int v = 0; v < 4; v++) acc[i][v] = vf{};
-        for (long p = 0; p < k; p++) {
-          const float* br = b + p * ldb + j0;
-          vf bv[4] = {vload(br), vload(br + W), vload(br + 2 * W), vload(br + 3 * W)};
-#pragma GCC unroll 4
-          for (int i = 0; i < M; i++) {
-            vf xv = vset1(x[i * ldx + p]);
-#pragma GCC unroll 4
-            for (int v = 0; v < 4; v++) acc[i][v] += xv * bv[v];
-          }
-        }
-        for (int i = 0; i < M; i++)
-          for (int v = 0; v < 4; v++) {
-            vf r = acc[i][v] * alpha;
-            if (csc == 1) {
-              float* cp = c + i * ldc + j0 + v * W;
-              if (accumulate) r += vload(cp);
-              vstore(cp, r);
-            } else {
-              for (int l = 0; l < W; l++) {
-                float* cp = c + i * ldc + (j0 + v * W + l) * csc;
-                *cp = accumulate ? *cp + r[l] : r[l];
-              }
-            }
-          }
-      } else {
-        for (int i = 0; i < M; i++) {
-          float acc[CW] = {};
-          for (long p = 0; p < k; p++)
-            for (long j = 0; j < nj; j++) acc[j] += x[i * ldx + p] * b[p * ldb + j0 + j];
-          for (long j = 0; j < nj; j++) {
-            float* cp = c + i * ldc + (j0 + j) * csc;
-            *cp = accumulate ? *cp + alpha * acc[j] : alpha * acc[j];
-          }
-        }
-      }
+      for (long i = 0; i < m; i += 4)
+        with_count(min_l(4, m - i), [&](auto mi) {
+          gemv_b_chunk<mi.value>(x + i * ldx, ldx, b, ldb, c + i * ldc, ldc, csc, j0, nj, k, alpha, accumulate,
+                                 i == 0);
+        });
     }
   });
 }
@@ -166,14 +182,8 @@ static void gemv_b(const float* x, long ldx, const float* b, long ldb, float* c,
 // c[i * ldc + j * csc].
 static void gemv_rows(const float* x, long ldx, const float* b, long ldb, bool transB, float* c,
                       long ldc, long csc, long m, long n, long k, float alpha, bool accumulate) {
-  if (transB) {
-    gemv_bt_rows(x, ldx, b, ldb, c, ldc, csc, m, n, k, alpha, accumulate);
-    return;
-  }
-  for (long i = 0; i < m; i += 4)
-    with_count(min_l(4, m - i), [&](auto mi) {
-      gemv_b<mi.value>(x + i * ldx, ldx, b, ldb, c + i * ldc, ldc, csc, n, k, alpha, accumulate);
-    });
+  if (transB) gemv_bt_rows(x, ldx, b, ldb, c, ldc, csc, m, n, k, alpha, accumulate);
+  else gemv_b(x, ldx, b, ldb, c, ldc, csc, m, n, k, alpha, accumulate);
 }
 
 // Few columns (LoRA's rank-r products: x·Aᵀ, dy·B, dyᵀ·xa): C[m, n] (=|+=)
