@@ -223,6 +223,14 @@ static void attention_forward(const float* q, const float* k, const float* v, fl
   });
 }
 
+// Parts per head: up to 4 (each holds a dK/dV partial), until the tasks fill
+// every thread evenly or number eight a thread.
+static long backward_parts(long nHeads, long nblocks) {
+  long most = min_l(4, ceil_div(nblocks, 2)), threads = svc_num_threads(), parts = 1;
+  while (parts < most && (nHeads * parts) % threads != 0 && nHeads * parts < 8 * threads) parts++;
+  return parts;
+}
+
 // Per head, per block of queries (the keys the block sees: up to its end, from
 // its first query's first key), recomputing the probabilities from the saved
 // log-sum-exp:
@@ -233,14 +241,6 @@ static void attention_forward(const float* q, const float* k, const float* v, fl
 // the heads alone would leave a thread idle (9 heads on 2 threads): its query
 // blocks then go to parts in pairs, a long one with a short one, so the causal
 // triangle's parts cost the same.
-// Parts per head: up to 4 (each holds a dK/dV partial), until the tasks fill
-// every thread evenly or number eight a thread.
-static long backward_parts(long nHeads, long nblocks) {
-  long most = min_l(4, ceil_div(nblocks, 2)), threads = svc_num_threads(), parts = 1;
-  while (parts < most && (nHeads * parts) % threads != 0 && nHeads * parts < 8 * threads) parts++;
-  return parts;
-}
-
 static void attention_backward(const float* dOut, const float* q, const float* k, const float* v,
                                const float* out, const float* lse, float* dq, float* dk, float* dv,
                                long T, long nHeads, long nKv, long D, float scale,
