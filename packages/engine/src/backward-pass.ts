@@ -202,12 +202,14 @@ function inputGrad(
 ): void {
   const C = g.config.hiddenSize;
   const t0 = tick();
-  let d = dh;
   if (inNorm) {
-    g.kern.rmsnormBackward(dh, x, inNorm, rstd, g.s.dtmp, null, N, C);
-    d = g.s.dtmp;
+    // the norm's input gradient straight into dx, then the residual's added
+    // (a + b is b + a exactly): no copy of dOut first
+    g.kern.rmsnormBackward(dh, x, inNorm, rstd, dx, null, N, C);
+    addScaled(g, dx, dOut, N * C, 1);
+  } else {
+    dx.set(dOut.subarray(0, N * C));
+    addScaled(g, dx, dh, N * C, 1);
   }
-  dx.set(dOut.subarray(0, N * C));
-  addScaled(g, dx, d, N * C, 1);
   tock("bwd.rmsnorm", t0);
 }
