@@ -50,7 +50,8 @@ static void ig_pack(bool q4, const void* w, const void* scales, long n, long k, 
   const __m512i zero = _mm512_setzero_si512();
   float row_scale[IG_NR];  // int8: one scale per row
   if (!q4)
-    for (long c = 0; c < IG_NR; c++) row_scale[c] = c < cols ? static_cast<const float*>(scales)[j0 + c] : 0.f;
+    for (long c = 0; c < IG_NR; c++)
+      row_scale[c] = c < cols ? static_cast<const float*>(scales)[j0 + c] : 0.f;
   for (long b = 0; b < nblk; b++) {
     signed char* pb = pq + b * 8 * IG_STEP;
     for (int h = 0; h < 2; h++) {
@@ -60,7 +61,8 @@ static void ig_pack(bool q4, const void* w, const void* scales, long n, long k, 
           __m512i idx = _mm512_add_epi32(rows[h], _mm512_set1_epi32((int)(b * 16 + 4 * s)));
           __m512i v = _mm512_mask_i32gather_epi32(zero, live[h], idx, base, 1);
           __m512i lo = _mm512_add_epi32(_mm512_and_si512(v, nib), bias);
-          __m512i hi = _mm512_add_epi32(_mm512_and_si512(_mm512_srli_epi32(v, 4), nib), bias);
+          // an arithmetic shift: the bits it fills (28-31) are masked off
+          __m512i hi = _mm512_add_epi32(_mm512_and_si512((__m512i)((vi)v >> 4), nib), bias);
           _mm512_storeu_si512(pb + s * IG_STEP + h * VB, lo);
           _mm512_storeu_si512(pb + (s + 4) * IG_STEP + h * VB, hi);
         }
@@ -78,8 +80,10 @@ static void ig_pack(bool q4, const void* w, const void* scales, long n, long k, 
       const unsigned short* hs = static_cast<const unsigned short*>(scales);
       unsigned short half[IG_NR];
       for (long c = 0; c < IG_NR; c++) half[c] = c < cols ? hs[(j0 + c) * nblk + b] : 0;
-      for (int h = 0; h < 2; h++)
-        _mm512_storeu_ps(db + h * W, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(half + h * W))));
+      for (int h = 0; h < 2; h++) {
+        __m256i halves = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(half + h * W));
+        _mm512_storeu_ps(db + h * W, _mm512_maskz_cvtph_ps(0xffff, halves));
+      }
     } else {
       for (int h = 0; h < 2; h++) vstore(db + h * W, vload(row_scale + h * W));
     }
@@ -163,7 +167,8 @@ static bool igemm(bool q4, const float* x, const void* w, const void* scales, fl
   long panels = ceil_div(n, IG_NR);
   long tasks = min_l(panels, svc_num_threads() * 4L);
   par(tasks, [&](long t) {
-    signed char* pq = reinterpret_cast<signed char*>(svc_scratch(SVC_SLOT_TASK, (size_t)(k * IG_NR / 4 + nblk * IG_NR)));
+    size_t panel_floats = (size_t)(k * IG_NR / 4 + nblk * IG_NR);  // the bytes, then a scale per row and block
+    signed char* pq = reinterpret_cast<signed char*>(svc_scratch(SVC_SLOT_TASK, panel_floats));
     float* pd = reinterpret_cast<float*>(pq + k * IG_NR);
     for (long p = panels * t / tasks; p < panels * (t + 1) / tasks; p++) {
       long j0 = p * IG_NR, cols = min_l(IG_NR, n - j0);

@@ -316,30 +316,20 @@ static void igemv_rows(bool q4, const void* w, const void* scales, const IntRow*
 static void igemv_group(bool q4, const void* w, const void* scales, const IntRow* xr, long m, float* y,
                         long n, long k, long j, bool one, float alpha, bool accumulate) {
   constexpr bool narrow = SVC_VEC_BYTES == 32;  // AVX2 has 16 registers: 2 weight rows against 3-4 x rows
-  for (long i = 0; i < m; i += 4) {
-    long mi = min_l(4, m - i);
-    const IntRow* x = xr + i;
-    float* c = y + i * n;
-    if (one) {
-      if (mi == 1) igemv_rows<1, 1>(q4, w, scales, x, k, c, n, j, alpha, accumulate);
-      else if (mi == 2) igemv_rows<2, 1>(q4, w, scales, x, k, c, n, j, alpha, accumulate);
-      else if (mi == 3) igemv_rows<3, 1>(q4, w, scales, x, k, c, n, j, alpha, accumulate);
-      else igemv_rows<4, 1>(q4, w, scales, x, k, c, n, j, alpha, accumulate);
-    } else if (mi == 1) {
-      igemv_rows<1, 4>(q4, w, scales, x, k, c, n, j, alpha, accumulate);
-    } else if (mi == 2) {
-      igemv_rows<2, 4>(q4, w, scales, x, k, c, n, j, alpha, accumulate);
-    } else if (narrow) {
-      for (long jj = j; jj < j + 4; jj += 2) {
-        if (mi == 3) igemv_rows<3, 2>(q4, w, scales, x, k, c, n, jj, alpha, accumulate);
-        else igemv_rows<4, 2>(q4, w, scales, x, k, c, n, jj, alpha, accumulate);
+  for (long i = 0; i < m; i += 4)
+    with_count(min_l(4, m - i), [&](auto mi) {
+      constexpr int M = mi.value;
+      const IntRow* x = xr + i;
+      float* c = y + i * n;
+      if (one) {
+        igemv_rows<M, 1>(q4, w, scales, x, k, c, n, j, alpha, accumulate);
+      } else if constexpr (narrow && M >= 3) {
+        for (long jj = j; jj < j + 4; jj += 2)
+          igemv_rows<M, 2>(q4, w, scales, x, k, c, n, jj, alpha, accumulate);
+      } else {
+        igemv_rows<M, 4>(q4, w, scales, x, k, c, n, j, alpha, accumulate);
       }
-    } else if (mi == 3) {
-      igemv_rows<3, 4>(q4, w, scales, x, k, c, n, j, alpha, accumulate);
-    } else {
-      igemv_rows<4, 4>(q4, w, scales, x, k, c, n, j, alpha, accumulate);
-    }
-  }
+    });
 }
 
 // All m quantized rows of x against the n weight rows, groups of 4 weight rows split over the pool.
