@@ -96,3 +96,30 @@ NEW = [
          mult={"embedding_multiplier": 12.0, "attention_multiplier": 0.0625, "residual_multiplier": 0.22,
                "logits_scaling": 2.0}),
 ]
+
+
+def defaults(name, architecture, model_type, seed, dtype=BF16, **sizes):
+    """A family at transformers' own defaults, only made tiny: the config that
+    check_transformers.py hands transformers names just these keys, so every
+    other key in the config.json it saves is the config class's default, as in
+    a user's `Config(hidden_size=..., ...).save_pretrained`."""
+    config = dict(architectures=[architecture], model_type=model_type, vocab_size=V, hidden_size=32,
+                  intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                  bos_token_id=1, eos_token_id=2, pad_token_id=0)
+    config.update(sizes)
+    return dict(name=name, form="defaults", dtype=dtype, seed=seed, config=config, tied=None)
+
+
+# Used by check_transformers.py only (they need transformers to fill in the defaults).
+DEFAULTS = [
+    defaults("llama-defaults", "LlamaForCausalLM", "llama", 101),
+    defaults("mistral-defaults", "MistralForCausalLM", "mistral", 102, head_dim=8),
+    defaults("qwen2-defaults", "Qwen2ForCausalLM", "qwen2", 103),
+    defaults("qwen3-defaults", "Qwen3ForCausalLM", "qwen3", 104, head_dim=16),
+    defaults("gemma3-defaults", "Gemma3ForCausalLM", "gemma3_text", 105, head_dim=16, num_hidden_layers=6,
+             sliding_window=5),
+    defaults("phi3-defaults", "Phi3ForCausalLM", "phi3", 106, dtype=F16),
+    defaults("smollm3-defaults", "SmolLM3ForCausalLM", "smollm3", 107, num_hidden_layers=4),
+    defaults("olmo2-defaults", "Olmo2ForCausalLM", "olmo2", 108, dtype=F32),
+    defaults("granite-defaults", "GraniteForCausalLM", "granite", 109),
+]

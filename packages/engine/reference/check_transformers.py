@@ -22,8 +22,11 @@ library). For every case in cases.py (or the ones named) it
   5. compares the key set of transformers' config.json with what make_fixtures
      writes for the v5 form (config_json.v5_config).
 
+The cases are cases.py's LEGACY and NEW (the authored configs make_fixtures
+writes) and DEFAULTS (each family's config class at its defaults, made tiny).
 Everything is written to OUT/<case>/ in the fixture layout (golden values are
-transformers'), plus OUT/<case>/report.json and OUT/report.json.
+transformers'), plus OUT/<case>/report.json and OUT/report.json; the committed
+copy is ../fixtures-transformers (its README.md says how it was made).
 
 Run: python3 check_transformers.py OUT [case ...]     (exit status 1 on any mismatch)
 """
@@ -36,7 +39,7 @@ import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from cases import LEGACY, NEW  # noqa: E402
+from cases import DEFAULTS, LEGACY, NEW  # noqa: E402
 from config_json import classic_config, v5_config  # noqa: E402
 from configs import parse  # noqa: E402
 from families import batch_loss, forward  # noqa: E402
@@ -57,6 +60,8 @@ def rel(a, b):
 def authored_config(case, legacy):
     if legacy:
         return legacy_config(case)[0]
+    if case["form"] == "defaults":
+        return dict(case["config"])
     c = dict(case, dtype_name=str(case["dtype"]).replace("torch.", ""))
     return v5_config(c) if c["form"] == "v5" else classic_config(c)
 
@@ -69,7 +74,7 @@ def randomize(model, case, g, tied):
             if name.endswith("norm.weight"):
                 t = torch.randn(p.shape, generator=g) * 0.1 + (0.0 if gemma else 1.0)
             elif "embed_tokens" in name:
-                t = torch.randn(p.shape, generator=g) * case.get("embed_std", 0.4 if tied else 1.0)
+                t = torch.randn(p.shape, generator=g) * (case.get("embed_std") or (0.4 if tied else 1.0))
             elif name.startswith("lm_head"):
                 t = torch.randn(p.shape, generator=g) * 0.2
             elif name.endswith(".bias"):
@@ -259,7 +264,7 @@ def main():
     out, wanted = sys.argv[1], set(sys.argv[2:])
     os.makedirs(out, exist_ok=True)
     reports = []
-    for legacy, group in ((True, LEGACY), (False, NEW)):
+    for legacy, group in ((True, LEGACY), (False, NEW), (False, DEFAULTS)):
         for case in group:
             if wanted and case["name"] not in wanted:
                 continue

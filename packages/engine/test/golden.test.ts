@@ -1,4 +1,8 @@
-// Golden tests against PyTorch (fixtures written by reference/make_fixtures.py).
+// Golden tests against PyTorch: fixtures/ written by reference/make_fixtures.py
+// (the repo's reference on Debian's torch), and fixtures-transformers/ written
+// by reference/check_transformers.py on a machine with transformers 5 and peft:
+// models saved by transformers' save_pretrained, its own logits, gradients and
+// greedy tokens, and adapters saved by peft (see that folder's README.md).
 //
 // Tolerances, with rel(a, b) = max|a − b| / max|b| over a whole tensor:
 //   logits ≤ 1e-4, loss ≤ 1e-5 (relative), LoRA gradients ≤ 1e-3,
@@ -11,27 +15,31 @@
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { makeBatch } from "../src/batching.js";
 import { createGenerator } from "../src/generate.js";
 import { getKernels, type Kernels } from "../src/kernels/index.js";
 import { loadModel } from "../src/load.js";
-import { loraLayersOf, loraParams, zerosLike } from "../src/lora.js";
+import { loraLayersOf, loraParams, resolveTargetModules, zerosLike } from "../src/lora.js";
 import { ModelGraph } from "../src/model.js";
 import { AdamW, clipGradNorm } from "../src/optim.js";
 import { loadAdapter } from "../src/peft.js";
 import { readSafetensors } from "../src/safetensors.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
-// SVC_GOLDEN_DIR checks another folder of cases in the same layout, e.g. the
-// models transformers itself saved (reference/check_transformers.py's output).
-const fixtures = process.env.SVC_GOLDEN_DIR ?? join(here, "..", "..", "fixtures");
-const cases = readdirSync(fixtures, { withFileTypes: true })
-  .filter((entry) => entry.isDirectory())
-  .map((entry) => entry.name)
-  .sort();
+// SVC_GOLDEN_DIR checks another folder of cases in the same layout instead, e.g.
+// a fresh run of reference/check_transformers.py.
+const folders = process.env.SVC_GOLDEN_DIR
+  ? [process.env.SVC_GOLDEN_DIR]
+  : ["fixtures", "fixtures-transformers"].map((name) => join(here, "..", "..", name));
+const cases = folders.flatMap((folder) =>
+  readdirSync(folder, { withFileTypes: true })
+    .filter((entry) => entry.isDirectory())
+    .map((entry) => join(folder, entry.name))
+    .sort(),
+);
 
 interface Golden {
   input_ids: number[][];
@@ -48,6 +56,8 @@ interface Golden {
     max_grad_norm: number;
   };
   greedy: { prompt: number[]; base: number[]; lora: number[] };
+  /** "transformers" where transformers and peft computed the values. */
+  source?: string;
 }
 
 function rel(actual: ArrayLike<number>, expected: ArrayLike<number>): number {
@@ -99,9 +109,10 @@ if (requested === undefined) {
   if (kernels.name !== requested) {
     console.log(`# kernels unavailable: SVC_KERNELS=${requested} selected ${kernels.name}/${kernels.isa}`);
   }
-  for (const name of cases) {
-    const dir = join(fixtures, name);
+  for (const dir of cases) {
+    const name = `${basename(dirname(dir))}/${basename(dir)}`;
     const golden = JSON.parse(readFileSync(join(dir, "golden.json"), "utf8")) as Golden;
+    const peer = golden.source === "transformers" ? "transformers" : "PyTorch";
     const expected = readSafetensors(join(dir, "golden.safetensors")).tensors;
     const tensor = (key: string) => {
       const t = expected.get(key);
@@ -109,7 +120,7 @@ if (requested === undefined) {
       return t.data;
     };
 
-    test(`${name}: logits match PyTorch (base and with the PEFT adapter) on ${kernels.name}/${kernels.isa}`, async () => {
+    test(`${name}: logits match ${peer} (base and with the PEFT adapter) on ${kernels.name}/${kernels.isa}`, async () => {
       const model = await loadModel(dir);
       const adapted = await loadModel(dir, { adapter: join(dir, "adapter") });
       for (const [i, padded] of golden.input_ids.entries()) {
@@ -121,7 +132,7 @@ if (requested === undefined) {
       }
     });
 
-    test(`${name}: loss, LoRA gradients and one clipped AdamW step match PyTorch`, async () => {
+    test(`${name}: loss, LoRA gradients and one clipped AdamW step match ${peer}`, async () => {
       const model = await loadModel(dir);
       const adapter = loadAdapter(join(dir, "adapter"));
       const lora = loraLayersOf(adapter, model.config);
@@ -153,6 +164,11 @@ if (requested === undefined) {
         checked++;
       }
       assert.equal(checked, golden.lora.targets.length * 2 * model.config.numHiddenLayers);
+      // PEFT's "all-linear" (what the golden adapter targets) is the engine's
+      assert.deepEqual(
+        resolveTargetModules(model.config, "all-linear").sort(),
+        [...golden.lora.targets].sort(),
+      );
 
       // The step starts from PyTorch's own gradients: AdamW's first step is
       // ≈ lr·sign(g), so float noise in a gradient entry near eps would flip
@@ -174,7 +190,7 @@ if (requested === undefined) {
       }
     });
 
-    test(`${name}: greedy continuation matches PyTorch (full forward and the KV-cache generator)`, async () => {
+    test(`${name}: greedy continuation matches ${peer} (full forward and the KV-cache generator)`, async () => {
       const model = await loadModel(dir);
       const adapted = model.withAdapter(loadAdapter(join(dir, "adapter")));
       const V = model.config.vocabSize;
