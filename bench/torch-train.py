@@ -4,9 +4,10 @@
     python3 bench/torch-train.py [--shapes smollm2-135m,qwen2.5-0.5b,llama-3.2-1b]
                                  [--batch 8] [--seq 512] [--rank 16] [--steps 20] [--warmup 5]
                                  [--device cuda] [--peak-tflops 798] [--no-baseline]
+                                 [--descriptions FILE | --write-descriptions FILE]
 
 Random weights in each shape's published config (the engine reads it: node and
-a built repo are needed), bf16 on CUDA (frozen base weights in bf16, LoRA and
+a built repo are needed, or --descriptions written by --write-descriptions), bf16 on CUDA (frozen base weights in bf16, LoRA and
 AdamW in fp32, matmuls under autocast; transformers + peft: the model in bf16,
 eager attention, under the same autocast), LoRA r=16 (alpha 32) on all linear
 layers, AdamW, global-norm clipping, random token ids. Prints per shape and
@@ -22,6 +23,7 @@ lower — both figures are printed. The target (issue 12): >= 1.5x transformers
 """
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -105,8 +107,18 @@ def timed(step, steps, warmup, device):
     return seconds, peak
 
 
-def svc_backend(config, args, device):
-    desc = describe(config)
+def description(shape, args):
+    """The engine's description of a shape's config: from --descriptions where it
+    has one (a GPU box without node), else asked of the engine through node."""
+    if args.descriptions and os.path.exists(args.descriptions):
+        with open(args.descriptions) as f:
+            known = json.load(f)
+        if shape in known:
+            return known[shape]
+    return describe(SHAPES[shape])
+
+
+def svc_backend(desc, args, device):
     model = Decoder(desc)
     torch.manual_seed(0)
     with torch.no_grad():
@@ -136,7 +148,7 @@ def svc_backend(config, args, device):
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
 
-    return desc, timed(step, args.steps, args.warmup, device)
+    return timed(step, args.steps, args.warmup, device)
 
 
 def transformers_peft(config, args, device):
@@ -180,7 +192,14 @@ def main():
     parser.add_argument("--device", choices=["cuda", "cpu"], default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--peak-tflops", type=float, default=798.0, help="the GPU's bf16 dense rate (H100: 798)")
     parser.add_argument("--no-baseline", action="store_true", help="skip transformers + peft")
+    parser.add_argument("--descriptions", help="a JSON file of the shapes' engine descriptions (for a machine "
+                        "without node); --write-descriptions makes it where node and a built repo are")
+    parser.add_argument("--write-descriptions", metavar="FILE", help="write every shape's description and exit")
     args = parser.parse_args()
+    if args.write_descriptions:
+        with open(args.write_descriptions, "w") as f:
+            json.dump({shape: describe(config) for shape, config in SHAPES.items()}, f)
+        return
     device = torch.device(args.device)
     print(f"torch {torch.__version__}, {torch.cuda.get_device_name(device) if device.type == 'cuda' else 'cpu'}; "
           f"batch {args.batch} x seq {args.seq}, LoRA r={args.rank} all-linear, {args.steps} timed steps "
@@ -191,7 +210,8 @@ def main():
         config = SHAPES[shape]
         tokens = args.batch * args.seq * args.steps
         rows = []
-        desc, (seconds, peak) = svc_backend(config, args, device)
+        desc = description(shape, args)
+        seconds, peak = svc_backend(desc, args, device)
         full, lora = flops_per_token(desc, args.seq)
         rows.append(("svc torch", tokens / seconds, peak))
         torch.cuda.empty_cache() if device.type == "cuda" else None
