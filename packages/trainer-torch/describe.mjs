@@ -14,9 +14,13 @@ if (!source) {
   console.error("usage: node describe.mjs <config.json | model folder | ->");
   process.exit(2);
 }
-const file = source === "-" ? "/dev/stdin" : statSync(source).isDirectory() ? join(source, "config.json") : source;
+const file =
+  source === "-" ? "/dev/stdin" : statSync(source).isDirectory() ? join(source, "config.json") : source;
 try {
-  const config = parseModelConfig(JSON.parse(readFileSync(file, "utf8")), source === "-" ? "config.json" : file);
+  const config = parseModelConfig(
+    JSON.parse(readFileSync(file, "utf8")),
+    source === "-" ? "config.json" : file,
+  );
   process.stdout.write(`${JSON.stringify(blockDescription(config))}\n`);
 } catch (error) {
   console.error(error.message);

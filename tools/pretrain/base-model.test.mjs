@@ -100,9 +100,9 @@ print(json.dumps({"probe": logits[:, ::97].tolist(), "argmax": logits.argmax(-1)
   assert.equal(run.status, 0, run.stderr);
   const out = JSON.parse(run.stdout);
   assert.deepEqual(out.argmax, golden.argmax);
-  out.probe.forEach((row, t) =>
-    row.forEach((v, k) =>
-      assert.ok(Math.abs(v - golden.probe_logits[t][k]) < 1e-4, `position ${t}, probe ${k}`),
-    ),
-  );
+  for (const [t, row] of out.probe.entries()) {
+    for (const [k, v] of row.entries()) {
+      assert.ok(Math.abs(v - golden.probe_logits[t][k]) < 1e-4, `position ${t}, probe ${k}`);
+    }
+  }
 });

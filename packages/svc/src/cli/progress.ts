@@ -124,8 +124,14 @@ export class JobProgressPrinter {
   }
 
   event(event: JobEvent): void {
-    if (event.type === "download.progress") return this.downloads.progress(event);
-    if (event.type === "download.completed") return this.downloads.done(event);
+    if (event.type === "download.progress") {
+      this.downloads.progress(event);
+      return;
+    }
+    if (event.type === "download.completed") {
+      this.downloads.done(event);
+      return;
+    }
     if (event.type === "training.started") this.state.totalSteps = event.totalSteps;
     if (event.type === "training.log") {
       this.state.step = event.step;

@@ -32,11 +32,7 @@ import type {
   UpdateDeploymentRequest,
   UpstreamInfo,
 } from "@svc/server/wire";
-import type {
-  CloudApi,
-  CloudApiClientOptions,
-  DatasetProfileOptions,
-} from "./cloud-api.js";
+import type { CloudApi, CloudApiClientOptions, DatasetProfileOptions } from "./cloud-api.js";
 import {
   type AuthConfig,
   CloudApiError,
