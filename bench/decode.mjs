@@ -5,7 +5,9 @@
 //   - batch 1: greedy tokens/s after a 16-token prompt, svc's decoder step and
 //     its Generator, llama.cpp one sequence; the ratio; and the fraction of
 //     the bandwidth ceiling, weight bytes read per token × tokens/s over the
-//     machine's read bandwidth (bench/read-bandwidth.c, measured in this run);
+//     machine's read bandwidth (bench/read-bandwidth.c, measured just before
+//     each repetition's batch-1 runs: on a shared VM it drifts by a third
+//     within one run);
 //   - 8 and 32 concurrent streams: aggregate tokens/s, prefill included (svc's
 //     Generator, llama.cpp's parallel sequences in one context);
 //   - time to first token of a 1,000-token prompt.
@@ -70,19 +72,20 @@ function randomPrompt(vocab, seed, length = PROMPT) {
   return Array.from({ length }, () => rng.int(vocab));
 }
 
-/** The machine's read bandwidth in GB/s, best of 5 passes over 1 GiB with as many threads as the kernels use. */
-function readBandwidth() {
+/**
+ * The machine's read bandwidth in GB/s: read-bandwidth.c compiled once, each
+ * call the best of 5 passes over 1 GiB with as many threads as the kernels use.
+ */
+function bandwidthMeter() {
   const dir = mkdtempSync(join(tmpdir(), "svc-bench-bw-"));
-  try {
-    const exe = join(dir, "read-bandwidth");
-    const source = fileURLToPath(new URL("./read-bandwidth.c", import.meta.url));
-    const cc = spawnSync("cc", ["-O2", "-march=native", "-pthread", "-o", exe, source], { encoding: "utf8" });
-    if (cc.status !== 0) throw new Error(`cannot compile read-bandwidth.c: ${cc.stderr}`);
-    const run = spawnSync(exe, ["1024", String(threads), "5"], { encoding: "utf8" });
-    return Number(run.stdout.trim());
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  const exe = join(dir, "read-bandwidth");
+  const source = fileURLToPath(new URL("./read-bandwidth.c", import.meta.url));
+  const cc = spawnSync("cc", ["-O2", "-march=native", "-pthread", "-o", exe, source], { encoding: "utf8" });
+  if (cc.status !== 0) throw new Error(`cannot compile read-bandwidth.c: ${cc.stderr}`);
+  return {
+    measure: () => Number(spawnSync(exe, ["1024", String(threads), "5"], { encoding: "utf8" }).stdout.trim()),
+    close: () => rmSync(dir, { recursive: true, force: true }),
+  };
 }
 
 /** svc batch 1: greedy decode tokens/s on the BatchDecoder after a 16-token prefill. */
@@ -151,7 +154,8 @@ console.log(
 );
 if (!withLlama)
   console.log("llama.cpp: not installed (npm ci --prefix bench/llama-cpp ...; bench/README.md): svc only");
-const bandwidth = readBandwidth();
+const meter = bandwidthMeter();
+const bandwidth = meter.measure();
 console.log(
   `read bandwidth: ${bandwidth.toFixed(1)} GB/s (read-bandwidth.c, ${threads} threads, 1 GiB, best of 5)`,
 );
@@ -196,15 +200,22 @@ for (const name of shapes) {
     try {
       for (let rep = 0; rep < reps; rep++) {
         for (const n of streamCounts) {
-          if (n === 1) top(row, "svcStep", svcStep(served, config, tokens));
+          if (n === 1) {
+            // the ceiling of this repetition: the bandwidth measured just before it, since
+            // a shared machine's bandwidth drifts by a third within one run
+            const bw = meter.measure();
+            const step = svcStep(served, config, tokens);
+            top(row, "bandwidth", bw);
+            top(row, "svcStep", step);
+            top(row, "svcCeiling", (bytes * step) / 1e9 / bw);
+          }
           top(row.svc, n, await svcStreams(generator, config, n, tokens));
           if (llama) {
             const prompts = Array.from({ length: n }, (_, i) => randomPrompt(config.vocabSize, 100 + i));
-            top(
-              row.llama,
-              n,
-              await llamaDecode(llama.model, { prompts, tokens, threads, includePrefill: n > 1 }),
-            );
+            const rate = await llamaDecode(llama.model, { prompts, tokens, threads, includePrefill: n > 1 });
+            top(row.llama, n, rate);
+            if (n === 1)
+              top(row, "llamaCeiling", (row.llamaBytes * rate) / 1e9 / samples.get(row).bandwidth.at(-1));
           }
         }
         if (prefillTokens) {
@@ -222,7 +233,7 @@ for (const name of shapes) {
       }
     }
     rows.push(row);
-    const ceiling = (b, tps) => `${((100 * b * tps) / 1e9 / bandwidth).toFixed(0)}%`;
+    const ceiling = (fraction) => (fraction ? `${(100 * fraction).toFixed(0)}%` : "—");
     const streams = streamCounts
       .filter((n) => n > 1)
       .map(
@@ -230,10 +241,11 @@ for (const name of shapes) {
       )
       .join("; ");
     console.log(
-      `  ${format.padEnd(5)} ${(bytes / 2 ** 20).toFixed(0).padStart(5)} MiB read/token | batch 1: svc step ${fmt(row.svcStep)} (${ceiling(bytes, row.svcStep)} of ceiling), Generator ${fmt(row.svc[1])}, llama.cpp ${fmt(row.llama[1])}${row.llamaBytes ? ` (${ceiling(row.llamaBytes, row.llama[1])})` : ""}, ratio ${ratio(row.svcStep, row.llama[1])} (Generator ${ratio(row.svc[1], row.llama[1])}) | ${streams} | TTFT ${prefillTokens}: svc ${row.svcTtft ? (1 / row.svcTtft).toFixed(2) : "—"} s, llama.cpp ${row.llamaTtft ? (1 / row.llamaTtft).toFixed(2) : "—"} s`,
+      `  ${format.padEnd(5)} ${(bytes / 2 ** 20).toFixed(0).padStart(5)} MiB read/token, read bandwidth ${fmt(row.bandwidth)} GB/s | batch 1: svc step ${fmt(row.svcStep)} (${ceiling(row.svcCeiling)} of ceiling), Generator ${fmt(row.svc[1])}, llama.cpp ${fmt(row.llama[1])}${row.llamaBytes ? ` (${ceiling(row.llamaCeiling)})` : ""}, ratio ${ratio(row.svcStep, row.llama[1])} (Generator ${ratio(row.svc[1], row.llama[1])}) | ${streams} | TTFT ${prefillTokens}: svc ${row.svcTtft ? (1 / row.svcTtft).toFixed(2) : "—"} s, llama.cpp ${row.llamaTtft ? (1 / row.llamaTtft).toFixed(2) : "—"} s`,
     );
   }
 }
 rmSync(tokDir, { recursive: true, force: true });
-console.log(`\nload average at the end ${load()}; read bandwidth again ${readBandwidth().toFixed(1)} GB/s`);
+console.log(`\nload average at the end ${load()}; read bandwidth again ${meter.measure().toFixed(1)} GB/s`);
+meter.close();
 console.log(JSON.stringify({ bandwidth, rows }));
