@@ -25,23 +25,13 @@ import {
   readDataset,
   train,
 } from "../packages/engine/dist/src/index.js";
-import { engineHyperparameters } from "../packages/server/dist/src/engine-hyperparameters.js";
 import { exactMatchScore, writeTorchJob } from "../packages/server/dist/src/worker/torch-job.js";
+import { readTemplateConfig } from "./template-accuracy/template-config.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
-const template = join(root, "templates", "ticket-triage");
-// templates/ticket-triage/src/svc/index.ts, as the server receives it
-const hyperparameters = engineHyperparameters({
-  lora: { r: 8, alpha: 16, maxLength: 256 },
-  maxSteps: 600,
-  batchSize: 8,
-  learningRate: 2e-3,
-  lrSchedulerType: "cosine",
-  warmupSteps: 5,
-  evalSteps: 50,
-  saveSteps: 200,
-  seed: 42,
-});
+// the template's own settings and data, as `svc start` would send them
+const template = await readTemplateConfig(join(root, "templates", "ticket-triage"));
+const { hyperparameters } = template;
 
 const [command, dirArg] = process.argv.slice(2);
 if (!["prepare", "check"].includes(command) || !dirArg) {
@@ -50,8 +40,8 @@ if (!["prepare", "check"].includes(command) || !dirArg) {
 }
 const dir = resolve(dirArg);
 const model = await loadModel(join(root, "models", "pico-llama"));
-const trainRows = await readDataset(join(template, "data", "train.jsonl"));
-const evalRows = await readDataset(join(template, "data", "eval.jsonl"));
+const trainRows = await readDataset(template.trainPath);
+const evalRows = await readDataset(template.evalPath);
 const prepared = prepareSets(model.tokenizer, trainRows, evalRows, hyperparameters);
 
 if (command === "prepare") {

@@ -26,17 +26,10 @@ import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+from check_transformers import DEVICE, rel  # noqa: E402
 from fixture_io import read_safetensors  # noqa: E402
 
 TOL = 1e-4
-DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
-torch.backends.cuda.matmul.allow_tf32 = False
-torch.backends.cudnn.allow_tf32 = False
-
-
-def rel(a, b):
-    a, b = torch.as_tensor(a).double().flatten().cpu(), torch.as_tensor(b).double().flatten().cpu()
-    return float((a - b).abs().max() / b.abs().max().clamp_min(1e-30))
 
 
 def logits_of(model, ids):
@@ -63,7 +56,7 @@ def check(name, artifacts, fixtures):
     peft_targets = sorted({n.split(".")[-1] for n, m in probe.named_modules() if hasattr(m, "lora_A")})
     targets_equal = peft_targets == sorted(expected["targets"])
 
-    want = torch.tensor(expected["logits_lora"])
+    want = torch.tensor(expected["logits_lora"]).view(len(ids), -1)
     adapted = PeftModel.from_pretrained(base, os.path.join(art, "adapter")).to(DEVICE).eval()
     checks["peft_logits"] = rel(logits_of(adapted, ids), want)
     merged = AutoModelForCausalLM.from_pretrained(os.path.join(art, "merged"), **load).to(DEVICE).eval()
