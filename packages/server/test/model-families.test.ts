@@ -3,7 +3,9 @@
 // targets); a job's LoRA targets are checked against its model's family; a
 // folder the engine cannot read stops the server with the engine's reason;
 // and a LoRA job on a tiny Qwen3 and a tiny Gemma 3 trains the family's
-// modules, deploys and answers the official openai client through the edge.
+// modules, deploys and answers the official openai client through the edge,
+// also on the two as transformers itself saved them at their config classes'
+// defaults (engine/fixtures-transformers).
 import assert from "node:assert/strict";
 import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
@@ -22,8 +24,9 @@ import {
   uploadDataset,
 } from "./harness.js";
 
-/** packages/engine/fixtures, from packages/server/dist/test/. */
+/** packages/engine/fixtures and fixtures-transformers, from packages/server/dist/test/. */
 const FIXTURES = join(dirname(fileURLToPath(import.meta.url)), "../../../engine/fixtures");
+const TRANSFORMERS_FIXTURES = `${FIXTURES}-transformers`;
 const MODEL_FILES = [
   "config.json",
   "generation_config.json",
@@ -33,11 +36,11 @@ const MODEL_FILES = [
 ];
 
 /** A copy of a committed engine fixture's model files (the fixtures stay read-only). */
-function fixtureModel(root: string, fixture: string): string {
+function fixtureModel(root: string, fixture: string, folder = FIXTURES): string {
   const dir = join(root, fixture);
   mkdirSync(dir);
   for (const file of MODEL_FILES) {
-    const from = join(FIXTURES, fixture, file);
+    const from = join(folder, fixture, file);
     if (existsSync(from)) copyFileSync(from, join(dir, file));
   }
   return dir;
@@ -46,6 +49,8 @@ function fixtureModel(root: string, fixture: string): string {
 const QWEN3 = "test/qwen3";
 const GEMMA3 = "test/gemma3";
 const PHI3 = "test/phi3";
+const QWEN3_HF = "test/qwen3-transformers";
+const GEMMA3_HF = "test/gemma3-transformers";
 const SEPARATE = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"];
 const FUSED = ["qkv_proj", "o_proj", "gate_up_proj", "down_proj"];
 
@@ -65,10 +70,12 @@ describe("model families through svc server", () => {
   before(async () => {
     const models = tempDir("families");
     const flags = [
-      [QWEN3, "qwen3-v5-bf16"],
-      [GEMMA3, "gemma3-v5-f32"],
-      [PHI3, "phi3-mini-v5-f32"],
-    ].flatMap(([name, fixture]) => ["--model", `${name}=${fixtureModel(models, fixture)}`]);
+      [QWEN3, fixtureModel(models, "qwen3-v5-bf16")],
+      [GEMMA3, fixtureModel(models, "gemma3-v5-f32")],
+      [PHI3, fixtureModel(models, "phi3-mini-v5-f32")],
+      [QWEN3_HF, fixtureModel(models, "qwen3-defaults", TRANSFORMERS_FIXTURES)],
+      [GEMMA3_HF, fixtureModel(models, "gemma3-defaults", TRANSFORMERS_FIXTURES)],
+    ].flatMap(([name, dir]) => ["--model", `${name}=${dir}`]);
     server = await serverFor("sqlite", [...flags, "--job-poll-ms", "100"]);
     api = server.apiUrl;
     id = await newIdentity(api);
@@ -79,18 +86,20 @@ describe("model families through svc server", () => {
     const reply = await call(api, "GET", "/v1/models", { token: id.token });
     assert.equal(reply.status, 200);
     const byName = new Map(reply.body.models.map((m: { name: string }) => [m.name, m]));
-    const expected: [string, string, string, string[]][] = [
-      [QWEN3, "qwen3", "Qwen3ForCausalLM", SEPARATE],
-      [GEMMA3, "gemma3", "Gemma3ForCausalLM", SEPARATE],
-      [PHI3, "phi3", "Phi3ForCausalLM", FUSED],
+    const expected: [string, string, string, string[], number][] = [
+      [QWEN3, "qwen3", "Qwen3ForCausalLM", SEPARATE, 512],
+      [GEMMA3, "gemma3", "Gemma3ForCausalLM", SEPARATE, 512],
+      [PHI3, "phi3", "Phi3ForCausalLM", FUSED, 512],
+      [QWEN3_HF, "qwen3", "Qwen3ForCausalLM", SEPARATE, 32768],
+      [GEMMA3_HF, "gemma3", "Gemma3ForCausalLM", SEPARATE, 131072],
     ];
-    for (const [name, family, architecture, loraTargets] of expected) {
+    for (const [name, family, architecture, loraTargets, contextLength] of expected) {
       const model = byName.get(name) as Record<string, unknown>;
       assert.ok(model, `${name} in ${JSON.stringify(reply.body)}`);
       assert.equal(model.family, family);
       assert.equal(model.architecture, architecture);
       assert.deepEqual(model.loraTargets, loraTargets);
-      assert.equal(model.contextLength, 512);
+      assert.equal(model.contextLength, contextLength);
       assert.ok(typeof model.parameters === "number" && model.parameters > 0);
     }
   });
@@ -148,6 +157,8 @@ describe("model families through svc server", () => {
   for (const [model, targetModules] of [
     [QWEN3, undefined],
     [GEMMA3, ["all-linear"]],
+    [QWEN3_HF, undefined],
+    [GEMMA3_HF, ["all-linear"]],
   ] as const) {
     it(`trains a LoRA job on ${model} over its family's modules, deploys it and answers the openai client at the edge`, async () => {
       const dataset = await uploadDataset(api, id, chatJsonl(8));
