@@ -13,8 +13,9 @@
 //        rounds activations to 8 bits for its q8_0 dot products, an error of
 //        the same kind and size as the weights'.
 // The GGUF carries the chat template, and the Modelfile its Ollama form.
+// (Tokenizers in llama.cpp: export-llama-cpp-tokenizers.test.ts.)
 import assert from "node:assert/strict";
-import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { after, describe, it } from "node:test";
@@ -22,28 +23,24 @@ import { fileURLToPath } from "node:url";
 import { tensorType } from "../src/export/gguf-export.js";
 import type { GgmlTypeName } from "../src/export/gguf-file.js";
 import { decode, encode } from "../src/export/gguf-quant.js";
-import { GPT4O_SPLIT, LLAMA3_SPLIT, QWEN2_SPLIT } from "../src/export/gguf-tokenizer.js";
 import { exportModel } from "../src/export/index.js";
 import { LoadedModel, loadModel } from "../src/load.js";
-import { argmax, LLAMA_CPP_PACKAGE, openLlamaCpp } from "../src/testing/llama-cpp-peer.js";
+import { argmax, LLAMA_CPP_SKIP, openLlamaCpp, weightsAs } from "../src/testing/llama-cpp-peer.js";
 import { createRandomModel } from "../src/testing/random-model.js";
-import { writeSentencePieceTokenizer } from "../src/testing/spm-tokenizer.js";
 import type { ModelWeights } from "../src/weights.js";
 
 /** packages/engine: the cases below name folders under it. */
 const ENGINE = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
-const installed = existsSync(LLAMA_CPP_PACKAGE);
-const skip = installed
-  ? false
-  : `llama.cpp peer not installed (npm ci --prefix bench/llama-cpp --omit=optional)`;
+const skip = LLAMA_CPP_SKIP;
 
 // one fixture per family, each with its adapter, and each family as transformers
 // itself saved it at its config class's defaults (with peft's adapter); Phi-3's
 // without its sliding window (llama.cpp's phi3 attends to the whole context,
 // which the export says)
 const FAMILIES = ["llama", "mistral", "qwen2", "qwen3", "gemma3", "phi3", "smollm3", "olmo2", "granite"];
-// The exporter's warning where a family's llama.cpp architecture has no sliding
-// window (Mistral's default is 4096 positions: longer than these prompts).
+// A case's last field is the warning its export must give, where llama.cpp
+// computes differently from svc beyond these prompts: Mistral's default window
+// of 4096 positions (llama.cpp's llama has none), longrope's factor switch.
 const NO_WINDOW = /llama\.cpp's llama attends to the whole context, not a sliding window of 4096 positions/;
 const CASES: [string, string, ((c: Record<string, unknown>) => void)?, RegExp?][] = [
   ["llama", "fixtures/llama-llama3-v5-f16"],
@@ -52,7 +49,12 @@ const CASES: [string, string, ((c: Record<string, unknown>) => void)?, RegExp?][
   ["qwen3", "fixtures/qwen3-v5-bf16"],
   ["gemma3", "fixtures/gemma3-v5-f32"],
   ["phi3", "fixtures/phi3-mini-v5-f32", (c) => delete c.sliding_window],
-  ["phi3 with longrope", "fixtures/phi4-mini-longrope-v5-f16"],
+  [
+    "phi3 with longrope",
+    "fixtures/phi4-mini-longrope-v5-f16",
+    undefined,
+    /long rope factors whenever its context is longer than 7 tokens/,
+  ],
   ["smollm3", "fixtures/smollm3-v5-f32"],
   ["olmo2", "fixtures/olmo2-v5-f32"],
   ["granite", "fixtures/granite-v5-bf16"],
@@ -97,41 +99,6 @@ function greedyWithin(
   return null;
 }
 
-function greedyEngine(
-  model: { logits(ids: number[]): Float32Array },
-  ids: number[],
-  steps: number,
-  V: number,
-) {
-  const seq = [...ids];
-  for (let s = 0; s < steps; s++) {
-    const logits = model.logits(seq);
-    seq.push(argmax(logits, (seq.length - 1) * V, seq.length * V));
-  }
-  return seq.slice(ids.length);
-}
-
-/** The weights as q8_0 stores them (matrices quantized by rows, as the GGUF holds them). */
-function q8Weights(w: ModelWeights): ModelWeights {
-  const q = (a: Float32Array) => decode("Q8_0", encode("Q8_0", a), a.length);
-  const embed = q(w.embed);
-  return {
-    embed,
-    lmHead: w.lmHead === w.embed ? embed : q(w.lmHead),
-    finalNorm: w.finalNorm,
-    layers: w.layers.map((l) => ({
-      ...l,
-      q: q(l.q),
-      k: q(l.k),
-      v: q(l.v),
-      o: q(l.o),
-      gate: q(l.gate),
-      up: q(l.up),
-      down: q(l.down),
-    })),
-  };
-}
-
 describe("GGUF exports load in llama.cpp and compute what svc computes", { skip }, () => {
   const root = mkdtempSync(join(tmpdir(), "svc-export-llama-"));
   after(() => rmSync(root, { recursive: true, force: true }));
@@ -159,9 +126,7 @@ describe("GGUF exports load in llama.cpp and compute what svc computes", { skip 
         out: join(root, family, "f16"),
         name: "tiny",
       });
-      if (family.includes("longrope"))
-        assert.match(f16.warnings.join(), /long rope factors whenever its context is longer than 7 tokens/);
-      else if (warning) assert.match(f16.warnings.join(), warning);
+      if (warning) assert.match(f16.warnings.join(), warning);
       else assert.deepEqual(f16.warnings, []);
       const peer = await openLlamaCpp(join(f16.dir, f16.files[0]), V);
       assert.ok(peer);
@@ -200,9 +165,16 @@ describe("GGUF exports load in llama.cpp and compute what svc computes", { skip 
       await exportModel({ baseDir: base, adapterDir, format: "merged", quant: "f32", out: merged32 });
       const exact = (await loadModel(merged32)) as LoadedModel;
       const reference = exact.logits(PROMPT);
-      const own = new LoadedModel(merged32, exact.config, q8Weights(exact.weights), exact.tokenizer, null, {
-        graph: null,
-      });
+      const own = new LoadedModel(
+        merged32,
+        exact.config,
+        weightsAs("Q8_0", exact.weights),
+        exact.tokenizer,
+        null,
+        {
+          graph: null,
+        },
+      );
       const quantEffect = maxDiff(reference, own.logits(PROMPT));
       const q8 = await exportModel({
         baseDir: base,
@@ -296,111 +268,4 @@ describe("GGUF exports load in llama.cpp and compute what svc computes", { skip 
       await peer.dispose();
     }
   });
-
-  for (const style of ["llama2", "gemma"] as const) {
-    it(`a SentencePiece vocabulary (${style} style) is llama.cpp's "llama" tokenizer: same tokens, same greedy continuation`, async () => {
-      const dir = join(root, `spm-${style}`);
-      await createRandomModel(dir, { merges: 120 });
-      const V = JSON.parse(readFileSync(join(dir, "config.json"), "utf8")).vocab_size as number;
-      await writeSentencePieceTokenizer(dir, V, style);
-      const model = await loadModel(dir);
-      const gguf = await exportModel({ baseDir: dir, format: "gguf", out: join(dir, "gguf") });
-      const peer = await openLlamaCpp(join(gguf.dir, gguf.files[0]), V);
-      assert.ok(peer);
-      try {
-        assert.equal(
-          (peer.metadata as { tokenizer?: { ggml?: { model?: string } } }).tokenizer?.ggml?.model,
-          "llama",
-        );
-        const texts = [
-          "The quick brown fox jumps over the lazy dog.",
-          // two spaces, characters the vocabulary lacks (byte fallback)
-          "hello there!  Two  spaces, naïve café 日本語 🙂 zzqx",
-          model.tokenizer.applyChatTemplate(
-            [
-              { role: "user", content: "What is the weather like?" },
-              { role: "assistant", content: "The answer is yes, thank you." },
-            ],
-            {},
-          ),
-        ];
-        for (const text of texts) assert.deepEqual(peer.tokenize(text), model.tokenizer.encode(text), text);
-        const prompt = model.tokenizer.encode(texts[2]);
-        assert.deepEqual(
-          await peer.greedy(prompt, 6),
-          greedyEngine(roundedModel(model as LoadedModel), prompt, 6, V),
-        );
-      } finally {
-        await peer.dispose();
-      }
-    });
-  }
 });
-
-const SPLIT_TEXTS = [
-  "I'm sure they'll say DON'T: 12345 apples, 7 pears!\n\n  Indented\ttab\r\nline",
-  "Über naïve café 日本語のテキスト。 Emoji too: 🙂🚀 ÀÉÎ ßẞ x/y//z",
-];
-
-describe("byte-level pre-tokenizer rules keep their meaning in llama.cpp", { skip }, () => {
-  const root = mkdtempSync(join(tmpdir(), "svc-export-split-"));
-  after(() => rmSync(root, { recursive: true, force: true }));
-  const cases: [string, unknown][] = [
-    ["gpt-2", { type: "ByteLevel", add_prefix_space: false, trim_offsets: true, use_regex: true }],
-    ["llama-bpe (Llama 3, OLMo 2, SmolLM3)", LLAMA3_SPLIT],
-    ["qwen2 (Qwen2, Qwen3)", QWEN2_SPLIT],
-    ["gpt-4o (Phi-4-mini)", GPT4O_SPLIT],
-  ];
-  for (const [name, rule] of cases) {
-    it(name, async () => {
-      const dir = join(root, name.split(" ")[0]);
-      await createRandomModel(dir, { merges: 60 });
-      const file = join(dir, "tokenizer.json");
-      const json = JSON.parse(readFileSync(file, "utf8"));
-      json.pre_tokenizer =
-        typeof rule === "string"
-          ? {
-              type: "Sequence",
-              pretokenizers: [
-                { type: "Split", pattern: { Regex: rule }, behavior: "Isolated", invert: false },
-                { type: "ByteLevel", add_prefix_space: false, trim_offsets: false, use_regex: false },
-              ],
-            }
-          : rule;
-      writeFileSync(file, JSON.stringify(json));
-      const model = await loadModel(dir);
-      const gguf = await exportModel({ baseDir: dir, format: "gguf", out: join(dir, "gguf") });
-      const peer = await openLlamaCpp(join(gguf.dir, gguf.files[0]), model.config.vocabSize);
-      assert.ok(peer);
-      try {
-        for (const text of SPLIT_TEXTS)
-          assert.deepEqual(peer.tokenize(text), model.tokenizer.encode(text), text);
-      } finally {
-        await peer.dispose();
-      }
-    });
-  }
-});
-
-/** The model with its matrices rounded to f16, as an f16 GGUF holds them. */
-function roundedModel(m: LoadedModel): LoadedModel {
-  const r = (a: Float32Array) => decode("F16", encode("F16", a), a.length);
-  const w = m.weights;
-  const embed = r(w.embed);
-  const weights: ModelWeights = {
-    embed,
-    lmHead: w.lmHead === w.embed ? embed : r(w.lmHead),
-    finalNorm: w.finalNorm,
-    layers: w.layers.map((l) => ({
-      ...l,
-      q: r(l.q),
-      k: r(l.k),
-      v: r(l.v),
-      o: r(l.o),
-      gate: r(l.gate),
-      up: r(l.up),
-      down: r(l.down),
-    })),
-  };
-  return new LoadedModel(m.dir, m.config, weights, m.tokenizer, null, { graph: null });
-}

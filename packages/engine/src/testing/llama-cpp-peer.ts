@@ -4,10 +4,17 @@
 import { existsSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import type { GgmlTypeName } from "../export/gguf-file.js";
+import { decode, encode } from "../export/gguf-quant.js";
+import type { ModelWeights } from "../weights.js";
 
 /** The repository root, from packages/engine/dist/src/testing/. */
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "..", "..", "..");
 export const LLAMA_CPP_PACKAGE = join(ROOT, "bench", "llama-cpp", "node_modules", "node-llama-cpp");
+/** A test's skip reason where the peer is not installed, else false. */
+export const LLAMA_CPP_SKIP: string | false = existsSync(LLAMA_CPP_PACKAGE)
+  ? false
+  : "llama.cpp peer not installed (npm ci --prefix bench/llama-cpp --omit=optional)";
 
 export interface LlamaCppPeer {
   /** Logits after each of `ids` (row-major [ids.length, vocab]). */
@@ -73,4 +80,25 @@ export function argmax(row: ArrayLike<number>, from = 0, to = row.length): numbe
   let best = from;
   for (let i = from + 1; i < to; i++) if (row[i] > row[best]) best = i;
   return best - from;
+}
+
+/** The weights as a GGUF of `type` holds them: every matrix encoded and decoded again, the norms as they are. */
+export function weightsAs(type: GgmlTypeName, w: ModelWeights): ModelWeights {
+  const stored = (a: Float32Array) => decode(type, encode(type, a), a.length);
+  const embed = stored(w.embed);
+  return {
+    embed,
+    lmHead: w.lmHead === w.embed ? embed : stored(w.lmHead),
+    finalNorm: w.finalNorm,
+    layers: w.layers.map((l) => ({
+      ...l,
+      q: stored(l.q),
+      k: stored(l.k),
+      v: stored(l.v),
+      o: stored(l.o),
+      gate: stored(l.gate),
+      up: stored(l.up),
+      down: stored(l.down),
+    })),
+  };
 }
