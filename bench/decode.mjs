@@ -199,11 +199,12 @@ for (const name of shapes) {
     // svc and llama.cpp alternate within each repetition, so a burst of load hits both alike
     try {
       for (let rep = 0; rep < reps; rep++) {
+        // the ceiling of this repetition's batch-1 runs: the bandwidth measured just before
+        // them, since a shared machine's bandwidth drifts by a third within one run
+        let bw = 0;
         for (const n of streamCounts) {
           if (n === 1) {
-            // the ceiling of this repetition: the bandwidth measured just before it, since
-            // a shared machine's bandwidth drifts by a third within one run
-            const bw = meter.measure();
+            bw = meter.measure();
             const step = svcStep(served, config, tokens);
             top(row, "bandwidth", bw);
             top(row, "svcStep", step);
@@ -214,8 +215,7 @@ for (const name of shapes) {
             const prompts = Array.from({ length: n }, (_, i) => randomPrompt(config.vocabSize, 100 + i));
             const rate = await llamaDecode(llama.model, { prompts, tokens, threads, includePrefill: n > 1 });
             top(row.llama, n, rate);
-            if (n === 1)
-              top(row, "llamaCeiling", (row.llamaBytes * rate) / 1e9 / samples.get(row).bandwidth.at(-1));
+            if (n === 1) top(row, "llamaCeiling", (row.llamaBytes * rate) / 1e9 / bw);
           }
         }
         if (prefillTokens) {

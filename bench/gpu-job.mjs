@@ -12,20 +12,22 @@
 // serves the GPU-trained adapter with the engine's generator (the edge's) on
 // the same prompts, and prints both backends' losses and exact match.
 // (Run on a CPU, the trainer's 600 steps take about 4 minutes on 2 cores.)
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import {
-  answersMatch,
-  createGenerator,
   loadAdapter,
   loadModel,
   prepareSets,
   readDataset,
   train,
 } from "../packages/engine/dist/src/index.js";
-import { exactMatchScore, writeTorchJob } from "../packages/server/dist/src/worker/torch-job.js";
+import { ExactMatchRunner } from "../packages/engine/dist/src/task-metrics.js";
+import {
+  exactMatchScore,
+  torchExactMatch,
+  writeTorchJob,
+} from "../packages/server/dist/src/worker/torch-job.js";
 import { readTemplateConfig } from "./template-accuracy/template-config.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -66,15 +68,7 @@ if (command === "prepare") {
     .map((line) => JSON.parse(line));
   const job = JSON.parse(readFileSync(join(dir, "job.json"), "utf8"));
   // the exact-match sample and its references, as the worker keeps them beside the job
-  const scratch = mkdtempSync(join(tmpdir(), "svc-gpu-job-"));
-  const { exactMatch: rows } = writeTorchJob(scratch, {
-    model,
-    prepared,
-    hyperparameters,
-    outputDir: scratch,
-    resumeFrom: null,
-  });
-  rmSync(scratch, { recursive: true, force: true });
+  const rows = torchExactMatch({ model, prepared, hyperparameters });
   const torchSteps = events.filter((e) => e.type === "progress").map((e) => e.progress);
   const result = events.find((e) => e.type === "result");
   if (!result || result.result.status !== "completed")
@@ -83,23 +77,14 @@ if (command === "prepare") {
   const torchLast = lastEval(torchSteps);
   const torchExact = exactMatchScore(torchLast.exactMatchIds, rows, model.tokenizer);
 
-  // The GPU-trained adapter, served by the engine's generator on the same prompts.
+  // The GPU-trained adapter, served by the engine's generator on the same prompts (as its own eval does).
   const adapterDir = resolve(root, result.result.adapterDir);
-  const adapter = loadAdapter(adapterDir);
-  const generator = createGenerator(model);
-  let served = 0;
-  for (const row of rows) {
-    let text = "";
-    for await (const chunk of generator.generate({
-      promptIds: row.promptIds,
-      maxTokens: job.settings.exactMatchMaxTokens,
-      temperature: 0,
-      adapter,
-    })) {
-      text += chunk.text ?? "";
-    }
-    if (answersMatch(text, row.reference)) served++;
-  }
+  const served = await new ExactMatchRunner(
+    model,
+    loadAdapter(adapterDir),
+    rows,
+    job.settings.exactMatchMaxTokens,
+  ).run();
 
   const engineSteps = [];
   const began = performance.now();
@@ -129,5 +114,7 @@ if (command === "prepare") {
   console.log(
     `torch: peak memory ${(peak / 2 ** 20).toFixed(0)} MiB, ${torchSteps.at(-1).tokensPerSecond.toFixed(0)} tokens/s at the last step`,
   );
-  console.log(`its adapter served by the engine's generator: ${served} of ${rows.length} answers exact`);
+  console.log(
+    `its adapter served by the engine's generator: exact match ${served.toFixed(3)} on ${rows.length} prompts`,
+  );
 }

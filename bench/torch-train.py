@@ -7,7 +7,8 @@
                                  [--descriptions FILE | --write-descriptions FILE]
 
 Random weights in each shape's published config (the engine reads it: node and
-a built repo are needed, or --descriptions written by --write-descriptions), bf16 on CUDA (frozen base weights in bf16, LoRA and
+a built repo are needed, or --descriptions written by --write-descriptions
+where they are), bf16 on CUDA (frozen base weights in bf16, LoRA and
 AdamW in fp32, matmuls under autocast; transformers + peft: the model in bf16,
 eager attention, under the same autocast), LoRA r=16 (alpha 32) on all linear
 layers, AdamW, global-norm clipping, random token ids. Prints per shape and

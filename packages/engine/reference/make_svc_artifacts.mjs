@@ -5,7 +5,7 @@
 // engine's own logits of base + adapter on the fixture's first sequence.
 //
 // Run after `npm run build`: node make_svc_artifacts.mjs OUT
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { exportModel, initLoraAdapter, loadModel, saveAdapter } from "../dist/src/index.js";
@@ -39,7 +39,6 @@ for (const name of readdirSync(fixtures).sort()) {
     out: join(dir, "merged"),
   });
   const logits = model.withAdapter(adapter).logits(ids);
-  mkdirSync(dir, { recursive: true });
   writeFileSync(
     join(dir, "expected.json"),
     JSON.stringify({

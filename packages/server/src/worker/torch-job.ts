@@ -97,24 +97,28 @@ export interface TorchJobFiles {
   exactMatch: ExactMatchRow[] | null;
 }
 
+/**
+ * The engine's exact-match sample for a torch job: Python generates for its
+ * prompts, the worker compares the answers (answersMatch). Null when exact
+ * match does not run on this job.
+ */
+export function torchExactMatch(options: Pick<TorchJobOptions, "model" | "prepared" | "hyperparameters">) {
+  const { model, prepared } = options;
+  const settings = resolveHyperparameters(options.hyperparameters);
+  if (settings.lossOn !== "assistant" || !prepared.eval) return null;
+  return exactMatchSample(
+    prepared.eval.examples,
+    model.tokenizer,
+    { maxTokens: settings.exactMatchMaxTokens, samples: settings.exactMatchSamples, seed: settings.seed },
+    model.config ? model.config.maxPositionEmbeddings : model.contextLength,
+  );
+}
+
 /** Writes the job (job.json, train.tokens, eval.tokens) into `dir`. */
 export function writeTorchJob(dir: string, options: TorchJobOptions): TorchJobFiles {
   const { model, prepared } = options;
   const settings = resolveHyperparameters(options.hyperparameters);
-  // The engine's sample: Python generates for its prompts, the worker compares the answers (answersMatch).
-  const exactMatch =
-    settings.lossOn === "assistant" && prepared.eval
-      ? exactMatchSample(
-          prepared.eval.examples,
-          model.tokenizer,
-          {
-            maxTokens: settings.exactMatchMaxTokens,
-            samples: settings.exactMatchSamples,
-            seed: settings.seed,
-          },
-          model.config ? model.config.maxPositionEmbeddings : model.contextLength,
-        )
-      : null;
+  const exactMatch = torchExactMatch(options);
   const trainTokens = join(dir, "train.tokens");
   writeFileSync(trainTokens, encodeTokens(prepared.train));
   const evalTokens = prepared.eval ? join(dir, "eval.tokens") : null;
