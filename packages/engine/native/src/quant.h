@@ -20,6 +20,7 @@
 enum { SVC_QUANT_BF16 = 1, SVC_QUANT_INT8 = 2, SVC_QUANT_Q4_0 = 3 };
 
 typedef unsigned int vu __attribute__((vector_size(SVC_VEC_BYTES)));
+typedef unsigned int vu_u __attribute__((vector_size(SVC_VEC_BYTES), aligned(2), may_alias));
 typedef unsigned short vh_u __attribute__((vector_size(SVC_VEC_BYTES / 2), aligned(1), may_alias));
 typedef unsigned char vu8_u __attribute__((vector_size(SVC_VEC_BYTES / 4), aligned(1), may_alias));
 typedef unsigned short vh __attribute__((vector_size(SVC_VEC_BYTES / 2)));
@@ -61,7 +62,18 @@ static inline float f16_to_f32(unsigned short h) {
 struct QBf16 {
   const unsigned short* w;
   long k;
-  static constexpr bool kBlockScale = false, kRowScale = false;
+  static constexpr bool kBlockScale = false, kRowScale = false, kPairs = true;
+  // 2W weights from column pb + off as fp32, without a widening convert: read
+  // as W 32-bit lanes, lane l holds weight 2l in its low half and 2l + 1 in
+  // its high half, so a shift gives the even weights and a mask the odd ones
+  // (GCC widens 16-bit lanes to a zmm as two ymm converts and an insert, which
+  // left bf16 decode compute-bound at two thirds of fp32's bandwidth).
+  void pairs(long r, long pb, int off, vf& even, vf& odd) const {
+    vu u = *reinterpret_cast<const vu_u*>(w + r * k + pb + off);
+    vu e = u << 16, o = u & 0xffff0000u;
+    __builtin_memcpy(&even, &e, sizeof even);
+    __builtin_memcpy(&odd, &o, sizeof odd);
+  }
   vf load(long r, long pb, int off) const {
     vu u = __builtin_convertvector(*reinterpret_cast<const vh_u*>(w + r * k + pb + off), vu) << 16;
     vf f;
@@ -85,7 +97,8 @@ struct QInt8 {
   const signed char* w;
   const float* scales;
   long k;
-  static constexpr bool kBlockScale = false, kRowScale = true;
+  static constexpr bool kBlockScale = false, kRowScale = true, kPairs = false;
+  void pairs(long, long, int, vf&, vf&) const {}  // bf16 only
   // Widened as unsigned bytes (a sign-extending convert of a byte vector
   // compiles to scalar code in GCC 12): q = (b ^ 0x80) - 128.
   vf load(long r, long pb, int off) const {
@@ -104,7 +117,8 @@ struct QQ4 {
   const unsigned char* w;
   const unsigned short* scales;
   long k;
-  static constexpr bool kBlockScale = true, kRowScale = false;
+  static constexpr bool kBlockScale = true, kRowScale = false, kPairs = false;
+  void pairs(long, long, int, vf&, vf&) const {}  // bf16 only
   // Weights off..off+W-1 of the block are the low nibbles of its bytes off..
   // when off < 16, else the high nibbles of bytes off-16 ...
   vf load(long r, long pb, int off) const { return nibbles(r, pb, off) - 8.f; }
@@ -165,6 +179,32 @@ static void qgemv_block(const Q& q, const float* x, long ldx, float* c, long ldc
 #pragma GCC unroll 8
         for (int v = 0; v < QBLOCK / W; v++) t += xv[v] * q.nibbles(j + r, p, v * W);
         acc[0][r] += ds[r][in_chunk] * t;
+      }
+      continue;
+    }
+    if constexpr (Q::kPairs) {
+      // x's even and odd columns meet the even and odd weights (QBf16::pairs)
+#pragma GCC unroll 8
+      for (int r = 0; r < R; r++) stream_prefetch(static_cast<const char*>(q.addr(j + r, p)) + ahead);
+#pragma GCC unroll 4
+      for (int v = 0; v < QBLOCK / W; v += 2) {
+        vf xe[M], xo[M];
+#pragma GCC unroll 4
+        for (int i = 0; i < M; i++) {
+          vf x0 = vload(x + i * ldx + p + v * W), x1 = vload(x + i * ldx + p + v * W + W);
+          xe[i] = __builtin_shufflevector(x0, x1, SVC_EVEN_LANES);
+          xo[i] = __builtin_shufflevector(x0, x1, SVC_ODD_LANES);
+        }
+#pragma GCC unroll 8
+        for (int r = 0; r < R; r++) {
+          vf we, wo;
+          q.pairs(j + r, p, v * W, we, wo);
+#pragma GCC unroll 4
+          for (int i = 0; i < M; i++) {
+            acc[i][r] += xe[i] * we;
+            acc[i][r] += xo[i] * wo;
+          }
+        }
       }
       continue;
     }

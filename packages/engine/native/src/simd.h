@@ -25,6 +25,17 @@ static inline void vstore(float* p, vf v) { *reinterpret_cast<vf_u*>(p) = v; }
 #else
 #define SVC_LANES0 0, 0, 0, 0
 #endif
+// The even and odd lanes of two vectors (a __builtin_shufflevector over both).
+#if SVC_VEC_BYTES == 64
+#define SVC_EVEN_LANES 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30
+#define SVC_ODD_LANES 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31
+#elif SVC_VEC_BYTES == 32
+#define SVC_EVEN_LANES 0, 2, 4, 6, 8, 10, 12, 14
+#define SVC_ODD_LANES 1, 3, 5, 7, 9, 11, 13, 15
+#else
+#define SVC_EVEN_LANES 0, 2, 4, 6
+#define SVC_ODD_LANES 1, 3, 5, 7
+#endif
 static inline vf vset1(float x) {
   vf r = {x};
   return __builtin_shufflevector(r, r, SVC_LANES0);
