@@ -80,7 +80,6 @@ struct QBf16 {
     __builtin_memcpy(&f, &u, sizeof f);
     return f;
   }
-  vf nibbles(long, long, int) const { return vf{}; }  // q4_0 only
   float scalar(long r, long p) const {
     unsigned int u = (unsigned int)w[r * k + p] << 16;
     float f;
@@ -98,14 +97,12 @@ struct QInt8 {
   const float* scales;
   long k;
   static constexpr bool kBlockScale = false, kRowScale = true, kPairs = false;
-  void pairs(long, long, int, vf&, vf&) const {}  // bf16 only
   // Widened as unsigned bytes (a sign-extending convert of a byte vector
   // compiles to scalar code in GCC 12): q = (b ^ 0x80) - 128.
   vf load(long r, long pb, int off) const {
     vu8 b = *reinterpret_cast<const vu8_u*>(w + r * k + pb + off) ^ (unsigned char)0x80;
     return __builtin_convertvector(__builtin_convertvector(b, vi) - 128, vf);
   }
-  vf nibbles(long, long, int) const { return vf{}; }  // q4_0 only
   float scalar(long r, long p) const { return (float)w[r * k + p]; }
   float block_scale(long, long) const { return 1.f; }
   void block_scales(long, long, long, float*) const {}
@@ -118,7 +115,6 @@ struct QQ4 {
   const unsigned short* scales;
   long k;
   static constexpr bool kBlockScale = true, kRowScale = false, kPairs = false;
-  void pairs(long, long, int, vf&, vf&) const {}  // bf16 only
   // Weights off..off+W-1 of the block are the low nibbles of its bytes off..
   // when off < 16, else the high nibbles of bytes off-16 ...
   vf load(long r, long pb, int off) const { return nibbles(r, pb, off) - 8.f; }
@@ -154,6 +150,8 @@ static void qgemv_block(const Q& q, const float* x, long ldx, float* c, long ldc
   const long ahead = stream_ahead(R * row_bytes);
   float ds[M == 1 && Q::kBlockScale ? R : 1][SCALE_CHUNK];
   for (long p = 0; p < kb; p += QBLOCK) {
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++) stream_prefetch(static_cast<const char*>(q.addr(j + r, p)) + ahead);
     if constexpr (M == 1 && Q::kBlockScale) {
       // One row of x (decode): Σ x·(q − 8)·d = d·(Σ x·q − 8·Σ x); the −8·Σ x term,
       // as a vector, seeds every row's block sum, and d scales the sum once.
@@ -172,8 +170,6 @@ static void qgemv_block(const Q& q, const float* x, long ldx, float* c, long ldc
       }
       xm *= -8.f;
 #pragma GCC unroll 8
-      for (int r = 0; r < R; r++) stream_prefetch(static_cast<const char*>(q.addr(j + r, p)) + ahead);
-#pragma GCC unroll 8
       for (int r = 0; r < R; r++) {
         vf t = xm;
 #pragma GCC unroll 8
@@ -184,8 +180,6 @@ static void qgemv_block(const Q& q, const float* x, long ldx, float* c, long ldc
     }
     if constexpr (Q::kPairs) {
       // x's even and odd columns meet the even and odd weights (QBf16::pairs)
-#pragma GCC unroll 8
-      for (int r = 0; r < R; r++) stream_prefetch(static_cast<const char*>(q.addr(j + r, p)) + ahead);
 #pragma GCC unroll 4
       for (int v = 0; v < QBLOCK / W; v += 2) {
         vf xe[M], xo[M];
@@ -212,8 +206,6 @@ static void qgemv_block(const Q& q, const float* x, long ldx, float* c, long ldc
     if (Q::kBlockScale)
 #pragma GCC unroll 8
       for (int r = 0; r < R; r++) d[r] = q.block_scale(j + r, p / QBLOCK);
-#pragma GCC unroll 8
-    for (int r = 0; r < R; r++) stream_prefetch(static_cast<const char*>(q.addr(j + r, p)) + ahead);
 #pragma GCC unroll 8
     for (int v = 0; v < QBLOCK / W; v++) {
       vf xv[M];
