@@ -11,7 +11,8 @@
 //         its low nibble and weight j + 16 in its high nibble. k % 32 == 0.
 //
 // This is the fp32-activation path: weights are widened to fp32 in registers
-// (a zero/sign extension and a convert per vector), so there is no second
+// (int8 and q4_0: a zero extension and a convert per vector; bf16: a shift or
+// a mask of 32-bit lanes, QBf16::pairs), so there is no second
 // rounding of the activations. Many rows (prefill) dequantize a panel of
 // weight rows at a time into fp32 scratch and run the blocked SGEMM on it.
 // Units with integer dot products take int8 and q4_0 at up to 32 rows
