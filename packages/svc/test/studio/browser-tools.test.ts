@@ -66,9 +66,11 @@ describe("Studio Playground: tools and JSON schema output", {
     await input.fill("Is it shipped?");
     await page.getByTestId("pg-send").click();
     const reply = page.locator(".bubble-assistant").last();
+    // The Send button comes back when the stream has ended; only then is the text final.
     const text = await until("a JSON reply", async () => {
+      if ((await page.getByTestId("pg-send").count()) !== 1) return null;
       const t = ((await reply.textContent()) ?? "").replace("●●●", "");
-      return (await page.getByTestId("pg-send").count()) === 1 && t.length > 0 ? t : null;
+      return t.length > 0 ? t : null;
     });
     const value = JSON.parse(text);
     assert.ok(["yes", "no"].includes(value.answer), text);
