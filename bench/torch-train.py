@@ -11,9 +11,11 @@ a built repo are needed, or --descriptions written by --write-descriptions
 where they are), bf16 on CUDA (frozen base weights in bf16, LoRA and
 AdamW in fp32, matmuls under autocast; transformers + peft: the model in bf16,
 eager attention, under the same autocast), LoRA r=16 (alpha 32) on all linear
-layers, AdamW, global-norm clipping, random token ids. Prints per shape and
-backend: tokens/s over the timed steps, peak GPU memory, and model-FLOPs
-utilisation against --peak-tflops (H100 bf16 dense as measured: 798).
+layers, AdamW, global-norm clipping, random token ids. svc's backend runs as
+the trainer runs it (compiled layers on CUDA; SVC_TORCH_COMPILE as there) and,
+where that is compiled, eager too. Prints per shape and backend: tokens/s over
+the timed steps, peak GPU memory, model-FLOPs utilisation against
+--peak-tflops (H100 bf16 dense as measured: 798) and the warm-up's seconds.
 
 MFU counts 6 FLOPs per non-embedding parameter per token plus attention
 (12 * layers * seq * hidden), the convention of full training; LoRA skips the
@@ -34,6 +36,7 @@ sys.path.insert(0, os.path.join(REPO, "packages", "trainer-torch"))
 
 import torch  # noqa: E402
 
+from svc_trainer.__main__ import compile_setting, compiles  # noqa: E402
 from svc_trainer.describe import describe  # noqa: E402
 from svc_trainer.lora import attach, resolve_targets, tensor_name  # noqa: E402
 from svc_trainer.model import Decoder, module_shape  # noqa: E402
@@ -93,11 +96,14 @@ def random_batch(generator, vocab, batch, seq, device):
 
 
 def timed(step, steps, warmup, device):
+    """(seconds of the timed steps, peak bytes, seconds of the warm-up steps: compilation included)."""
+    began = time.perf_counter()
     for _ in range(warmup):
         step()
     if device.type == "cuda":
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats(device)
+    warm = time.perf_counter() - began
     began = time.perf_counter()
     for _ in range(steps):
         step()
@@ -105,7 +111,7 @@ def timed(step, steps, warmup, device):
         torch.cuda.synchronize()
     seconds = time.perf_counter() - began
     peak = torch.cuda.max_memory_allocated(device) if device.type == "cuda" else 0
-    return seconds, peak
+    return seconds, peak, warm
 
 
 def description(shape, args):
@@ -119,14 +125,16 @@ def description(shape, args):
     return describe(SHAPES[shape])
 
 
-def svc_backend(desc, args, device):
+def svc_backend(desc, args, device, compiled):
     model = Decoder(desc)
-    torch.manual_seed(0)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            p.copy_(torch.ones_like(p) if p.dim() == 1 and "norm" in name else torch.randn_like(p) * 0.02)
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     model.to(device, dtype=dtype)
+    torch.manual_seed(0)
+    with torch.no_grad():  # drawn where the model is (a 1B model's draws are slow on the CPU)
+        for name, p in model.named_parameters():
+            p.copy_(torch.ones_like(p) if p.dim() == 1 and "norm" in name else torch.randn_like(p) * 0.02)
+    if compiled:
+        model.compile_layers()
     spec = {"r": args.rank, "alpha": 2 * args.rank, "targetModules": resolve_targets(desc, ["all-linear"])}
     tensors = {}
     for layer in range(desc["numHiddenLayers"]):
@@ -160,7 +168,8 @@ def transformers_peft(config, args, device):
     cfg = AutoConfig.for_model(**hf)
     torch.manual_seed(0)
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
-    model = AutoModelForCausalLM.from_config(cfg, dtype=dtype, attn_implementation="eager")
+    with device:  # initialised on the device
+        model = AutoModelForCausalLM.from_config(cfg, dtype=dtype, attn_implementation="eager")
     model = get_peft_model(model, LoraConfig(r=args.rank, lora_alpha=2 * args.rank, target_modules="all-linear",
                                              lora_dropout=0.0, task_type="CAUSAL_LM"))
     model.to(device)
@@ -205,29 +214,37 @@ def main():
     print(f"torch {torch.__version__}, {torch.cuda.get_device_name(device) if device.type == 'cuda' else 'cpu'}; "
           f"batch {args.batch} x seq {args.seq}, LoRA r={args.rank} all-linear, {args.steps} timed steps "
           f"after {args.warmup}")
-    header = f"{'shape':<14} {'backend':<20} {'tokens/s':>10} {'peak GiB':>9} {'MFU 6N':>7} {'MFU 4N':>7} {'vs peft':>8}"
-    print(header)
+    header = (f"{'shape':<14} {'backend':<22} {'tokens/s':>10} {'peak GiB':>9} {'MFU 6N':>7} {'MFU 4N':>7} "
+              f"{'vs peft':>8} {'warm-up s':>10}")
+    print(header, flush=True)
+    # svc's backend as the trainer runs it (compiled layers on CUDA; SVC_TORCH_COMPILE as in the trainer),
+    # and eager beside it where that differs
+    compiled = compiles({}, device, compile_setting())
     for shape in args.shapes.split(","):
         config = SHAPES[shape]
         tokens = args.batch * args.seq * args.steps
         rows = []
         desc = description(shape, args)
-        seconds, peak = svc_backend(desc, args, device)
         full, lora = flops_per_token(desc, args.seq)
-        rows.append(("svc torch", tokens / seconds, peak))
-        torch.cuda.empty_cache() if device.type == "cuda" else None
+        runs = [("svc torch" + (" (compiled)" if compiled else ""), lambda: svc_backend(desc, args, device, compiled))]
+        if compiled:
+            runs.append(("svc torch (eager)", lambda: svc_backend(desc, args, device, False)))
         if not args.no_baseline:
+            runs.append(("transformers + peft", lambda: transformers_peft(config, args, device)))
+        for name, run in runs:
             try:
-                seconds, peak = transformers_peft(config, args, device)
-                rows.append(("transformers + peft", tokens / seconds, peak))
+                seconds, peak, warm = run()
             except ImportError as error:
-                print(f"  (transformers + peft not installed: {error})")
+                print(f"  ({name}: not installed: {error})", flush=True)
+                continue
+            rows.append((name, tokens / seconds, peak, warm))
             torch.cuda.empty_cache() if device.type == "cuda" else None
-        baseline = rows[1][1] if len(rows) > 1 else None
-        for name, rate, peak in rows:
+        baseline = next((rate for name, rate, _, _ in rows if name == "transformers + peft"), None)
+        for name, rate, peak, warm in rows:
             mfu = lambda flops: f"{100 * flops * rate / (args.peak_tflops * 1e12):6.1f}%"  # noqa: E731
             ratio = f"{rate / baseline:7.2f}x" if baseline else "      -"
-            print(f"{shape:<14} {name:<20} {rate:10.0f} {peak / 2**30:9.2f} {mfu(full)} {mfu(lora)} {ratio}")
+            print(f"{shape:<14} {name:<22} {rate:10.0f} {peak / 2**30:9.2f} {mfu(full)} {mfu(lora)} {ratio} "
+                  f"{warm:10.1f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -78,12 +78,16 @@ export interface TrainerOutput {
 
 /**
  * Runs `python -m svc_trainer --input file --device cpu`; world > 1 starts that
- * many ranks with the env:// rendezvous torchrun sets, on masterPort.
+ * many ranks with the env:// rendezvous torchrun sets, on masterPort; env adds to the environment.
  */
 export function runTrainer(
   python: string,
   file: string,
-  { world = 1, masterPort = 0 }: { world?: number; masterPort?: number } = {},
+  {
+    world = 1,
+    masterPort = 0,
+    env = {},
+  }: { world?: number; masterPort?: number; env?: Record<string, string> } = {},
 ): Promise<TrainerOutput[]> {
   return Promise.all(
     Array.from({ length: world }, (_, rank) => {
@@ -92,6 +96,7 @@ export function runTrainer(
         env: {
           ...process.env,
           PYTHONPATH: TRAINER_TORCH_DIR,
+          ...env,
           ...(world > 1
             ? {
                 RANK: String(rank),

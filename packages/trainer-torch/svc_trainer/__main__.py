@@ -57,6 +57,25 @@ def load_base_weights(model_dir):
     return tensors, index
 
 
+def compile_setting():
+    """SVC_TORCH_COMPILE: "1" or "0", or "" (unset: the default) — anything else is refused."""
+    setting = os.environ.get("SVC_TORCH_COMPILE", "")
+    if setting not in ("", "0", "1"):
+        raise ValueError(f"SVC_TORCH_COMPILE must be 0 or 1 (got {json.dumps(setting)})")
+    if setting == "1" and not hasattr(torch, "compile"):
+        raise ValueError(f"SVC_TORCH_COMPILE=1 needs PyTorch 2 or later; this Python has torch {torch.__version__}")
+    return setting
+
+
+def compiles(job, device, setting):
+    """Whether svc's model runs its layers through torch.compile (model.compile_layers): on CUDA by
+    default, where kernel launches rather than FLOPs bound a LoRA step, and not on the CPU; the
+    setting ("1"/"0") decides instead. FSDP jobs and transformers models run eager."""
+    if job.get("torchModel", "svc") != "svc" or job.get("fsdp") or not hasattr(torch, "compile"):
+        return False
+    return setting == "1" if setting else device.type == "cuda"
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python3 -m svc_trainer")
     parser.add_argument("--input", required=True, help="the job, as JSON (docs/gpu-training.md#the-job-file)")
@@ -85,6 +104,7 @@ def main(argv=None):
     say = emit if rank == 0 else (lambda event: None)
     trainer = None
     try:
+        compile_layers = compile_setting()
         if world > 1:
             dist.init_process_group("nccl" if device.type == "cuda" else "gloo", init_method="env://",
                                     rank=rank, world_size=world)
@@ -113,6 +133,8 @@ def main(argv=None):
             raise ValueError(f'torchModel must be "svc" or "transformers" (got {json.dumps(job["torchModel"])})')
         # Under FSDP the base stays on the CPU until fully_shard moves each rank's shards to the device.
         model.to("cpu" if job.get("fsdp") else device, dtype=torch.bfloat16 if bf16 else torch.float32)
+        if compiles(job, device, compile_layers):
+            model.compile_layers()
         began = time.perf_counter()
         trainer = Trainer(job, model, device, say, cancel.is_set)
         result = trainer.run()

@@ -50,9 +50,11 @@ class Linear(nn.Module):
 
     def forward(self, x):
         y = F.linear(x, self.weight, self.bias)
-        if self.lora_A is not None:
-            y = y + self.lora_scale * F.linear(F.linear(x, self.lora_A), self.lora_B)
-        return y
+        if self.lora_A is None:
+            return y
+        u = F.linear(x, self.lora_A)  # [..., r]
+        # y + scale * u B^T with the scale and the sum in the GEMM's epilogue (no passes over y of their own)
+        return torch.addmm(y.flatten(0, -2), u.flatten(0, -2), self.lora_B.t(), alpha=self.lora_scale).view(y.shape)
 
 
 class RMSNorm(nn.Module):
@@ -165,12 +167,23 @@ class Layer(nn.Module):
         return x + (branch * scale if scale != 1 else branch)
 
 
+def _sdpa_has_gqa():
+    """Whether scaled_dot_product_attention takes enable_gqa (PyTorch 2.5 and later; a builtin, so by version)."""
+    major, minor = (int(part) for part in torch.__version__.split(".")[:2])
+    return (major, minor) >= (2, 5)
+
+
+GQA_IN_SDPA = _sdpa_has_gqa()
+
+
 def rotate_half(x):
     half = x.shape[-1] // 2
     return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
 
 
 def apply_rope(x, cos, sin):
+    # in x's dtype (bf16 under autocast, as transformers does), so attention keeps its flash kernels
+    cos, sin = cos.to(x.dtype), sin.to(x.dtype)
     rot = cos.shape[-1]
     if rot == x.shape[-1]:
         return x * cos + rotate_half(x) * sin
@@ -183,6 +196,13 @@ def attention(q, k, v, scale, window, layout=None):
     With a packed layout (positions, segments [B, T]) a query sees only its own sequence's keys,
     by their positions in it."""
     Hq, Hkv, T = q.shape[1], k.shape[1], q.shape[2]
+    sdpa = getattr(F, "scaled_dot_product_attention", None)
+    if sdpa is not None and q.is_cuda and layout is None and not window:
+        # causal without a mask tensor: flash attention, grouped heads read in place where torch can
+        if Hq != Hkv and not GQA_IN_SDPA:
+            k, v = k.repeat_interleave(Hq // Hkv, dim=1), v.repeat_interleave(Hq // Hkv, dim=1)
+        gqa = {"enable_gqa": True} if Hq != Hkv and GQA_IN_SDPA else {}
+        return sdpa(q, k, v, is_causal=True, scale=scale, **gqa)
     if Hq != Hkv:
         k = k.repeat_interleave(Hq // Hkv, dim=1)
         v = v.repeat_interleave(Hq // Hkv, dim=1)
@@ -196,7 +216,6 @@ def attention(q, k, v, scale, window, layout=None):
         visible = (segments[:, None, :, None] == segments[:, None, None, :]) & (j <= i)
     if window:
         visible = visible & (j > i - window)
-    sdpa = getattr(F, "scaled_dot_product_attention", None)
     if sdpa is not None and q.is_cuda:
         return sdpa(q, k, v, attn_mask=visible, scale=scale)
     scores = (q.float() @ k.float().transpose(-1, -2)) * scale
@@ -221,6 +240,20 @@ class Decoder(nn.Module):
             p.requires_grad_(trainable)
         # Recompute each layer's activations in the backward pass instead of keeping them.
         self.gradient_checkpointing = False
+
+    def compile_layers(self):
+        """torch.compile each decoder layer: its elementwise work (norms, rope, activation, residuals)
+        fused and far fewer kernel launches, which bound small models on a GPU. The layers share one
+        compiled graph per shape (their weights are its inputs); a graph that fails to compile runs eager."""
+        import torch._dynamo as dynamo
+
+        dynamo.config.suppress_errors = True
+        for limit in ("cache_size_limit", "recompile_limit", "accumulated_cache_size_limit",
+                      "accumulated_recompile_limit"):
+            if hasattr(dynamo.config, limit):
+                setattr(dynamo.config, limit, max(getattr(dynamo.config, limit), 256))
+        for layer in self.model.layers:
+            layer.compile()
 
     def rope_tables(self, index, T, device):
         """cos, sin [T, rotaryDim] of one rope; longrope's long factors for a forward pass longer than
