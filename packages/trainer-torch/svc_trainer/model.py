@@ -197,15 +197,14 @@ def attention(q, k, v, scale, window, layout=None):
     by their positions in it."""
     Hq, Hkv, T = q.shape[1], k.shape[1], q.shape[2]
     sdpa = getattr(F, "scaled_dot_product_attention", None)
-    if sdpa is not None and q.is_cuda and layout is None and not window:
-        # causal without a mask tensor: flash attention, grouped heads read in place where torch can
-        if Hq != Hkv and not GQA_IN_SDPA:
-            k, v = k.repeat_interleave(Hq // Hkv, dim=1), v.repeat_interleave(Hq // Hkv, dim=1)
-        gqa = {"enable_gqa": True} if Hq != Hkv and GQA_IN_SDPA else {}
-        return sdpa(q, k, v, is_causal=True, scale=scale, **gqa)
-    if Hq != Hkv:
+    # causal without a mask tensor goes to flash attention, which reads grouped heads in place where torch can
+    flash = sdpa is not None and q.is_cuda and layout is None and not window
+    grouped_in_place = flash and Hq != Hkv and GQA_IN_SDPA
+    if Hq != Hkv and not grouped_in_place:
         k = k.repeat_interleave(Hq // Hkv, dim=1)
         v = v.repeat_interleave(Hq // Hkv, dim=1)
+    if flash:
+        return sdpa(q, k, v, is_causal=True, scale=scale, **({"enable_gqa": True} if grouped_in_place else {}))
     if layout is None:
         i = torch.arange(T, device=q.device)[:, None]
         j = torch.arange(T, device=q.device)[None, :]
