@@ -26,7 +26,11 @@ export interface LayerActivations {
 
 const EMPTY = new Float32Array(0);
 
-export function layerActivations(config: ModelConfig, N: number): LayerActivations {
+/** Allocates n zeroed floats (Kernels.zeroedFloats where the kernels have it). */
+export type Allocate = (n: number) => Float32Array<ArrayBuffer>;
+const plain: Allocate = (n) => new Float32Array(n);
+
+export function layerActivations(config: ModelConfig, N: number, alloc: Allocate = plain): LayerActivations {
   const {
     hiddenSize: C,
     intermediateSize: F,
@@ -39,24 +43,24 @@ export function layerActivations(config: ModelConfig, N: number): LayerActivatio
   const b = config.block;
   const qk = b.qkNorm !== "none";
   return {
-    resid: new Float32Array(N * C),
+    resid: alloc(N * C),
     rstd1: new Float32Array(N),
-    qPre: qk ? new Float32Array(N * Q) : EMPTY,
-    kPre: qk ? new Float32Array(N * K) : EMPTY,
-    rstdQ: qk ? new Float32Array(N * Hq) : EMPTY,
-    rstdK: qk ? new Float32Array(N * Hkv) : EMPTY,
-    q: new Float32Array(N * Q),
-    k: new Float32Array(N * K),
-    v: new Float32Array(N * K),
-    att: new Float32Array(N * Q),
-    lse: new Float32Array(N * Hq),
-    attnOut: b.attnOutNorm || config.residualScale !== 1 ? new Float32Array(N * C) : EMPTY,
+    qPre: qk ? alloc(N * Q) : EMPTY,
+    kPre: qk ? alloc(N * K) : EMPTY,
+    rstdQ: qk ? alloc(N * Hq) : EMPTY,
+    rstdK: qk ? alloc(N * Hkv) : EMPTY,
+    q: alloc(N * Q),
+    k: alloc(N * K),
+    v: alloc(N * K),
+    att: alloc(N * Q),
+    lse: alloc(N * Hq),
+    attnOut: b.attnOutNorm || config.residualScale !== 1 ? alloc(N * C) : EMPTY,
     rstd3: new Float32Array(N),
-    xmid: new Float32Array(N * C),
+    xmid: alloc(N * C),
     rstd2: new Float32Array(N),
-    gate: new Float32Array(N * F),
-    up: new Float32Array(N * F),
-    mlpOut: b.mlpOutNorm || config.residualScale !== 1 ? new Float32Array(N * C) : EMPTY,
+    gate: alloc(N * F),
+    up: alloc(N * F),
+    mlpOut: b.mlpOutNorm || config.residualScale !== 1 ? alloc(N * C) : EMPTY,
     rstd4: new Float32Array(N),
   };
 }
@@ -85,7 +89,7 @@ export interface Scratch {
   rstdTmp: Float32Array; // [N*Hq] throwaway rstd of recomputed norms
 }
 
-export function scratch(config: ModelConfig, N: number, training: boolean): Scratch {
+export function scratch(config: ModelConfig, N: number, training: boolean, alloc: Allocate = plain): Scratch {
   const {
     hiddenSize: C,
     intermediateSize: F,
@@ -95,28 +99,28 @@ export function scratch(config: ModelConfig, N: number, training: boolean): Scra
   } = config;
   const Q = Hq * D;
   const K = Hkv * D;
-  const grad = (n: number) => (training ? new Float32Array(n) : EMPTY);
+  const grad = (n: number) => (training ? alloc(n) : EMPTY);
   const qk = training && config.block.qkNorm !== "none";
   return {
-    final: new Float32Array(N * C),
-    xf: new Float32Array(N * C),
+    final: alloc(N * C),
+    xf: alloc(N * C),
     rstdf: new Float32Array(N),
-    ln: new Float32Array(N * C),
-    act: new Float32Array(N * F),
+    ln: alloc(N * C),
+    act: alloc(N * F),
     dact: grad(N * F),
     dgate: grad(N * F),
     dup: grad(N * F),
     dres: grad(N * C),
     dxmid: grad(N * C),
-    dtmp: new Float32Array(N * C),
+    dtmp: alloc(N * C),
     dbranch: grad(N * C),
     dln: grad(N * C),
     datt: grad(N * Q),
     dq: grad(N * Q),
     dk: grad(N * K),
     dv: grad(N * K),
-    dqPre: qk ? new Float32Array(N * Q) : EMPTY,
-    dkPre: qk ? new Float32Array(N * K) : EMPTY,
+    dqPre: qk ? alloc(N * Q) : EMPTY,
+    dkPre: qk ? alloc(N * K) : EMPTY,
     rstdTmp: new Float32Array(N * Math.max(Hq, 1)),
   };
 }

@@ -40,7 +40,7 @@ export class LmHead {
     const chunk = Math.max(1, Math.min(N, Math.max(MIN_CHUNK_ROWS, Math.floor(LOGIT_CHUNK_FLOATS / V))));
     this.headRows = new Float32Array(chunk * C);
     this.headTargets = new Int32Array(chunk);
-    this.logitChunk = new Float32Array(chunk * V);
+    this.logitChunk = this.kern.zeroedFloats?.(chunk * V) ?? new Float32Array(chunk * V);
     this.capTanh = this.config.finalLogitSoftcap > 0 && this.training ? new Float32Array(chunk * V) : null;
   }
 

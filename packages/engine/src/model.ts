@@ -72,8 +72,9 @@ export class ModelGraph {
       const grown = this.inferenceOnly ? Math.max(N, 2 * this.rows) : N;
       this.rows = grown;
       const sets = this.inferenceOnly ? 1 : cfg.numHiddenLayers;
-      g.acts = Array.from({ length: sets }, () => layerActivations(cfg, grown));
-      g.s = scratch(cfg, grown, !this.inferenceOnly);
+      const alloc = g.kern.zeroedFloats ?? ((n: number) => new Float32Array(n));
+      g.acts = Array.from({ length: sets }, () => layerActivations(cfg, grown, alloc));
+      g.s = scratch(cfg, grown, !this.inferenceOnly, alloc);
       this.head.ensure(grown);
     }
     g.lora.ensure(this.rows, g.acts.length, r, Math.max(C, F, Q));

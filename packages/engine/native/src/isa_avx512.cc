@@ -1,4 +1,6 @@
 // The kernels compiled for the avx512 instruction set (flags in binding.gyp).
+#include <immintrin.h>
+
 #include "kernel_table.h"
 #include "runtime.h"
 

@@ -16,6 +16,28 @@ typedef int vi_u __attribute__((vector_size(SVC_VEC_BYTES), aligned(4), may_alia
 
 static inline vf vload(const float* p) { return *reinterpret_cast<const vf_u*>(p); }
 static inline void vstore(float* p, vf v) { *reinterpret_cast<vf_u*>(p) = v; }
+
+// Streaming (non-temporal) stores of whole vectors at vector-aligned addresses,
+// where the unit has them (its translation unit includes <immintrin.h>): the
+// line is written to memory without being read first or kept in the caches.
+// For outputs too large to stay cached until they are read. They are weakly
+// ordered: a thread fences (vstream_fence) before others may read what it wrote.
+#if SVC_VEC_BYTES == 64 && defined(__AVX512F__) && (defined(_IMMINTRIN_H_INCLUDED) || defined(__IMMINTRIN_H))
+#define SVC_HAS_STREAM 1
+static inline void vstream(float* p, vf v) { _mm512_stream_ps(p, (__m512)v); }
+#elif SVC_VEC_BYTES == 32 && defined(__AVX__) && (defined(_IMMINTRIN_H_INCLUDED) || defined(__IMMINTRIN_H))
+#define SVC_HAS_STREAM 1
+static inline void vstream(float* p, vf v) { _mm256_stream_ps(p, (__m256)v); }
+#else
+#define SVC_HAS_STREAM 0
+static inline void vstream(float* p, vf v) { vstore(p, v); }
+#endif
+static inline bool vector_aligned(const float* p) { return ((__SIZE_TYPE__)p & (SVC_VEC_BYTES - 1)) == 0; }
+static inline void vstream_fence() {
+#if SVC_HAS_STREAM
+  _mm_sfence();
+#endif
+}
 // Broadcast as a shuffle of lane 0: compilers turn it into one vbroadcastss
 // (or an embedded {1toN} operand), where a lane-by-lane fill is not recognised.
 #if SVC_VEC_BYTES == 64

@@ -99,3 +99,39 @@ describe("native kernels validate their arguments", { skip }, () => {
     assert.deepEqual([...buf], [7, 7, 7, 3, 4, 6, 8, 7, 7, 7]);
   });
 });
+
+describe("native zeroedFloats and streamed outputs", { skip }, () => {
+  test("zeroedFloats: zeroed, of its length; bad counts are RangeErrors", () => {
+    const k = native as NativeKernels;
+    for (const n of [0, 1, 17, 1 << 20]) {
+      const a = k.zeroedFloats(n);
+      assert.equal(a.length, n);
+      assert.ok(a.every((x) => x === 0));
+    }
+    assert.throws(() => k.zeroedFloats(-1), RangeError);
+    assert.throws(() => k.zeroedFloats(1.5), RangeError);
+    assert.throws(() => k.zeroedFloats(Number.NaN), RangeError);
+  });
+
+  for (const isa of isas) {
+    test(`${isa}: a C large enough to stream holds the same bits as a plain one`, () => {
+      const kern = loadNativeKernels({ isa });
+      // m·n = 2^19 + 96·16: past STREAM_C_FLOATS, one k pass, ragged edges in m and n
+      const m = 1043;
+      const n = 517;
+      const k = 67;
+      const a = Float32Array.from({ length: m * k }, (_, i) => Math.sin(i * 0.37));
+      const b = Float32Array.from({ length: n * k }, (_, i) => Math.cos(i * 0.11));
+      const plain = new Float32Array(m * n).fill(Number.NaN);
+      const streamed = kern.zeroedFloats(m * n).fill(Number.NaN);
+      kern.matmul(a, b, plain, m, n, k, false, true, false, 0.5);
+      kern.matmul(a, b, streamed, m, n, k, false, true, false, 0.5);
+      assert.deepEqual(streamed, plain);
+      const a2 = Float32Array.from({ length: m * 16 }, (_, i) => Math.sin(i * 0.5));
+      const b2 = Float32Array.from({ length: n * 16 }, (_, i) => Math.cos(i * 0.3));
+      kern.matmulLowRank(a, b, plain, m, n, k, true, a2, b2, 16, true, 2, false);
+      kern.matmulLowRank(a, b, streamed, m, n, k, true, a2, b2, 16, true, 2, false);
+      assert.deepEqual(streamed, plain);
+    });
+  }
+});

@@ -31,10 +31,13 @@ interface NativeAddon {
     readonly matmulQuant: AddonMatmulQuant;
     readonly quantInt8MaxRows: number;
   };
+  /** n zeroed floats on a 64-byte boundary (memory the addon owns). */
+  zeroedFloats(n: number): Float32Array<ArrayBuffer>;
 }
 
 export interface NativeKernels extends Kernels {
   readonly name: "native";
+  zeroedFloats(n: number): Float32Array<ArrayBuffer>;
   /** Threads the native pool uses (SVC_THREADS caps it). */
   readonly threads: number;
   /** Every ISA this CPU can run with this addon, best first. */
@@ -86,6 +89,7 @@ export function loadNativeKernels(options: NativeKernelOptions = {}): NativeKern
     name: "native",
     isa: methods.isa,
     quantInt8MaxRows,
+    zeroedFloats: addon.zeroedFloats,
     threads: addon.threads,
     supportedIsas: [...addon.supportedIsas],
   };

@@ -42,6 +42,12 @@ export interface Kernels {
    * Absent or 0: the product is computed in fp32.
    */
   readonly quantInt8MaxRows?: number;
+  /**
+   * n zeroed floats on a 64-byte boundary, where the kernels write large
+   * outputs with streaming stores that need aligned lines (native). Absent:
+   * a plain Float32Array serves as well.
+   */
+  zeroedFloats?(n: number): Float32Array<ArrayBuffer>;
 
   /**
    * C[m,n] = alpha * op(A) · op(B) + (accumulate ? C : 0)
