@@ -72,7 +72,7 @@ export class ModelGraph {
       const grown = this.inferenceOnly ? Math.max(N, 2 * this.rows) : N;
       this.rows = grown;
       const sets = this.inferenceOnly ? 1 : cfg.numHiddenLayers;
-      const alloc = g.kern.zeroedFloats ?? ((n: number) => new Float32Array(n));
+      const alloc = g.kern.zeroedFloats; // absent: the plain arrays activations.ts defaults to
       g.acts = Array.from({ length: sets }, () => layerActivations(cfg, grown, alloc));
       g.s = scratch(cfg, grown, !this.inferenceOnly, alloc);
       this.head.ensure(grown);
