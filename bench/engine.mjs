@@ -37,6 +37,9 @@ function option(name, fallback) {
   return i >= 0 ? process.argv[i + 1] : fallback;
 }
 
+/** A figure to one decimal, or "-" where there is none (--decode-tokens 0, --skip-torch). */
+const fixed = (v, d = 1) => (v === undefined || v === null ? "-" : v.toFixed(d));
+
 const median = (xs) => {
   const s = xs.filter((x) => x !== null && x !== undefined).sort((a, b) => a - b);
   if (s.length === 0) return undefined;
@@ -243,7 +246,7 @@ if (worker) {
       ]);
       roundsOf.get(name).push({ svc, torch, load: loadavg()[0] });
       console.log(
-        `${name} round ${round + 1}/${repeat}: train ${svc.train_tokens_per_s.toFixed(1)} vs ${torch?.train_tokens_per_s.toFixed(1) ?? "-"} tok/s, decode ${svc.decode_tokens_per_s.toFixed(1)} vs ${torch?.decode_tokens_per_s.toFixed(1) ?? "-"} tok/s; load ${load()}`,
+        `${name} round ${round + 1}/${repeat}: train ${fixed(svc.train_tokens_per_s)} vs ${fixed(torch?.train_tokens_per_s)} tok/s, decode ${fixed(svc.decode_tokens_per_s)} vs ${fixed(torch?.decode_tokens_per_s)} tok/s; load ${load()}`,
       );
     }
   }
@@ -289,7 +292,7 @@ if (worker) {
     };
     summary.push(row);
 
-    const f = (v, d = 1) => (v === undefined || v === null ? "-" : v.toFixed(d));
+    const f = fixed;
     console.log(
       `\n${name}: ${shape.note}; batch ${shape.batch} x seq ${shape.seq}; svc kernels ${row.kernels}; medians of ${repeat} round(s)`,
     );

@@ -32,7 +32,6 @@ export class LoraRunner {
   private rows = 0;
   private rank = 0;
   private layers: LayerLoraState[] = [];
-  private dxa = new Float32Array(0); // [N,r]
   private xaGroup = new Float32Array(0); // [N,3r]
   private dxaGroup = new Float32Array(0); // [N,3r]
   private dAGroup = new Float32Array(0); // [3r,maxIn]
@@ -54,7 +53,6 @@ export class LoraRunner {
       xa: {},
       aStack: {},
     }));
-    this.dxa = new Float32Array(this.rows * this.rank);
     this.xaGroup = new Float32Array(this.rows * 3 * this.rank);
     this.dxaGroup = new Float32Array(this.rows * 3 * this.rank);
     this.dAGroup = new Float32Array(Math.max(this.dAGroup.length, 3 * this.rank * maxIn));
@@ -218,22 +216,25 @@ export class LoraRunner {
     const r = lora.r;
     const g = idx.length;
     const gr = g * r;
-    const dxaGroup = g === 1 ? this.dxa : this.dxaGroup;
+    const dxaGroup = this.dxaGroup; // [N, g·r]: slot j's dxa in columns j·r..
     for (let j = 0; j < g; j++) {
       const slot = slots[idx[j]];
       const pair = lora.layers[layer][slot] as LoraPair;
       const gradPair = grads.layers[layer][slot] as LoraPair;
-      const dy = dys[idx[j]];
-      const out = outs[idx[j]];
-      k.matmul(dy, this.xaBuffer(layer, slot), gradPair.b, out, r, N, true, false, true, lora.scale); // dB[out,r]
-      k.matmul(dy, pair.b, this.dxa, N, r, out, false, false, false, lora.scale); // dxa[N,r]
-      if (g > 1) {
-        const dxa = this.dxa;
-        for (let n = 0; n < N; n++) {
-          const dst = n * gr + j * r;
-          for (let c = 0; c < r; c++) dxaGroup[dst + c] = dxa[n * r + c];
-        }
-      }
+      const xa = this.xaBuffer(layer, slot);
+      // dB[out,r] += scale·dyᵀ·xa and dxa = scale·dy·B, one pass over dy
+      k.lowRankBackward(
+        dys[idx[j]],
+        xa,
+        pair.b,
+        gradPair.b,
+        dxaGroup.subarray(j * r),
+        N,
+        outs[idx[j]],
+        r,
+        lora.scale,
+        gr,
+      );
     }
     if (g === 1) {
       const gradA = (grads.layers[layer][slots[idx[0]]] as LoraPair).a;

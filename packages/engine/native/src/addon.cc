@@ -52,6 +52,24 @@ napi_value MatmulLowRank(napi_env env, napi_callback_info info) {
   return undefined(env);
 }
 
+napi_value LowRankBackward(napi_env env, napi_callback_info info) {
+  Call c;
+  if (!start(env, info, c, "lowRankBackward")) return nullptr;
+  long n, out, r, ldx;
+  double alpha;
+  float *dy, *xa, *b, *dB, *dxa;
+  if (!dim(c, 5, "n", &n) || !dim(c, 6, "out", &out) || !dim(c, 7, "r", &r) || !num(c, 8, "alpha", &alpha) ||
+      !dim(c, 9, "ldDxa", &ldx))
+    return nullptr;
+  if (ldx < r) return fail(c, true, "ldDxa", "must be at least r (%.0f), got %.0f", (double)r, (double)ldx), nullptr;
+  if (!f32(c, 0, "dy", (double)n * out, &dy) || !f32(c, 1, "xa", (double)n * r, &xa) ||
+      !f32(c, 2, "b", (double)out * r, &b) || !f32(c, 3, "dB", (double)out * r, &dB) ||
+      !f32(c, 4, "dxa", n > 0 ? (double)(n - 1) * ldx + r : 0, &dxa))
+    return nullptr;
+  c.t->low_rank_backward(dy, xa, b, dB, dxa, n, out, r, (float)alpha, ldx);
+  return undefined(env);
+}
+
 napi_value RmsnormForward(napi_env env, napi_callback_info info) {
   Call c;
   if (!start(env, info, c, "rmsnormForward")) return nullptr;
@@ -260,24 +278,6 @@ napi_value Adamw(napi_env env, napi_callback_info info) {
   return undefined(env);
 }
 
-// A typed array of one given type (named `tname` in the error) with at least `need` elements.
-bool typed(Call& c, int i, const char* name, napi_typedarray_type want, const char* tname, double need,
-           void** out) {
-  bool is_ta = false;
-  napi_is_typedarray(c.env, c.argv[i], &is_ta);
-  napi_typedarray_type type = napi_float64_array;
-  size_t length = 0;
-  if (is_ta) napi_get_typedarray_info(c.env, c.argv[i], &type, &length, out, nullptr, nullptr);
-  if (!is_ta || type != want) {
-    char m[64];
-    snprintf(m, sizeof m, "must be %s", tname);
-    return fail(c, false, name, m);
-  }
-  if ((double)length < need)
-    return fail(c, true, name, "has %.0f elements but the shapes need %.0f", (double)length, need);
-  return true;
-}
-
 // matmulQuant(format, x, data, scales, y, m, n, k, accumulate, alpha?): quant.h's formats 1-3.
 napi_value MatmulQuant(napi_env env, napi_callback_info info) {
   Call c;
@@ -348,6 +348,7 @@ napi_value Create(napi_env env, napi_callback_info info) {
   } fns[] = {
       {"matmul", Matmul},
       {"matmulLowRank", MatmulLowRank},
+      {"lowRankBackward", LowRankBackward},
       {"rmsnormForward", RmsnormForward},
       {"rmsnormBackward", RmsnormBackward},
       {"rope", Rope},

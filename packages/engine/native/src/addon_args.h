@@ -131,4 +131,22 @@ bool heads(Call& c, long nh, long nkv) {
   return true;
 }
 
+// A typed array of one given type (named `tname` in the error) with at least `need` elements.
+bool typed(Call& c, int i, const char* name, napi_typedarray_type want, const char* tname, double need,
+           void** out) {
+  bool is_ta = false;
+  napi_is_typedarray(c.env, c.argv[i], &is_ta);
+  napi_typedarray_type type = napi_float64_array;
+  size_t length = 0;
+  if (is_ta) napi_get_typedarray_info(c.env, c.argv[i], &type, &length, out, nullptr, nullptr);
+  if (!is_ta || type != want) {
+    char m[64];
+    snprintf(m, sizeof m, "must be %s", tname);
+    return fail(c, false, name, m);
+  }
+  if ((double)length < need)
+    return fail(c, true, name, "has %.0f elements but the shapes need %.0f", (double)length, need);
+  return true;
+}
+
 }  // namespace

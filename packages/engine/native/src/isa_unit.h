@@ -3,13 +3,15 @@
 #include "simd.h"
 #include "gemm.h"
 #include "ops.h"
+#include "low_rank.h"
 #include "attention.h"
 #include "quant.h"
 #include "quant_int.h"
 #include "quant_igemm.h"
 
 static const SvcKernelTable kTable = {
-    SVC_ISA_NAME,      matmul,          matmul_low_rank, rmsnorm_forward, rmsnorm_backward,
+    SVC_ISA_NAME,      matmul,          matmul_low_rank, low_rank_backward, rmsnorm_forward,
+    rmsnorm_backward,
     rope,              swiglu_forward,  swiglu_backward, geglu_forward,
     geglu_backward,    add_bias,        attention_forward, attention_backward,
     cross_entropy,     adamw,

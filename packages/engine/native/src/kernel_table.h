@@ -11,6 +11,10 @@ struct SvcKernelTable {
   void (*matmul_low_rank)(const float* a, const float* b, float* c, long m, long n, long k, bool transB,
                           const float* a2, const float* b2, long k2, bool transB2, float alpha2,
                           bool accumulate);
+  // A LoRA branch's factor gradients in one pass over dy (low_rank.h):
+  // dB[out,r] += alpha·dyᵀ·xa, dxa[n,r] (rows ldx apart) = alpha·dy·b.
+  void (*low_rank_backward)(const float* dy, const float* xa, const float* b, float* dB, float* dxa, long n,
+                            long out, long r, float alpha, long ldx);
   void (*rmsnorm_forward)(const float* x, const float* w, float* y, float* rstd, long rows, long dim,
                           float eps);
   void (*rmsnorm_backward)(const float* dy, const float* x, const float* w, const float* rstd,

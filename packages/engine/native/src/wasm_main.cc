@@ -75,6 +75,11 @@ void matmul_low_rank(const float* a, const float* b, float* c, long m, long n, l
                      const float* a2, const float* b2, long k2, int tb2, float alpha2, int acc) {
   kTable.matmul_low_rank(a, b, c, m, n, k, tb, a2, b2, k2, tb2, alpha2, acc);
 }
+EXPORT(low_rank_backward)
+void low_rank_backward(const float* dy, const float* xa, const float* b, float* dB, float* dxa, long n, long out,
+                       long r, float alpha, long ldx) {
+  kTable.low_rank_backward(dy, xa, b, dB, dxa, n, out, r, alpha, ldx);
+}
 EXPORT(rmsnorm_forward)
 void rmsnorm_forward(const float* x, const float* w, float* y, float* rstd, long rows, long dim,
                      float eps) {

@@ -282,10 +282,45 @@ function adamwCases(): KernelCase[] {
   }));
 }
 
+// Ranks of one vector and less, several (48: a pass of two vectors and one of
+// one on AVX-512), odd ranks that need padding, dxa as a column slice of a
+// wider matrix at an offset, ragged row blocks, and empty n or out.
+function lowRankBackwardCases(): KernelCase[] {
+  const shapes: [number, number, number, number][] = [
+    [64, 96, 16, 0],
+    [37, 130, 16, 32],
+    [50, 70, 8, 0],
+    [29, 33, 48, 0],
+    [13, 40, 5, 3],
+    [130, 576, 64, 0],
+    [3, 17, 1, 0],
+    [0, 20, 16, 0],
+    [9, 0, 16, 0],
+  ];
+  return shapes.map(([n, out, r, extra], s) => {
+    const ld = r + extra;
+    return {
+      name: `lowRankBackward n=${n} out=${out} r=${r}${extra ? ` ldDxa=${ld}` : ""}`,
+      tolerance: 2e-5,
+      run(kern: Kernels) {
+        const rand = randomSource(700 + s);
+        const dy = randomView(rand, n * out);
+        const xa = randomView(rand, n * r);
+        const b = randomView(rand, out * r);
+        const dB = randomView(rand, out * r);
+        const dxa = randomView(rand, n * ld + 2); // the slice starts 2 floats in
+        kern.lowRankBackward(dy, xa, b, dB, dxa.subarray(2), n, out, r, 0.75, ld);
+        return [dB, dxa];
+      },
+    };
+  });
+}
+
 export function kernelCases(): KernelCase[] {
   return [
     ...matmulCases(),
     ...matmulLowRankCases(),
+    ...lowRankBackwardCases(),
     ...rmsnormCases(),
     ...ropeCases(),
     ...swigluCases(),

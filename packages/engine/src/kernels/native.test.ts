@@ -49,6 +49,15 @@ describe("native kernels validate their arguments", { skip }, () => {
       name: "RangeError",
       message: /matmulLowRank: argument 'a2' has 5 elements but the shapes need 6/,
     });
+    // dxa is 3 rows 5 apart: (3 - 1)·5 + 2 floats
+    assert.throws(() => k().lowRankBackward(f(12), f(6), f(8), f(8), f(11), 3, 4, 2, 1, 5), {
+      name: "RangeError",
+      message: /lowRankBackward: argument 'dxa' has 11 elements but the shapes need 12/,
+    });
+    assert.throws(() => k().lowRankBackward(f(12), f(6), f(8), f(8), f(12), 3, 4, 2, 1, 1), {
+      name: "RangeError",
+      message: /lowRankBackward: argument 'ldDxa' must be at least r \(2\), got 1/,
+    });
   });
 
   test("a wrong type is a TypeError naming it", () => {

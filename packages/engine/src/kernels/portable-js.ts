@@ -182,6 +182,29 @@ export const jsKernels: Kernels = {
     jsKernels.matmul(a2, b2, c, m, n, k2, false, transB2, true, alpha2);
   },
 
+  // One pass over dy, float64 sums: dB's in a scratch [out, r], dxa's per row.
+  lowRankBackward(dy, xa, b, dB, dxa, n, out, r, alpha, ldDxa) {
+    const size = out * r + r;
+    scratchF64 = scratchF64.length >= size ? scratchF64 : new Float64Array(size);
+    const g = scratchF64;
+    g.fill(0, 0, size);
+    for (let i = 0; i < n; i++) {
+      const acc = out * r; // the row's dxa sums sit after dB's
+      for (let o = 0; o < out; o++) {
+        const d = dy[i * out + o];
+        for (let c = 0; c < r; c++) {
+          g[acc + c] += d * b[o * r + c];
+          g[o * r + c] += d * xa[i * r + c];
+        }
+      }
+      for (let c = 0; c < r; c++) {
+        dxa[i * ldDxa + c] = alpha * g[acc + c];
+        g[acc + c] = 0;
+      }
+    }
+    for (let j = 0; j < out * r; j++) dB[j] += alpha * g[j];
+  },
+
   // One row of W widened to fp32 at a time, float64 sums.
   matmulQuant(x, w, y, m, accumulate, alpha = 1) {
     scratchRow = growF32(scratchRow, w.cols);

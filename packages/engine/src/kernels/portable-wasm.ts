@@ -150,6 +150,19 @@ export function loadWasmKernels(path = defaultWasmPath): Kernels {
       w.matmul_low_rank(pa, pb, pc, m, n, k, +transB, pa2, pb2, k2, +transB2, alpha2, +accumulate);
       unstage(c, pc, m * n);
     },
+    lowRankBackward(dy, xa, b, dB, dxa, n, out, r, alpha, ldDxa) {
+      const dxaLen = n > 0 ? (n - 1) * ldDxa + r : 0;
+      const [pdy, pxa, pb, pdB, pdxa] = stage([
+        [dy, n * out, true],
+        [xa, n * r, true],
+        [b, out * r, true],
+        [dB, out * r, true],
+        [dxa, dxaLen, ldDxa > r], // columns past r are kept: copy them in
+      ]);
+      w.low_rank_backward(pdy, pxa, pb, pdB, pdxa, n, out, r, alpha, ldDxa);
+      unstage(dB, pdB, out * r);
+      unstage(dxa, pdxa, dxaLen);
+    },
     matmulQuant: (x, wq, y, m, accumulate, alpha = 1) => matmulQuant(x, wq, y, m, accumulate, alpha),
     rmsnormForward(x, weight, y, rstd, rows, dim, eps) {
       const [px, pw, py, pr] = stage([

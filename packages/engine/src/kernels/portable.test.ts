@@ -43,6 +43,14 @@ for (const isa of ["wasm-simd", "js"]) {
         name: "RangeError",
         message: "matmulLowRank: argument 'b2' has 5 elements but the shapes need 6",
       });
+      assert.throws(() => k().lowRankBackward(f(12), f(6), f(8), f(8), f(11), 3, 4, 2, 1, 5), {
+        name: "RangeError",
+        message: "lowRankBackward: argument 'dxa' has 11 elements but the shapes need 12",
+      });
+      assert.throws(() => k().lowRankBackward(f(12), f(6), f(8), f(8), f(12), 3, 4, 2, 1, 1), {
+        name: "RangeError",
+        message: "lowRankBackward: argument 'ldDxa' must be at least r (2), got 1",
+      });
       assert.throws(
         () =>
           k().adamw(f(4), [0, 0, 0, 0] as unknown as Float32Array, f(4), f(4), 4, 1, 0.9, 0.9, 1e-8, 0, 1),

@@ -44,6 +44,21 @@ export const referenceKernels: Kernels = {
     }
   },
 
+  lowRankBackward(dy, xa, b, dB, dxa, n, out, r, alpha, ldDxa) {
+    for (let o = 0; o < out; o++)
+      for (let c = 0; c < r; c++) {
+        let s = 0;
+        for (let i = 0; i < n; i++) s += dy[i * out + o] * xa[i * r + c];
+        dB[o * r + c] += alpha * s;
+      }
+    for (let i = 0; i < n; i++)
+      for (let c = 0; c < r; c++) {
+        let s = 0;
+        for (let o = 0; o < out; o++) s += dy[i * out + o] * b[o * r + c];
+        dxa[i * ldDxa + c] = alpha * s;
+      }
+  },
+
   // The weights as stored, widened to float64, against x in float64.
   matmulQuant(x, w, y, m, accumulate, alpha = 1) {
     matmulQuantRows(x, w, y, m, accumulate, alpha, new Float64Array(w.cols));

@@ -91,6 +91,27 @@ export interface Kernels {
   ): void;
 
   /**
+   * A LoRA branch's factor gradients from its output gradient dy[n, out], in
+   * one pass over dy where two matmuls would each read it:
+   *   dB[out, r] += alpha · dyᵀ · xa      (xa = x·Aᵀ [n, r], kept from the forward pass)
+   *   dxa[i·ldDxa + c] = alpha · (dy · b)[i, c] for c < r   (b = B [out, r])
+   * ldDxa ≥ r: dxa may be a column slice of a wider matrix (a group's stacked
+   * dxa); its other columns are left as they are.
+   */
+  lowRankBackward(
+    dy: Float32Array,
+    xa: Float32Array,
+    b: Float32Array,
+    dB: Float32Array,
+    dxa: Float32Array,
+    n: number,
+    out: number,
+    r: number,
+    alpha: number,
+    ldDxa: number,
+  ): void;
+
+  /**
    * y[m, w.rows] = alpha · x[m, w.cols] · Wᵀ + (accumulate ? y : 0), with W in a
    * serving format (QuantMatrix): a Linear layer of frozen quantized weights.
    * The product is of x with the weights as the format stores them, in fp32

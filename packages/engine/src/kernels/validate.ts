@@ -107,6 +107,21 @@ export function withValidation(impl: Kernels): Kernels {
       f32(fn, "b2", b2, k2 * n);
       impl.matmulLowRank(a, b, c, m, n, k, transB, a2, b2, k2, transB2, alpha2, accumulate);
     },
+    lowRankBackward(dy, xa, b, dB, dxa, n, out, r, alpha, ldDxa) {
+      const fn = "lowRankBackward";
+      dim(fn, "n", n);
+      dim(fn, "out", out);
+      dim(fn, "r", r);
+      num(fn, "alpha", alpha);
+      dim(fn, "ldDxa", ldDxa);
+      if (ldDxa < r) fail(fn, "ldDxa", `must be at least r (${r}), got ${ldDxa}`, true);
+      f32(fn, "dy", dy, n * out);
+      f32(fn, "xa", xa, n * r);
+      f32(fn, "b", b, out * r);
+      f32(fn, "dB", dB, out * r);
+      f32(fn, "dxa", dxa, n > 0 ? (n - 1) * ldDxa + r : 0);
+      impl.lowRankBackward(dy, xa, b, dB, dxa, n, out, r, alpha, ldDxa);
+    },
     matmulQuant(x, w, y, m, accumulate, alpha) {
       const fn = "matmulQuant";
       checkQuantMatrix(w);

@@ -32,6 +32,18 @@ export interface WasmExports {
     alpha2: number,
     acc: number,
   ): void;
+  low_rank_backward(
+    dy: number,
+    xa: number,
+    b: number,
+    dB: number,
+    dxa: number,
+    n: number,
+    out: number,
+    r: number,
+    alpha: number,
+    ldx: number,
+  ): void;
   matmul_quant(
     format: number,
     x: number,
