@@ -158,10 +158,11 @@ function projectBack(
 ): void {
   const t = tick();
   const W = fp32Weight(w, "backward");
+  const packed = g.packed?.backward(W, out, inDim) ?? null;
   if (addend) {
     const { xa, b, r, scale } = addend;
-    g.kern.matmulLowRank(dy, W, dx, N, inDim, out, false, xa, b, r, false, scale, accumulate);
-  } else g.kern.matmul(dy, W, dx, N, inDim, out, false, false, accumulate);
+    g.kern.matmulLowRank(dy, W, dx, N, inDim, out, false, xa, b, r, false, scale, accumulate, packed);
+  } else g.kern.matmul(dy, W, dx, N, inDim, out, false, false, accumulate, 1, packed);
   tock(`bwd.matmul.${slot}`, t);
 }
 

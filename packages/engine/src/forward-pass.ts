@@ -150,9 +150,12 @@ function project(
 ): void {
   const t = tick();
   const w = lw[slot];
-  if (addend && w instanceof Float32Array) {
-    const { xa, b, r, scale } = addend;
-    g.kern.matmulLowRank(x, w, y, N, out, inDim, true, xa, b, r, true, scale, accumulate);
+  if (w instanceof Float32Array) {
+    const packed = g.packed?.forward(w, out, inDim) ?? null;
+    if (addend) {
+      const { xa, b, r, scale } = addend;
+      g.kern.matmulLowRank(x, w, y, N, out, inDim, true, xa, b, r, true, scale, accumulate, packed);
+    } else g.kern.matmul(x, w, y, N, out, inDim, false, true, accumulate, 1, packed);
   } else matmulWeight(g.kern, x, w, y, N, out, inDim, accumulate);
   const bias = lw.bias[slot];
   if (bias) g.kern.addBias(y, bias, N, out, 1);

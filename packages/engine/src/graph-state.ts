@@ -7,6 +7,7 @@ import type { ModelConfig, Slot } from "./families/index.js";
 import type { Rows } from "./graph-rows.js";
 import type { Kernels } from "./kernels/types.js";
 import type { LoraRunner } from "./lora-apply.js";
+import type { PackedWeights } from "./packed-weights.js";
 import { tick, tock } from "./profile.js";
 import type { RopeTables } from "./rope-tables.js";
 import type { ServingWeights } from "./weights.js";
@@ -36,6 +37,8 @@ export interface GraphState {
   readonly weights: ServingWeights;
   readonly kern: Kernels;
   readonly lora: LoraRunner;
+  /** The frozen weights packed ahead for the blocked matmul (training graphs within budget), or null. */
+  readonly packed: PackedWeights | null;
   readonly ropes: RopeTables;
   /** Forward only: one set of activations, shared by every layer. */
   readonly inferenceOnly: boolean;

@@ -4,6 +4,7 @@
 // logits, and their derivatives on the way back.
 import type { ModelConfig } from "./families/index.js";
 import type { Kernels } from "./kernels/types.js";
+import type { PackedWeights } from "./packed-weights.js";
 import { tick, tock } from "./profile.js";
 import { fp32Weight, matmulWeight } from "./quant/serving.js";
 import type { ProjectionWeight } from "./weights.js";
@@ -30,6 +31,7 @@ export class LmHead {
     private readonly head: ProjectionWeight, // [V,C], fp32 when training
     private readonly kern: Kernels,
     private readonly training: boolean,
+    private readonly packed: PackedWeights | null = null,
   ) {}
 
   /** Chunk buffers for passes of up to N rows. */
@@ -48,7 +50,10 @@ export class LmHead {
   logits(x: Float32Array, out: Float32Array, rows: number, capTanh: Float32Array | null = null): void {
     const { hiddenSize: C, vocabSize: V } = this.config;
     const t0 = tick();
-    matmulWeight(this.kern, x, this.head, out, rows, V, C);
+    const head = this.head;
+    if (this.packed && head instanceof Float32Array)
+      this.kern.matmul(x, head, out, rows, V, C, false, true, false, 1, this.packed.forward(head, V, C));
+    else matmulWeight(this.kern, x, head, out, rows, V, C);
     const m = this.config.logitScale;
     if (m !== 1) for (let i = 0; i < rows * V; i++) out[i] *= m;
     const cap = this.config.finalLogitSoftcap;
@@ -122,17 +127,9 @@ export class LmHead {
       if (capTanh) for (let i = 0; i < m * V; i++) logits[i] *= 1 - capTanh[i] * capTanh[i];
       const scale = this.config.logitScale;
       if (scale !== 1) for (let i = 0; i < m * V; i++) logits[i] *= scale;
-      k.matmul(
-        logits,
-        fp32Weight(this.head, "LM head backward"),
-        this.headRows,
-        m,
-        C,
-        V,
-        false,
-        false,
-        false,
-      ); // d(rows)[m,C]
+      const head = fp32Weight(this.head, "LM head backward");
+      const packed = this.packed?.backward(head, V, C) ?? null;
+      k.matmul(logits, head, this.headRows, m, C, V, false, false, false, 1, packed); // d(rows)[m,C]
       tock("bwd.matmul.lm_head", t0);
       for (let i = 0; i < m; i++) dxf.set(this.headRows.subarray(i * C, i * C + C), rowsOfChunk[i] * C);
     }

@@ -17,6 +17,7 @@ import { type GraphState, sizesOf } from "./graph-state.js";
 import { getKernels } from "./kernels/index.js";
 import { LmHead } from "./lm-head.js";
 import { LoraRunner } from "./lora-apply.js";
+import { PackedWeights } from "./packed-weights.js";
 import { RopeTables } from "./rope-tables.js";
 import type { LoraLayers, ServingWeights } from "./weights.js";
 
@@ -48,18 +49,20 @@ export class ModelGraph {
     const kern = getKernels();
     this.skipUnlabeledRows = options.skipUnlabeledRows ?? true;
     this.inferenceOnly = options.inferenceOnly ?? false;
+    const packed = this.inferenceOnly ? null : PackedWeights.of(kern, weights);
     this.g = {
       config,
       weights,
       kern,
       lora: new LoraRunner(kern),
+      packed,
       ropes: new RopeTables(config, kern),
       inferenceOnly: this.inferenceOnly,
       acts: [],
       s: scratch(config, 0, !this.inferenceOnly),
       pass: null,
     };
-    this.head = new LmHead(config, weights.lmHead, kern, !this.inferenceOnly);
+    this.head = new LmHead(config, weights.lmHead, kern, !this.inferenceOnly, packed);
   }
 
   /** Sizes the buffers for N rows, positions below maxPos and LoRA rank r. */

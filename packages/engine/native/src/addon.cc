@@ -8,67 +8,13 @@
 #include <string.h>
 
 #include "addon_args.h"
+#include "addon_matmul.h"
 #include "addon_memory.h"
 #include "isas.h"
 #include "kernel_table.h"
 #include "runtime.h"
 
 namespace {
-
-napi_value Matmul(napi_env env, napi_callback_info info) {
-  Call c;
-  if (!start(env, info, c, "matmul")) return nullptr;
-  long m, n, k;
-  bool ta, tb, acc;
-  double alpha = 1;
-  float *a, *b, *out;
-  if (!dim(c, 3, "m", &m) || !dim(c, 4, "n", &n) || !dim(c, 5, "k", &k)) return nullptr;
-  if (!flag(c, 6, "transA", &ta) || !flag(c, 7, "transB", &tb) || !flag(c, 8, "accumulate", &acc))
-    return nullptr;
-  if (!is_nullish(c, 9) && !num(c, 9, "alpha", &alpha)) return nullptr;
-  if (!f32(c, 0, "a", (double)m * k, &a) || !f32(c, 1, "b", (double)k * n, &b) ||
-      !f32(c, 2, "c", (double)m * n, &out))
-    return nullptr;
-  c.t->matmul(a, b, out, m, n, k, ta, tb, acc, (float)alpha);
-  return undefined(env);
-}
-
-napi_value MatmulLowRank(napi_env env, napi_callback_info info) {
-  Call c;
-  if (!start(env, info, c, "matmulLowRank")) return nullptr;
-  long m, n, k, k2;
-  bool tb, tb2, acc;
-  double alpha2;
-  float *a, *b, *out, *a2, *b2;
-  if (!dim(c, 3, "m", &m) || !dim(c, 4, "n", &n) || !dim(c, 5, "k", &k) || !flag(c, 6, "transB", &tb) ||
-      !dim(c, 9, "k2", &k2) || !flag(c, 10, "transB2", &tb2) || !num(c, 11, "alpha2", &alpha2) ||
-      !flag(c, 12, "accumulate", &acc))
-    return nullptr;
-  if (!f32(c, 0, "a", (double)m * k, &a) || !f32(c, 1, "b", (double)k * n, &b) ||
-      !f32(c, 2, "c", (double)m * n, &out) || !f32(c, 7, "a2", (double)m * k2, &a2) ||
-      !f32(c, 8, "b2", (double)k2 * n, &b2))
-    return nullptr;
-  c.t->matmul_low_rank(a, b, out, m, n, k, tb, a2, b2, k2, tb2, (float)alpha2, acc);
-  return undefined(env);
-}
-
-napi_value LowRankBackward(napi_env env, napi_callback_info info) {
-  Call c;
-  if (!start(env, info, c, "lowRankBackward")) return nullptr;
-  long n, out, r, ldx;
-  double alpha;
-  float *dy, *xa, *b, *dB, *dxa;
-  if (!dim(c, 5, "n", &n) || !dim(c, 6, "out", &out) || !dim(c, 7, "r", &r) || !num(c, 8, "alpha", &alpha) ||
-      !dim(c, 9, "ldDxa", &ldx))
-    return nullptr;
-  if (ldx < r) return fail(c, true, "ldDxa", "must be at least r (%.0f), got %.0f", (double)r, (double)ldx), nullptr;
-  if (!f32(c, 0, "dy", (double)n * out, &dy) || !f32(c, 1, "xa", (double)n * r, &xa) ||
-      !f32(c, 2, "b", (double)out * r, &b) || !f32(c, 3, "dB", (double)out * r, &dB) ||
-      !f32(c, 4, "dxa", n > 0 ? (double)(n - 1) * ldx + r : 0, &dxa))
-    return nullptr;
-  c.t->low_rank_backward(dy, xa, b, dB, dxa, n, out, r, (float)alpha, ldx);
-  return undefined(env);
-}
 
 napi_value RmsnormForward(napi_env env, napi_callback_info info) {
   Call c;
@@ -278,35 +224,6 @@ napi_value Adamw(napi_env env, napi_callback_info info) {
   return undefined(env);
 }
 
-// matmulQuant(format, x, data, scales, y, m, n, k, accumulate, alpha?): quant.h's formats 1-3.
-napi_value MatmulQuant(napi_env env, napi_callback_info info) {
-  Call c;
-  if (!start(env, info, c, "matmulQuant")) return nullptr;
-  long format, m, n, k;
-  bool acc;
-  double alpha = 1;
-  float *x, *y;
-  void *w = nullptr, *scales = nullptr;
-  if (!dim(c, 0, "format", &format) || !dim(c, 5, "m", &m) || !dim(c, 6, "n", &n) ||
-      !dim(c, 7, "k", &k) || !flag(c, 8, "accumulate", &acc))
-    return nullptr;
-  if (!is_nullish(c, 9) && !num(c, 9, "alpha", &alpha)) return nullptr;
-  if (format < 1 || format > 3)
-    return fail(c, true, "format", "must be 1 (bf16), 2 (int8) or 3 (q4_0), got %.0f", format), nullptr;
-  if (format == 3 && k % 32)
-    return fail(c, true, "k", "must be a multiple of 32 for q4_0, got %.0f", k), nullptr;
-  if (!f32(c, 1, "x", (double)m * k, &x) || !f32(c, 4, "y", (double)m * n, &y)) return nullptr;
-  double nk = (double)n * k;
-  bool ok = format == 1   ? typed(c, 2, "data", napi_uint16_array, "a Uint16Array", nk, &w)
-            : format == 2 ? typed(c, 2, "data", napi_int8_array, "an Int8Array", nk, &w) &&
-                                typed(c, 3, "scales", napi_float32_array, "a Float32Array", n, &scales)
-                          : typed(c, 2, "data", napi_uint8_array, "a Uint8Array", nk / 2, &w) &&
-                                typed(c, 3, "scales", napi_uint16_array, "a Uint16Array", nk / 32, &scales);
-  if (!ok) return nullptr;
-  c.t->matmul_quant((int)format, x, w, scales, y, m, n, k, acc, (float)alpha);
-  return undefined(env);
-}
-
 void set(napi_env env, napi_value obj, const char* name, napi_value v) {
   napi_set_named_property(env, obj, name, v);
 }
@@ -349,6 +266,8 @@ napi_value Create(napi_env env, napi_callback_info info) {
       {"matmul", Matmul},
       {"matmulLowRank", MatmulLowRank},
       {"lowRankBackward", LowRankBackward},
+      {"packedBFloats", PackedBFloats},
+      {"packB", PackB},
       {"rmsnormForward", RmsnormForward},
       {"rmsnormBackward", RmsnormBackward},
       {"rope", Rope},

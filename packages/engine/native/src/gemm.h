@@ -125,28 +125,34 @@ static void pack_b_panel(const View& B, long p0, long kc, long j0, long nr, floa
 // C(i, j) is c[i * rsc + j * csc]. A panels are MR tall; B's NR-wide rows are
 // ldb floats apart: NR in a packed panel, the row stride when B is read in
 // place (gemm_in_cache).
+// A second stretch of k may follow in a separate NR-wide panel (b2, k2 rows):
+// a LoRA branch's B next to a weight packed ahead; A's panel runs on through it.
 template <int R>
 static inline void micro_tile(long kc, const float* __restrict a, const float* __restrict b, long ldb,
                               float* c, long rsc, long csc, float alpha, bool load_c, long mr, long nr,
-                              bool stream) {
+                              bool stream, const float* __restrict b2, long k2) {
   vf acc[R][NV];
 #pragma GCC unroll 16
   for (int i = 0; i < R; i++)
 #pragma GCC unroll 4
     for (int j = 0; j < NV; j++) acc[i][j] = vf{};
-  for (long p = 0; p < kc; p++) {
-    vf bv[NV];
+  auto run = [&](const float* __restrict bp, long ld, long kn) {
+    for (long p = 0; p < kn; p++) {
+      vf bv[NV];
 #pragma GCC unroll 4
-    for (int j = 0; j < NV; j++) bv[j] = vload(b + j * W);
+      for (int j = 0; j < NV; j++) bv[j] = vload(bp + j * W);
 #pragma GCC unroll 16
-    for (int i = 0; i < R; i++) {
-      vf av = vset1(a[i]);
+      for (int i = 0; i < R; i++) {
+        vf av = vset1(a[i]);
 #pragma GCC unroll 4
-      for (int j = 0; j < NV; j++) acc[i][j] += av * bv[j];
+        for (int j = 0; j < NV; j++) acc[i][j] += av * bv[j];
+      }
+      a += MR;
+      bp += ld;
     }
-    a += MR;
-    b += ldb;
-  }
+  };
+  run(b, ldb, kc);
+  if (k2) run(b2, NR, k2);
   if (mr == R && nr == NR && csc == 1) {
 #pragma GCC unroll 16
     for (int i = 0; i < R; i++)
@@ -173,11 +179,12 @@ static inline void micro_tile(long kc, const float* __restrict a, const float* _
 // stream: C is written once and not read soon (see gemm_blocked); its
 // aligned vectors then bypass the caches.
 static inline void micro_kernel(long kc, const float* a, const float* b, long ldb, float* c, long rsc,
-                                long csc, float alpha, bool load_c, long mr, long nr, bool stream = false) {
+                                long csc, float alpha, bool load_c, long mr, long nr, bool stream = false,
+                                const float* b2 = nullptr, long k2 = 0) {
   constexpr int MID = MR > 8 ? 8 : MR;
-  if (mr > MR - 4) micro_tile<MR>(kc, a, b, ldb, c, rsc, csc, alpha, load_c, mr, nr, stream);
-  else if (mr > 4) micro_tile<MID>(kc, a, b, ldb, c, rsc, csc, alpha, load_c, mr, nr, stream);
-  else micro_tile<4>(kc, a, b, ldb, c, rsc, csc, alpha, load_c, mr, nr, stream);
+  if (mr > MR - 4) micro_tile<MR>(kc, a, b, ldb, c, rsc, csc, alpha, load_c, mr, nr, stream, b2, k2);
+  else if (mr > 4) micro_tile<MID>(kc, a, b, ldb, c, rsc, csc, alpha, load_c, mr, nr, stream, b2, k2);
+  else micro_tile<4>(kc, a, b, ldb, c, rsc, csc, alpha, load_c, mr, nr, stream, b2, k2);
 }
 
 // A second product appended along k: C += alpha · A[m, k] · op(B)[k, n] in the
@@ -189,8 +196,11 @@ struct LowRank {
   float alpha;
 };
 
+// `ahead`: op(B) packed once by pack_b_ahead (a frozen weight), so no call
+// copies it again; nullptr: each call packs its panels.
 static void gemm_blocked(const View& A, const View& B, float* c, long rsc, long csc, long m, long n,
-                         long k, float alpha, bool accumulate, const LowRank* lr = nullptr) {
+                         long k, float alpha, bool accumulate, const LowRank* lr = nullptr,
+                         const float* ahead = nullptr) {
   int threads = svc_num_threads();
   if ((double)m * n * k < 2.0e5) threads = 1;
   // Row blocks: a multiple of the thread count, each at most MC_MAX tall.
@@ -199,7 +209,9 @@ static void gemm_blocked(const View& A, const View& B, float* c, long rsc, long 
   long mc = ceil_div(ceil_div(m, nblocks), MR) * MR;
   nblocks = ceil_div(m, mc);
   long k2 = lr ? lr->k : 0;
-  float* bpack = svc_scratch(SVC_SLOT_GEMM_B, (size_t)(KC + k2) * NC);
+  long own = ahead ? 0 : KC * NC;  // this call's own panels of B, then the low-rank B's (k2 rows each)
+  float* bpack = svc_scratch(SVC_SLOT_GEMM_B, (size_t)(own + k2 * NC));
+  float* lpack = bpack + own;
   long kstep = ceil_div(k, ceil_div(k, KC));
   // A C larger than the caches, written in one pass, streams to memory: its
   // lines are not read in first (they would be from memory: a training
@@ -214,15 +226,17 @@ static void gemm_blocked(const View& A, const View& B, float* c, long rsc, long 
       long kx = pc + kc == k ? k2 : 0;  // the low-rank product's k, in the last pass
       long kt = kc + kx;
       bool load_c = accumulate || pc > 0;
+      const float* panels = ahead ? ahead + jc * k + pc * npanels * NR : bpack;  // pack_b_ahead's order
       long pack_tasks = threads == 1 ? 1 : min_l(npanels, threads * 2);
-      par(pack_tasks, [&](long t) {
-        long q0 = npanels * t / pack_tasks, q1 = npanels * (t + 1) / pack_tasks;
-        for (long q = q0; q < q1; q++) {
-          long nr = min_l(NR, nc - q * NR);
-          pack_b_panel(B, pc, kc, jc + q * NR, nr, bpack + q * NR * kt);
-          if (kx) pack_b_panel(lr->B, 0, kx, jc + q * NR, nr, bpack + q * NR * kt + kc * NR);
-        }
-      });
+      if (!ahead || kx)
+        par(pack_tasks, [&](long t) {
+          long q0 = npanels * t / pack_tasks, q1 = npanels * (t + 1) / pack_tasks;
+          for (long q = q0; q < q1; q++) {
+            long nr = min_l(NR, nc - q * NR);
+            if (!ahead) pack_b_panel(B, pc, kc, jc + q * NR, nr, bpack + q * NR * kc);
+            if (kx) pack_b_panel(lr->B, 0, kx, jc + q * NR, nr, lpack + q * NR * kx);
+          }
+        });
       // At least three tasks per thread (splitting column panels when rows run
       // short), so a thread the OS preempts holds up little: tasks are claimed
       // dynamically. Each split re-packs its A block, under 1% of its FMAs.
@@ -242,12 +256,31 @@ static void gemm_blocked(const View& A, const View& B, float* c, long rsc, long 
         for (long q = q0; q < q1; q++) {
           long jr = q * NR, nr = min_l(NR, nc - jr);
           for (long ir = 0; ir < mcb; ir += MR)
-            micro_kernel(kt, apack + ir * kt, bpack + q * NR * kt, NR,
-                         c + (ic + ir) * rsc + (jc + jr) * csc, rsc, csc, alpha, load_c,
-                         min_l(MR, mcb - ir), nr, stream);
+            micro_kernel(kc, apack + ir * kt, panels + q * NR * kc, NR, c + (ic + ir) * rsc + (jc + jr) * csc,
+                         rsc, csc, alpha, load_c, min_l(MR, mcb - ir), nr, stream, lpack + q * NR * kx, kx);
         }
         if (stream) vstream_fence();  // before the pool reports the task done
       });
+    }
+  }
+}
+
+// op(B) [k, n] (B stored [n, k] when transB) packed once, in the order
+// gemm_blocked reads its panels: per NC-wide column block, per k pass, NR-wide
+// panels of that pass's rows, zero-padded. A frozen weight packed this way is
+// read in place by every product with it, where each call would copy it anew.
+static long packed_b_floats(long k, long n) { return ceil_div(n, NR) * NR * k; }
+
+static void pack_b_ahead(const float* b, long k, long n, bool transB, float* out) {
+  if (k == 0) return;
+  View B = transB ? View{b, 1, k} : View{b, n, 1};
+  long kstep = ceil_div(k, ceil_div(k, KC));
+  for (long jc = 0; jc < n; jc += NC) {
+    long nc = min_l(NC, n - jc), npanels = ceil_div(nc, NR);
+    for (long pc = 0; pc < k; pc += kstep) {
+      long kc = min_l(kstep, k - pc);
+      float* o = out + jc * k + pc * npanels * NR;
+      par(npanels, [&](long q) { pack_b_panel(B, pc, kc, jc + q * NR, min_l(NR, nc - q * NR), o + q * NR * kc); });
     }
   }
 }
@@ -301,8 +334,10 @@ static void gemm_in_cache(const View& A, const float* b, long ldb, float* c, lon
 
 #include "gemv.h"
 
+// bPacked: op(b) as pack_b_ahead left it (or nullptr), for the blocked path;
+// the few-row and few-column paths read b itself.
 static void matmul(const float* a, const float* b, float* c, long m, long n, long k, bool transA,
-                   bool transB, bool accumulate, float alpha) {
+                   bool transB, bool accumulate, float alpha, const float* bPacked = nullptr) {
   if (m == 0 || n == 0) return;
   if (k == 0) {
     if (!accumulate)
@@ -338,7 +373,7 @@ static void matmul(const float* a, const float* b, float* c, long m, long n, lon
   }
   View A = transA ? View{a, 1, m} : View{a, k, 1};
   View B = transB ? View{b, 1, k} : View{b, n, 1};
-  gemm_blocked(A, B, c, n, 1, m, n, k, alpha, accumulate);
+  gemm_blocked(A, B, c, n, 1, m, n, k, alpha, accumulate, nullptr, bPacked);
 }
 
 // C[m,n] (=|+=) A[m,k]·op(B) + alpha2·A2[m,k2]·op(B2): a frozen projection and
@@ -347,13 +382,13 @@ static void matmul(const float* a, const float* b, float* c, long m, long n, lon
 // twice; few rows or columns run the two products.
 static void matmul_low_rank(const float* a, const float* b, float* c, long m, long n, long k, bool transB,
                             const float* a2, const float* b2, long k2, bool transB2, float alpha2,
-                            bool accumulate) {
+                            bool accumulate, const float* bPacked = nullptr) {
   if (m <= GEMV_MAX_ROWS || n <= GEMV_MAX_ROWS || k == 0 || k2 == 0) {
-    matmul(a, b, c, m, n, k, false, transB, accumulate, 1.0f);
+    matmul(a, b, c, m, n, k, false, transB, accumulate, 1.0f, bPacked);
     matmul(a2, b2, c, m, n, k2, false, transB2, true, alpha2);
     return;
   }
   LowRank lr{View{a2, k2, 1}, transB2 ? View{b2, 1, k2} : View{b2, n, 1}, k2, alpha2};
   gemm_blocked(View{a, k, 1}, transB ? View{b, 1, k} : View{b, n, 1}, c, n, 1, m, n, k, 1.0f, accumulate,
-               &lr);
+               &lr, bPacked);
 }

@@ -10,8 +10,8 @@
 #include "quant_igemm.h"
 
 static const SvcKernelTable kTable = {
-    SVC_ISA_NAME,      matmul,          matmul_low_rank, low_rank_backward, rmsnorm_forward,
-    rmsnorm_backward,
+    SVC_ISA_NAME,      matmul,          matmul_low_rank, packed_b_floats,   pack_b_ahead,
+    low_rank_backward, rmsnorm_forward, rmsnorm_backward,
     rope,              swiglu_forward,  swiglu_backward, geglu_forward,
     geglu_backward,    add_bias,        attention_forward, attention_backward,
     cross_entropy,     adamw,

@@ -5,12 +5,16 @@
 
 struct SvcKernelTable {
   const char* isa;
+  // bPacked (may be null): op(b) packed ahead by pack_b, read by the blocked path.
   void (*matmul)(const float* a, const float* b, float* c, long m, long n, long k, bool transA,
-                 bool transB, bool accumulate, float alpha);
+                 bool transB, bool accumulate, float alpha, const float* bPacked);
   // c[m,n] (=|+=) a[m,k]·op(b) + alpha2·a2[m,k2]·op(b2), C written once (gemm.h).
   void (*matmul_low_rank)(const float* a, const float* b, float* c, long m, long n, long k, bool transB,
                           const float* a2, const float* b2, long k2, bool transB2, float alpha2,
-                          bool accumulate);
+                          bool accumulate, const float* bPacked);
+  // op(b) [k,n] packed once for matmul's bPacked: packed_b_floats(k, n) floats.
+  long (*packed_b_floats)(long k, long n);
+  void (*pack_b)(const float* b, long k, long n, bool transB, float* out);
   // A LoRA branch's factor gradients in one pass over dy (low_rank.h):
   // dB[out,r] += alpha·dyᵀ·xa, dxa[n,r] (rows ldx apart) = alpha·dy·b.
   void (*low_rank_backward)(const float* dy, const float* xa, const float* b, float* dB, float* dxa, long n,

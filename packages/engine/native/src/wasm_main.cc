@@ -68,12 +68,12 @@ EXPORT(svc_io) void* svc_io(unsigned long bytes) { return io_block.reserve(bytes
 EXPORT(matmul)
 void matmul(const float* a, const float* b, float* c, long m, long n, long k, int ta, int tb,
             int acc, float alpha) {
-  kTable.matmul(a, b, c, m, n, k, ta, tb, acc, alpha);
+  kTable.matmul(a, b, c, m, n, k, ta, tb, acc, alpha, nullptr);
 }
 EXPORT(matmul_low_rank)
 void matmul_low_rank(const float* a, const float* b, float* c, long m, long n, long k, int tb,
                      const float* a2, const float* b2, long k2, int tb2, float alpha2, int acc) {
-  kTable.matmul_low_rank(a, b, c, m, n, k, tb, a2, b2, k2, tb2, alpha2, acc);
+  kTable.matmul_low_rank(a, b, c, m, n, k, tb, a2, b2, k2, tb2, alpha2, acc, nullptr);
 }
 EXPORT(low_rank_backward)
 void low_rank_backward(const float* dy, const float* xa, const float* b, float* dB, float* dxa, long n, long out,

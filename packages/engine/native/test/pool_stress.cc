@@ -235,7 +235,12 @@ void check_gemm(const SvcKernelTable* t, Rng& rng, long call) {
   for (long i = 0; i < kGuard; i++) c[i] = c[kGuard + m * n + i] = kSentinel;
   for (long i = 0; i < m * n; i++) cv[i] = rng.uniform();
   std::vector<float> c0(cv, cv + m * n);
-  t->matmul(a.data(), b.data(), cv, m, n, k, ta, tb, acc, alpha);
+  std::vector<float> packed;  // every other product reads B packed ahead, as a frozen weight is
+  if (rng.below(2)) {
+    packed.resize(t->packed_b_floats(k, n));
+    t->pack_b(b.data(), k, n, tb, packed.data());
+  }
+  t->matmul(a.data(), b.data(), cv, m, n, k, ta, tb, acc, alpha, packed.empty() ? nullptr : packed.data());
   for (long i = 0; i < kGuard; i++)
     if (c[i] != kSentinel || c[kGuard + m * n + i] != kSentinel)
       fail("%s matmul %ldx%ldx%ld: wrote outside C (guard element %ld)", t->isa, m, n, k,

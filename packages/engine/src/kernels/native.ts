@@ -5,7 +5,7 @@ import { fileURLToPath } from "node:url";
 import { checkQuantMatrix } from "./quant-matrix.js";
 import { type Kernels, QUANT_FORMAT_CODES } from "./types.js";
 
-type KernelMethods = Omit<Kernels, "name" | "isa" | "matmulQuant">;
+type KernelMethods = Omit<Kernels, "name" | "isa" | "matmulQuant" | "packB">;
 
 /** The addon's matmulQuant: the QuantMatrix's fields as arguments (the addon checks them). */
 type AddonMatmulQuant = (
@@ -30,6 +30,9 @@ interface NativeAddon {
     readonly isa: string;
     readonly matmulQuant: AddonMatmulQuant;
     readonly quantInt8MaxRows: number;
+    /** The floats packB writes for op(b) [k, n]. */
+    packedBFloats(k: number, n: number): number;
+    packB(b: Float32Array, k: number, n: number, transB: boolean, out: Float32Array): void;
   };
   /** n zeroed floats on a 64-byte boundary (memory the addon owns). */
   zeroedFloats(n: number): Float32Array<ArrayBuffer>;
@@ -38,6 +41,7 @@ interface NativeAddon {
 export interface NativeKernels extends Kernels {
   readonly name: "native";
   zeroedFloats(n: number): Float32Array<ArrayBuffer>;
+  packB(b: Float32Array, k: number, n: number, transB: boolean): Float32Array<ArrayBuffer>;
   /** Threads the native pool uses (SVC_THREADS caps it). */
   readonly threads: number;
   /** Every ISA this CPU can run with this addon, best first. */
@@ -78,9 +82,14 @@ export function loadNativeKernels(options: NativeKernelOptions = {}): NativeKern
     );
   }
   const methods = addon.create(isa);
-  const { matmulQuant: quant, quantInt8MaxRows, ...rest } = methods;
+  const { matmulQuant: quant, quantInt8MaxRows, packedBFloats, packB, ...rest } = methods;
   return {
     ...rest,
+    packB(b, k, n, transB) {
+      const out = addon.zeroedFloats(packedBFloats(k, n));
+      packB(b, k, n, transB, out);
+      return out;
+    },
     matmulQuant(x, w, y, m, accumulate, alpha) {
       checkQuantMatrix(w);
       const code = QUANT_FORMAT_CODES[w.format];

@@ -50,10 +50,21 @@ export interface Kernels {
   zeroedFloats?(n: number): Float32Array<ArrayBuffer>;
 
   /**
+   * op(b) [k, n] (b stored [n, k] when transB) packed once in the layout this
+   * implementation's matmul reads it (native), for matmul's and
+   * matmulLowRank's `bPacked`: a frozen weight packed ahead is read in place by
+   * every product with it, where each call would copy it anew. Absent: there
+   * is nothing to pack (the portable kernels read b as it is).
+   */
+  packB?(b: Float32Array, k: number, n: number, transB: boolean): Float32Array<ArrayBuffer>;
+
+  /**
    * C[m,n] = alpha * op(A) · op(B) + (accumulate ? C : 0)
    * op(A) is [m,k]: A is stored [m,k], or [k,m] when transA.
    * op(B) is [k,n]: B is stored [k,n], or [n,k] when transB.
    * A Linear layer y = x·Wᵀ with W stored [out,in] is matmul(x, W, y, T, out, in, false, true).
+   * bPacked: packB(b, k, n, transB) of these kernels, or absent; it must hold
+   * b's values (paths that read b itself, e.g. few rows, still do).
    */
   matmul(
     a: Float32Array,
@@ -66,13 +77,15 @@ export interface Kernels {
     transB: boolean,
     accumulate: boolean,
     alpha?: number,
+    bPacked?: Float32Array | null,
   ): void;
 
   /**
    * C[m,n] = a[m,k] · op(b) + alpha2 · a2[m,k2] · op(b2) + (accumulate ? C : 0):
    * a frozen projection and its LoRA branch's second product, (x·Aᵀ)·Bᵀ, in one
    * pass over C where two matmuls would stream it twice. op(b) is [k,n]: b is
-   * stored [k,n], or [n,k] when transB; op(b2) is [k2,n] likewise.
+   * stored [k,n], or [n,k] when transB; op(b2) is [k2,n] likewise. bPacked:
+   * as for matmul.
    */
   matmulLowRank(
     a: Float32Array,
@@ -88,6 +101,7 @@ export interface Kernels {
     transB2: boolean,
     alpha2: number,
     accumulate: boolean,
+    bPacked?: Float32Array | null,
   ): void;
 
   /**

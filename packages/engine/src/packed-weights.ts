@@ -1,0 +1,68 @@
+// A training graph's frozen fp32 weights packed ahead for the kernels' blocked
+// matmul (Kernels.packB), in both orientations a step multiplies by: x·Wᵀ
+// forward and dy·W for the input gradient. Without it every product copies its
+// weight into panels first; on the Zen 4 VM that copying was a tenth of a
+// SmolLM2-shape projection's time (docs/kernels.md). Each weight is packed the
+// first time a product uses it, and the packs cost twice the weights' memory,
+// so a graph packs only when they fit in its budget.
+import { totalmem } from "node:os";
+import { SLOTS } from "./families/index.js";
+import type { Kernels } from "./kernels/types.js";
+import type { ServingWeights } from "./weights.js";
+
+interface Packs {
+  forward: Float32Array; // op(W) = Wᵀ [in, out], for y = x·Wᵀ
+  backward: Float32Array; // op(W) = W [out, in], for dx = dy·W
+}
+
+/**
+ * Bytes the packs of a graph may take: SVC_PACKED_WEIGHTS_MB when set (0: never
+ * pack), else a quarter of the machine's memory.
+ */
+export function packBudgetBytes(): number {
+  const mb = process.env.SVC_PACKED_WEIGHTS_MB;
+  if (mb !== undefined && mb !== "") {
+    const v = Number(mb);
+    if (!(v >= 0))
+      throw new RangeError(`SVC_PACKED_WEIGHTS_MB must be a number of megabytes >= 0, got "${mb}"`);
+    return v * 2 ** 20;
+  }
+  return totalmem() / 4;
+}
+
+export class PackedWeights {
+  private readonly packs = new WeakMap<Float32Array, Packs>();
+
+  private constructor(private readonly pack: NonNullable<Kernels["packB"]>) {}
+
+  /** Packs for these weights' fp32 projections and LM head, or null (no packB, or over budget). */
+  static of(kern: Kernels, weights: ServingWeights, budget = packBudgetBytes()): PackedWeights | null {
+    if (!kern.packB) return null;
+    let floats = weights.lmHead instanceof Float32Array ? weights.lmHead.length : 0;
+    for (const layer of weights.layers)
+      for (const slot of SLOTS) {
+        const w = layer[slot];
+        if (w instanceof Float32Array) floats += w.length;
+      }
+    return 2 * 4 * floats <= budget ? new PackedWeights(kern.packB.bind(kern)) : null;
+  }
+
+  private packsOf(w: Float32Array, rows: number, cols: number): Packs {
+    let p = this.packs.get(w);
+    if (!p) {
+      p = { forward: this.pack(w, cols, rows, true), backward: this.pack(w, rows, cols, false) };
+      this.packs.set(w, p);
+    }
+    return p;
+  }
+
+  /** W [rows, cols] packed for x·Wᵀ. */
+  forward(w: Float32Array, rows: number, cols: number): Float32Array {
+    return this.packsOf(w, rows, cols).forward;
+  }
+
+  /** W [rows, cols] packed for dy·W. */
+  backward(w: Float32Array, rows: number, cols: number): Float32Array {
+    return this.packsOf(w, rows, cols).backward;
+  }
+}
