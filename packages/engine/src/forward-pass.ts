@@ -150,13 +150,11 @@ function project(
 ): void {
   const t = tick();
   const w = lw[slot];
-  if (w instanceof Float32Array) {
-    const packed = g.packed?.forward(w, out, inDim) ?? null;
-    if (addend) {
-      const { xa, b, r, scale } = addend;
-      g.kern.matmulLowRank(x, w, y, N, out, inDim, true, xa, b, r, true, scale, accumulate, packed);
-    } else g.kern.matmul(x, w, y, N, out, inDim, false, true, accumulate, 1, packed);
-  } else matmulWeight(g.kern, x, w, y, N, out, inDim, accumulate);
+  const packed = g.packed?.forward(w, out, inDim) ?? null;
+  if (addend && w instanceof Float32Array) {
+    const { xa, b, r, scale } = addend;
+    g.kern.matmulLowRank(x, w, y, N, out, inDim, true, xa, b, r, true, scale, accumulate, packed);
+  } else matmulWeight(g.kern, x, w, y, N, out, inDim, accumulate, 1, packed);
   const bias = lw.bias[slot];
   if (bias) g.kern.addBias(y, bias, N, out, 1);
   tock(`fwd.matmul.${slot}`, t);

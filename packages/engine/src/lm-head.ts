@@ -50,10 +50,8 @@ export class LmHead {
   logits(x: Float32Array, out: Float32Array, rows: number, capTanh: Float32Array | null = null): void {
     const { hiddenSize: C, vocabSize: V } = this.config;
     const t0 = tick();
-    const head = this.head;
-    if (this.packed && head instanceof Float32Array)
-      this.kern.matmul(x, head, out, rows, V, C, false, true, false, 1, this.packed.forward(head, V, C));
-    else matmulWeight(this.kern, x, head, out, rows, V, C);
+    const packed = this.packed?.forward(this.head, V, C) ?? null;
+    matmulWeight(this.kern, x, this.head, out, rows, V, C, false, 1, packed);
     const m = this.config.logitScale;
     if (m !== 1) for (let i = 0; i < rows * V; i++) out[i] *= m;
     const cap = this.config.finalLogitSoftcap;

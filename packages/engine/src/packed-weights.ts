@@ -6,9 +6,9 @@
 // first time a product uses it, and the packs cost twice the weights' memory,
 // so a graph packs only when they fit in its budget.
 import { totalmem } from "node:os";
-import { SLOTS } from "./families/index.js";
 import type { Kernels } from "./kernels/types.js";
-import type { ServingWeights } from "./weights.js";
+import { decodeWeightBytes } from "./quant/serving.js";
+import type { ProjectionWeight, ServingWeights } from "./weights.js";
 
 interface Packs {
   forward: Float32Array; // op(W) = Wᵀ [in, out], for y = x·Wᵀ
@@ -38,13 +38,8 @@ export class PackedWeights {
   /** Packs for these weights' fp32 projections and LM head, or null (no packB, or over budget). */
   static of(kern: Kernels, weights: ServingWeights, budget = packBudgetBytes()): PackedWeights | null {
     if (!kern.packB) return null;
-    let floats = weights.lmHead instanceof Float32Array ? weights.lmHead.length : 0;
-    for (const layer of weights.layers)
-      for (const slot of SLOTS) {
-        const w = layer[slot];
-        if (w instanceof Float32Array) floats += w.length;
-      }
-    return 2 * 4 * floats <= budget ? new PackedWeights(kern.packB.bind(kern)) : null;
+    // the matrices a step multiplies by are the ones a decode step reads: the projections and the head
+    return 2 * decodeWeightBytes(weights) <= budget ? new PackedWeights(kern.packB.bind(kern)) : null;
   }
 
   private packsOf(w: Float32Array, rows: number, cols: number): Packs {
@@ -56,9 +51,9 @@ export class PackedWeights {
     return p;
   }
 
-  /** W [rows, cols] packed for x·Wᵀ. */
-  forward(w: Float32Array, rows: number, cols: number): Float32Array {
-    return this.packsOf(w, rows, cols).forward;
+  /** W [rows, cols] packed for x·Wᵀ; null for a weight in a serving format (not packed). */
+  forward(w: ProjectionWeight, rows: number, cols: number): Float32Array | null {
+    return w instanceof Float32Array ? this.packsOf(w, rows, cols).forward : null;
   }
 
   /** W [rows, cols] packed for dy·W. */

@@ -89,8 +89,7 @@ static void low_rank_backward(const float* dy, const float* xa, const float* b, 
   if (n <= 0 || r <= 0) return;
   long rp = ceil_div(r, W) * W;
   long blocks = ceil_div(n, LR_SPLIT);
-  long tasks = min_l(svc_num_threads(), ceil_div(blocks, 4));
-  if (tasks < 1) tasks = 1;
+  long tasks = min_l(svc_num_threads(), ceil_div(blocks, 4));  // n > 0: at least one
   bool padded = rp != r;
   float* part = svc_scratch(SVC_SLOT_CALLER, (size_t)(tasks * out * rp + (padded ? (n + out) * rp : 0)));
   if (padded) {

@@ -188,8 +188,8 @@ export const jsKernels: Kernels = {
     scratchF64 = scratchF64.length >= size ? scratchF64 : new Float64Array(size);
     const g = scratchF64;
     g.fill(0, 0, size);
+    const acc = out * r; // a row's dxa sums sit after dB's
     for (let i = 0; i < n; i++) {
-      const acc = out * r; // the row's dxa sums sit after dB's
       for (let o = 0; o < out; o++) {
         const d = dy[i * out + o];
         for (let c = 0; c < r; c++) {

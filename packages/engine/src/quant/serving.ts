@@ -194,7 +194,8 @@ export function decodeWeightBytes(weights: ServingWeights): number {
 
 /**
  * y[N, out] (+)= alpha·x[N, in]·Wᵀ for a frozen weight in any format: the one
- * place the forward pass tells fp32 from the serving formats.
+ * place the forward pass tells fp32 from the serving formats. bPacked: an fp32
+ * W packed ahead for this product (PackedWeights.forward), or null.
  */
 export function matmulWeight(
   kern: Kernels,
@@ -206,8 +207,9 @@ export function matmulWeight(
   inDim: number,
   accumulate = false,
   alpha = 1,
+  bPacked: Float32Array | null = null,
 ): void {
-  if (w instanceof Float32Array) kern.matmul(x, w, y, N, out, inDim, false, true, accumulate, alpha);
+  if (w instanceof Float32Array) kern.matmul(x, w, y, N, out, inDim, false, true, accumulate, alpha, bPacked);
   else kern.matmulQuant(x, w, y, N, accumulate, alpha);
 }
 
