@@ -151,7 +151,8 @@ export async function startTestServer(options: {
     log: () => output,
     stop: () =>
       new Promise<void>((resolve) => {
-        if (child.exitCode !== null) return resolve();
+        // a process killed by a signal has a signalCode and no exitCode, and has already sent "exit"
+        if (child.exitCode !== null || child.signalCode !== null) return resolve();
         child.once("exit", () => resolve());
         child.kill("SIGTERM");
         setTimeout(() => child.kill("SIGKILL"), 10_000).unref();

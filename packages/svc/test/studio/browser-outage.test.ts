@@ -62,7 +62,10 @@ describe("Studio in a browser when the cloud API goes away", {
 }, () => {
   const cleanups: (() => Promise<unknown>)[] = [];
   after(async () => {
-    for (const c of cleanups.reverse()) await c().catch(() => {});
+    // Bounded, so that a cleanup that never settles fails this file instead of stalling the run.
+    for (const c of cleanups.reverse()) {
+      await Promise.race([c(), new Promise((r) => setTimeout(r, 30_000).unref())]).catch(() => {});
+    }
   });
 
   async function open(
@@ -174,13 +177,16 @@ describe("Studio in a browser when the cloud API goes away", {
   });
 
   test("a job page whose event stream failed during the outage follows the job to its end once the API is back", async (t) => {
-    // A model big enough that 60 steps take seconds, so the kill lands mid-run.
+    // Steps take tens of milliseconds, and the page sees the first checkpoint a
+    // poll or more after it is saved: 240 steps leave the kill seconds of margin
+    // to land mid-run.
+    const STEPS = 240;
     const model = await createTestModel({ hiddenSize: 128, intermediateSize: 256, numHiddenLayers: 4 });
     const args = ["--bundled-models", "none", "--model", `${TEST_MODEL}=${model}`];
     const project = await makeProject({
       source: `import { createSvc, createTrainer } from "svc";
 const rows = Array.from({ length: 16 }, (_, i) => ({ messages: [{ role: "user", content: ("question " + i + " ").repeat(12) }, { role: "assistant", content: ("answer " + i + " ").repeat(12) }] }));
-export default createSvc({ trainer: createTrainer({ name: "outage", model: "${TEST_MODEL}" as "svc/pico-llama", dataset: { type: "inline", rows }, maxSteps: 60, saveSteps: 10, batchSize: 4 }) });
+export default createSvc({ trainer: createTrainer({ name: "outage", model: "${TEST_MODEL}" as "svc/pico-llama", dataset: { type: "inline", rows }, maxSteps: ${STEPS}, saveSteps: 10, batchSize: 4 }) });
 `,
     });
     let server: TestServer = await startTestServer({ home: project.home, args });
@@ -207,6 +213,11 @@ export default createSvc({ trainer: createTrainer({ name: "outage", model: "${TE
       "the first checkpoint",
       async () => (await page.locator(".event-checkpoint-saved").count()) >= 1,
     );
+    assert.notEqual(
+      await page.locator("h1 .badge").textContent(),
+      "completed",
+      "the job ended before the outage; it needs more steps",
+    );
 
     server.process.kill("SIGKILL");
     await page.getByTestId("api-banner").waitFor({ timeout: 30_000 });
@@ -227,7 +238,7 @@ export default createSvc({ trainer: createTrainer({ name: "outage", model: "${TE
       async () => (await page.locator("h1 .badge").textContent()) === "completed",
     );
     assert.equal(await page.getByTestId("stream-banner").count(), 0);
-    assert.ok((await points()) >= 60, `the chart went on past ${before} points to the end`);
+    assert.ok((await points()) >= STEPS, `the chart went on past ${before} points to the end`);
     assert.equal(await page.locator(".event-training-completed").count(), 1);
     assert.deepEqual(browser.pageErrors, []);
     t.diagnostic(`job page: ${before} points before the outage, ${await points()} at the end`);
