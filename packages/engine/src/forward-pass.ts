@@ -22,8 +22,10 @@ import {
   rope,
   sizesOf,
 } from "./graph-state.js";
+import type { QuantMatrix } from "./kernels/types.js";
 import type { LowRankAddend } from "./lora-apply.js";
 import { tick, tock } from "./profile.js";
+import { joinedWeight } from "./quant/joined.js";
 import { matmulWeight, matrixRow } from "./quant/serving.js";
 import type { LayerWeights, ProjectionWeight } from "./weights.js";
 
@@ -130,9 +132,49 @@ function projectGroup(
 ): void {
   const fp32 = slots.every((slot) => lw[slot] instanceof Float32Array);
   const addends = fp32 ? g.lora.addends(rows.lora, x, inDim, l, state, slots, rows.N) : null;
-  for (let i = 0; i < slots.length; i++)
-    project(g, x, lw, slots[i], ys[i], rows.N, outs[i], inDim, accumulate, addends?.[i] ?? null);
+  const joined = accumulate || rows.N > JOINED_MAX_ROWS ? null : joinedWeight(lw, slots);
+  if (joined) projectJoined(g, x, lw, joined, slots, ys, outs, rows.N);
+  else
+    for (let i = 0; i < slots.length; i++)
+      project(g, x, lw, slots[i], ys[i], rows.N, outs[i], inDim, accumulate, addends?.[i] ?? null);
   if (!addends) g.lora.forward(rows.lora, x, inDim, l, state, slots, ys, outs);
+}
+
+/**
+ * The most rows a joined group's one product takes. Decode's few rows stream
+ * the weights, where each product's start and hand-off cost; at prefill's many
+ * rows the products are compute-bound and splitting the joined output would
+ * only add a copy.
+ */
+const JOINED_MAX_ROWS = 32;
+
+/** ys[i] = x·W_iᵀ (+ bias) for slots held as one serving-format matrix: one product, its columns split. */
+function projectJoined(
+  g: GraphState,
+  x: Float32Array,
+  lw: LayerWeights<ProjectionWeight>,
+  joined: QuantMatrix,
+  slots: readonly Slot[],
+  ys: Float32Array[],
+  outs: number[],
+  N: number,
+): void {
+  const t = tick();
+  const total = joined.rows;
+  if (g.joinedOut.length < N * total) g.joinedOut = new Float32Array(N * total);
+  const y = g.joinedOut;
+  g.kern.matmulQuant(x, joined, y, N, false, 1);
+  for (let n = 0, at = 0; n < N; n++) {
+    for (let i = 0; i < slots.length; i++) {
+      ys[i].set(y.subarray(at, at + outs[i]), n * outs[i]);
+      at += outs[i];
+    }
+  }
+  for (let i = 0; i < slots.length; i++) {
+    const bias = lw.bias[slots[i]];
+    if (bias) g.kern.addBias(ys[i], bias, N, outs[i], 1);
+  }
+  tock(`fwd.matmul.${slots.join("")}`, t);
 }
 
 /** y[N,out] (+)= x[N,in]·Wᵀ (+ bias) (+ the LoRA branch's addend): a frozen base projection. */

@@ -46,6 +46,8 @@ export interface GraphState {
   s: Scratch;
   /** The rows of the last forward pass (its positions and segments drive RoPE and attention). */
   pass: Rows | null;
+  /** A joined projection's output [N, its rows] before it is split (serving weights; grown on use). */
+  joinedOut: Float32Array;
 }
 
 /** Layer l's activations (the one shared set when inference-only). */

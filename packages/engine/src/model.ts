@@ -61,6 +61,7 @@ export class ModelGraph {
       acts: [],
       s: scratch(config, 0, !this.inferenceOnly),
       pass: null,
+      joinedOut: new Float32Array(0),
     };
     this.head = new LmHead(config, weights.lmHead, kern, !this.inferenceOnly, packed);
   }

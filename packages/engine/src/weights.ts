@@ -26,7 +26,12 @@ export interface LayerWeights<P extends ProjectionWeight = Float32Array> {
   down: P; // [hidden, ffn]
   /** Biases of the projections that have one, [out]. */
   bias: Partial<Record<Slot, Float32Array>>;
+  /** Serving formats: q/k/v and gate/up each as one matrix, their slots row views of it (quant/joined.ts). */
+  joined?: Partial<Record<JoinedGroup, QuantMatrix>>;
 }
+
+/** Projections that read one input, held as one matrix for serving. */
+export type JoinedGroup = "qkv" | "gateUp";
 
 export interface ModelWeights<P extends ProjectionWeight = Float32Array> {
   embed: P; // [vocab, hidden]

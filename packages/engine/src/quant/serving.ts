@@ -20,6 +20,7 @@ import {
   type ServingWeights,
 } from "../weights.js";
 import { matrixBytes, quantizeMatrix, type WeightFormat } from "./formats.js";
+import { joinProjections } from "./joined.js";
 
 /**
  * A model held for serving only, its base weights in `weightFormat` and no
@@ -48,7 +49,7 @@ export function servingWeights(
       const shape = projectionShape(config, slot);
       out[slot] = quantizeMatrix(format, lw[slot], shape.out, shape.in);
     }
-    return out;
+    return joinProjections(out);
   });
   const embed = quantizeMatrix(format, weights.embed, V, C);
   const lmHead = weights.lmHead === weights.embed ? embed : quantizeMatrix(format, weights.lmHead, V, C);
@@ -80,7 +81,8 @@ export async function servingWeightsAsync(
       const shape = projectionShape(config, slot);
       out[slot] = await convert(lw[slot], shape.out, shape.in);
     }
-    layers.push(out);
+    await nextTurn();
+    layers.push(joinProjections(out));
   }
   const embed = await convert(weights.embed, V, C);
   const lmHead = weights.lmHead === weights.embed ? embed : await convert(weights.lmHead, V, C);
@@ -93,13 +95,19 @@ export async function servingWeightsAsync(
  * more than one slice (about a million weights) is ever held in fp32.
  * fp32: the weights as read, also a slice at a time (readMatrixAsync).
  */
-export function readServingWeights(
+export async function readServingWeights(
   dir: string,
   config: ModelConfig,
   format: WeightFormat,
 ): Promise<ServingWeights> {
   if (format === "fp32") return readWeightsAs(dir, config, readMatrixAsync);
-  return readWeightsAs(dir, config, (matrix) => quantizeMatrixAsync(format, matrix));
+  const weights = await readWeightsAs(dir, config, (matrix) => quantizeMatrixAsync(format, matrix));
+  const layers: LayerWeights<ProjectionWeight>[] = [];
+  for (const lw of weights.layers) {
+    await nextTurn(); // a layer's copy is a few milliseconds
+    layers.push(joinProjections(lw));
+  }
+  return { ...weights, layers };
 }
 
 /**
