@@ -1,7 +1,8 @@
 // A model's weights converted for serving in one format: every frozen
 // projection, the embeddings and the LM head (one matrix when tied) are
 // quantized; norms and biases stay fp32, and LoRA adapters run in fp32 on top
-// (lora-apply.ts is untouched by the format). Training never sees these:
+// (lora-apply.ts is untouched by the format). Each layer's q/k/v and gate/up
+// are joined into one matrix per group (quant/joined.ts). Training never sees these:
 // it runs on the fp32 weights the model was loaded with. Converted from fp32
 // weights already in memory (servingWeights), or matrix by matrix as a
 // checkpoint is read (readServingWeights), which never holds the fp32 model.
