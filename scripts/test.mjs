@@ -2,7 +2,7 @@
 // test file with Node's test runner, plus the plain-JS tests of tools/ (the
 // bundled base model's checks). Arguments narrow the run to test files
 // whose path contains any of them (e.g. `npm test -- engine`).
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { readdirSync, statSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -44,8 +44,31 @@ if (files.length === 0) {
 }
 files.sort();
 const concurrency = process.env.SVC_TEST_CONCURRENCY ?? "2";
-const r = spawnSync("node", ["--test", `--test-concurrency=${concurrency}`, ...files], {
+// The runner and everything its tests start form one process group, so a
+// test that never settles (a child it waits on forever) ends the run at the
+// deadline with a message instead of holding CI until its own limit.
+const deadlineMin = Number(process.env.SVC_TEST_DEADLINE_MIN ?? 60);
+const run = spawn("node", ["--test", `--test-concurrency=${concurrency}`, ...files], {
   stdio: "inherit",
   cwd: root,
+  detached: true,
 });
-process.exit(r.status ?? 1);
+const stopAll = (signal) => {
+  try {
+    process.kill(-run.pid, signal);
+  } catch {
+    // the group is already gone
+  }
+};
+const deadline = setTimeout(() => {
+  console.error(
+    `test: the run passed its ${deadlineMin}-minute deadline (SVC_TEST_DEADLINE_MIN); stopping it`,
+  );
+  stopAll("SIGKILL");
+}, deadlineMin * 60_000);
+for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => stopAll(signal));
+run.on("exit", (code, signal) => {
+  clearTimeout(deadline);
+  stopAll("SIGKILL"); // whatever a test left running
+  process.exit(code ?? (signal ? 1 : 0));
+});
