@@ -14,7 +14,7 @@ export const LLAMA_CPP_PACKAGE = join(ROOT, "bench", "llama-cpp", "node_modules"
 /** A test's skip reason where the peer is not installed, else false. */
 export const LLAMA_CPP_SKIP: string | false = existsSync(LLAMA_CPP_PACKAGE)
   ? false
-  : "llama.cpp peer not installed (npm ci --prefix bench/llama-cpp --omit=optional)";
+  : "llama.cpp peer not installed (npm install --prefix bench/llama-cpp --no-save --omit=optional --ignore-scripts, as .ci/install does)";
 
 export interface LlamaCppPeer {
   /** Logits after each of `ids` (row-major [ids.length, vocab]). */
