@@ -153,7 +153,9 @@ console.log(
   `kernels: ${kernels.name} (${kernels.isa}), ${threads} threads; node ${process.version}; load average ${load()}; ${stat} of ${reps} repetitions`,
 );
 if (!withLlama)
-  console.log("llama.cpp: not installed (npm install --prefix bench/llama-cpp ...; bench/README.md): svc only");
+  console.log(
+    "llama.cpp: not installed (npm install --prefix bench/llama-cpp ...; bench/README.md): svc only",
+  );
 const meter = bandwidthMeter();
 const bandwidth = meter.measure();
 console.log(

@@ -53,6 +53,8 @@ export { getKernels } from "./kernels/index.js";
 export type { Kernels } from "./kernels/types.js";
 export { LoadedModel, loadModel, loadServingModel } from "./load.js";
 export { initLoraAdapter, resolveTargetModules } from "./lora.js";
+export { machineMemoryBytes } from "./machine-memory.js";
+export { packedWeightBytes } from "./packed-weights.js";
 export { loadAdapter, type SaveAdapterOptions, saveAdapter } from "./peft.js";
 export { isWeightFormat, WEIGHT_FORMATS, type WeightFormat } from "./quant/formats.js";
 export {

@@ -5,8 +5,9 @@ import { parseModelConfig } from "./families/index.js";
 import { getKernels } from "./kernels/index.js";
 import { loadPortableKernels } from "./kernels/portable.js";
 import { initLoraAdapter, loraLayersOf, zerosLike } from "./lora.js";
+import { machineMemoryBytes } from "./machine-memory.js";
 import { ModelGraph } from "./model.js";
-import { PackedWeights, packBudgetBytes } from "./packed-weights.js";
+import { PackedWeights, packBudgetBytes, packedWeightBytes } from "./packed-weights.js";
 import { Rng } from "./rng.js";
 import { FAMILY_CONFIGS } from "./testing/family-configs.js";
 import { randomModelWeights } from "./testing/random-weights.js";
@@ -74,4 +75,19 @@ test("weights are packed only within the budget, and only by kernels that pack",
     3 * 2 ** 20,
   );
   assert.throws(() => withBudget("lots", () => packBudgetBytes()), /SVC_PACKED_WEIGHTS_MB must be a number/);
+});
+
+test("the packs take twice the weights within the budget, none beyond it; the default budget is a quarter of the machine's memory", () => {
+  assert.equal(packedWeightBytes(1000, 2000), 2000);
+  assert.equal(packedWeightBytes(1001, 2000), 0);
+  assert.equal(packedWeightBytes(0, 2000), 0);
+  assert.equal(
+    withBudget(undefined, () => packBudgetBytes()),
+    machineMemoryBytes() / 4,
+  );
+  assert.equal(
+    withBudget("0", () => packedWeightBytes(1)),
+    0,
+  );
+  assert.ok(machineMemoryBytes() > 0);
 });

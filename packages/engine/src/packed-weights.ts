@@ -5,8 +5,8 @@
 // SmolLM2-shape projection's time (docs/kernels.md). Each weight is packed the
 // first time a product uses it, and the packs cost twice the weights' memory,
 // so a graph packs only when they fit in its budget.
-import { totalmem } from "node:os";
 import type { Kernels } from "./kernels/types.js";
+import { machineMemoryBytes } from "./machine-memory.js";
 import { decodeWeightBytes } from "./quant/serving.js";
 import type { ProjectionWeight, ServingWeights } from "./weights.js";
 
@@ -17,7 +17,7 @@ interface Packs {
 
 /**
  * Bytes the packs of a graph may take: SVC_PACKED_WEIGHTS_MB when set (0: never
- * pack), else a quarter of the machine's memory.
+ * pack), else a quarter of the memory the machine gives the process.
  */
 export function packBudgetBytes(): number {
   const mb = process.env.SVC_PACKED_WEIGHTS_MB;
@@ -27,7 +27,16 @@ export function packBudgetBytes(): number {
       throw new RangeError(`SVC_PACKED_WEIGHTS_MB must be a number of megabytes >= 0, got "${mb}"`);
     return v * 2 ** 20;
   }
-  return totalmem() / 4;
+  return machineMemoryBytes() / 4;
+}
+
+/**
+ * Bytes a graph's packs take for frozen fp32 matrices of `weightBytes` (the
+ * projections and the LM head): both orientations, or 0 over the budget. The
+ * server's memory estimate counts them by this same rule.
+ */
+export function packedWeightBytes(weightBytes: number, budget = packBudgetBytes()): number {
+  return weightBytes > 0 && 2 * weightBytes <= budget ? 2 * weightBytes : 0;
 }
 
 export class PackedWeights {
@@ -39,7 +48,9 @@ export class PackedWeights {
   static of(kern: Kernels, weights: ServingWeights, budget = packBudgetBytes()): PackedWeights | null {
     if (!kern.packB) return null;
     // the matrices a step multiplies by are the ones a decode step reads: the projections and the head
-    return 2 * decodeWeightBytes(weights) <= budget ? new PackedWeights(kern.packB.bind(kern)) : null;
+    return packedWeightBytes(decodeWeightBytes(weights), budget) > 0
+      ? new PackedWeights(kern.packB.bind(kern))
+      : null;
   }
 
   private packsOf(w: Float32Array, rows: number, cols: number): Packs {

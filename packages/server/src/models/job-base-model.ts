@@ -6,13 +6,13 @@
 // model whose architecture the engine does not implement is accepted only for
 // the torch backend's transformers + peft (transformers-fallback.ts).
 import { dirname } from "node:path";
-import { isEngineError, type ModelConfig } from "@svc/engine";
+import { isEngineError, type ModelConfig, machineMemoryBytes } from "@svc/engine";
 import { engineHyperparameters } from "../engine-hyperparameters.js";
 import { ApiError, badRequest } from "../http/api-error.js";
 import { HubError, hubEndpoint, hubErrorStatus, parseHubName } from "../hub/index.js";
 import type { BaseModelInfo, JobBackend, JobHyperparameters } from "../wire.js";
 import { uncachedInfo } from "./hub-models.js";
-import { estimateTrainingMemory, formatBytes, machineMemoryBytes } from "./memory-estimate.js";
+import { estimateTrainingMemory, formatBytes } from "./memory-estimate.js";
 import { describeConfig, type ModelRegistry } from "./model-registry.js";
 import { checkTransformersFallback, uncachedTransformersOnlyReason } from "./transformers-fallback.js";
 
@@ -91,6 +91,11 @@ function checkMemory(
   if (estimate.totalBytes <= available) return;
   const parts = [
     `${formatBytes(estimate.weightBytes)} of F32 weights for ${info.parameters.toLocaleString("en-US")} parameters`,
+    ...(estimate.packedBytes > 0
+      ? [
+          `${formatBytes(estimate.packedBytes)} of those weights packed for the matmuls (SVC_PACKED_WEIGHTS_MB)`,
+        ]
+      : []),
     `${formatBytes(estimate.loraBytes)} of LoRA state`,
     `${formatBytes(estimate.activationBytes)} of activations at this batchSize and maxLength`,
   ];

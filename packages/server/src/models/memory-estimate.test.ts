@@ -23,12 +23,28 @@ const qwen15 = parseModelConfig({
   sliding_window: 131072,
 });
 
+/** f() with SVC_PACKED_WEIGHTS_MB set to `mb` (the engine's budget for packed weights). */
+function withPackBudget<T>(mb: string, f: () => T): T {
+  const before = process.env.SVC_PACKED_WEIGHTS_MB;
+  process.env.SVC_PACKED_WEIGHTS_MB = mb;
+  try {
+    return f();
+  } finally {
+    if (before === undefined) delete process.env.SVC_PACKED_WEIGHTS_MB;
+    else process.env.SVC_PACKED_WEIGHTS_MB = before;
+  }
+}
+
 it("counts LoRA parameters as PEFT does and stays above the measured peak of a 1.5B run", () => {
-  const estimate = estimateTrainingMemory(qwen15, {
-    lora: { r: 16, alpha: 32, targetModules: ["all-linear"] },
-    batchSize: 1,
-    maxLength: 256,
-  });
+  // measured without packed weights (they take twice the projections, over a 24 GiB machine's budget here)
+  const estimate = withPackBudget("0", () =>
+    estimateTrainingMemory(qwen15, {
+      lora: { r: 16, alpha: 32, targetModules: ["all-linear"] },
+      batchSize: 1,
+      maxLength: 256,
+    }),
+  );
+  assert.equal(estimate.packedBytes, 0);
   assert.equal(estimate.weightBytes, parameterCount(qwen15) * 4);
   // bench/README.md: r = 16 on every linear layer is 18.46M LoRA parameters; param, grad and two AdamW moments in F32.
   assert.equal(Math.round(estimate.loraBytes / 16 / 1e4) / 100, 18.46);
@@ -49,6 +65,22 @@ it("grows with the micro-batch and only with the modules LoRA targets", () => {
   });
   // q_proj: r × (1536 in + 1536 out) per layer.
   assert.equal(qOnly.loraBytes, 28 * 8 * (1536 + 1536) * 16);
+});
+
+it("counts the packed weights the engine keeps within its budget: twice the projections and the LM head", () => {
+  const hyperparameters = { lora: { r: 8, alpha: 16, targetModules: ["q_proj"] }, batchSize: 1 };
+  const without = withPackBudget("0", () => estimateTrainingMemory(qwen15, hyperparameters));
+  const within = withPackBudget("100000", () => estimateTrainingMemory(qwen15, hyperparameters));
+  // per layer q, k, v, o and the three MLP matrices; the head: vocab × hidden (tied, counted again here)
+  const perLayer = 1536 * (1536 + 2 * 256) + 1536 * 1536 + 3 * 1536 * 8960;
+  assert.equal(within.packedBytes, 2 * 4 * (28 * perLayer + 151936 * 1536));
+  assert.equal(within.totalBytes, without.totalBytes + within.packedBytes);
+  // just under what the packs need: none
+  const justUnder = String(Math.floor(within.packedBytes / 2 ** 20) - 1);
+  assert.equal(
+    withPackBudget(justUnder, () => estimateTrainingMemory(qwen15, hyperparameters)).packedBytes,
+    0,
+  );
 });
 
 it("writes sizes in decimal units", () => {

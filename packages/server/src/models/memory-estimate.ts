@@ -4,11 +4,10 @@
 // F32 whatever the checkpoint's dtype, trains only the LoRA factors with
 // AdamW, and keeps each layer's activations of a micro-batch for the backward
 // pass. The figure is an estimate of the peak, rounded up on purpose.
-import { readFileSync } from "node:fs";
-import { totalmem } from "node:os";
 import {
   loraModulesOf,
   type ModelConfig,
+  packedWeightBytes,
   parameterCount,
   resolveHyperparameters,
   type TrainHyperparameters,
@@ -17,6 +16,11 @@ import {
 export interface TrainingMemoryEstimate {
   /** Base weights as F32: parameters × 4. */
   weightBytes: number;
+  /**
+   * The projections and LM head packed ahead for the matmuls, both
+   * orientations, when they fit the engine's budget (SVC_PACKED_WEIGHTS_MB; else 0).
+   */
+  packedBytes: number;
   /** LoRA factors with their gradients and AdamW's two moments: LoRA parameters × 16. */
   loraBytes: number;
   /** Saved activations of one micro-batch (batchSize × maxLength tokens) through every layer, and the LM head's chunk. */
@@ -64,29 +68,25 @@ export function estimateTrainingMemory(
     tokens * L * perTokenLayer * F32 + 2 * LM_HEAD_ROWS * config.vocabSize * F32 + 4 * tokens * C * F32;
 
   const weightBytes = parameterCount(config) * F32;
+  // the matrices a step multiplies by: every projection and the LM head (packed-weights.ts)
+  const projections = L * (C * (Q + 2 * K) + Q * C + 3 * C * F);
+  const packedBytes = packedWeightBytes((projections + config.vocabSize * C) * F32);
   const loraBytes = loraParameters * 4 * F32;
-  const totalBytes = weightBytes + loraBytes + activations + RUNTIME_BYTES;
-  return { weightBytes, loraBytes, activationBytes: activations, runtimeBytes: RUNTIME_BYTES, totalBytes };
+  const totalBytes = weightBytes + packedBytes + loraBytes + activations + RUNTIME_BYTES;
+  return {
+    weightBytes,
+    packedBytes,
+    loraBytes,
+    activationBytes: activations,
+    runtimeBytes: RUNTIME_BYTES,
+    totalBytes,
+  };
 }
 
 /** The least memory any use of the model takes (serving it): its weights as F32 and the process. */
 export function estimateServingMemory(config: ModelConfig): { weightBytes: number; totalBytes: number } {
   const weightBytes = parameterCount(config) * F32;
   return { weightBytes, totalBytes: weightBytes + RUNTIME_BYTES };
-}
-
-/** The memory this machine gives the server: physical memory, or the cgroup's limit when lower (containers). */
-export function machineMemoryBytes(): number {
-  let limit = totalmem();
-  for (const path of ["/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"]) {
-    try {
-      const value = Number(readFileSync(path, "utf8").trim());
-      if (Number.isFinite(value) && value > 0) limit = Math.min(limit, value);
-    } catch {
-      // not under this cgroup version
-    }
-  }
-  return limit;
 }
 
 export function formatBytes(bytes: number): string {

@@ -9,13 +9,13 @@
 // pulled for the torch backend's transformers + peft when asked for by name,
 // never for serving (transformers-only-model.ts).
 import { dirname } from "node:path";
-import { isEngineError, readModelConfig } from "@svc/engine";
+import { isEngineError, machineMemoryBytes, readModelConfig } from "@svc/engine";
 import { ApiError, badRequest } from "../http/api-error.js";
 import { HubError, type HubProgress, hubEndpoint, hubName, parseHubName } from "../hub/index.js";
 import { nowIso, uuidv7 } from "../ids.js";
 import type { ModelPull } from "../wire.js";
 import type { HubModels } from "./hub-models.js";
-import { estimateServingMemory, formatBytes, machineMemoryBytes } from "./memory-estimate.js";
+import { estimateServingMemory, formatBytes } from "./memory-estimate.js";
 import {
   engineImplements,
   readRawConfig,

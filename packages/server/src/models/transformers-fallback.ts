@@ -6,10 +6,10 @@
 // and serving it or its adapters on the engine, is refused saying what works.
 import { copyFileSync, mkdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { type ExportResult, FAMILIES, loadTokenizer } from "@svc/engine";
+import { type ExportResult, FAMILIES, loadTokenizer, machineMemoryBytes } from "@svc/engine";
 import { badRequest } from "../http/api-error.js";
 import type { JobBackend, JobHyperparameters } from "../wire.js";
-import { formatBytes, machineMemoryBytes } from "./memory-estimate.js";
+import { formatBytes } from "./memory-estimate.js";
 import type { RegisteredModel } from "./model-registry.js";
 import {
   engineImplements,

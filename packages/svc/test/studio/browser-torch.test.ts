@@ -49,7 +49,7 @@ describe("Studio shows where a torch job trains", {
   });
   // After the session's own hooks (Studio and the server stopped): the worker, then the database.
   after(async () => {
-    if (worker && worker.exitCode === null) {
+    if (worker && worker.exitCode === null && worker.signalCode === null) {
       worker.kill("SIGTERM");
       await new Promise((r) => worker!.once("exit", r));
     }
