@@ -55,6 +55,9 @@ export function quantCases(): KernelCase[] {
     [1, 7, 64],
     [1, 9, 96],
     [1, 257, 576],
+    // one row read front to back (int8 at batch 1): four steps at a time, the rest, and a half step
+    [1, 130, 288],
+    [1, 70, 1568],
     [2, 33, 160],
     [3, 17, 32],
     [4, 65, 320],
