@@ -332,7 +332,7 @@ static void igemv_group(bool q4, const void* w, const void* scales, const IntRow
     });
 }
 
-// One weight row against one quantized row of x (batch-1 decode), the row
+// One int8 weight row against one quantized row of x (batch-1 decode), the row
 // read front to back: one forward stream a thread. On a Zen 4 VM that
 // streamed about a third faster than four rows read side by side, whose
 // steps interleave (docs/serving-formats.md). Four accumulators, so that
@@ -355,44 +355,14 @@ static float irow_int8(const signed char* wr, const IntRow& x, long k) {
   return hsum((acc[0] + acc[1]) + (acc[2] + acc[3]));
 }
 
-static float irow_q4(const unsigned char* wr, const unsigned short* h, const IntRow& x, long k) {
-  constexpr long BPS = VB / 16;  // blocks a step
-  vf acc[4] = {};
-  long nblk = k / QBLOCK, full = nblk / BPS, v = 0;
-  auto step = [&](long at, int u, auto tail) {
-    const unsigned char* p = wr + at * VB;
-    stream_prefetch(p + STREAM_AHEAD);
-    vs8 lo, hi;
-    vf dl;
-    q4_step<decltype(tail)::value>(p, h + at * BPS, nblk - at * BPS, &lo, &hi, &dl);
-    vi c = dot_us2(x.c[at], lo, x.q[2 * at], hi, x.q[2 * at + 1]);
-    acc[u] += __builtin_convertvector(c, vf) * (x.s[at] * dl);
-  };
-  for (; v + 4 <= full; v += 4)
-#pragma GCC unroll 4
-    for (int u = 0; u < 4; u++) step(v + u, u, Tail<false>{});
-  for (int u = 0; v < full; v++, u++) step(v, u, Tail<false>{});
-  if (full * BPS < nblk) step(full, 3, Tail<true>{});
-  return hsum((acc[0] + acc[1]) + (acc[2] + acc[3]));
-}
-
-// One quantized row of x against the n weight rows, a contiguous share of rows a thread.
-static void igemv_one(bool q4, const void* w, const void* scales, const IntRow& x, float* y, long n, long k,
-                      float alpha, bool accumulate) {
+// One quantized row of x against the n int8 weight rows, a contiguous share of rows a thread.
+static void igemv_int8_one(const signed char* w, const float* scales, const IntRow& x, float* y, long n,
+                           long k, float alpha, bool accumulate) {
   long tasks = stream_tasks(ceil_div(n, 4));
   if ((double)n * k < 1.0e5) tasks = 1;
   par(tasks, [&](long t) {
     for (long j = n * t / tasks; j < n * (t + 1) / tasks; j++) {
-      float s;
-      if (q4) {
-        long nblk = k / QBLOCK;
-        s = irow_q4(static_cast<const unsigned char*>(w) + j * (k / 2),
-                    static_cast<const unsigned short*>(scales) + j * nblk, x, k) *
-            alpha;
-      } else {
-        s = irow_int8(static_cast<const signed char*>(w) + j * k, x, k) *
-            static_cast<const float*>(scales)[j] * alpha;
-      }
+      float s = irow_int8(w + j * k, x, k) * scales[j] * alpha;
       y[j] = accumulate ? y[j] + s : s;
     }
   });
@@ -401,8 +371,9 @@ static void igemv_one(bool q4, const void* w, const void* scales, const IntRow& 
 // All m quantized rows of x against the n weight rows, groups of 4 weight rows split over the pool.
 static void igemv(bool q4, const void* w, const void* scales, const IntRow* xr, long m, float* y, long n,
                   long k, float alpha, bool accumulate) {
-  if (m == 1 && !q4) {
-    igemv_one(q4, w, scales, xr[0], y, n, k, alpha, accumulate);
+  if (m == 1 && !q4) {  // q4_0 keeps its groups: a row alone reloads x's bytes, scales and offsets every step
+    igemv_int8_one(static_cast<const signed char*>(w), static_cast<const float*>(scales), xr[0], y, n, k,
+                   alpha, accumulate);
     return;
   }
   long groups = n / 4;
