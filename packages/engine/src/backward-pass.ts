@@ -6,22 +6,11 @@
 import type { LayerActivations } from "./activations.js";
 import type { Slot } from "./families/index.js";
 import type { Batch } from "./graph-rows.js";
-import {
-  activation,
-  addScaled,
-  DOWN,
-  GATE_UP,
-  type GraphState,
-  O,
-  QKV,
-  qkRows,
-  rope,
-  sizesOf,
-} from "./graph-state.js";
+import { activation, addScaled, type GraphState, qkRows, rope, sizesOf } from "./graph-state.js";
 import type { LowRankAddend } from "./lora-apply.js";
 import { tick, tock } from "./profile.js";
 import { fp32Weight } from "./quant/serving.js";
-import type { LoraLayers, ProjectionWeight } from "./weights.js";
+import { DOWN, GATE_UP, type LoraLayers, O, type ProjectionWeight, QKV } from "./weights.js";
 
 /** Accumulates the LoRA gradients of the last forward pass (over `batch`) into grads. */
 export function backwardLayers(g: GraphState, batch: Batch, lora: LoraLayers, grads: LoraLayers): void {

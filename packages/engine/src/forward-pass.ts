@@ -11,13 +11,9 @@ import type { Rows, Segment } from "./graph-rows.js";
 import {
   activation,
   addScaled,
-  DOWN,
-  GATE_UP,
   type GraphState,
   layerActs,
   norm,
-  O,
-  QKV,
   qkRows,
   rope,
   sizesOf,
@@ -27,7 +23,7 @@ import type { LowRankAddend } from "./lora-apply.js";
 import { tick, tock } from "./profile.js";
 import { joinedWeight } from "./quant/joined.js";
 import { matmulWeight, matrixRow } from "./quant/serving.js";
-import type { LayerWeights, ProjectionWeight } from "./weights.js";
+import { DOWN, GATE_UP, type LayerWeights, O, type ProjectionWeight, QKV } from "./weights.js";
 
 /**
  * Runs the layers and the final norm over the rows (buffers already sized for

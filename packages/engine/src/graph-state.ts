@@ -3,7 +3,7 @@
 // backward and the scratch, plus the small pieces both directions run (norms,
 // the gated activation, RoPE). ModelGraph (model.ts) owns one and sizes it.
 import type { LayerActivations, Scratch } from "./activations.js";
-import type { ModelConfig, Slot } from "./families/index.js";
+import type { ModelConfig } from "./families/index.js";
 import type { Rows } from "./graph-rows.js";
 import type { Kernels } from "./kernels/types.js";
 import type { LoraRunner } from "./lora-apply.js";
@@ -11,12 +11,6 @@ import type { PackedWeights } from "./packed-weights.js";
 import { tick, tock } from "./profile.js";
 import type { RopeTables } from "./rope-tables.js";
 import type { ServingWeights } from "./weights.js";
-
-// Projections grouped by the input they read (their LoRA x·Aᵀ is one matmul per group).
-export const QKV: readonly Slot[] = ["q", "k", "v"];
-export const O: readonly Slot[] = ["o"];
-export const GATE_UP: readonly Slot[] = ["gate", "up"];
-export const DOWN: readonly Slot[] = ["down"];
 
 /** The notation's sizes for a config: C, F, V, Hq, Hkv, D, and Q = Hq*D, K = Hkv*D. */
 export function sizesOf(config: ModelConfig) {

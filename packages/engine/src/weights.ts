@@ -30,6 +30,13 @@ export interface LayerWeights<P extends ProjectionWeight = Float32Array> {
   joined?: Partial<Record<JoinedGroup, QuantMatrix>>;
 }
 
+// Projections grouped by the input they read: their LoRA x·Aᵀ is one matmul
+// per group, and serving weights hold q/k/v and gate/up as one matrix each.
+export const QKV: readonly Slot[] = ["q", "k", "v"];
+export const O: readonly Slot[] = ["o"];
+export const GATE_UP: readonly Slot[] = ["gate", "up"];
+export const DOWN: readonly Slot[] = ["down"];
+
 /** Projections that read one input, held as one matrix for serving. */
 export type JoinedGroup = "qkv" | "gateUp";
 

@@ -6,13 +6,11 @@
 // reader (exports, byte counts, the backward guard) as it was.
 import type { Slot } from "../families/index.js";
 import type { QuantMatrix } from "../kernels/types.js";
-import type { JoinedGroup, LayerWeights, ProjectionWeight } from "../weights.js";
+import { GATE_UP, type JoinedGroup, type LayerWeights, type ProjectionWeight, QKV } from "../weights.js";
 
 /** The groups joined, by the slots they hold, in row order. */
-export const JOINED_GROUPS: Record<JoinedGroup, readonly Slot[]> = {
-  qkv: ["q", "k", "v"],
-  gateUp: ["gate", "up"],
-};
+export const JOINED_GROUPS: Record<JoinedGroup, readonly Slot[]> = { qkv: QKV, gateUp: GATE_UP };
+const GROUPS = Object.entries(JOINED_GROUPS) as [JoinedGroup, readonly Slot[]][];
 
 /**
  * The layer with each group's slots copied into one matrix and replaced by
@@ -21,7 +19,7 @@ export const JOINED_GROUPS: Record<JoinedGroup, readonly Slot[]> = {
  */
 export function joinProjections(lw: LayerWeights<ProjectionWeight>): LayerWeights<ProjectionWeight> {
   const out: LayerWeights<ProjectionWeight> = { ...lw, joined: {} };
-  for (const [group, slots] of Object.entries(JOINED_GROUPS) as [JoinedGroup, readonly Slot[]][]) {
+  for (const [group, slots] of GROUPS) {
     const parts = slots.map((slot) => lw[slot]);
     const whole = joinRows(parts);
     if (!whole) continue;
@@ -42,7 +40,7 @@ export function joinProjections(lw: LayerWeights<ProjectionWeight>): LayerWeight
  */
 export function joinedWeight(lw: LayerWeights<ProjectionWeight>, slots: readonly Slot[]): QuantMatrix | null {
   if (!lw.joined) return null;
-  for (const [group, members] of Object.entries(JOINED_GROUPS) as [JoinedGroup, readonly Slot[]][]) {
+  for (const [group, members] of GROUPS) {
     if (members.length !== slots.length || members.some((s, i) => s !== slots[i])) continue;
     const whole = lw.joined[group];
     const views = (s: Slot) => {
