@@ -12,16 +12,19 @@
 //   stream. Eight tasks a thread (claimed in any order) restarted the stream
 //   at every task and cost 15-30% of decode on a 32 MiB-L3 EPYC.
 // - Each row read prefetches the same row position STREAM_AHEAD bytes (whole
-//   groups) further on, into L2: a group's rows are read side by side, a
-//   pattern the hardware prefetchers follow late, and L2 holds more misses in
-//   flight than L1. One group ahead into L1 left int8 decode at half the
-//   machine's read bandwidth there (docs/serving-formats.md).
+//   groups) further on, into L1: a group's rows are read side by side, a
+//   pattern the hardware prefetchers follow late. So far ahead, L1 holds the
+//   lines until they are read: on a Zen 5 EPYC one thread streamed 5-15% more
+//   of every format than with the same prefetch into L2, and on Zen 4 the two
+//   hints were level (docs/serving-formats.md). Tasks that restarted their
+//   stream with a prefetch one group ahead into L1 had left int8 decode at
+//   half the read bandwidth there.
 constexpr long STREAM_AHEAD = 8192;
 static inline long stream_tasks(long groups) { return min_l(groups, svc_num_threads()); }
 static inline long stream_ahead(long group_bytes) {
   return group_bytes * ceil_div(STREAM_AHEAD, group_bytes);
 }
-static inline void stream_prefetch(const void* p) { __builtin_prefetch(p, 0, 2); }
+static inline void stream_prefetch(const void* p) { __builtin_prefetch(p, 0, 3); }
 
 // f(Count<n>{}) for a count n of 1 to 4 known at run time.
 template <int N>
