@@ -13,12 +13,9 @@
 //   at every task and cost 15-30% of decode on a 32 MiB-L3 EPYC.
 // - Each row read prefetches the same row position STREAM_AHEAD bytes (whole
 //   groups) further on, into L1: a group's rows are read side by side, a
-//   pattern the hardware prefetchers follow late. So far ahead, L1 holds the
-//   lines until they are read: on a Zen 5 EPYC one thread streamed 5-15% more
-//   of every format than with the same prefetch into L2, and on Zen 4 the two
-//   hints were level (docs/serving-formats.md). Tasks that restarted their
-//   stream with a prefetch one group ahead into L1 had left int8 decode at
-//   half the read bandwidth there.
+//   pattern the hardware prefetchers follow late. Into L1 rather than L2, one
+//   thread of a Zen 5 EPYC streamed 5-15% more of every format; on Zen 4 the
+//   two hints were level (docs/serving-formats.md).
 constexpr long STREAM_AHEAD = 8192;
 static inline long stream_tasks(long groups) { return min_l(groups, svc_num_threads()); }
 static inline long stream_ahead(long group_bytes) {
