@@ -209,7 +209,10 @@ describe("Studio in a browser against svc server", { skip: chromiumMissing, time
       }
       return route.continue();
     });
+    // Leave the job page first, so that coming back mounts it afresh and opens a new stream; two
+    // hash changes in a row can reach the app as one, which keeps the old page and its stream.
     await page.goto(`http://localhost:${studio.port}/#/jobs`);
+    await page.getByTestId("jobs-table").waitFor();
     await page.goto(`http://localhost:${studio.port}/#/jobs/${firstJobId}`);
     const banner = page.getByTestId("stream-banner");
     await banner.waitFor();
