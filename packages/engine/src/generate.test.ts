@@ -358,6 +358,8 @@ test("generate: the event loop runs between steps (timers fire during a generati
   clearInterval(timer);
   const elapsed = Date.now() - started;
   assert.equal(steps, 80);
-  // A loop that never yielded would let no timer fire at all until the end.
-  assert.ok(ticks >= Math.min(10, elapsed / 4), `${ticks} timer ticks in ${elapsed} ms`);
+  // A loop that never yielded would let no timer fire at all until the end. How many fire in
+  // between depends on the machine's load and speed (6 in a 31 ms generation under a full test
+  // run), so a few are enough to tell the two apart.
+  assert.ok(ticks >= 3, `${ticks} timer ticks in ${elapsed} ms`);
 });
