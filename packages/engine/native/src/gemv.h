@@ -23,6 +23,15 @@ static inline long stream_ahead(long group_bytes) {
 }
 static inline void stream_prefetch(const void* p) { __builtin_prefetch(p, 0, 3); }
 
+// share(begin, end) over units 0..units-1, one contiguous share per thread (the
+// first rule above); a product of fewer than 1e5 multiply-adds (`work`) stays
+// on the calling thread, where waking the pool would cost more than it saves.
+template <class F>
+static void stream_shares(long units, double work, const F& share) {
+  long tasks = work < 1.0e5 ? 1 : stream_tasks(units);
+  par(tasks, [&](long t) { share(units * t / tasks, units * (t + 1) / tasks); });
+}
+
 // f(Count<n>{}) for a count n of 1 to 4 known at run time.
 template <int N>
 struct Count {
@@ -86,10 +95,8 @@ static void stream_rows(long m, long n, long k, const F& block) {
   };
   auto stream = [&](auto r) {
     long groups = n / r.value;
-    long tasks = stream_tasks(groups);
-    if ((double)n * k < 1.0e5) tasks = 1;
-    par(tasks, [&](long t) {
-      for (long g = groups * t / tasks; g < groups * (t + 1) / tasks; g++) group(g * r.value, r);
+    stream_shares(groups, (double)n * k, [&](long g0, long g1) {
+      for (long g = g0; g < g1; g++) group(g * r.value, r);
     });
     for (long j = groups * r.value; j < n; j++) group(j, Count<1>{});
   };

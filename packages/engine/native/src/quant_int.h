@@ -358,10 +358,8 @@ static float irow_int8(const signed char* wr, const IntRow& x, long k) {
 // One quantized row of x against the n int8 weight rows, a contiguous share of rows a thread.
 static void igemv_int8_one(const signed char* w, const float* scales, const IntRow& x, float* y, long n,
                            long k, float alpha, bool accumulate) {
-  long tasks = stream_tasks(ceil_div(n, 4));
-  if ((double)n * k < 1.0e5) tasks = 1;
-  par(tasks, [&](long t) {
-    for (long j = n * t / tasks; j < n * (t + 1) / tasks; j++) {
+  stream_shares(n, (double)n * k, [&](long j0, long j1) {
+    for (long j = j0; j < j1; j++) {
       float s = irow_int8(w + j * k, x, k) * scales[j] * alpha;
       y[j] = accumulate ? y[j] + s : s;
     }
@@ -377,11 +375,8 @@ static void igemv(bool q4, const void* w, const void* scales, const IntRow* xr, 
     return;
   }
   long groups = n / 4;
-  long tasks = stream_tasks(groups);
-  if ((double)n * k * m < 1.0e5) tasks = 1;
-  par(tasks, [&](long t) {
-    for (long g = groups * t / tasks; g < groups * (t + 1) / tasks; g++)
-      igemv_group(q4, w, scales, xr, m, y, n, k, g * 4, false, alpha, accumulate);
+  stream_shares(groups, (double)n * k * m, [&](long g0, long g1) {
+    for (long g = g0; g < g1; g++) igemv_group(q4, w, scales, xr, m, y, n, k, g * 4, false, alpha, accumulate);
   });
   for (long j = groups * 4; j < n; j++)
     igemv_group(q4, w, scales, xr, m, y, n, k, j, true, alpha, accumulate);
