@@ -173,9 +173,27 @@ static void attention_decode(const float* q, const float* k, const float* v, flo
   }
 }
 
-// Prefill/training: per (head, block of queries) two GEMMs, S = Q·Kᵀ over the
-// keys the block sees and O = softmax(S)·V, with the row softmax in between.
-// Decode (T = 1): attention_decode above.
+// A GQA group's query heads share their keys and values, so prefill and
+// training stack them: a block's rows are its queries' heads, query-major (row
+// i·group + g is query t0 + i of head kh·group + g), one GEMM pair per KV head
+// and block instead of one per query head (Band::row_div maps rows to queries).
+// Those rows lie two strides apart in q (a query's heads are adjacent, queries
+// qs apart), so with group > 1 they are gathered into a dense copy first.
+template <class F>  // float or const float
+struct GroupRows {
+  F* base;  // row (i, g) of the block at base + i * qs + g * D
+  long qs, D, group;
+  F* row(long r) const { return base + r / group * qs + r % group * D; }
+  // The block's m rows as a dense [m, D] copy in `to`.
+  void gather(float* to, long m) const {
+    for (long r = 0; r < m; r += group)
+      for (long d = 0; d < group * D; d++) to[r * D + d] = base[r / group * qs + d];
+  }
+};
+
+// Prefill/training: per (KV head, block of queries) two GEMMs over the group's
+// stacked rows, S = Q·Kᵀ over the keys the block sees and O = softmax(S)·V,
+// with the row softmax in between. Decode (T = 1): attention_decode above.
 static void attention_forward(const float* q, const float* k, const float* v, float* out, float* lse,
                               long T, long S, long nHeads, long nKv, long D, float scale,
                               long kvStride, long window) {
@@ -198,49 +216,65 @@ static void attention_forward(const float* q, const float* k, const float* v, fl
   float* kT = svc_scratch(SVC_SLOT_CALLER, (size_t)nKv * D * S);
   transpose_heads(k, kvStride, S, nKv, D, kT);
   long nblocks = ceil_div(T, ATT_TB);
-  par(nHeads * nblocks, [&](long task) {
-    long h = task / nblocks, blk = nblocks - 1 - task % nblocks;  // longest blocks first
-    long t0 = blk * ATT_TB, t1 = min_l(T, t0 + ATT_TB), tb = t1 - t0, kh = h / group;
+  par(nKv * nblocks, [&](long task) {
+    long kh = task / nblocks, blk = nblocks - 1 - task % nblocks;  // longest blocks first
+    long t0 = blk * ATT_TB, t1 = min_l(T, t0 + ATT_TB), tb = t1 - t0, m = group * tb;
     long p0 = S - T + t0;            // the block's first query's absolute position
     long k0 = first_key(p0, window);  // the first key any query of the block sees
     long L = S - T + t1 - k0;         // keys k0.. up to the block's last query
-    float* sc = svc_scratch(SVC_SLOT_TASK, (size_t)tb * L + tb);
-    float* sums = sc + tb * L;
-    const float* qb = q + (t0 * nHeads + h) * D;
-    const float* vb = v + k0 * kvStride + kh * D;
-    float* ob = out + (t0 * nHeads + h) * D;
-    Band keys, keys_k;  // query r sees the block's keys before p0 + r + 1 - k0: as columns, as k
-    keys.col_end = keys_k.k_end = p0 + 1 - k0;
-    gemm_in_cache(View{qb, qs, 1}, kT + kh * D * S + k0, S, sc, L, tb, L, D, scale, false, keys);
-    for (long r = 0; r < tb; r++) {
-      float mx;
-      long p = p0 + r;
-      sums[r] = softmax_row(sc + r * L, first_key(p, window) - k0, p + 1 - k0, L, &mx);
-      if (lse) lse[h * T + t0 + r] = (float)(mx + slog(sums[r]));
+    float* sc = svc_scratch(SVC_SLOT_TASK, (size_t)m * L + m + (group > 1 ? 2 * m * D : 0));
+    float* sums = sc + m * L;
+    GroupRows<const float> qrows{q + (t0 * nHeads + kh * group) * D, qs, D, group};
+    GroupRows<float> orows{out + (t0 * nHeads + kh * group) * D, qs, D, group};
+    View Q{qrows.base, qs, 1};
+    float* o = orows.base;
+    long ldo = qs;
+    if (group > 1) {
+      float* qd = sums + m;
+      qrows.gather(qd, m);
+      Q = View{qd, D, 1};
+      o = qd + m * D;
+      ldo = D;
     }
-    gemm_in_cache(View{sc, L, 1}, vb, kvStride, ob, qs, tb, D, L, 1.0f, false, keys_k);
-    for (long r = 0; r < tb; r++) scale_row(ob + r * qs, D, 1.0f / sums[r]);
+    // row r (query p0 + r / group) sees the keys before p0 + r / group + 1 - k0: as columns, as k
+    Band keys, keys_k;
+    keys.col_end = keys_k.k_end = p0 + 1 - k0;
+    keys.row_div = keys_k.row_div = group;
+    gemm_in_cache(Q, kT + kh * D * S + k0, S, sc, L, m, L, D, scale, false, keys);
+    for (long r = 0; r < m; r++) {
+      float mx;
+      long p = p0 + r / group;
+      sums[r] = softmax_row(sc + r * L, first_key(p, window) - k0, p + 1 - k0, L, &mx);
+      if (lse) lse[(kh * group + r % group) * T + t0 + r / group] = (float)(mx + slog(sums[r]));
+    }
+    gemm_in_cache(View{sc, L, 1}, v + k0 * kvStride + kh * D, kvStride, o, ldo, m, D, L, 1.0f, false, keys_k);
+    for (long r = 0; r < m; r++) {
+      float* dst = orows.row(r);
+      const float* src = group > 1 ? o + r * D : dst;
+      float inv = 1.0f / sums[r];
+      for (long d = 0; d < D; d++) dst[d] = src[d] * inv;
+    }
   });
 }
 
-// Parts per head: up to 4 (each holds a dK/dV partial), until the tasks fill
+// Parts per KV head: up to 4 (each holds a dK/dV partial), until the tasks fill
 // every thread evenly or number eight a thread.
-static long backward_parts(long nHeads, long nblocks) {
+static long backward_parts(long nKv, long nblocks) {
   long most = min_l(4, ceil_div(nblocks, 2)), threads = svc_num_threads(), parts = 1;
-  while (parts < most && (nHeads * parts) % threads != 0 && nHeads * parts < 8 * threads) parts++;
+  while (parts < most && (nKv * parts) % threads != 0 && nKv * parts < 8 * threads) parts++;
   return parts;
 }
 
-// Per head, per block of queries (the keys the block sees: up to its end, from
-// its first query's first key), recomputing the probabilities from the saved
-// log-sum-exp:
+// Per KV head, per block of queries over the group's stacked rows (as the
+// forward pass; the keys the block sees: up to its end, from its first query's
+// first key), recomputing the probabilities from the saved log-sum-exp:
 //   P = exp(Q·Kᵀ·scale − lse), dP = dO·Vᵀ, dS = P∘(dP − rowsum(dO∘O))·scale,
 //   dQ = dS·K, dK += dSᵀ·Q, dV += Pᵀ·dO.
-// dK and dV go to per-task partials, summed over each GQA group at the end, so
-// tasks never write the same memory. A task is a head, or part of one where
-// the heads alone would leave a thread idle (9 heads on 2 threads): its query
-// blocks then go to parts in pairs, a long one with a short one, so the causal
-// triangle's parts cost the same.
+// dK and dV go to per-task partials, summed at the end, so tasks never write
+// the same memory. A task is a KV head, or part of one where the heads alone
+// would leave a thread idle (3 KV heads on 2 threads): its query blocks then go
+// to parts in pairs, a long one with a short one, so the causal triangle's
+// parts cost the same.
 static void attention_backward(const float* dOut, const float* q, const float* k, const float* v,
                                const float* out, const float* lse, float* dq, float* dk, float* dv,
                                long T, long nHeads, long nKv, long D, float scale,
@@ -248,36 +282,53 @@ static void attention_backward(const float* dOut, const float* q, const float* k
   if (T <= 0 || D == 0) return;
   long group = nHeads / nKv, kvs = nKv * D, qs = nHeads * D;
   long nblocks = ceil_div(T, ATT_TB), pairs = ceil_div(nblocks, 2);
-  long parts = backward_parts(nHeads, nblocks), tasks = nHeads * parts;
+  long parts = backward_parts(nKv, nblocks), tasks = nKv * parts;
   float* part = svc_scratch(SVC_SLOT_CALLER, (size_t)(tasks + nKv) * 2 * T * D);
   float* kT = part + tasks * 2 * T * D;  // [nKv, D, T], and Vᵀ after it
   float* vT = kT + nKv * D * T;
   transpose_heads(k, kvs, T, nKv, D, kT);
   transpose_heads(v, kvs, T, nKv, D, vT);
   par(tasks, [&](long task) {
-    long h = task / parts, kh = h / group;
+    long kh = task / parts;
     float* dkh = part + task * 2 * T * D;
     float* dvh = dkh + T * D;
     for (long i = 0; i < 2 * T * D; i++) dkh[i] = 0.f;
     auto block = [&](long blk) {
-      long t0 = blk * ATT_TB, t1 = min_l(T, t0 + ATT_TB), tb = t1 - t0;
+      long t0 = blk * ATT_TB, t1 = min_l(T, t0 + ATT_TB), tb = t1 - t0, m = group * tb;
       long k0 = first_key(t0, window), L = t1 - k0;  // keys k0..t1-1
-      float* P = svc_scratch(SVC_SLOT_TASK, (size_t)2 * tb * L + tb);
-      float* dS = P + tb * L;
-      float* Dt = dS + tb * L;
-      long off = (t0 * nHeads + h) * D;
+      float* P = svc_scratch(SVC_SLOT_TASK, (size_t)2 * m * L + m + (group > 1 ? 3 * m * D : 0));
+      float* dS = P + m * L;
+      float* Dt = dS + m * L;
+      long off = (t0 * nHeads + kh * group) * D;
+      GroupRows<const float> qrows{q + off, qs, D, group}, dorows{dOut + off, qs, D, group};
+      GroupRows<float> dqrows{dq + off, qs, D, group};
       View Qb{q + off, qs, 1}, dOb{dOut + off, qs, 1};
+      float* dqb = dq + off;
+      long ldq = qs;
+      if (group > 1) {
+        float* qd = Dt + m;
+        qrows.gather(qd, m);
+        dorows.gather(qd + m * D, m);
+        Qb = View{qd, D, 1};
+        dOb = View{qd + m * D, D, 1};
+        dqb = qd + 2 * m * D;
+        ldq = D;
+      }
       const float* kb = k + k0 * kvs + kh * D;
-      // query r sees keys before t0 + r + 1 - k0 (as columns, as k); key i is seen from query i + k0 - t0
+      // row r (query t0 + r / group) sees keys before t0 + r / group + 1 - k0 (as
+      // columns, as k); key i is seen from row (i + k0 - t0) · group
       Band keys, keys_k, seen;
       keys.col_end = keys_k.k_end = t0 + 1 - k0;
+      keys.row_div = keys_k.row_div = group;
       seen.k_begin = k0 - t0;
-      gemm_in_cache(Qb, kT + kh * D * T + k0, T, P, L, tb, L, D, scale, false, keys);
-      gemm_in_cache(dOb, vT + kh * D * T + k0, T, dS, L, tb, L, D, 1.0f, false, keys);
-      for (long r = 0; r < tb; r++) {
-        long t = t0 + r, a = first_key(t, window) - k0, n = t + 1 - k0;  // visible: [a, n)
-        Dt[r] = dot(dOut + off + r * qs, out + off + r * qs, D);
-        float l = lse[h * T + t];
+      seen.k_mul = group;
+      gemm_in_cache(Qb, kT + kh * D * T + k0, T, P, L, m, L, D, scale, false, keys);
+      gemm_in_cache(dOb, vT + kh * D * T + k0, T, dS, L, m, L, D, 1.0f, false, keys);
+      for (long r = 0; r < m; r++) {
+        long t = t0 + r / group, a = first_key(t, window) - k0, n = t + 1 - k0;  // visible: [a, n)
+        const float* dor = dorows.row(r);
+        Dt[r] = dot(dor, out + (dor - dOut), D);
+        float l = lse[(kh * group + r % group) * T + t];
         float* pr = P + r * L;
         float* dr = dS + r * L;
         for (long s = 0; s < a; s++) pr[s] = dr[s] = 0.f;
@@ -300,9 +351,14 @@ static void attention_backward(const float* dOut, const float* q, const float* k
         }
         for (; s < L; s++) pr[s] = dr[s] = 0.f;
       }
-      gemm_in_cache(View{dS, L, 1}, kb, kvs, dq + off, qs, tb, D, L, 1.0f, false, keys_k);
-      gemm_in_cache(View{dS, 1, L}, q + off, qs, dkh + k0 * D, D, L, D, tb, 1.0f, true, seen);
-      gemm_in_cache(View{P, 1, L}, dOut + off, qs, dvh + k0 * D, D, L, D, tb, 1.0f, true, seen);
+      gemm_in_cache(View{dS, L, 1}, kb, kvs, dqb, ldq, m, D, L, 1.0f, false, keys_k);
+      gemm_in_cache(View{dS, 1, L}, Qb.p, Qb.rs, dkh + k0 * D, D, L, D, m, 1.0f, true, seen);
+      gemm_in_cache(View{P, 1, L}, dOb.p, dOb.rs, dvh + k0 * D, D, L, D, m, 1.0f, true, seen);
+      if (group > 1)
+        for (long r = 0; r < m; r++) {
+          float* dst = dqrows.row(r);
+          for (long d = 0; d < D; d++) dst[d] = dqb[r * D + d];
+        }
     };
     for (long pair = task % parts; pair < pairs; pair += parts) {
       block(pair);
@@ -316,7 +372,7 @@ static void attention_backward(const float* dOut, const float* q, const float* k
       float* dkr = dk + s * kvs + kh * D;
       float* dvr = dv + s * kvs + kh * D;
       for (long d = 0; d < D; d++) dkr[d] = dvr[d] = 0.f;
-      for (long t = kh * group * parts; t < (kh + 1) * group * parts; t++) {
+      for (long t = kh * parts; t < (kh + 1) * parts; t++) {
         axpy(dkr, part + t * 2 * T * D + s * D, 1.0f, D);
         axpy(dvr, part + t * 2 * T * D + T * D + s * D, 1.0f, D);
       }

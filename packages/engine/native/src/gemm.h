@@ -285,13 +285,18 @@ static void pack_b_ahead(const float* b, long k, long n, bool transB, float* out
   }
 }
 
-// The part of a product that a causal mask leaves: row i of C needs only the
-// columns j < i + col_end and only the k in [i + k_begin, i + k_end). Tiles
-// outside it are skipped (their columns of C are left unwritten, so the caller
-// must not read them); inside it, the masked products are exact zeros.
+// The part of a product that a causal mask leaves: row i of C belongs to query
+// q(i) = i / row_div (a GQA group's heads stacked: row_div rows a query), the k
+// index p to query p / k_mul. Row i needs only the columns j < q(i) + col_end
+// and only the k of queries in [q(i) + k_begin, q(i) + k_end). Tiles outside it
+// are skipped (their columns of C are left unwritten, so the caller must not
+// read them); inside it, the masked products are exact zeros.
 constexpr long BAND_OPEN = 1L << 30;  // beyond any sequence (long is 32 bits in wasm)
 struct Band {
   long col_end = BAND_OPEN, k_begin = -BAND_OPEN, k_end = BAND_OPEN;
+  long row_div = 1, k_mul = 1;
+  long k_from(long query) const { return k_begin == -BAND_OPEN ? -BAND_OPEN : (query + k_begin) * k_mul; }
+  long k_until(long query) const { return k_end == BAND_OPEN ? BAND_OPEN : (query + k_end) * k_mul; }
 };
 
 // Attention's per-block GEMMs (tens of rows, operands already in cache):
@@ -318,9 +323,10 @@ static void gemm_in_cache(const View& A, const float* b, long ldb, float* c, lon
         const float* bj = nr == NR ? bp + jr : tail;
         long ldbj = nr == NR ? ldb : NR;
         for (long ir = 0; ir < mcb; ir += MR) {
-          long mr = min_l(MR, mcb - ir), last = ic + ir + mr - 1;  // the tile's rows: last-mr+1..last
+          long mr = min_l(MR, mcb - ir);
+          long first = (ic + ir) / band.row_div, last = (ic + ir + mr - 1) / band.row_div;  // the tile's queries
           if (jr >= last + band.col_end) continue;
-          long p0 = ic + ir + band.k_begin - pc, p1 = min_l(kc, last + band.k_end - pc);
+          long p0 = band.k_from(first) - pc, p1 = min_l(kc, band.k_until(last) - pc);
           if (p0 < 0) p0 = 0;
           if (p1 <= p0 && load_c) continue;
           if (p1 < p0) p1 = p0;
