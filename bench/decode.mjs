@@ -63,7 +63,8 @@ const median = (list) => {
   const mid = sorted.length >> 1;
   return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
 };
-const withLlama = !process.argv.includes("--no-llama") && llamaCppInstalled();
+const llamaSkipped = process.argv.includes("--no-llama");
+const withLlama = !llamaSkipped && llamaCppInstalled();
 const kernels = getKernels();
 const threads = kernels.threads ?? 1;
 
@@ -154,7 +155,9 @@ console.log(
 );
 if (!withLlama)
   console.log(
-    "llama.cpp: not installed (npm install --prefix bench/llama-cpp ...; bench/README.md): svc only",
+    llamaSkipped
+      ? "llama.cpp: skipped (--no-llama): svc only"
+      : "llama.cpp: not installed (npm install --prefix bench/llama-cpp ...; bench/README.md): svc only",
   );
 const meter = bandwidthMeter();
 const bandwidth = meter.measure();

@@ -115,7 +115,7 @@ static inline void decode_values(const float* p, const float* v, long ld, long D
 // with its unnormalised output o_c; the chunks are then merged (as
 // flash-decoding does): out = Σ_c e^(m_c − M)·o_c / Σ_c e^(m_c − M)·l_c,
 // M = max_c m_c.
-constexpr long DEC_MIN_KEYS = 32;   // keys a chunk holds at least (fewer: not worth a thread)
+constexpr long DEC_MIN_KEYS = 64;   // keys a chunk holds at least (fewer: not worth a thread)
 constexpr long DEC_MAX_KEYS = 128;  // and at most: long contexts give each thread several chunks
 
 static void attention_decode(const float* q, const float* k, const float* v, float* out, float* lse,
