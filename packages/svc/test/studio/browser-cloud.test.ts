@@ -11,29 +11,23 @@ import { createRequire } from "node:module";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { pathToFileURL } from "node:url";
-import type { Page } from "playwright-core";
 import { startTestModelServer, TEST_MODEL, type TestServer, tempDir } from "../cli/harness.js";
 import {
+  chartPoints,
   chromiumMissing,
   launchStudioBrowser,
   maybeScreenshot,
   type StudioBrowser,
+  TEST_MODEL_TRAINER,
   until as waitUntil,
 } from "./browser.js";
-import {
-  makeProject,
-  type StudioProcess,
-  startStudio,
-  studioFetch,
-  TRAINER_SOURCE,
-} from "./studio-process.js";
+import { makeProject, type StudioProcess, startStudio, studioFetch } from "./studio-process.js";
 
 // Long enough to watch the chart grow: on a quiet machine with the native kernels
 // the tiny model trains 40 steps in well under a second, faster than the page can poll.
 const MAX_STEPS = 120;
 const source = (name: string, extra = "") =>
-  TRAINER_SOURCE.replace('"svc/pico-llama"', `"${TEST_MODEL}" as "svc/pico-llama"`)
-    .replace('name: "support-bot"', `name: "${name}"`)
+  TEST_MODEL_TRAINER.replace('name: "support-bot"', `name: "${name}"`)
     .replace("maxSteps: 12", `maxSteps: ${MAX_STEPS}`)
     .replace("seed: 1,", `seed: 1,\n  evalDataset: { type: "file", path: "data/train.jsonl" },${extra}`);
 /** Truncating every example to 2 tokens leaves nothing to train on: the run fails with training.failed. */
@@ -42,14 +36,6 @@ const FAILING = "\n  lora: { r: 4, alpha: 8, maxLength: 2 },";
 /** Waits up to 120 s by default: these steps include whole training runs. */
 const until = <T>(what: string, probe: () => Promise<T | null | undefined | false>, timeoutMs = 120_000) =>
   waitUntil(what, probe, timeoutMs);
-
-const points = async (page: Page, testId: string) =>
-  Number(
-    (await page
-      .getByTestId(testId)
-      .getAttribute("data-points")
-      .catch(() => null)) ?? 0,
-  );
 
 describe("Studio in a browser against svc server", { skip: chromiumMissing, timeout: 600_000 }, () => {
   let server: TestServer;
@@ -88,16 +74,16 @@ describe("Studio in a browser against svc server", { skip: chromiumMissing, time
     // The live chart grows while the run goes on, one vertex per numeric loss.
     const seen = new Set<number>();
     await until("a completed run", async () => {
-      seen.add(await points(page, "train-line"));
+      seen.add(await chartPoints(page, "train-line"));
       return (
         (await page.locator(".card .badge").first().textContent()) === "completed" &&
         (await button.isEnabled())
       );
     });
-    await until("every training point", async () => (await points(page, "train-line")) === MAX_STEPS);
+    await until("every training point", async () => (await chartPoints(page, "train-line")) === MAX_STEPS);
     const partial = [...seen].filter((n) => n > 0 && n < MAX_STEPS);
     assert.ok(partial.length > 0, `chart filled while the run went on (saw ${[...seen].join(", ")})`);
-    assert.ok((await points(page, "eval-line")) > 0, "eval points drawn");
+    assert.ok((await chartPoints(page, "eval-line")) > 0, "eval points drawn");
     await page.getByTestId("legend-eval").waitFor();
     const text = (await log.textContent()) ?? "";
     assert.match(text, new RegExp(`done: job ${firstJobId}`), "the log shows what svc start printed");
@@ -107,7 +93,7 @@ describe("Studio in a browser against svc server", { skip: chromiumMissing, time
   test("Job detail: chart, Advanced statistics, event log and artifact count", async () => {
     const { page } = browser;
     await page.goto(`http://localhost:${studio.port}/#/jobs/${firstJobId}`);
-    await until("all points", async () => (await points(page, "train-line")) === MAX_STEPS);
+    await until("all points", async () => (await chartPoints(page, "train-line")) === MAX_STEPS);
     await until("the artifact count", async () =>
       /^\d+$/.test((await page.getByTestId("artifact-count").textContent()) ?? ""),
     );
@@ -131,9 +117,9 @@ describe("Studio in a browser against svc server", { skip: chromiumMissing, time
     assert.match((await page.getByTestId("stats-eval").textContent()) ?? "", /mean ± 95% CI/);
     // The eval task metrics: a point per eval in their own chart, each with its legend entry and card.
     // The answers ("3 plus 3 is 6.") are short, so exact match runs at every eval.
-    const evals = await points(page, "eval-line");
-    assert.equal(await points(page, "token-accuracy-line"), evals);
-    assert.equal(await points(page, "exact-match-line"), evals);
+    const evals = await chartPoints(page, "eval-line");
+    assert.equal(await chartPoints(page, "token-accuracy-line"), evals);
+    assert.equal(await chartPoints(page, "exact-match-line"), evals);
     assert.equal(await page.getByTestId("legend-token-accuracy").textContent(), "Eval token accuracy");
     assert.equal(await page.getByTestId("legend-exact-match").textContent(), "Eval exact match");
     assert.match((await page.getByTestId("stats-token-accuracy").textContent()) ?? "", /n = \d+/);
@@ -219,7 +205,7 @@ describe("Studio in a browser against svc server", { skip: chromiumMissing, time
     assert.equal(await banner.textContent(), "Event stream interrupted.");
     // The browser reconnects by itself; the first frame clears the banner.
     await banner.waitFor({ state: "detached", timeout: 30_000 });
-    await until("replayed points", async () => (await points(page, "train-line")) === MAX_STEPS);
+    await until("replayed points", async () => (await chartPoints(page, "train-line")) === MAX_STEPS);
     await page.unroute("**/api/jobs/*/events*");
   });
 
@@ -523,7 +509,7 @@ describe("Studio in a browser against svc server", { skip: chromiumMissing, time
     const { page } = browser;
     await page.goto(`http://localhost:${studio.port}/#/jobs/${jobId}`);
     // Past 500 events the log keeps only the newest 500 rows (the chart keeps every point).
-    await until("over 520 points", async () => (await points(page, "train-line")) >= 520);
+    await until("over 520 points", async () => (await chartPoints(page, "train-line")) >= 520);
     await page.getByRole("button", { name: "Cancel" }).click();
     await until(
       "cancelled",

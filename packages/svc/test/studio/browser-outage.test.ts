@@ -17,7 +17,14 @@ import {
   TEST_MODEL,
   type TestServer,
 } from "../cli/harness.js";
-import { chromiumMissing, launchStudioBrowser, maybeScreenshot, type StudioBrowser } from "./browser.js";
+import {
+  chartPoints,
+  chromiumMissing,
+  launchStudioBrowser,
+  maybeScreenshot,
+  type StudioBrowser,
+  until,
+} from "./browser.js";
 import { makeProject, type StudioProcess, startStudio, studioFetch } from "./studio-process.js";
 
 /**
@@ -39,20 +46,6 @@ async function holdPort(port: number): Promise<Server> {
       if ((err as NodeJS.ErrnoException).code !== "EADDRINUSE" || Date.now() > deadline) throw err;
       await new Promise((r) => setTimeout(r, 5));
     }
-  }
-}
-
-async function until<T>(
-  what: string,
-  probe: () => Promise<T | null | undefined | false>,
-  timeoutMs = 90_000,
-) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe().catch(() => null);
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
   }
 }
 
@@ -133,8 +126,10 @@ describe("Studio in a browser when the cloud API goes away", {
     const { page } = browser;
     const banner = page.getByTestId("api-banner");
     // Opening Studio started the local server (the banner's question does that when nothing answers).
-    const first = await until("the local server's pid file", async () =>
-      JSON.parse(await readFile(record, "utf8")),
+    const first = await until(
+      "the local server's pid file",
+      async () => JSON.parse(await readFile(record, "utf8")),
+      90_000,
     );
     await banner.waitFor({ state: "detached", timeout: 60_000 });
 
@@ -206,12 +201,12 @@ export default createSvc({ trainer: createTrainer({ name: "outage", model: "${TE
     cleanups.push(() => browser.close());
     const { page } = browser;
     await page.goto(`http://localhost:${studio.port}/#/jobs/${jobId}`);
-    const points = async () =>
-      Number((await page.getByTestId("train-line").getAttribute("data-points")) ?? 0);
+    const points = () => chartPoints(page, "train-line");
     // After the first checkpoint, so the job has something to resume from.
     await until(
       "the first checkpoint",
       async () => (await page.locator(".event-checkpoint-saved").count()) >= 1,
+      90_000,
     );
     assert.notEqual(
       await page.locator("h1 .badge").textContent(),
@@ -236,6 +231,7 @@ export default createSvc({ trainer: createTrainer({ name: "outage", model: "${TE
     await until(
       "the job completed on the page",
       async () => (await page.locator("h1 .badge").textContent()) === "completed",
+      90_000,
     );
     assert.equal(await page.getByTestId("stream-banner").count(), 0);
     assert.ok((await points()) >= STEPS, `the chart went on past ${before} points to the end`);

@@ -77,19 +77,39 @@ export const TEST_MODEL_TRAINER = TRAINER_SOURCE.replace(
   `"${TEST_MODEL}" as "svc/pico-llama"`,
 );
 
-/** Polls probe every 200 ms until it gives a truthy value. */
+/**
+ * Polls probe every 200 ms until it gives a truthy value. A probe that throws
+ * (a file not written yet, a page mid-navigation) is polled again; on timeout
+ * its last error is part of the message.
+ */
 export async function until<T>(
   what: string,
   probe: () => Promise<T | null | undefined | false>,
   timeoutMs = 60_000,
 ): Promise<T> {
   const deadline = Date.now() + timeoutMs;
+  let lastError: unknown = null;
   for (;;) {
-    const v = await probe();
+    const v = await probe().catch((err: unknown) => {
+      lastError = err;
+      return null;
+    });
     if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `timed out waiting for ${what}${lastError ? ` (the probe last failed: ${String(lastError)})` : ""}`,
+      );
     await new Promise((r) => setTimeout(r, 200));
   }
+}
+
+/** The points a chart line (data-testid) draws: its data-points, 0 where it never appears. */
+export async function chartPoints(page: Page, testId: string): Promise<number> {
+  const value = await page
+    .getByTestId(testId)
+    .getAttribute("data-points")
+    .catch(() => null);
+  return Number(value ?? 0);
 }
 
 export interface StudioSession {
