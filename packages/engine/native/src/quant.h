@@ -70,7 +70,7 @@ struct QBf16 {
   // (GCC widens 16-bit lanes to a zmm as two ymm converts and an insert, which
   // left bf16 decode compute-bound at two thirds of fp32's bandwidth).
   void pairs(long r, long pb, int off, vf& even, vf& odd) const {
-    vu u = *reinterpret_cast<const vu_u*>(w + r * k + pb + off);
+    vu u = in_register(*reinterpret_cast<const vu_u*>(w + r * k + pb + off));
     vu e = u << 16, o = u & 0xffff0000u;
     __builtin_memcpy(&even, &e, sizeof even);
     __builtin_memcpy(&odd, &o, sizeof odd);
