@@ -184,10 +184,14 @@ struct GroupRows {
   F* base;  // row (i, g) of the block at base + i * qs + g * D
   long qs, D, group;
   F* row(long r) const { return base + r / group * qs + r % group * D; }
-  // The block's m rows as a dense [m, D] copy in `to`.
+  // The block's m rows as a dense [m, D] copy in `to`, and back.
   void gather(float* to, long m) const {
     for (long r = 0; r < m; r += group)
       for (long d = 0; d < group * D; d++) to[r * D + d] = base[r / group * qs + d];
+  }
+  void scatter(const float* from, long m) const {
+    for (long r = 0; r < m; r += group)
+      for (long d = 0; d < group * D; d++) base[r / group * qs + d] = from[r * D + d];
   }
 };
 
@@ -248,12 +252,8 @@ static void attention_forward(const float* q, const float* k, const float* v, fl
       if (lse) lse[(kh * group + r % group) * T + t0 + r / group] = (float)(mx + slog(sums[r]));
     }
     gemm_in_cache(View{sc, L, 1}, v + k0 * kvStride + kh * D, kvStride, o, ldo, m, D, L, 1.0f, false, keys_k);
-    for (long r = 0; r < m; r++) {
-      float* dst = orows.row(r);
-      const float* src = group > 1 ? o + r * D : dst;
-      float inv = 1.0f / sums[r];
-      for (long d = 0; d < D; d++) dst[d] = src[d] * inv;
-    }
+    for (long r = 0; r < m; r++) scale_row(o + r * ldo, D, 1.0f / sums[r]);
+    if (group > 1) orows.scatter(o, m);
   });
 }
 
@@ -301,6 +301,7 @@ static void attention_backward(const float* dOut, const float* q, const float* k
       float* Dt = dS + m * L;
       long off = (t0 * nHeads + kh * group) * D;
       GroupRows<const float> qrows{q + off, qs, D, group}, dorows{dOut + off, qs, D, group};
+      GroupRows<const float> orows{out + off, qs, D, group};
       GroupRows<float> dqrows{dq + off, qs, D, group};
       View Qb{q + off, qs, 1}, dOb{dOut + off, qs, 1};
       float* dqb = dq + off;
@@ -326,8 +327,7 @@ static void attention_backward(const float* dOut, const float* q, const float* k
       gemm_in_cache(dOb, vT + kh * D * T + k0, T, dS, L, m, L, D, 1.0f, false, keys);
       for (long r = 0; r < m; r++) {
         long t = t0 + r / group, a = first_key(t, window) - k0, n = t + 1 - k0;  // visible: [a, n)
-        const float* dor = dorows.row(r);
-        Dt[r] = dot(dor, out + (dor - dOut), D);
+        Dt[r] = dot(dorows.row(r), orows.row(r), D);
         float l = lse[(kh * group + r % group) * T + t];
         float* pr = P + r * L;
         float* dr = dS + r * L;
@@ -354,11 +354,7 @@ static void attention_backward(const float* dOut, const float* q, const float* k
       gemm_in_cache(View{dS, L, 1}, kb, kvs, dqb, ldq, m, D, L, 1.0f, false, keys_k);
       gemm_in_cache(View{dS, 1, L}, Qb.p, Qb.rs, dkh + k0 * D, D, L, D, m, 1.0f, true, seen);
       gemm_in_cache(View{P, 1, L}, dOb.p, dOb.rs, dvh + k0 * D, D, L, D, m, 1.0f, true, seen);
-      if (group > 1)
-        for (long r = 0; r < m; r++) {
-          float* dst = dqrows.row(r);
-          for (long d = 0; d < D; d++) dst[d] = dqb[r * D + d];
-        }
+      if (group > 1) dqrows.scatter(dqb, m);
     };
     for (long pair = task % parts; pair < pairs; pair += parts) {
       block(pair);
