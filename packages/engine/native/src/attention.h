@@ -60,15 +60,25 @@ static inline float softmax_row(float* row, long a, long n, long len, float* mx)
 
 constexpr long ATT_TB = 64;  // queries per attention block
 
-// out[(h * D + d) * S + j] = x[j * ld + h * D + d]: each KV head's keys (or
-// values) transposed, made once per call and shared by every block that reads
-// them. Tasks take 64 keys of one head, so a few KV heads still fill the pool.
+// The row stride of a transposed head ([D, S]) : S rounded up to whole lines,
+// an odd number of them. The GEMMs read 16 floats of each of D rows; rows a
+// power of two apart (S = 256: 1 KiB) fall into a few L1 sets, which then
+// cannot hold the D lines a column panel is re-read from.
+static inline long transposed_stride(long S) {
+  long lines = ceil_div(S, 16);
+  return (lines | 1) * 16;
+}
+
+// out[(h * D + d) * ldt + j] = x[j * ld + h * D + d] (ldt = transposed_stride(S)):
+// each KV head's keys (or values) transposed, made once per call and shared by
+// every block that reads them. Tasks take 64 keys of one head, so a few KV
+// heads still fill the pool.
 constexpr long ATT_ROWS = 64;  // keys (or rows) per task of the per-call copies and sums
 static void transpose_heads(const float* x, long ld, long S, long nKv, long D, float* out) {
-  long chunks = ceil_div(S, ATT_ROWS);
+  long chunks = ceil_div(S, ATT_ROWS), ldt = transposed_stride(S);
   par(nKv * chunks, [&](long t) {
     long h = t / chunks, j0 = t % chunks * ATT_ROWS, rows = min_l(ATT_ROWS, S - j0);
-    pack_transposed(x + j0 * ld + h * D, ld, rows, D, out + h * D * S + j0, S, rows);
+    pack_transposed(x + j0 * ld + h * D, ld, rows, D, out + h * D * ldt + j0, ldt, rows);
   });
 }
 
@@ -217,7 +227,8 @@ static void attention_forward(const float* q, const float* k, const float* v, fl
     return;
   }
   // Kᵀ per KV head ([nKv, D, S]), so that S = Q·Kᵀ reads its B row-major in place.
-  float* kT = svc_scratch(SVC_SLOT_CALLER, (size_t)nKv * D * S);
+  long ldt = transposed_stride(S);
+  float* kT = svc_scratch(SVC_SLOT_CALLER, (size_t)nKv * D * ldt);
   transpose_heads(k, kvStride, S, nKv, D, kT);
   long nblocks = ceil_div(T, ATT_TB);
   par(nKv * nblocks, [&](long task) {
@@ -244,7 +255,7 @@ static void attention_forward(const float* q, const float* k, const float* v, fl
     Band keys, keys_k;
     keys.col_end = keys_k.k_end = p0 + 1 - k0;
     keys.row_div = keys_k.row_div = group;
-    gemm_in_cache(Q, kT + kh * D * S + k0, S, sc, L, m, L, D, scale, false, keys);
+    gemm_in_cache(Q, kT + kh * D * ldt + k0, ldt, sc, L, m, L, D, scale, false, keys);
     for (long r = 0; r < m; r++) {
       float mx;
       long p = p0 + r / group;
@@ -283,9 +294,10 @@ static void attention_backward(const float* dOut, const float* q, const float* k
   long group = nHeads / nKv, kvs = nKv * D, qs = nHeads * D;
   long nblocks = ceil_div(T, ATT_TB), pairs = ceil_div(nblocks, 2);
   long parts = backward_parts(nKv, nblocks), tasks = nKv * parts;
-  float* part = svc_scratch(SVC_SLOT_CALLER, (size_t)(tasks + nKv) * 2 * T * D);
-  float* kT = part + tasks * 2 * T * D;  // [nKv, D, T], and Vᵀ after it
-  float* vT = kT + nKv * D * T;
+  long ldt = transposed_stride(T);
+  float* part = svc_scratch(SVC_SLOT_CALLER, (size_t)tasks * 2 * T * D + 2 * nKv * D * ldt);
+  float* kT = part + tasks * 2 * T * D;  // [nKv, D, ldt], and Vᵀ after it
+  float* vT = kT + nKv * D * ldt;
   transpose_heads(k, kvs, T, nKv, D, kT);
   transpose_heads(v, kvs, T, nKv, D, vT);
   par(tasks, [&](long task) {
@@ -323,8 +335,8 @@ static void attention_backward(const float* dOut, const float* q, const float* k
       keys.row_div = keys_k.row_div = group;
       seen.k_begin = k0 - t0;
       seen.k_mul = group;
-      gemm_in_cache(Qb, kT + kh * D * T + k0, T, P, L, m, L, D, scale, false, keys);
-      gemm_in_cache(dOb, vT + kh * D * T + k0, T, dS, L, m, L, D, 1.0f, false, keys);
+      gemm_in_cache(Qb, kT + kh * D * ldt + k0, ldt, P, L, m, L, D, scale, false, keys);
+      gemm_in_cache(dOb, vT + kh * D * ldt + k0, ldt, dS, L, m, L, D, 1.0f, false, keys);
       for (long r = 0; r < m; r++) {
         long t = t0 + r / group, a = first_key(t, window) - k0, n = t + 1 - k0;  // visible: [a, n)
         Dt[r] = dot(dorows.row(r), orows.row(r), D);

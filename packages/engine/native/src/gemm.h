@@ -299,29 +299,29 @@ struct Band {
   long k_until(long query) const { return k_end == BAND_OPEN ? BAND_OPEN : (query + k_end) * k_mul; }
 };
 
-// Attention's per-block GEMMs (tens of rows, operands already in cache):
-// C[m, n] (=|+=) alpha · op(A) · B with B row-major, B(p, j) = b[p * ldb + j].
-// The micro-kernel reads B where it lies, so only A is packed (k x m, a 1/n
-// share of the work next to the k x n of B a packed path would copy per block);
-// a ragged last column panel is copied zero-padded. Serial: the callers split
+// Attention's per-block GEMMs (tens to hundreds of rows, operands already in
+// cache): C[m, n] (=|+=) alpha · op(A) · B with B row-major, B(p, j) =
+// b[p * ldb + j]. Each NR-wide panel of B is copied once per row block into a
+// contiguous k x NR panel that every MR-row tile then re-reads from L1: read
+// in place, its rows sit ldb apart (keys and values of one head among the
+// others, or a transposed head), and a stride of 2^n bytes maps them all into
+// a few L1 sets, so the tiles re-read it from L2. Serial: the callers split
 // heads and blocks over the pool.
 static void gemm_in_cache(const View& A, const float* b, long ldb, float* c, long ldc, long m, long n,
                           long k, float alpha, bool accumulate, const Band& band = Band{}) {
   float* apack = svc_scratch(SVC_SLOT_GEMM_A, (size_t)MC_MAX * KC);
-  float* tail = svc_scratch(SVC_SLOT_GEMM_B, (size_t)KC * NR);
-  long kstep = ceil_div(k, ceil_div(k, KC)), nfull = n / NR * NR;
+  float* panel = svc_scratch(SVC_SLOT_GEMM_B, (size_t)KC * NR);
+  long kstep = ceil_div(k, ceil_div(k, KC));
   for (long pc = 0; pc < k; pc += kstep) {
     long kc = min_l(kstep, k - pc);
     bool load_c = accumulate || pc > 0;
-    const float* bp = b + pc * ldb;
-    if (nfull < n) pack_b_panel(View{b, ldb, 1}, pc, kc, nfull, n - nfull, tail);
     for (long ic = 0; ic < m; ic += MC_MAX) {
       long mcb = min_l(MC_MAX, m - ic);
       pack_a(A, ic, mcb, pc, kc, apack);
       for (long jr = 0; jr < n; jr += NR) {
         long nr = min_l(NR, n - jr);
-        const float* bj = nr == NR ? bp + jr : tail;
-        long ldbj = nr == NR ? ldb : NR;
+        if (jr >= (ic + mcb - 1) / band.row_div + band.col_end) break;  // no row of the block sees it
+        pack_b_panel(View{b, ldb, 1}, pc, kc, jr, nr, panel);
         for (long ir = 0; ir < mcb; ir += MR) {
           long mr = min_l(MR, mcb - ir);
           long first = (ic + ir) / band.row_div, last = (ic + ir + mr - 1) / band.row_div;  // the tile's queries
@@ -330,8 +330,8 @@ static void gemm_in_cache(const View& A, const float* b, long ldb, float* c, lon
           if (p0 < 0) p0 = 0;
           if (p1 <= p0 && load_c) continue;
           if (p1 < p0) p1 = p0;
-          micro_kernel(p1 - p0, apack + ir * kc + p0 * MR, bj + p0 * ldbj, ldbj, c + (ic + ir) * ldc + jr,
-                       ldc, 1, alpha, load_c, mr, nr);
+          micro_kernel(p1 - p0, apack + ir * kc + p0 * MR, panel + p0 * NR, NR, c + (ic + ir) * ldc + jr, ldc, 1,
+                       alpha, load_c, mr, nr);
         }
       }
     }
