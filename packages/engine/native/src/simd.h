@@ -20,11 +20,12 @@ static inline void vstore(float* p, vf v) { *reinterpret_cast<vf_u*>(p) = v; }
 // v as a register. A vector read once and used by two instructions is
 // otherwise folded into both as a memory operand, two loads of the same
 // line; where that line is still arriving from memory (the decode GEMVs'
-// weights) the second load cost bf16 decode a tenth of its speed on Zen 5.
-// AVX-512 units only (32 registers); the AVX2 unit was level either way.
+// weights) the second load cost bf16 decode a tenth of its speed on Zen 5,
+// and on Zen 3 (AVX2, which cannot shift a memory operand: it loaded the
+// vector for the shift and again for the mask) about 8% of small bf16's.
 template <class V>
 static inline V in_register(V v) {
-#if defined(__x86_64__) && defined(__AVX512F__)
+#if defined(__x86_64__) && defined(__AVX2__)
   __asm__("" : "+v"(v));
 #endif
   return v;
