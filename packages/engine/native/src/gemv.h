@@ -84,11 +84,11 @@ static void gemv_bt_block(const float* x, long ldx, const float* b, long ldb, fl
 }
 
 // The m rows of x against n weight rows of k, every weight read from memory
-// once: a group of weight rows (8 against one row of x, else 4) meets the
+// once: a group of weight rows (8 against one row of x, else RMany) meets the
 // rows of x four at a time and stays in L1 between them; the groups are split
 // over the pool by the streaming rule. block(Count<M>, Count<R>, i, j) runs
 // rows i..i+M-1 of x against weight rows j..j+R-1.
-template <class F>
+template <int RMany = 4, class F>
 static void stream_rows(long m, long n, long k, const F& block) {
   auto group = [&](long j, auto r) {
     for (long i = 0; i < m; i += 4) with_count(min_l(4, m - i), [&](auto mi) { block(mi, r, i, j); });
@@ -101,7 +101,7 @@ static void stream_rows(long m, long n, long k, const F& block) {
     for (long j = groups * r.value; j < n; j++) group(j, Count<1>{});
   };
   if (m == 1) stream(Count<8>{});
-  else stream(Count<4>{});
+  else stream(Count<RMany>{});
 }
 
 // The m rows of x against B stored [n, k] (stream_rows).

@@ -22,6 +22,6 @@ enum {
   SVC_SLOT_TASK = 3,    // a task's own temporaries (attention scores, ...)
   SVC_SLOT_CALLER = 4,  // buffers the calling thread shares with its tasks
   SVC_SLOT_QUANT = 5,   // a panel of dequantized weight rows (quant.h, many rows)
-  SVC_SLOT_QUANT_X = 6, // x rounded to 8 bits, shared with the tasks (quant_int.h)
+  SVC_SLOT_QUANT_X = 6, // x rounded to 8 bits (quant_int.h) or split into even/odd columns (quant.h), shared with the tasks
   SVC_SCRATCH_SLOTS = 7
 };
