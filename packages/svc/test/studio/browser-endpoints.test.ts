@@ -11,7 +11,7 @@ import { createRequire } from "node:module";
 import { join } from "node:path";
 import { describe, test } from "node:test";
 import { pathToFileURL } from "node:url";
-import { cliEnv, runSvc, TEST_MODEL, tempDir } from "../cli/harness.js";
+import { TEST_MODEL, tempDir } from "../cli/harness.js";
 import {
   chromiumMissing,
   maybeScreenshot,
@@ -30,12 +30,7 @@ describe("Studio in a browser: Playground and endpoints", { skip: chromiumMissin
     homePrefix: "studio-endpoints-home",
     project: { source: TEST_MODEL_TRAINER },
     async beforeStudio(s) {
-      jobId = await s.submitJob();
-      const followed = await runSvc(["jobs", "follow", jobId], {
-        cwd: s.projectDir,
-        env: cliEnv(s.home, s.server.apiUrl),
-      });
-      assert.equal(followed.code, 0, followed.stderr);
+      jobId = await s.finishJob();
     },
   });
 

@@ -5,7 +5,6 @@
 import assert from "node:assert/strict";
 import { readFile } from "node:fs/promises";
 import { describe, test } from "node:test";
-import { cliEnv, runSvc } from "../cli/harness.js";
 import { PROFILE_ROWS, PROFILE_TRAINER } from "../cli/profile-fixture.js";
 import { chromiumMissing, maybeScreenshot, studioInBrowser } from "./browser.js";
 
@@ -15,12 +14,7 @@ describe("Studio job detail: export", { skip: chromiumMissing, timeout: 300_000 
     homePrefix: "studio-export-home",
     project: { source: PROFILE_TRAINER, rows: PROFILE_ROWS },
     async beforeStudio(s) {
-      jobId = await s.submitJob();
-      const followed = await runSvc(["jobs", "follow", jobId], {
-        cwd: s.projectDir,
-        env: cliEnv(s.home, s.server.apiUrl),
-      });
-      assert.equal(followed.code, 0, followed.stderr);
+      jobId = await s.finishJob();
     },
   });
 

@@ -120,6 +120,8 @@ export interface StudioSession {
   browser: StudioBrowser;
   /** `svc start --detach` in the project against the server: the submitted job's id. */
   submitJob(): Promise<string>;
+  /** submitJob, then `svc jobs follow` until the job has finished: its id. */
+  finishJob(): Promise<string>;
   /** The browser's page at Studio's `#/<route>`. */
   open(route: string): Promise<Page>;
 }
@@ -145,6 +147,15 @@ export function studioInBrowser(options: {
       const submitted = /^job (\S+) submitted/m.exec(started.stdout);
       assert.ok(submitted, started.stdout);
       return submitted[1];
+    },
+    async finishJob() {
+      const jobId = await session.submitJob();
+      const followed = await runSvc(["jobs", "follow", jobId], {
+        cwd: session.projectDir,
+        env: cliEnv(session.home, session.server.apiUrl),
+      });
+      assert.equal(followed.code, 0, followed.stderr);
+      return jobId;
     },
     async open(route: string) {
       const { page } = session.browser;
