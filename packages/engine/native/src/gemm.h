@@ -121,14 +121,13 @@ static void pack_b_panel(const View& B, long p0, long kc, long j0, long nr, floa
   }
 }
 
-// C[mr, nr] (=|+=) alpha * Apanel · B over kc, with R >= mr accumulator rows;
-// C(i, j) is c[i * rsc + j * csc]. A panels are MR tall; B's NR-wide rows are
-// ldb floats apart: NR in a packed panel, the row stride when B is read in
-// place (gemm_in_cache).
+// C[mr, nr] (=|+=) alpha * Apanel · Bpanel over kc, with R >= mr accumulator
+// rows; C(i, j) is c[i * rsc + j * csc]. A panels are MR tall, B panels NR wide
+// (every caller packs B first).
 // A second stretch of k may follow in a separate NR-wide panel (b2, k2 rows):
 // a LoRA branch's B next to a weight packed ahead; A's panel runs on through it.
 template <int R>
-static inline void micro_tile(long kc, const float* __restrict a, const float* __restrict b, long ldb,
+static inline void micro_tile(long kc, const float* __restrict a, const float* __restrict b,
                               float* c, long rsc, long csc, float alpha, bool load_c, long mr, long nr,
                               bool stream, const float* __restrict b2, long k2) {
   vf acc[R][NV];
@@ -146,7 +145,7 @@ static inline void micro_tile(long kc, const float* __restrict a, const float* _
       __builtin_prefetch(c + i * rsc, 1, 3);
       __builtin_prefetch(c + i * rsc + NR - 1, 1, 3);
     }
-  auto run = [&](const float* __restrict bp, long ld, long kn) {
+  auto run = [&](const float* __restrict bp, long kn) {
     for (long p = 0; p < kn; p++) {
       vf bv[NV];
 #pragma GCC unroll 4
@@ -158,11 +157,11 @@ static inline void micro_tile(long kc, const float* __restrict a, const float* _
         for (int j = 0; j < NV; j++) acc[i][j] += av * bv[j];
       }
       a += MR;
-      bp += ld;
+      bp += NR;
     }
   };
-  run(b, ldb, kc);
-  if (k2) run(b2, NR, k2);
+  run(b, kc);
+  if (k2) run(b2, k2);
   if (mr == R && nr == NR && csc == 1) {
 #pragma GCC unroll 16
     for (int i = 0; i < R; i++)
@@ -188,13 +187,13 @@ static inline void micro_tile(long kc, const float* __restrict a, const float* _
 // + 4) does not pay for a whole MR.
 // stream: C is written once and not read soon (see gemm_blocked); its
 // aligned vectors then bypass the caches.
-static inline void micro_kernel(long kc, const float* a, const float* b, long ldb, float* c, long rsc,
+static inline void micro_kernel(long kc, const float* a, const float* b, float* c, long rsc,
                                 long csc, float alpha, bool load_c, long mr, long nr, bool stream = false,
                                 const float* b2 = nullptr, long k2 = 0) {
   constexpr int MID = MR > 8 ? 8 : MR;
-  if (mr > MR - 4) micro_tile<MR>(kc, a, b, ldb, c, rsc, csc, alpha, load_c, mr, nr, stream, b2, k2);
-  else if (mr > 4) micro_tile<MID>(kc, a, b, ldb, c, rsc, csc, alpha, load_c, mr, nr, stream, b2, k2);
-  else micro_tile<4>(kc, a, b, ldb, c, rsc, csc, alpha, load_c, mr, nr, stream, b2, k2);
+  if (mr > MR - 4) micro_tile<MR>(kc, a, b, c, rsc, csc, alpha, load_c, mr, nr, stream, b2, k2);
+  else if (mr > 4) micro_tile<MID>(kc, a, b, c, rsc, csc, alpha, load_c, mr, nr, stream, b2, k2);
+  else micro_tile<4>(kc, a, b, c, rsc, csc, alpha, load_c, mr, nr, stream, b2, k2);
 }
 
 // A second product appended along k: C += alpha · A[m, k] · op(B)[k, n] in the
@@ -266,7 +265,7 @@ static void gemm_blocked(const View& A, const View& B, float* c, long rsc, long 
         for (long q = q0; q < q1; q++) {
           long jr = q * NR, nr = min_l(NR, nc - jr);
           for (long ir = 0; ir < mcb; ir += MR)
-            micro_kernel(kc, apack + ir * kt, panels + q * NR * kc, NR, c + (ic + ir) * rsc + (jc + jr) * csc,
+            micro_kernel(kc, apack + ir * kt, panels + q * NR * kc, c + (ic + ir) * rsc + (jc + jr) * csc,
                          rsc, csc, alpha, load_c, min_l(MR, mcb - ir), nr, stream, lpack + q * NR * kx, kx);
         }
         if (stream) vstream_fence();  // before the pool reports the task done
@@ -291,59 +290,6 @@ static void pack_b_ahead(const float* b, long k, long n, bool transB, float* out
       long kc = min_l(kstep, k - pc);
       float* o = out + jc * k + pc * npanels * NR;
       par(npanels, [&](long q) { pack_b_panel(B, pc, kc, jc + q * NR, min_l(NR, nc - q * NR), o + q * NR * kc); });
-    }
-  }
-}
-
-// The part of a product that a causal mask leaves: row i of C belongs to query
-// q(i) = i / row_div (a GQA group's heads stacked: row_div rows a query), the k
-// index p to query p / k_mul. Row i needs only the columns j < q(i) + col_end
-// and only the k of queries in [q(i) + k_begin, q(i) + k_end). Tiles outside it
-// are skipped (their columns of C are left unwritten, so the caller must not
-// read them); inside it, the masked products are exact zeros.
-constexpr long BAND_OPEN = 1L << 30;  // beyond any sequence (long is 32 bits in wasm)
-struct Band {
-  long col_end = BAND_OPEN, k_begin = -BAND_OPEN, k_end = BAND_OPEN;
-  long row_div = 1, k_mul = 1;
-  long k_from(long query) const { return k_begin == -BAND_OPEN ? -BAND_OPEN : (query + k_begin) * k_mul; }
-  long k_until(long query) const { return k_end == BAND_OPEN ? BAND_OPEN : (query + k_end) * k_mul; }
-};
-
-// Attention's per-block GEMMs (tens to hundreds of rows, operands already in
-// cache): C[m, n] (=|+=) alpha · op(A) · B with B row-major, B(p, j) =
-// b[p * ldb + j]. Each NR-wide panel of B is copied once per row block into a
-// contiguous k x NR panel that every MR-row tile then re-reads from L1: read
-// in place, its rows sit ldb apart (keys and values of one head among the
-// others, or a transposed head), and a stride of 2^n bytes maps them all into
-// a few L1 sets, so the tiles re-read it from L2. Serial: the callers split
-// heads and blocks over the pool.
-static void gemm_in_cache(const View& A, const float* b, long ldb, float* c, long ldc, long m, long n,
-                          long k, float alpha, bool accumulate, const Band& band = Band{}) {
-  float* apack = svc_scratch(SVC_SLOT_GEMM_A, (size_t)MC_MAX * KC);
-  float* panel = svc_scratch(SVC_SLOT_GEMM_B, (size_t)KC * NR);
-  long kstep = ceil_div(k, ceil_div(k, KC));
-  for (long pc = 0; pc < k; pc += kstep) {
-    long kc = min_l(kstep, k - pc);
-    bool load_c = accumulate || pc > 0;
-    for (long ic = 0; ic < m; ic += MC_MAX) {
-      long mcb = min_l(MC_MAX, m - ic);
-      pack_a(A, ic, mcb, pc, kc, apack);
-      for (long jr = 0; jr < n; jr += NR) {
-        long nr = min_l(NR, n - jr);
-        if (jr >= (ic + mcb - 1) / band.row_div + band.col_end) break;  // no row of the block sees it
-        pack_b_panel(View{b, ldb, 1}, pc, kc, jr, nr, panel);
-        for (long ir = 0; ir < mcb; ir += MR) {
-          long mr = min_l(MR, mcb - ir);
-          long first = (ic + ir) / band.row_div, last = (ic + ir + mr - 1) / band.row_div;  // the tile's queries
-          if (jr >= last + band.col_end) continue;
-          long p0 = band.k_from(first) - pc, p1 = min_l(kc, band.k_until(last) - pc);
-          if (p0 < 0) p0 = 0;
-          if (p1 <= p0 && load_c) continue;
-          if (p1 < p0) p1 = p0;
-          micro_kernel(p1 - p0, apack + ir * kc + p0 * MR, panel + p0 * NR, NR, c + (ic + ir) * ldc + jr, ldc, 1,
-                       alpha, load_c, mr, nr);
-        }
-      }
     }
   }
 }
