@@ -6,7 +6,8 @@
 
 // The decode GEMVs (gemv_bt below, quant.h's qgemv, quant_int.h's igemv) read
 // every weight once from memory, a group of R contiguous rows at a time (int8
-// against one row of x: one row at a time, quant_int.h's igemv_int8_one), and
+// and bf16 against one row of x: one row at a time, quant_int.h's
+// igemv_int8_one and quant.h's bf16_row), and
 // split the rows over the pool like this:
 // - One contiguous share per thread: each thread's reads stay one forward
 //   stream. Eight tasks a thread (claimed in any order) restarted the stream
