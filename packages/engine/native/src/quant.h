@@ -293,10 +293,7 @@ static void pairs_split(const float* x, long m, long k, float* xs) {
 }
 
 // Row j of a bf16 W against one row of x split by pairs_split, the row read
-// front to back: one forward stream a thread, as int8's irow_int8. Against
-// eight rows read side by side it streamed 10-13% more on one thread of a Zen
-// 5 EPYC and 15-20% more on its AVX2 unit (docs/serving-formats.md). Four
-// accumulators, so that the FMA's latency does not bound the row.
+// front to back (gemv_one): a step is one load, a shift, a mask and two FMAs.
 static float bf16_row(const QBf16& q, long j, const float* xs, long k) {
   long kb = k / QBLOCK * QBLOCK, p = 0;
   vf acc[4] = {};
@@ -321,15 +318,10 @@ static float bf16_row(const QBf16& q, long j, const float* xs, long k) {
 template <class Q>
 static void qgemv(const Q& q, const float* x, float* c, long m, long n, long k, float alpha, bool accumulate) {
   if constexpr (Q::kPairs) {
-    if (m == 1) {  // batch-1 decode: a contiguous share of rows a thread, each row alone
+    if (m == 1) {  // batch-1 decode
       float* xs = svc_scratch(SVC_SLOT_QUANT_X, (size_t)k);
       pairs_split(x, 1, k, xs);
-      stream_shares(n, (double)n * k, [&](long j0, long j1) {
-        for (long j = j0; j < j1; j++) {
-          float s = bf16_row(q, j, xs, k) * alpha;
-          c[j] = accumulate ? c[j] + s : s;
-        }
-      });
+      gemv_one(c, 1, n, k, alpha, accumulate, [&](long j) { return bf16_row(q, j, xs, k); });
       return;
     }
 #if SVC_VEC_BYTES == 32

@@ -329,10 +329,7 @@ static void igemv_group(bool q4, const void* w, const void* scales, const IntRow
 }
 
 // One int8 weight row against one quantized row of x (batch-1 decode), the row
-// read front to back: one forward stream a thread. On a Zen 4 VM that
-// streamed about a third faster than four rows read side by side, whose
-// steps interleave (docs/serving-formats.md). Four accumulators, so that
-// the FMA's latency does not bound the row.
+// read front to back (gemv.h's gemv_one).
 static float irow_int8(const signed char* wr, const IntRow& x, long k) {
   vf acc[4] = {};
   long full = k / VB, v = 0;
@@ -351,23 +348,14 @@ static float irow_int8(const signed char* wr, const IntRow& x, long k) {
   return hsum((acc[0] + acc[1]) + (acc[2] + acc[3]));
 }
 
-// One quantized row of x against the n int8 weight rows, a contiguous share of rows a thread.
-static void igemv_int8_one(const signed char* w, const float* scales, const IntRow& x, float* y, long n,
-                           long k, float alpha, bool accumulate) {
-  stream_shares(n, (double)n * k, [&](long j0, long j1) {
-    for (long j = j0; j < j1; j++) {
-      float s = irow_int8(w + j * k, x, k) * scales[j] * alpha;
-      y[j] = accumulate ? y[j] + s : s;
-    }
-  });
-}
-
 // All m quantized rows of x against the n weight rows, groups of 4 weight rows split over the pool.
 static void igemv(bool q4, const void* w, const void* scales, const IntRow* xr, long m, float* y, long n,
                   long k, float alpha, bool accumulate) {
   if (m == 1 && !q4) {  // q4_0 keeps its groups: a row alone reloads x's bytes, scales and offsets every step
-    igemv_int8_one(static_cast<const signed char*>(w), static_cast<const float*>(scales), xr[0], y, n, k,
-                   alpha, accumulate);
+    const signed char* w8 = static_cast<const signed char*>(w);
+    const float* row_scales = static_cast<const float*>(scales);
+    gemv_one(y, 1, n, k, alpha, accumulate,
+             [&](long j) { return irow_int8(w8 + j * k, xr[0], k) * row_scales[j]; });
     return;
   }
   long groups = n / 4;
