@@ -101,24 +101,20 @@ static void gemv_bt_block(const float* x, long ldx, const float* b, long ldb, fl
 }
 
 // The m rows of x against n weight rows of k, every weight read from memory
-// once: a group of weight rows (8 against one row of x, else RMany) meets the
-// rows of x four at a time and stays in L1 between them; the groups are split
-// over the pool by the streaming rule. block(Count<M>, Count<R>, i, j) runs
-// rows i..i+M-1 of x against weight rows j..j+R-1.
-template <int RMany = 4, class F>
+// once: a group of R weight rows meets the rows of x four at a time and stays
+// in L1 between them; the groups are split over the pool by the streaming
+// rule. block(Count<M>, Count<R>, i, j) runs rows i..i+M-1 of x against
+// weight rows j..j+R-1 (the last n % R rows: Count<1>, one at a time).
+template <int R, class F>
 static void stream_rows(long m, long n, long k, const F& block) {
   auto group = [&](long j, auto r) {
     for (long i = 0; i < m; i += 4) with_count(min_l(4, m - i), [&](auto mi) { block(mi, r, i, j); });
   };
-  auto stream = [&](auto r) {
-    long groups = n / r.value;
-    stream_shares(groups, (double)n * k, [&](long g0, long g1) {
-      for (long g = g0; g < g1; g++) group(g * r.value, r);
-    });
-    for (long j = groups * r.value; j < n; j++) group(j, Count<1>{});
-  };
-  if (m == 1) stream(Count<8>{});
-  else stream(Count<RMany>{});
+  long groups = n / R;
+  stream_shares(groups, (double)n * k, [&](long g0, long g1) {
+    for (long g = g0; g < g1; g++) group(g * R, Count<R>{});
+  });
+  for (long j = groups * R; j < n; j++) group(j, Count<1>{});
 }
 
 // x[k] · b[k], b one weight row read front to back (gemv_one).
@@ -137,14 +133,14 @@ static float gemv_bt_row(const float* x, const float* b, long k) {
   return s;
 }
 
-// The m rows of x against B stored [n, k] (stream_rows; one row: gemv_one).
+// The m rows of x against B stored [n, k] (stream_rows, groups of 4; one row: gemv_one).
 static void gemv_bt_rows(const float* x, long ldx, const float* b, long ldb, float* c, long ldc, long csc,
                          long m, long n, long k, float alpha, bool accumulate) {
   if (m == 1) {
     gemv_one(c, csc, n, k, alpha, accumulate, [&](long j) { return gemv_bt_row(x, b + j * ldb, k); });
     return;
   }
-  stream_rows(m, n, k, [&](auto mi, auto r, long i, long j) {
+  stream_rows<4>(m, n, k, [&](auto mi, auto r, long i, long j) {
     gemv_bt_block<mi.value, r.value>(x + i * ldx, ldx, b, ldb, c + i * ldc, ldc, csc, k, j, alpha, accumulate);
   });
 }

@@ -333,9 +333,19 @@ static void qgemv(const Q& q, const float* x, float* c, long m, long n, long k, 
     return;
 #endif
   }
-  stream_rows(m, n, k, [&](auto mi, auto r, long i, long j) {
+  auto block = [&](auto mi, auto r, long i, long j) {
     qgemv_block<Q, mi.value, r.value>(q, x + i * k, k, c + i * n, n, k, j, alpha, accumulate);
-  });
+  };
+  if constexpr (!Q::kPairs) {
+    // int8 and q4_0 against one row of x where the integer path does not take
+    // it (no integer unit, a row of x with a NaN, int8 rows not whole 32-blocks):
+    // eight rows side by side, so R independent sums hide the FMA's latency
+    if (m == 1) {
+      stream_rows<8>(m, n, k, block);
+      return;
+    }
+  }
+  stream_rows<4>(m, n, k, block);
 }
 
 // Row r of W as fp32 into out[k].
