@@ -15,12 +15,17 @@
 // is compiled, and a sequence whose turn outlives the step's slice sits out
 // the decode steps until it is done, so a large schema never holds up the
 // other generations of the process.
+
+import type { GrammarConstraint, RowHolder, Turn } from "./constrained/constraint.js";
+import type { Steps } from "./constrained/steps.js";
 import { BatchDecoder, createKvCache, type DecodeEntry } from "./decode.js";
 import { EngineError } from "./errors.js";
 import { prepareSequence, type Sequence, type ServedModel } from "./generation-sequence.js";
 import { isWeightFormat, WEIGHT_FORMATS, type WeightFormat } from "./quant/formats.js";
 import { type ServingModel, servingWeights } from "./quant/serving.js";
-import { TokenSampler } from "./sampling.js";
+import type { Rng } from "./rng.js";
+import { type SamplingParams, TokenSampler } from "./sampling.js";
+import { LogprobReader, type TokenLogprob } from "./token-logprobs.js";
 import type {
   FinishReason,
   GenerationChunk,
@@ -47,6 +52,23 @@ export interface GeneratorOptions {
 /** Most grammar work one scheduler iteration does (milliseconds). */
 const GRAMMAR_SLICE_MS = 4;
 
+/**
+ * A grammar turn that also returns the tokens its draw was restricted to,
+ * read before the turn moves the grammar on (for the token's logprobs).
+ */
+function* turnReadingAllowed(
+  grammar: GrammarConstraint,
+  holder: RowHolder,
+  sampler: TokenSampler,
+  params: SamplingParams,
+  rng: Rng,
+  left: number,
+): Steps<Turn & { allowed?: readonly number[] }> {
+  const allowed = yield* grammar.allowedIds(left);
+  const turn = yield* grammar.turn(holder, sampler, params, rng, left);
+  return { ...turn, allowed };
+}
+
 function nextTick(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
 }
@@ -60,6 +82,7 @@ class BatchGenerator implements Generator {
   }
   private readonly decoder: BatchDecoder;
   private readonly sampler: TokenSampler;
+  private readonly logprobReader: LogprobReader;
   private readonly maxBatch: number;
   private readonly maxStepTokens: number;
   private readonly queue: Sequence[] = [];
@@ -102,6 +125,7 @@ class BatchGenerator implements Generator {
     } else weights = servingWeights(model.weights, config, format);
     this.decoder = new BatchDecoder(weights, config, this.served.maxContext);
     this.sampler = new TokenSampler(config.vocabSize);
+    this.logprobReader = new LogprobReader(model.tokenizer);
   }
 
   generate(request: GenerationRequest): AsyncGenerator<GenerationChunk, GenerationResult> {
@@ -222,7 +246,13 @@ class BatchGenerator implements Generator {
         const next = parked.turn.next();
         if (next.done) {
           sequence.parked = null;
-          this.accept(sequence, next.value.tokenId, next.value.final);
+          const { tokenId, final, allowed } = next.value;
+          this.accept(
+            sequence,
+            tokenId,
+            final,
+            this.logprobOf(sequence, parked.holder.row, allowed, tokenId),
+          );
           return true;
         }
         if (performance.now() >= deadline) return false;
@@ -278,13 +308,20 @@ class BatchGenerator implements Generator {
     const deadline = performance.now() + GRAMMAR_SLICE_MS;
     sampled.forEach((sequence, j) => {
       const row = logits.subarray(j * vocab, (j + 1) * vocab);
+      // logit_bias and the penalties come before the draw (and so before a grammar's check of it)
+      sequence.adjuster?.apply(row);
       if (!sequence.grammar) {
-        this.accept(sequence, this.sampler.sample(row, sequence.sampling, sequence.rng), false);
+        const tokenId = this.sampler.sample(row, sequence.sampling, sequence.rng);
+        this.accept(sequence, tokenId, false, this.logprobOf(sequence, row, undefined, tokenId));
         return;
       }
       const left = sequence.maxTokens - sequence.completionTokens;
       const holder = { row };
-      const turn = sequence.grammar.turn(holder, this.sampler, sequence.sampling, sequence.rng, left);
+      const { grammar, sampling, rng } = sequence;
+      const turn =
+        sequence.logprobs === null
+          ? grammar.turn(holder, this.sampler, sampling, rng, left)
+          : turnReadingAllowed(grammar, holder, this.sampler, sampling, rng, left);
       sequence.parked = { turn, holder };
       // a turn left for grammarWork keeps its row: the decoder reuses its buffer
       if (!this.continueTurn(sequence, deadline)) holder.row = row.slice();
@@ -297,8 +334,9 @@ class BatchGenerator implements Generator {
    * Records a sampled token: streams its text, and finishes the request on eos,
    * a stop string, a grammar that is complete with nothing to follow (`grammarDone`), or the length limit.
    */
-  private accept(sequence: Sequence, tokenId: number, grammarDone: boolean): void {
+  private accept(sequence: Sequence, tokenId: number, grammarDone: boolean, logprob?: TokenLogprob): void {
     sequence.completionTokens++;
+    sequence.adjuster?.record(tokenId);
     let finish: FinishReason | null = null;
     let out: { text: string; stopped: boolean };
     if (sequence.eos.has(tokenId)) {
@@ -315,9 +353,26 @@ class BatchGenerator implements Generator {
     }
     let text = out.text;
     if (finish && !out.stopped) text += sequence.stops.flush();
-    sequence.push({ text, tokenId });
+    sequence.push(logprob === undefined ? { text, tokenId } : { text, tokenId, logprob });
     if (finish) sequence.finish(finish);
     else sequence.lastToken[0] = tokenId;
+  }
+
+  /** With logprobs: token `tokenId`'s, read from the row it was drawn from (among `allowed` under a grammar). */
+  private logprobOf(
+    sequence: Sequence,
+    row: Float32Array,
+    allowed: readonly number[] | undefined,
+    tokenId: number,
+  ): TokenLogprob | undefined {
+    if (sequence.logprobs === null || sequence.eos.has(tokenId)) return undefined;
+    return this.logprobReader.read(
+      row,
+      sequence.sampling.temperature,
+      allowed ?? null,
+      tokenId,
+      sequence.logprobs,
+    );
   }
 }
 

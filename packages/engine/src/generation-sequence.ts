@@ -10,10 +10,12 @@ import { vocabularyWork } from "./constrained/vocabulary.js";
 import type { KvCache } from "./decode.js";
 import { EngineError } from "./errors.js";
 import type { ModelConfig } from "./families/index.js";
+import { LogitAdjuster } from "./logit-adjustments.js";
 import { loraLayersFor } from "./lora-layers.js";
 import type { Rng } from "./rng.js";
 import { type SamplingParams, samplingRng } from "./sampling.js";
 import { IncrementalDetokenizer, StopStringFilter } from "./stop-strings.js";
+import { MAX_TOP_LOGPROBS } from "./token-logprobs.js";
 import type {
   FinishReason,
   GenerationChunk,
@@ -43,7 +45,8 @@ function* grammarSetup(grammar: OutputGrammar, tokenizer: Tokenizer): Steps<Gram
 
 /** A grammar turn (draw a token, move past it) that outlived its decode step, with the row it draws from. */
 export interface Parked {
-  turn: Steps<Turn>;
+  /** `allowed`: the tokens the draw was restricted to, when the request asks for logprobs. */
+  turn: Steps<Turn & { allowed?: readonly number[] }>;
   holder: RowHolder;
 }
 
@@ -81,6 +84,10 @@ export class Sequence {
     eos: readonly number[],
     /** The grammar's setup until it is done (then `grammar`), or null. */
     private setup: SharedWork<GrammarConstraint> | null,
+    /** logit_bias and the penalties, or null when the request asks for neither. */
+    readonly adjuster: LogitAdjuster | null,
+    /** How many alternatives each token's logprob comes with; null: no logprobs. */
+    readonly logprobs: number | null,
   ) {
     this.promptIds = promptIds;
     this.maxTokens = maxTokens;
@@ -175,6 +182,14 @@ export function prepareSequence(request: GenerationRequest, served: ServedModel)
   if (request.seed !== undefined && !Number.isSafeInteger(request.seed)) {
     throw new EngineError("invalid_argument", `seed must be an integer (got ${request.seed})`);
   }
+  const logprobs = request.logprobs ?? null;
+  if (logprobs !== null && !(Number.isInteger(logprobs) && logprobs >= 0 && logprobs <= MAX_TOP_LOGPROBS)) {
+    throw new EngineError(
+      "invalid_argument",
+      `logprobs must be an integer in [0, ${MAX_TOP_LOGPROBS}] (got ${logprobs})`,
+    );
+  }
+  const adjuster = LogitAdjuster.of(request, config.vocabSize);
 
   let promptIds: number[];
   if (request.messages !== undefined && request.promptIds !== undefined) {
@@ -236,5 +251,7 @@ export function prepareSequence(request: GenerationRequest, served: ServedModel)
     new StopStringFilter(stop),
     tokenizer.eosTokenIds,
     setup,
+    adjuster,
+    logprobs,
   );
 }

@@ -52,6 +52,7 @@ export { createGenerator, type GeneratorOptions } from "./generate.js";
 export { getKernels } from "./kernels/index.js";
 export type { Kernels } from "./kernels/types.js";
 export { LoadedModel, loadModel, loadServingModel } from "./load.js";
+export { type LogitAdjustmentOptions, MAX_LOGIT_BIAS_ENTRIES } from "./logit-adjustments.js";
 export { initLoraAdapter, resolveTargetModules } from "./lora.js";
 export { machineMemoryBytes } from "./machine-memory.js";
 export { packedWeightBytes } from "./packed-weights.js";
@@ -76,6 +77,7 @@ export {
 export { answersMatch, type ExactMatchRow, exactMatchSample } from "./task-metrics.js";
 export { createRandomModel, type RandomModelOptions } from "./testing/random-model.js";
 export { writeTestTokenizer } from "./testing/test-tokenizer.js";
+export { MAX_TOP_LOGPROBS, type TokenLogprob, type TopLogprob } from "./token-logprobs.js";
 export { loadTokenizer } from "./tokenizer.js";
 export {
   checkToolSchemaInSlices,

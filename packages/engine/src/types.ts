@@ -1,6 +1,8 @@
 // The engine's public contract. The server, the SDK and outside checks use
 // exactly these names; implementations live in the modules named beside each.
 
+import type { LogitAdjustmentOptions } from "./logit-adjustments.js";
+
 // ---------------------------------------------------------------- chat data
 
 export type ChatRole = "system" | "user" | "assistant" | "tool";
@@ -220,7 +222,7 @@ export interface TrainResult {
 
 // ---------------------------------------------------------------- generation (generate.ts)
 
-export interface GenerateOptions {
+export interface GenerateOptions extends LogitAdjustmentOptions {
   temperature?: number; // default 1; 0 = greedy
   topP?: number; // default 1
   maxTokens?: number; // default 256
@@ -240,12 +242,19 @@ export interface GenerateOptions {
    * (constrained/, docs/generation.md).
    */
   grammar?: import("./constrained/grammar.js").OutputGrammar;
+  /**
+   * Report each generated token's logprob with this many most likely
+   * alternatives (0 to 20; token-logprobs.ts); absent: none.
+   */
+  logprobs?: number;
 }
 
 export interface GenerationChunk {
   /** Newly decoded text (may be "" while a multi-byte character or a possible stop string is pending). */
   text: string;
   tokenId: number;
+  /** With `logprobs`: the token's logprob and alternatives (absent on the end-of-sequence token). */
+  logprob?: import("./token-logprobs.js").TokenLogprob;
 }
 
 export type FinishReason = "stop" | "length" | "cancelled";

@@ -97,6 +97,15 @@ export class GrammarConstraint {
   }
 
   /**
+   * The tokens allowed next within the budget of `left` tokens, end of
+   * sequence included where allowed: what a turn's draw is restricted to
+   * (a token's logprobs are read over them; token-logprobs.ts).
+   */
+  *allowedIds(left: number): Steps<number[]> {
+    return this.within(yield* waitFor(this.allowedWork()), left);
+  }
+
+  /**
    * Draws the next token among the allowed ones (see the file comment) from
    * `holder.row`, and moves past it, a piece at a time.
    */
