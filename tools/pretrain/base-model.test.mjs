@@ -9,7 +9,7 @@ import { readFileSync, statSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
-import { loadModel } from "@svc/engine";
+import { loadModel, needs } from "@svc/engine";
 
 const repo = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 const dir = join(repo, "models", "pico-llama");
@@ -75,7 +75,8 @@ test("greedy decoding of a chat prompt ends the turn with <|im_end|>", async () 
 // The recipe's PyTorch model is svc's torch backend (tools/pretrain/llama.py): loaded from the
 // committed folder, it computes the golden logits the recipe recorded.
 const python = process.env.SVC_PYTHON ?? "/usr/bin/python3";
-const noTorch = spawnSync(python, ["-c", "import torch"]).status === 0 ? false : `${python} has no torch`;
+const noTorch =
+  spawnSync(python, ["-c", "import torch"]).status === 0 ? false : needs("torch", `${python} has no torch`);
 test("PyTorch through svc's torch backend computes the golden logits", { skip: noTorch }, () => {
   const script = `
 import json, sys, torch

@@ -75,6 +75,7 @@ export {
   servingWeightsAsync,
 } from "./quant/serving.js";
 export { answersMatch, type ExactMatchRow, exactMatchSample } from "./task-metrics.js";
+export { MISSING_PIECES, type MissingPiece, missingPieceOf, needs } from "./testing/missing-piece.js";
 export { createRandomModel, type RandomModelOptions } from "./testing/random-model.js";
 export { writeTestTokenizer } from "./testing/test-tokenizer.js";
 export { MAX_TOP_LOGPROBS, type TokenLogprob, type TopLogprob } from "./token-logprobs.js";

@@ -10,6 +10,7 @@ import { ModelGraph } from "./model.js";
 import { PackedWeights, packBudgetBytes, packedWeightBytes } from "./packed-weights.js";
 import { Rng } from "./rng.js";
 import { FAMILY_CONFIGS } from "./testing/family-configs.js";
+import { needs } from "./testing/missing-piece.js";
 import { randomModelWeights } from "./testing/random-weights.js";
 
 // Wide enough, over enough rows, that the projections take the blocked path
@@ -35,7 +36,7 @@ function withBudget<T>(mb: string | undefined, f: () => T): T {
 }
 
 test("a training step over weights packed ahead gives the same bits as one without", {
-  skip: getKernels().packB ? false : "these kernels pack nothing",
+  skip: getKernels().packB ? false : needs("native kernels", "these kernels pack nothing"),
 }, () => {
   const weights = randomModelWeights(config, 5);
   const adapter = initLoraAdapter(config, { r: 4, alpha: 8, targetModules: ["all-linear"] }, 6);

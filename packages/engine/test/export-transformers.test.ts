@@ -12,6 +12,7 @@ import { after, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 import { exportModel } from "../src/export/index.js";
 import { loadModel } from "../src/load.js";
+import { needs } from "../src/testing/missing-piece.js";
 
 const FIXTURES = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "fixtures");
 const python = process.env.SVC_TRANSFORMERS_PYTHON ?? "python3";
@@ -33,9 +34,9 @@ function missing(): string | false {
   const probe = spawnSync(python, ["-c", "import torch, transformers; print(transformers.__version__)"], {
     encoding: "utf8",
   });
-  if (probe.status !== 0) return `${python} has no torch and transformers`;
+  if (probe.status !== 0) return needs("transformers/peft", `${python} has no torch and transformers`);
   if (!probe.stdout.trim().startsWith("5."))
-    return `${python} has transformers ${probe.stdout.trim()}, not 5.x`;
+    return needs("transformers/peft", `${python} has transformers ${probe.stdout.trim()}, not 5.x`);
   return false;
 }
 

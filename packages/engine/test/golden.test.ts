@@ -27,6 +27,7 @@ import { ModelGraph } from "../src/model.js";
 import { AdamW, clipGradNorm } from "../src/optim.js";
 import { loadAdapter } from "../src/peft.js";
 import { readSafetensors } from "../src/safetensors.js";
+import { needs } from "../src/testing/missing-piece.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 // SVC_GOLDEN_DIR checks another folder of cases in the same layout instead, e.g.
@@ -89,7 +90,7 @@ if (requested === undefined) {
       const output = `${child.stdout}${child.stderr}`;
       const unavailable = /# kernels unavailable: (.*)/.exec(output);
       if (kind === "native" && unavailable) {
-        t.skip(`native kernels unavailable here (${unavailable[1]})`);
+        t.skip(needs("native kernels", `native kernels unavailable here (${unavailable[1]})`));
         return;
       }
       assert.equal(child.status, 0, output);

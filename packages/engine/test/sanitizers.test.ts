@@ -14,6 +14,7 @@ import { existsSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { describe, type TestContext, test } from "node:test";
 import { fileURLToPath } from "node:url";
+import { needs } from "../src/testing/missing-piece.js";
 
 const engineDir = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 const distDir = join(engineDir, "dist");
@@ -22,7 +23,7 @@ const cxx = process.env.CXX || "g++";
 const long = process.env.SVC_SANITIZE_LONG === "1";
 
 const hasCxx = spawnSync(cxx, ["--version"], { stdio: "ignore" }).status === 0;
-const skip = hasCxx ? false : `${cxx} not found: the sanitizer builds need g++`;
+const skip = hasCxx ? false : needs("g++", `${cxx} not found: the sanitizer builds need g++`);
 
 const counts = long
   ? {

@@ -11,6 +11,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
+import { needs } from "../src/testing/missing-piece.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const reference = join(here, "..", "..", "reference");
@@ -33,7 +34,7 @@ function librariesMissing(): string | null {
 test("models saved by transformers itself load and match its logits, gradients and greedy tokens", (t) => {
   const missing = librariesMissing();
   if (missing) {
-    t.skip(missing);
+    t.skip(needs("transformers/peft", missing));
     return;
   }
   const out = mkdtempSync(join(tmpdir(), "svc-transformers-"));

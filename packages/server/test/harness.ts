@@ -1,6 +1,6 @@
 // Test harness: the server as a real child process on ephemeral ports, a
-// fresh PostgreSQL database per run, a tiny random model, and small HTTP and
-// SSE helpers over fetch.
+// fresh PostgreSQL database per run (postgres-cluster.ts), a tiny random
+// model, and small HTTP and SSE helpers over fetch.
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -8,15 +8,15 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createRandomModel } from "@svc/engine";
 import OpenAI from "openai";
-import pg from "pg";
 import { eventsUntilEnd } from "./job-events.js";
+import { createPgDatabase } from "./postgres-cluster.js";
 
 export * from "./job-events.js";
+export { createPgDatabase } from "./postgres-cluster.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 /** packages/server/dist/src/main.js */
 export const MAIN_JS = join(here, "../src/main.js");
-export const PG_ADMIN_URL = process.env.SVC_TEST_PG_URL ?? "postgres://root@127.0.0.1:5432/test";
 export const TINY_MODEL = "test/tiny";
 
 export type Backend = "sqlite" | "postgres";
@@ -34,26 +34,6 @@ export function tinyModel(): Promise<string> {
     return dir;
   })();
   return tinyModelDir;
-}
-
-/** A fresh database on the local PostgreSQL, dropped by drop(). */
-export async function createPgDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
-  const name = `svc_test_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}`;
-  const admin = new pg.Client({ connectionString: PG_ADMIN_URL });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
-  const url = new URL(PG_ADMIN_URL);
-  url.pathname = `/${name}`;
-  return {
-    url: url.toString(),
-    async drop() {
-      const c = new pg.Client({ connectionString: PG_ADMIN_URL });
-      await c.connect();
-      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await c.end();
-    },
-  };
 }
 
 export interface ServerProcess {

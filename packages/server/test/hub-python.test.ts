@@ -8,6 +8,7 @@ import { execFile, spawnSync } from "node:child_process";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { promisify } from "node:util";
+import { needs } from "@svc/engine";
 import { ensureSnapshot, isModelFile, modelSnapshotComplete } from "../src/hub/index.js";
 import { tempDir } from "./harness.js";
 import { qwen3Repo } from "./hub-repos.js";
@@ -28,7 +29,7 @@ async function python(code: string, env: Record<string, string>): Promise<Record
 }
 
 describe("the Hugging Face cache shared with huggingface_hub", {
-  skip: !hasHuggingfaceHub && "python3 has no huggingface_hub",
+  skip: !hasHuggingfaceHub && needs("huggingface_hub", `${PYTHON} has no huggingface_hub`),
 }, () => {
   let hub: TestHub;
   let sha: string;

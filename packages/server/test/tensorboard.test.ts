@@ -10,6 +10,7 @@ import { spawnSync } from "node:child_process";
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
+import { needs } from "@svc/engine";
 import {
   call,
   chatJsonl,
@@ -81,7 +82,7 @@ const noTensorboard = (() => {
   const probe = spawnSync(tensorboardPython, ["-c", "import tensorboard; print(tensorboard.__version__)"], {
     encoding: "utf8",
   });
-  return probe.status === 0 ? false : `${tensorboardPython} has no tensorboard package`;
+  return probe.status === 0 ? false : needs("tensorboard", `${tensorboardPython} has no tensorboard package`);
 })();
 
 const ACCUMULATOR_SCRIPT = `

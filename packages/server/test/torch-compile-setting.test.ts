@@ -3,10 +3,11 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { it } from "node:test";
+import { needs } from "@svc/engine";
 import { hasTorch, runTrainer, TORCH_PYTHON, torchScratch, trainerEvents } from "./torch-harness.js";
 
 it("SVC_TORCH_COMPILE other than 0 or 1 is refused, naming the variable", {
-  skip: !hasTorch && `${TORCH_PYTHON} has no torch`,
+  skip: !hasTorch && needs("torch", `${TORCH_PYTHON} has no torch`),
 }, async () => {
   const missing = join(torchScratch("compile-setting"), "no-such-job.json");
   const [run] = await runTrainer(TORCH_PYTHON, missing, { env: { SVC_TORCH_COMPILE: "yes" } });

@@ -10,7 +10,7 @@ import { spawnSync } from "node:child_process";
 import { mkdtempSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
-import { type DatasetRow, loadModel, prepareSets, type TrainHyperparameters } from "@svc/engine";
+import { type DatasetRow, loadModel, needs, prepareSets, type TrainHyperparameters } from "@svc/engine";
 import { TRAINER_TORCH_DIR, writeTorchJob } from "../src/worker/torch-job.js";
 import {
   checkpointSteps,
@@ -97,7 +97,7 @@ const hyperparameters: TrainHyperparameters = {
 
 describe("FSDP (torch backend)", () => {
   it("two processes with the base sharded train as one process with the same global batch", {
-    skip: found.skip,
+    skip: found.skip && needs("torch ≥ 2.7", found.skip),
   }, async () => {
     const { python } = found;
     const single = await runTorch(python, hyperparameters, 1, false);
@@ -117,7 +117,7 @@ describe("FSDP (torch backend)", () => {
   });
 
   it("combines with gradient checkpointing and packing", {
-    skip: found.skip,
+    skip: found.skip && needs("torch ≥ 2.7", found.skip),
   }, async () => {
     const { python } = found;
     const h = {
@@ -136,7 +136,7 @@ describe("FSDP (torch backend)", () => {
   });
 
   describe("through svc server and svc worker --backend torch --gpus 2 --fsdp (gloo, CPU)", {
-    skip: found.skip,
+    skip: found.skip && needs("torch ≥ 2.7", found.skip),
   }, () => {
     const cluster = torchCluster("torch-fsdp");
 
@@ -161,7 +161,7 @@ describe("FSDP (torch backend)", () => {
   });
 
   it("a PyTorch without fully_shard refuses an FSDP job by name", {
-    skip: !debianTorch && "/usr/bin/python3 has no torch 1.x",
+    skip: !debianTorch && needs("torch 1.x", "/usr/bin/python3 has no torch 1.x"),
   }, async () => {
     const run = await runTorch("/usr/bin/python3", hyperparameters, 1, true);
     assert.match(

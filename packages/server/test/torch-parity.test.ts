@@ -13,6 +13,7 @@ import {
   type DatasetRow,
   loadModel,
   type Model,
+  needs,
   prepareSets,
   type TrainHyperparameters,
   train,
@@ -124,7 +125,9 @@ const hyperparameters = (more: Partial<TrainHyperparameters> = {}): TrainHyperpa
 
 const relative = (a: number, b: number) => Math.abs(a - b) / Math.abs(a);
 
-describe("engine and torch backends train the same", { skip: !hasTorch && `${PYTHON} has no torch` }, () => {
+describe("engine and torch backends train the same", {
+  skip: !hasTorch && needs("torch", `${PYTHON} has no torch`),
+}, () => {
   for (const [family, fixture] of [
     ["Llama", "llama-llama3-v5-f16"],
     ["Qwen3", "qwen3-v5-bf16"],

@@ -8,6 +8,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
+import { needs } from "@svc/engine";
 import {
   call,
   chatJsonl,
@@ -24,7 +25,7 @@ import { GPT2_JOB_HYPERPARAMETERS, writeTinyGpt2 } from "./transformers-only-fix
 
 const { python: PYTHON, skip } = findPython("import torch, transformers", "has torch and transformers");
 
-describe("such a model on the Hugging Face Hub", { skip }, () => {
+describe("such a model on the Hugging Face Hub", { skip: skip && needs("transformers/peft", skip) }, () => {
   const HUB_GPT2 = "test-org/gpt2";
   let hub: TestHub;
   let server: Awaited<ReturnType<typeof serverFor>>;

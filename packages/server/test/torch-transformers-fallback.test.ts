@@ -15,7 +15,7 @@ import { spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
-import { type DatasetRow, loadTokenizer, prepareSets } from "@svc/engine";
+import { type DatasetRow, loadTokenizer, needs, prepareSets } from "@svc/engine";
 import { engineHyperparameters } from "../src/engine-hyperparameters.js";
 import type { JobHyperparameters } from "../src/wire.js";
 import { writeTorchJob } from "../src/worker/torch-job.js";
@@ -90,7 +90,9 @@ print(json.dumps({
   return JSON.parse(check.stdout.trim().split("\n").at(-1) as string);
 }
 
-describe("an architecture svc's engine does not implement, on transformers + peft", { skip }, () => {
+describe("an architecture svc's engine does not implement, on transformers + peft", {
+  skip: skip && needs("transformers/peft", skip),
+}, () => {
   let parameters = 0;
   const cluster = torchCluster("hf-fallback", {
     models: async () => {

@@ -11,7 +11,7 @@ import { spawnSync } from "node:child_process";
 import { mkdtempSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
-import { type DatasetRow, loadModel, prepareSets, type TrainHyperparameters } from "@svc/engine";
+import { type DatasetRow, loadModel, needs, prepareSets, type TrainHyperparameters } from "@svc/engine";
 import type { TorchModel } from "../src/wire.js";
 import { writeTorchJob } from "../src/worker/torch-job.js";
 import { call, chatJsonl, TINY_MODEL, uploadDataset } from "./harness.js";
@@ -80,7 +80,9 @@ async function runTorch(
   return { losses, checkpoints, result: events.find((e) => e.type === "result").result };
 }
 
-describe("transformers + peft on the torch backend", { skip }, () => {
+describe("transformers + peft on the torch backend", {
+  skip: skip && needs("transformers/peft", skip),
+}, () => {
   it("trains a Llama as svc's torch model does: first-step loss, adapter, the shared format", async () => {
     const own = await runTorch("gqa-untied-f32", "svc");
     const peft = await runTorch("gqa-untied-f32", "transformers");

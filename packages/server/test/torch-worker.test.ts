@@ -8,6 +8,7 @@
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { describe, it } from "node:test";
+import { needs } from "@svc/engine";
 import { call, edgeClient, spawnReady, until, waitForExit } from "./harness.js";
 import {
   checkpointSteps,
@@ -22,7 +23,7 @@ import {
 const PYTHON = TORCH_PYTHON;
 
 describe("the torch backend through svc server and svc worker --backend torch", {
-  skip: !hasTorch && `${PYTHON} has no torch`,
+  skip: !hasTorch && needs("torch", `${PYTHON} has no torch`),
 }, () => {
   const cluster = torchCluster("torch");
   const startWorker = (extra: string[] = []) => cluster.startWorker(PYTHON, extra);

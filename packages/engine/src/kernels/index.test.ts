@@ -2,6 +2,7 @@
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { test } from "node:test";
+import { needs } from "../testing/missing-piece.js";
 import { loadNativeKernels } from "./native.js";
 
 const indexUrl = new URL("./index.js", import.meta.url).href;
@@ -42,7 +43,7 @@ let nativeIsas: readonly string[] = [];
 try {
   nativeIsas = loadNativeKernels().supportedIsas;
 } catch {}
-const noNative = nativeIsas.length === 0 ? "native addon not built" : false;
+const noNative = nativeIsas.length === 0 ? needs("native kernels", "native addon not built") : false;
 
 test("by default the native kernels are chosen when the addon loads", { skip: noNative }, () => {
   const got = choose({});

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
+import { needs } from "../testing/missing-piece.js";
 import { loadNativeKernels } from "./native.js";
 import { loadPortableKernels } from "./portable.js";
 import type { Kernels, QuantMatrix } from "./types.js";
@@ -16,7 +17,9 @@ for (const [name, load] of implementations) {
     kern = load();
   } catch {}
   describe(`matmulQuant checks its arguments (${name})`, {
-    skip: kern ? false : `${name} unavailable`,
+    skip: kern
+      ? false
+      : needs(name === "native" ? "native kernels" : "WebAssembly kernels", `${name} unavailable`),
   }, () => {
     const k = () => kern as Kernels;
     const int8 = (rows: number, cols: number): QuantMatrix => ({

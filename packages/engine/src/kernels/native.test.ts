@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
+import { needs } from "../testing/missing-piece.js";
 import { conformanceFailure, kernelCases } from "./conformance.js";
 import { loadNativeKernels, type NativeKernels } from "./native.js";
 
@@ -11,7 +12,7 @@ try {
   loadError = (err as Error).message;
 }
 // Without a C++ toolchain the addon is absent; the portable tests cover that machine.
-const skip = native ? false : `native addon not built: ${loadError}`;
+const skip = native ? false : needs("native kernels", `native addon not built: ${loadError}`);
 const isas = native ? native.supportedIsas : [];
 
 describe("native kernels match the reference", { skip }, () => {

@@ -1,12 +1,13 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
+import { needs } from "../testing/missing-piece.js";
 import { loadNativeKernels, type NativeKernels } from "./native.js";
 
 let native: NativeKernels | undefined;
 try {
   native = loadNativeKernels({ isa: "baseline" });
 } catch {}
-const skip = native ? false : "native addon not built";
+const skip = native ? false : needs("native kernels", "native addon not built");
 const isas = native ? native.supportedIsas : [];
 
 const wave = (n: number, f: number) => Float32Array.from({ length: n }, (_, i) => Math.sin(i * f));

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
+import { needs } from "../testing/missing-piece.js";
 import { conformanceFailure, kernelCases } from "./conformance.js";
 import { loadPortableKernels } from "./portable.js";
 import type { Kernels } from "./types.js";
@@ -13,7 +14,10 @@ try {
 
 for (const isa of ["wasm-simd", "js"]) {
   // The wasm module needs clang at build time; without it only the JS path exists.
-  const skip = isa === "wasm-simd" && wasmError ? `wasm module not built: ${wasmError}` : false;
+  const skip =
+    isa === "wasm-simd" && wasmError
+      ? needs("WebAssembly kernels", `wasm module not built: ${wasmError}`)
+      : false;
   describe(`portable ${isa} kernels match the reference`, { skip }, () => {
     let instance: Kernels | undefined;
     const kern = () => {

@@ -13,6 +13,7 @@ import { loraLayersOf } from "../lora.js";
 import { ModelGraph } from "../model.js";
 import { Rng } from "../rng.js";
 import { FAMILY_CONFIGS } from "../testing/family-configs.js";
+import { needs } from "../testing/missing-piece.js";
 import { randomLoraAdapter, randomModelWeights, smallTestConfig } from "../testing/random-weights.js";
 import type { LayerWeights, LoraLayers, ModelWeights, ProjectionWeight, ServingWeights } from "../weights.js";
 import { WEIGHT_FORMATS } from "./formats.js";
@@ -176,7 +177,7 @@ test("serving formats: an unknown weightFormat is refused by name", () => {
 // decoding. Bounds are the measured errors (docs/serving-formats.md) with margin.
 const pico = fileURLToPath(new URL("../../../../../models/pico-llama", import.meta.url));
 test("serving formats on the bundled model: logit error per format; bf16 greedy tokens equal fp32's", {
-  skip: !existsSync(pico),
+  skip: !existsSync(pico) && needs("models/pico-llama", `${pico} is absent`),
 }, async () => {
   const model = await loadModel(pico);
   const ids = model.tokenizer.encode(

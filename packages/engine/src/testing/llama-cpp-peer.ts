@@ -7,6 +7,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import type { GgmlTypeName } from "../export/gguf-file.js";
 import { decode, encode } from "../export/gguf-quant.js";
 import type { ModelWeights } from "../weights.js";
+import { needs } from "./missing-piece.js";
 
 /** The repository root, from packages/engine/dist/src/testing/. */
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "..", "..", "..");
@@ -14,7 +15,10 @@ export const LLAMA_CPP_PACKAGE = join(ROOT, "bench", "llama-cpp", "node_modules"
 /** A test's skip reason where the peer is not installed, else false. */
 export const LLAMA_CPP_SKIP: string | false = existsSync(LLAMA_CPP_PACKAGE)
   ? false
-  : "llama.cpp peer not installed (npm install --prefix bench/llama-cpp --no-save --omit=optional --ignore-scripts, as .ci/install does)";
+  : needs(
+      "llama.cpp package",
+      `${LLAMA_CPP_PACKAGE} is absent (npm install --prefix bench/llama-cpp --no-save --omit=optional --ignore-scripts, as .ci/install does)`,
+    );
 
 export interface LlamaCppPeer {
   /** Logits after each of `ids` (row-major [ids.length, vocab]). */

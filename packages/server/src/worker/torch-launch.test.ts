@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { test } from "node:test";
+import { needs } from "@svc/engine";
 import { resolveTorchLaunch, TorchFlagError } from "./torch-launch.js";
 
 const hasTorch = spawnSync("/usr/bin/python3", ["-c", "import torch"]).status === 0;
@@ -34,7 +35,7 @@ test("an interpreter without torch is refused with what each candidate said", ()
 });
 
 test("the first interpreter with torch is used: --python, SVC_PYTHON, then python3 and /usr/bin/python3", {
-  skip: !hasTorch,
+  skip: !hasTorch && needs("torch", "/usr/bin/python3 has no torch"),
 }, () => {
   assert.deepEqual(resolveTorchLaunch({ python: "/usr/bin/python3", concurrency: 1 }, {}), {
     python: "/usr/bin/python3",
@@ -58,7 +59,11 @@ test("the first interpreter with torch is used: --python, SVC_PYTHON, then pytho
   assert.equal(found.gradientCheckpointing, true);
 });
 
-test("--device cuda without the GPUs asked for is refused", { skip: !hasTorch || hasCuda }, () => {
+test("--device cuda without the GPUs asked for is refused", {
+  skip:
+    (!hasTorch && needs("torch", "/usr/bin/python3 has no torch")) ||
+    (hasCuda && needs("a machine without CUDA", "this machine has a CUDA GPU")),
+}, () => {
   assert.throws(
     () => resolveTorchLaunch({ python: "/usr/bin/python3", gpus: "2", concurrency: 1 }, {}),
     /\/usr\/bin\/python3: 0 CUDA GPUs visible, --gpus asks for 2/,
@@ -71,7 +76,7 @@ const debianTorch1 =
     .status === 0;
 
 test("--fsdp with a PyTorch older than 2.7 is refused at start, naming the version", {
-  skip: !debianTorch1 && "/usr/bin/python3 has no torch 1.x",
+  skip: !debianTorch1 && needs("torch 1.x", "/usr/bin/python3 has no torch 1.x"),
 }, () => {
   assert.throws(
     () =>

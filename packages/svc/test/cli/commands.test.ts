@@ -6,6 +6,7 @@ import { mkdir, readFile, stat, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
+import { needs } from "@svc/engine";
 import OpenAI from "openai";
 import { cliEnv, runSvc, startTestModelServer, TEST_MODEL, type TestServer, tempDir } from "./harness.js";
 
@@ -252,7 +253,7 @@ async function portFree(port: number): Promise<boolean> {
 
 test("a command that needs the backend starts it in the background; svc server status | stop", async (t) => {
   if (!(await portFree(4100)) || !(await portFree(4200))) {
-    t.skip("127.0.0.1:4100 or :4200 is in use on this machine");
+    t.skip(needs("free ports 4100 and 4200", "127.0.0.1:4100 or :4200 is in use on this machine"));
     return;
   }
   const ownHome = await tempDir("autostart-home");

@@ -8,6 +8,7 @@ import { mkdir, readFile, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { pathToFileURL } from "node:url";
+import { needs } from "@svc/engine";
 import {
   cliEnv,
   createTestModel,
@@ -161,7 +162,7 @@ test("kill -9 of the auto-started server during svc start (plain lines): notice,
 });
 
 test("kill -9 of the auto-started server during svc start on a terminal: the progress bar continues", {
-  skip: !HAS_SCRIPT && "no `script`",
+  skip: !HAS_SCRIPT && needs("the script command", "no `script` (util-linux) on the PATH"),
 }, async (t) => {
   const run = await killLocalServerDuringStart(true);
   assert.equal(run.r.code, 0, run.out);

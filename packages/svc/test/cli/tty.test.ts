@@ -4,6 +4,7 @@ import assert from "node:assert/strict";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
+import { needs } from "@svc/engine";
 import {
   cliEnv,
   HAS_SCRIPT,
@@ -36,7 +37,7 @@ function onTerminal(args: string[], cwd: string, input?: string) {
 }
 
 test("svc init on a terminal asks for the template and the directory", {
-  skip: !HAS_SCRIPT && "no `script`",
+  skip: !HAS_SCRIPT && needs("the script command", "no `script` (util-linux) on the PATH"),
 }, async () => {
   const work = await tempDir("tty-init");
   const r = await onTerminal(["init"], work, "pii-redaction\n./mine\n");
@@ -47,7 +48,9 @@ test("svc init on a terminal asks for the template and the directory", {
   assert.match(await readFile(join(work, "mine", "src", "svc", "index.ts"), "utf8"), /name: "pii-redaction"/);
 });
 
-test("svc start on a terminal redraws one progress bar", { skip: !HAS_SCRIPT && "no `script`" }, async () => {
+test("svc start on a terminal redraws one progress bar", {
+  skip: !HAS_SCRIPT && needs("the script command", "no `script` (util-linux) on the PATH"),
+}, async () => {
   const dir = await tempDir("tty-project");
   await mkdir(join(dir, "src", "svc"), { recursive: true });
   await writeFile(

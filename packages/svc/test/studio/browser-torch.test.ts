@@ -5,41 +5,40 @@
 // Metadata shows the backend with its device and the peak memory it reported.
 import assert from "node:assert/strict";
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { join } from "node:path";
 import { after, describe, test } from "node:test";
-import pg from "pg";
-import { cliEnv, createTestModel, startTestServer, TEST_MODEL } from "../cli/harness.js";
+import { needs } from "@svc/engine";
+import { cliEnv, createTestModel, REPO_ROOT, startTestServer, TEST_MODEL } from "../cli/harness.js";
 import { chromiumMissing, maybeScreenshot, studioInBrowser, TEST_MODEL_TRAINER } from "./browser.js";
 import { SVC_BIN } from "./studio-process.js";
 
 const PYTHON = process.env.SVC_PYTHON ?? "/usr/bin/python3";
-const PG_ADMIN_URL = process.env.SVC_TEST_PG_URL ?? "postgres://root@127.0.0.1:5432/test";
+/** The server package's test PostgreSQL (packages/server/test/postgres-cluster.ts), as far as this test uses it. */
+const { createPgDatabase } = (await import(
+  join(REPO_ROOT, "packages", "server", "dist", "test", "postgres-cluster.js")
+)) as { createPgDatabase(): Promise<{ url: string; drop(): Promise<void> }> };
 const torchMissing =
-  spawnSync(PYTHON, ["-c", "import torch"]).status === 0 ? false : `${PYTHON} has no torch`;
+  spawnSync(PYTHON, ["-c", "import torch"]).status === 0 ? false : needs("torch", `${PYTHON} has no torch`);
 
 describe("Studio shows where a torch job trains", {
   skip: chromiumMissing || torchMissing,
   timeout: 300_000,
 }, () => {
   let worker: ChildProcess | null = null;
-  let databaseUrl = "";
-  const database = `svc_studio_torch_${process.pid}`;
+  let database = { url: "", drop: async () => {} };
   let model = "";
   let jobId = "";
   const session = studioInBrowser({
     homePrefix: "studio-torch-home",
     project: { source: TEST_MODEL_TRAINER.replace("seed: 1,", 'seed: 1,\n  backend: "torch",') },
     async startServer(home) {
-      const admin = new pg.Client({ connectionString: PG_ADMIN_URL });
-      await admin.connect();
-      await admin.query(`create database ${database}`);
-      await admin.end();
-      databaseUrl = PG_ADMIN_URL.replace(/\/[^/]*$/, `/${database}`);
+      database = await createPgDatabase();
       model = await createTestModel();
       return startTestServer({
         home,
         args: [
           ...["--bundled-models", "none", "--model", `${TEST_MODEL}=${model}`],
-          ...["--database-url", databaseUrl, "--workers", "0", "--job-poll-ms", "100"],
+          ...["--database-url", database.url, "--workers", "0", "--job-poll-ms", "100"],
         ],
       });
     },
@@ -53,10 +52,7 @@ describe("Studio shows where a torch job trains", {
       worker.kill("SIGTERM");
       await new Promise((r) => worker!.once("exit", r));
     }
-    const admin = new pg.Client({ connectionString: PG_ADMIN_URL });
-    await admin.connect();
-    await admin.query(`drop database if exists ${database} with (force)`);
-    await admin.end();
+    await database.drop();
   });
 
   test("a queued torch job says why it waits; trained, it shows torch · cpu and its memory", async () => {
@@ -75,7 +71,7 @@ describe("Studio shows where a torch job trains", {
       [
         SVC_BIN,
         "worker",
-        ...["--database-url", databaseUrl, "--data-dir", session.server.dataDir],
+        ...["--database-url", database.url, "--data-dir", session.server.dataDir],
         ...["--bundled-models", "none", "--model", `${TEST_MODEL}=${model}`, "--job-poll-ms", "100"],
         ...["--backend", "torch", "--python", PYTHON],
       ],

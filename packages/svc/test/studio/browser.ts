@@ -8,6 +8,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before } from "node:test";
+import { needs } from "@svc/engine";
 import { type BrowserContext, chromium, type Page } from "playwright-core";
 import {
   cliEnv,
@@ -20,7 +21,9 @@ import {
 import { makeProject, type StudioProcess, startStudio, TRAINER_SOURCE } from "./studio-process.js";
 
 export const CHROMIUM_PATH = "/usr/bin/chromium";
-export const chromiumMissing = existsSync(CHROMIUM_PATH) ? false : `${CHROMIUM_PATH} is not installed`;
+export const chromiumMissing = existsSync(CHROMIUM_PATH)
+  ? false
+  : needs("Chromium", `${CHROMIUM_PATH} is not installed`);
 
 const FLAGS = [
   "--no-sandbox",
