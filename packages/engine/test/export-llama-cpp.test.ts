@@ -4,9 +4,11 @@
 //   f16: on the same prompt ids every logit is within 0.01 + 0.002·max|logit| of
 //        the engine's on the merged model at f16 (llama.cpp rounds activations to
 //        f16 before its F16 matmuls, a relative error of about 2^-11 per product),
-//        and each of llama.cpp's greedy tokens is one the engine ranks within that
-//        tolerance of its best (where two tokens tie that closely, f16 may pick
-//        either; anywhere else this is the same token).
+//        and llama.cpp's 8 greedy tokens are the engine's own. The one exception,
+//        NEAR_TIES, is a step where the engine's best two tokens lie closer than
+//        that tolerance (OLMo 2's defaults model, 0.0003 apart at the prompt's
+//        end, where llama.cpp takes the second): there llama.cpp's token may be
+//        either of the two, and at every other step it is the engine's own.
 //   q8_0: the logits differ from the engine's fp32 ones by at most twice
 //        what q8_0 itself moves the engine's logits (the engine run on the
 //        dequantized q8_0 weights), plus the f16 allowance: llama.cpp also
@@ -66,6 +68,9 @@ const CASES: [string, string, ((c: Record<string, unknown>) => void)?, RegExp?][
   ]),
 ];
 const PROMPT = [5, 40, 77, 100, 3, 250, 17, 60, 9, 200, 33, 120];
+/** Cases whose greedy continuation meets a near tie (docs/exporting.md): the step it is at. */
+const NEAR_TIES = new Map([["olmo2 as transformers saved it", 0]]);
+const GREEDY_STEPS = 8;
 
 function maxDiff(a: Float32Array, b: Float32Array): number {
   let m = 0;
@@ -75,28 +80,27 @@ function maxDiff(a: Float32Array, b: Float32Array): number {
 const maxAbs = (a: Float32Array) => a.reduce((m, x) => Math.max(m, Math.abs(x)), 0);
 
 /**
- * Follows another runtime's greedy tokens with the engine: each must be within
- * `tolerance` of the engine's best logit at its step (so it is the engine's
- * own pick wherever no other token is that close). Returns the first step that
- * is not, with both logits, or null.
+ * Follows another runtime's greedy tokens with the engine. Returns the steps
+ * where the token is not the engine's best, each with the engine's best and
+ * how far below it the token's logit is.
  */
-function greedyWithin(
+function greedyDifferences(
   model: { logits(ids: number[]): Float32Array },
   ids: number[],
   tokens: number[],
   V: number,
-  tolerance: number,
-): string | null {
+): { step: number; token: number; best: number; gap: number }[] {
   const seq = [...ids];
+  const differences = [];
   for (const [step, token] of tokens.entries()) {
     const logits = model.logits(seq);
     const from = (seq.length - 1) * V;
     const best = argmax(logits, from, seq.length * V);
-    if (logits[from + token] < logits[from + best] - tolerance)
-      return `step ${step}: token ${token} at ${logits[from + token]}, the engine's ${best} at ${logits[from + best]}`;
+    if (token !== best)
+      differences.push({ step, token, best, gap: logits[from + best] - logits[from + token] });
     seq.push(token);
   }
-  return null;
+  return differences;
 }
 
 describe("GGUF exports load in llama.cpp and compute what svc computes", { skip }, () => {
@@ -104,7 +108,12 @@ describe("GGUF exports load in llama.cpp and compute what svc computes", { skip 
   after(() => rmSync(root, { recursive: true, force: true }));
 
   for (const [family, fixture, edit, warning] of CASES) {
-    it(`${family}: f16 greedy tokens and logits match, q8_0 within its tolerance`, async () => {
+    const tie = NEAR_TIES.get(family);
+    const greedy =
+      tie === undefined
+        ? "greedy tokens identical"
+        : `greedy tokens identical but at step ${tie}'s near tie (within the tolerance)`;
+    it(`${family}: f16 ${greedy}, logits within tolerance; q8_0 within its tolerance`, async (t) => {
       const base = join(root, family, "base");
       cpSync(join(ENGINE, fixture), base, { recursive: true });
       if (edit) {
@@ -138,7 +147,23 @@ describe("GGUF exports load in llama.cpp and compute what svc computes", { skip 
           maxDiff(want, got) <= tolerance,
           `f16 logits differ by ${maxDiff(want, got)} > ${tolerance}`,
         );
-        assert.equal(greedyWithin(engine, PROMPT, await peer.greedy(PROMPT, 8), V, tolerance), null);
+        const tokens = await peer.greedy(PROMPT, GREEDY_STEPS);
+        const differences = greedyDifferences(engine, PROMPT, tokens, V);
+        if (tie === undefined) assert.deepEqual(differences, [], `llama.cpp's greedy tokens ${tokens}`);
+        else {
+          // the engine's best two at the tie are closer than f16's error: llama.cpp may take either, nowhere else
+          const logits = engine.logits([...PROMPT, ...tokens.slice(0, tie)]);
+          const row = logits.subarray((PROMPT.length + tie - 1) * V, (PROMPT.length + tie) * V);
+          const [first, second] = [...row].sort((a, b) => b - a);
+          assert.ok(first - second < tolerance, `step ${tie}: the best two are ${first - second} apart`);
+          t.diagnostic(
+            `step ${tie}: the engine's best two are ${first - second} apart; llama.cpp took ${differences.length ? "the second" : "the best"}`,
+          );
+          assert.ok(
+            differences.every((d) => d.step === tie && d.gap === first - second),
+            `llama.cpp's greedy tokens ${tokens}: ${JSON.stringify(differences)}`,
+          );
+        }
         // llama.cpp tokenizes chat text as the model's own tokenizer does
         const chat = engine.tokenizer.applyChatTemplate(
           [
