@@ -17,6 +17,13 @@ export const MAX_STORED_INTEGER = 2_147_483_647;
 export const SEED_RANGE: NumericRange = { integer: true, min: 0, max: 4_294_967_295 };
 
 /**
+ * A job's evalFraction: any double in (0, 0.5], held exactly by both stores
+ * (double precision on PostgreSQL since migration 0009, REAL on SQLite); any
+ * fraction above 0 holds out at least one row.
+ */
+export const EVAL_FRACTION_RANGE: NumericRange = { integer: false, exclusiveMin: 0, max: 0.5 };
+
+/**
  * Defaults of the operator's job limits (svc server --max-job-steps, --max-batch-size).
  * Step counts (maxSteps, warmupSteps, evalSteps, saveSteps, a checkpoint's step)
  * are bounded by maxSteps; a server may raise it up to MAX_STORED_INTEGER.

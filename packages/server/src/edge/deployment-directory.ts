@@ -3,6 +3,8 @@
 // deployment or key clears the cache at once: in this process directly, in
 // other processes sharing PostgreSQL through NOTIFY svc_deployments. So
 // disabling, auth-mode changes and revocation still apply to the next request.
+// A slug is looked up in lower case however it was written (Host, path or
+// header): slugs are lower case, and a host name's case never matters.
 import { sha256Hex } from "../ids.js";
 import type { DeploymentRow, DeploymentStore } from "../store/deployment-store.js";
 
@@ -12,6 +14,9 @@ interface Entry<T> {
 }
 
 const MAX_ENTRIES = 10_000;
+
+/** A slug as the deployments hold it: ASCII letters lower-cased, anything else left (it matches no slug). */
+export const deploymentSlugKey = (slug: string): string => slug.replace(/[A-Z]+/g, (s) => s.toLowerCase());
 
 export class DeploymentDirectory {
   private readonly bySlug = new Map<string, Entry<DeploymentRow | undefined>>();
@@ -24,7 +29,8 @@ export class DeploymentDirectory {
     private readonly ttlMs = 2000,
   ) {}
 
-  async deployment(slug: string): Promise<DeploymentRow | undefined> {
+  async deployment(written: string): Promise<DeploymentRow | undefined> {
+    const slug = deploymentSlugKey(written);
     const hit = this.bySlug.get(slug);
     if (hit && hit.until > Date.now()) return hit.value;
     const generation = this.generation;

@@ -4,13 +4,50 @@ import type { Context } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { ErrorBody } from "../wire.js";
 
+/**
+ * Characters a message must never carry raw: controls (newline, NUL…), format
+ * characters (bidi overrides and marks, zero-width ones), line and paragraph
+ * separators, private-use and unassigned code points, lone surrogates. In a
+ * log line or a terminal they forge lines, reorder text or hide it.
+ */
+const UNSAFE = /[\p{C}\p{Zl}\p{Zp}]/gu;
+const SHORT_ESCAPES: Record<string, string> = { "\n": "\\n", "\r": "\\r", "\t": "\\t" };
+
+const escapeChar = (char: string): string =>
+  SHORT_ESCAPES[char] ??
+  // by UTF-16 unit, as JSON writes escapes: a supplementary code point becomes its surrogate pair
+  char
+    .split("")
+    .map((unit) => `\\u${unit.charCodeAt(0).toString(16).padStart(4, "0")}`)
+    .join("");
+
+/** The text with every unsafe character written as an escape (\n, \u202e). */
+export function escapeUnsafe(text: string): string {
+  return text.replace(UNSAFE, escapeChar);
+}
+
+/** At most this many characters of user input go into a message. */
+const QUOTED_MAX = 100;
+
+/**
+ * User input as a message shows it: in double quotes, `"` and `\` escaped,
+ * unsafe characters escaped, cut after QUOTED_MAX characters (the length said).
+ */
+export function quoteInput(value: string): string {
+  const chars = [...value];
+  const shown = chars.length > QUOTED_MAX ? `${chars.slice(0, QUOTED_MAX).join("")}…` : value;
+  const quoted = `"${escapeUnsafe(shown.replace(/["\\]/g, (c) => `\\${c}`))}"`;
+  return chars.length > QUOTED_MAX ? `${quoted} (${chars.length} characters)` : quoted;
+}
+
 export class ApiError extends Error {
   constructor(
     readonly status: ContentfulStatusCode,
     readonly code: string,
     message: string,
   ) {
-    super(message);
+    // Every message passes here: whatever input a route interpolated, none of it reaches a client or a log raw.
+    super(escapeUnsafe(message));
     this.name = "ApiError";
   }
 }

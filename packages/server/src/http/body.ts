@@ -1,8 +1,10 @@
 // Request bodies with a size limit: a declared Content-Length over the limit
 // is refused before reading, and a body that grows past it while streaming is
-// cut off. Malformed JSON, or bytes that are not UTF-8, is a 400 "invalid_json".
+// cut off. Malformed JSON, or bytes that are not UTF-8, is a 400 "invalid_json";
+// a JSON string anywhere in the body holding a lone surrogate is a 400 naming its field.
 import type { Context } from "hono";
 import { ApiError, badRequest } from "./api-error.js";
+import { refuseLoneSurrogates } from "./validate.js";
 
 export const JSON_BODY_LIMIT = 1024 * 1024;
 
@@ -49,6 +51,15 @@ export function utf8Text(bytes: Uint8Array): string | null {
   }
 }
 
+/**
+ * A request header's value as the client wrote it: Node hands header bytes
+ * over as latin1 characters, so UTF-8 text arrives garbled ("cafÃ©"). Bytes
+ * that are not UTF-8 stay as latin1 characters.
+ */
+export function headerText(value: string): string {
+  return /[\x80-\xff]/.test(value) ? (utf8Text(Buffer.from(value, "latin1")) ?? value) : value;
+}
+
 /** The 1-based line of the first byte sequence that is not UTF-8 (0 when all of it is). */
 export function lineOfInvalidUtf8(bytes: Buffer): number {
   let line = 1;
@@ -61,15 +72,21 @@ export function lineOfInvalidUtf8(bytes: Buffer): number {
   return 0;
 }
 
+const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F]/;
+
 export async function readJson(c: Context, limit = JSON_BODY_LIMIT): Promise<unknown> {
   const bytes = await readBodyBytes(c, limit);
   const text = utf8Text(bytes);
   if (text === null) throw badRequest("request body is not valid UTF-8 text", "invalid_json");
   if (text.trim() === "")
     throw new ApiError(400, "invalid_json", "request body is empty; expected a JSON object");
+  let body: unknown;
   try {
-    return JSON.parse(text);
+    body = JSON.parse(text);
   } catch (error) {
     throw badRequest(`request body is not valid JSON: ${(error as Error).message}`, "invalid_json");
   }
+  // Strict UTF-8 cannot carry a surrogate, so only a \uD800-\uDFFF escape makes one: walk the body only then.
+  if (SURROGATE_ESCAPE.test(text)) refuseLoneSurrogates(body);
+  return body;
 }

@@ -2,10 +2,12 @@
 // path ("hyperparameters.learningRate") and returns the typed value or throws
 // a 400 naming the field. Objects reject fields they do not know.
 // Text is measured in Unicode code points and may not hold NUL (PostgreSQL
-// text cannot store it); integers are safe integers. These rules live here
-// once, for every body field, query parameter and path segment.
-import { type NumericRange, textLength } from "../wire-limits.js";
-import { badRequest } from "./api-error.js";
+// text cannot store it); integers are safe integers; no string of a JSON body
+// holds a lone UTF-16 surrogate. These rules live here once, for every body
+// field, query parameter and path segment. Field names are quoted as
+// quoteInput writes user input, since a body's unknown key is the client's text.
+import { MAX_STORED_INTEGER, type NumericRange, textLength } from "../wire-limits.js";
+import { badRequest, quoteInput } from "./api-error.js";
 
 export type Check<T> = ((value: unknown, path: string) => T) & { optional?: boolean };
 
@@ -13,7 +15,7 @@ type Shape = Record<string, Check<unknown>>;
 type Parsed<S extends Shape> = { [K in keyof S]: ReturnType<S[K]> };
 
 const fail = (path: string, what: string): never => {
-  throw badRequest(`"${path}" ${what}`);
+  throw badRequest(`${quoteInput(path)} ${what}`);
 };
 
 /** What a JSON value is, for an error message: "null", "an array", "an object", "a string"… */
@@ -42,7 +44,7 @@ export function refuseNulInUrl(url: string): void {
   if (/%00/i.test(parsed.pathname)) fail("path", NUL_REFUSED);
   for (const [key, value] of parsed.searchParams) {
     if (`${key}${value}`.includes("\u0000"))
-      throw badRequest(`"${key.replaceAll("\u0000", "\\u0000")}" (query parameter) ${NUL_REFUSED}`);
+      throw badRequest(`${quoteInput(key)} (query parameter) ${NUL_REFUSED}`);
   }
 }
 
@@ -83,13 +85,17 @@ export function number(
       : "a number";
   return (value, path) => {
     if (typeof value !== "number" || !Number.isFinite(value)) return fail(path, `must be ${kind}`);
-    // Beyond 2^53 integers lose precision; a route wanting more must say so with max.
-    if (opts.integer && !Number.isSafeInteger(value)) return fail(path, `must be ${kind}`);
+    if (opts.integer && !Number.isInteger(value)) return fail(path, `must be ${kind}`);
     if (opts.positive && value <= 0) return fail(path, `must be ${kind}`);
     if (opts.exclusiveMin !== undefined && value <= opts.exclusiveMin)
       return fail(path, `must be greater than ${opts.exclusiveMin}`);
     if (opts.min !== undefined && value < opts.min) return fail(path, `must be at least ${opts.min}`);
     if (opts.max !== undefined && value > opts.max) return fail(path, `must be at most ${opts.max}`);
+    // Past 2^53 an integer is no longer exact: out of range, like any other too large (or small) one.
+    if (opts.integer && value > Number.MAX_SAFE_INTEGER)
+      return fail(path, `must be at most ${Number.MAX_SAFE_INTEGER} (2^53 - 1)`);
+    if (opts.integer && value < -Number.MAX_SAFE_INTEGER)
+      return fail(path, `must be at least ${-Number.MAX_SAFE_INTEGER} (-(2^53 - 1))`);
     return value;
   };
 }
@@ -118,10 +124,73 @@ export function integerQuery(
   fallback: number,
 ): number {
   if (raw === undefined) return fallback;
-  const value = /^-?\d{1,16}$/.test(raw) ? Number(raw) : Number.NaN;
-  if (!Number.isSafeInteger(value) || value < (range.min ?? 0) || value > range.max)
+  const value = decimalInteger(raw);
+  if (value === null || value < (range.min ?? 0) || value > range.max)
     throw badRequest(`"${name}" (query parameter) must be an integer from ${range.min ?? 0} to ${range.max}`);
   return value;
+}
+
+/**
+ * An integer written plainly in decimal ("0", "42", "-7"), or null: no sign
+ * on a positive number or on zero, no leading zeros, spaces, exponent,
+ * fraction, hex or other digits, at most 2^53 - 1 in size.
+ */
+function decimalInteger(raw: string): number | null {
+  if (!/^(0|-?[1-9][0-9]{0,15})$/.test(raw)) return null;
+  const value = Number(raw);
+  return Number.isSafeInteger(value) ? value : null;
+}
+
+/**
+ * The event id a job-event stream resumes after: the Last-Event-ID header or
+ * ?lastEventId= in plain decimal from 0 to MAX_STORED_INTEGER; absent is 0
+ * (from the start). Anything else ("-0", "+1", " 1", "01", "1e0", empty) is a
+ * 400, so a client never silently gets a stream from another point than it asked.
+ */
+export function parseLastEventId(raw: string | undefined): number {
+  if (raw === undefined) return 0;
+  const value = decimalInteger(raw);
+  if (value === null || value < 0 || value > MAX_STORED_INTEGER)
+    throw badRequest(
+      `"Last-Event-ID" must be an event id: an integer from 0 to ${MAX_STORED_INTEGER} in plain decimal (got ${quoteInput(raw)})`,
+    );
+  return value;
+}
+
+/** In a `u` pattern a well-formed pair is one code point; only a lone surrogate is \p{Cs}. */
+const LONE_SURROGATE = /\p{Cs}/u;
+
+/**
+ * The field path of the first string (or object key) in a parsed JSON value
+ * that holds a lone UTF-16 surrogate (JSON's "\ud800" escape alone), or null.
+ * Such a string is no Unicode text: SQLite would store invalid UTF-8 and
+ * PostgreSQL a replacement character, so the two stores would read it back differently.
+ */
+export function findLoneSurrogate(value: unknown, path = ""): string | null {
+  const join = (key: string) => (path ? `${path}.${key}` : key);
+  if (typeof value === "string") return LONE_SURROGATE.test(value) ? path || "body" : null;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const found = findLoneSurrogate(value[i], `${path}[${i}]`);
+      if (found !== null) return found;
+    }
+    return null;
+  }
+  if (typeof value === "object" && value !== null) {
+    for (const [key, item] of Object.entries(value)) {
+      if (LONE_SURROGATE.test(key)) return join(key);
+      const found = findLoneSurrogate(item, join(key));
+      if (found !== null) return found;
+    }
+  }
+  return null;
+}
+
+/** Refuses a parsed JSON body holding a lone surrogate anywhere, naming the field. */
+export function refuseLoneSurrogates(body: unknown): void {
+  const path = findLoneSurrogate(body);
+  if (path !== null)
+    fail(path, "must be Unicode text: it holds a lone UTF-16 surrogate (an unpaired \\ud800-\\udfff escape)");
 }
 
 export function boolean(): Check<boolean> {

@@ -4,7 +4,7 @@ import type { Context } from "hono";
 import { Hono } from "hono";
 import type { ApiEnv, ServerContext } from "../context.js";
 import type { DeploymentsTable as DeploymentRow } from "../db/schema.js";
-import { ApiError, badRequest, conflict } from "../http/api-error.js";
+import { ApiError, badRequest, conflict, quoteInput } from "../http/api-error.js";
 import { readJson } from "../http/body.js";
 import {
   boolean,
@@ -41,7 +41,7 @@ const deploymentSlugCheck: Check<string> = (value, path) => {
   if (typeof value !== "string") throw badRequest(`"${path}" must be a string`, "invalid_slug");
   if (value.length < SLUG_MIN_LENGTH || value.length > SLUG_MAX_LENGTH || !SLUG_PATTERN.test(value)) {
     throw badRequest(
-      `"${path}" must be ${SLUG_MIN_LENGTH}-${SLUG_MAX_LENGTH} characters of a-z, 0-9 and "-", starting and ending with a letter or digit (got ${JSON.stringify(value)})`,
+      `"${path}" must be ${SLUG_MIN_LENGTH}-${SLUG_MAX_LENGTH} characters of a-z, 0-9 and "-", starting and ending with a letter or digit (got ${quoteInput(value)})`,
       "invalid_slug",
     );
   }
@@ -132,7 +132,7 @@ function upstreamColumn(ctx: ServerContext, upstream: DeploymentUpstream | null 
   if (!ctx.upstreams.get(upstream.name)) {
     const known = ctx.upstreams.names();
     throw badRequest(
-      `"upstream.name": ${JSON.stringify(upstream.name)} is not an upstream of this server (${known.length ? `declared: ${known.join(", ")}` : "none are declared; the operator adds them with svc server --upstream name=url"})`,
+      `"upstream.name": ${quoteInput(upstream.name)} is not an upstream of this server (${known.length ? `declared: ${known.join(", ")}` : "none are declared; the operator adds them with svc server --upstream name=url"})`,
       "unknown_upstream",
     );
   }

@@ -4,14 +4,13 @@ import { plannedSteps } from "@svc/engine";
 import { Hono } from "hono";
 import type { ApiEnv, ServerContext } from "../context.js";
 import { engineHyperparameters } from "../engine-hyperparameters.js";
-import { badRequest, conflict } from "../http/api-error.js";
+import { badRequest, conflict, quoteInput } from "../http/api-error.js";
 import { readJson } from "../http/body.js";
 import {
   array,
   boolean,
   type Check,
   inRange,
-  number,
   object,
   oneOf,
   optional,
@@ -25,6 +24,7 @@ import { withQueuedReasons } from "../store/worker-store.js";
 import {
   type BaseModelInfo,
   DEFAULT_LORA,
+  EVAL_FRACTION_RANGE,
   hyperparameterRanges,
   JOB_BACKENDS,
   type JobHyperparameters,
@@ -83,7 +83,7 @@ function checkTargetModules(targets: string[], model: BaseModelInfo): void {
       throw badRequest(`"${field}[${i}]": "all-linear" means every module and cannot be listed with others`);
     if (target !== "all-linear" && !model.loraTargets.includes(target))
       throw badRequest(
-        `"${field}[${i}]": ${JSON.stringify(target)} is not a LoRA target of ${model.name} (${model.architecture}); valid: ${valid}`,
+        `"${field}[${i}]": ${quoteInput(target)} is not a LoRA target of ${model.name} (${model.architecture}); valid: ${valid}`,
       );
   });
 }
@@ -96,7 +96,7 @@ const createJobBody = (limits: JobLimits) =>
     baseModel: string({ min: 1, max: 200 }),
     datasetId: uuid(),
     evalDatasetId: optional(uuid()),
-    evalFraction: optional(number({ exclusiveMin: 0, max: 0.5 })),
+    evalFraction: optional(inRange(EVAL_FRACTION_RANGE)),
     hyperparameters: optional(hyperparametersCheck(limits)),
     dryRun: optional(boolean()),
     backend: optional(oneOf(JOB_BACKENDS)),

@@ -3,7 +3,7 @@
 // GET /v1/endpoints/:id/keys/:keyId/usage?days=N (per UTC day, oldest first).
 import { Hono } from "hono";
 import type { ApiEnv, ServerContext } from "../context.js";
-import { notFound } from "../http/api-error.js";
+import { notFound, quoteInput } from "../http/api-error.js";
 import { readJson } from "../http/body.js";
 import { integerQuery, object, parseBody, string } from "../http/validate.js";
 import { KEY_LABEL_MAX_LENGTH, KEY_USAGE_DAYS_RANGE, KEY_USAGE_SUMMARY_DAYS } from "../wire.js";
@@ -26,13 +26,14 @@ export function keyRoutes(ctx: ServerContext) {
     const deployment = await deploymentOr404(ctx, c, c.req.param("id"));
     const days = integerQuery(c.req.query("days"), "days", KEY_USAGE_DAYS_RANGE, KEY_USAGE_SUMMARY_DAYS);
     const keyId = c.req.param("keyId");
-    if (!(await ctx.store.deployments.hasKey(deployment.id, keyId))) throw notFound(`key ${keyId}`);
+    if (!(await ctx.store.deployments.hasKey(deployment.id, keyId)))
+      throw notFound(`key ${quoteInput(keyId)}`);
     return c.json({ usage: await ctx.store.keyUsage.daily(keyId, days) });
   });
   app.delete("/v1/endpoints/:id/keys/:keyId", async (c) => {
     const deployment = await deploymentOr404(ctx, c, c.req.param("id"));
     const key = await ctx.store.deployments.revokeKey(deployment.id, c.req.param("keyId"));
-    if (!key) throw notFound(`key ${c.req.param("keyId")}`);
+    if (!key) throw notFound(`key ${quoteInput(c.req.param("keyId"))}`);
     return c.json({ key });
   });
   return app;

@@ -1,7 +1,7 @@
 // Projects of an org: GET /v1/projects?orgSlug=, POST /v1/projects.
 import { Hono } from "hono";
 import type { ApiEnv, ServerContext } from "../context.js";
-import { conflict, notFound } from "../http/api-error.js";
+import { conflict, notFound, quoteInput } from "../http/api-error.js";
 import { readJson } from "../http/body.js";
 import { object, optional, parseBody, string } from "../http/validate.js";
 import { SLUG_MAX_LENGTH, SLUG_MIN_LENGTH, SLUG_PATTERN } from "../wire.js";
@@ -30,7 +30,7 @@ export function projectRoutes(ctx: ServerContext) {
   app.post("/v1/projects", async (c) => {
     const body = parseBody(createProjectBody, await readJson(c));
     const org = await ctx.store.identity.memberOrgBySlug(c.get("user").id, body.orgSlug);
-    if (!org) throw notFound(`org ${body.orgSlug}`);
+    if (!org) throw notFound(`org ${quoteInput(body.orgSlug)}`);
     const project = await ctx.store.projects.create(org, body.slug, body.name ?? body.slug);
     if (!project)
       throw conflict(`Project slug "${body.slug}" is already taken in org ${org.slug}.`, "slug_taken");

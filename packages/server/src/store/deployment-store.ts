@@ -80,10 +80,23 @@ export class DeploymentStore {
       .execute();
   }
 
+  /**
+   * Applies the columns of `patch` that differ from the stored row. updatedAt
+   * moves only when one does: a PATCH that changes nothing ({} or the current
+   * values) writes nothing and returns the row as it was.
+   */
   async update(id: string, patch: Partial<DeploymentRow>): Promise<DeploymentRow | undefined> {
+    const current = await this.get(id);
+    if (!current) return undefined;
+    const changes = Object.fromEntries(
+      Object.entries(patch).filter(
+        ([column, value]) => value !== undefined && current[column as keyof DeploymentRow] !== value,
+      ),
+    ) as Partial<DeploymentRow>;
+    if (Object.keys(changes).length === 0) return current;
     await this.db
       .updateTable("deployments")
-      .set({ ...patch, updated_at: nowIso() })
+      .set({ ...changes, updated_at: nowIso() })
       .where("id", "=", id)
       .execute();
     await this.changed();
