@@ -52,7 +52,7 @@ it("treats unknown flags and bad values as usage errors (exit 2)", () => {
     ["--max-job-steps", "0"],
     ["--max-job-steps", "2147483648"],
     ["--max-batch-size", "1e9x"],
-    ["--dataset-url-allow", "host:8080"],
+    ["--dataset-url-allow", "host:99999"],
     ["--dataset-url-allow", "a/b"],
   ]) {
     const result = spawnSync(process.execPath, [MAIN_JS, "server", ...args, "--data-dir", tempDir("usage")], {

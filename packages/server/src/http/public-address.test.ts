@@ -1,6 +1,5 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { parseAllowedHosts } from "./dataset-url.js";
 import { isPublicAddress } from "./public-address.js";
 
 test("loopback, private, link-local, CGNAT, unique-local, metadata and their IPv6 spellings are not public", () => {
@@ -51,14 +50,4 @@ test("public unicast addresses are public, also mapped into IPv6", () => {
   ]) {
     assert.equal(isPublicAddress(address), true, address);
   }
-});
-
-test("the operator's allowed hosts are normalised as URLs write them", () => {
-  assert.deepEqual(parseAllowedHosts(["Data.Example.com, 127.0.0.1", "::1", "", "[fd00::1]"]), [
-    "data.example.com",
-    "127.0.0.1",
-    "::1",
-    "fd00::1",
-  ]);
-  assert.throws(() => parseAllowedHosts(["host:80"]), /must be a host alone/);
 });
