@@ -32,9 +32,25 @@ export function acceptsQueryToken(method: string, path: string): boolean {
   return method === "GET" && /^\/api\/jobs\/[^/]+\/events$/.test(path);
 }
 
-/** 403 for any Host other than 127.0.0.1 / localhost (DNS-rebinding guard), before any HTML is served. */
+/**
+ * The authority the request names: in an absolute-form target
+ * ("GET http://evil.com/api/models"), Node's adapter builds the URL from the
+ * target, not from Host, so the URL's host is what the request addressed.
+ */
+const targetAuthority = (url: string): string | undefined => {
+  try {
+    return new URL(url).host;
+  } catch {
+    return undefined;
+  }
+};
+
+/**
+ * 403 for any Host other than 127.0.0.1 / localhost (DNS-rebinding guard), and
+ * for an absolute-form target with any other authority, before any HTML is served.
+ */
 export const hostGuard: MiddlewareHandler = async (c, next) => {
-  if (!isAllowedHost(c.req.header("host"))) {
+  if (!isAllowedHost(c.req.header("host")) || !isAllowedHost(targetAuthority(c.req.url))) {
     return c.json(errorBody("forbidden_host", "Studio answers only to Host 127.0.0.1 or localhost"), 403);
   }
   await next();

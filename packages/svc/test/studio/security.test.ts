@@ -68,6 +68,26 @@ describe("svc dev security", () => {
     }
   });
 
+  test("an absolute-form request target must name a loopback authority too, whatever its Host", async () => {
+    for (const target of [
+      "http://evil.com/api/models",
+      "http://evil.com/",
+      `http://localhost.evil.example:${studio.port}/api/manifest`,
+      "https://127.0.0.1.nip.io/",
+    ]) {
+      const r = await rawRequest(studio.port, {
+        path: target,
+        headers: { Host: "localhost", "X-Svc-Studio-Token": studio.token },
+      });
+      assert.equal(r.status, 403, target);
+      assert.ok(!r.body.includes(studio.token), `${target}: token leaked`);
+    }
+    for (const target of [`http://127.0.0.1:${studio.port}/`, `http://localhost:${studio.port}/`]) {
+      const r = await rawRequest(studio.port, { path: target, headers: { Host: "localhost" } });
+      assert.equal(r.status, 200, target);
+    }
+  });
+
   test("assets are served from the web app build only (no path traversal)", async () => {
     const html = (await rawRequest(studio.port, { path: "/" })).body;
     const script = html.match(/src="(\/assets\/[^"]+\.js)"/)?.[1];
