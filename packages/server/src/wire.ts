@@ -327,7 +327,28 @@ export interface InferArgs {
   parallelToolCalls?: boolean;
   /** JSON output enforced by constrained decoding (docs/tools.md#structured-output). */
   responseFormat?: ResponseFormat;
+  /** Completions sampled together, 1 to 16 (docs/api.md#chat-parameters). */
+  n?: number;
+  /** Each token's logprob, with topLogprobs (0 to 20) alternatives. */
+  logprobs?: boolean;
+  topLogprobs?: number;
+  frequencyPenalty?: number;
+  presencePenalty?: number;
+  /** Token id → bias in [-100, 100]. */
+  logitBias?: Record<string, number>;
 }
+
+/** One token of OpenAI's logprobs.content (docs/api.md#logprobs). */
+export interface ChatTopLogprob {
+  token: string;
+  logprob: number;
+  bytes: number[];
+}
+export interface ChatTokenLogprob extends ChatTopLogprob {
+  top_logprobs: ChatTopLogprob[];
+}
+/** A choice's logprobs: null where the request did not ask for them. */
+export type ChatLogprobs = { content: ChatTokenLogprob[]; refusal: null } | null;
 
 /** Why a generation ended: "tool_calls" when the answer calls tools. */
 export type ChatFinishReason = "stop" | "length" | "tool_calls";
@@ -342,6 +363,7 @@ export interface ChatCompletion {
     index: number;
     message: { role: "assistant"; content: string | null; tool_calls?: ToolCall[] };
     finish_reason: ChatFinishReason;
+    logprobs?: ChatLogprobs;
   }[];
   usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number };
 }
@@ -356,6 +378,7 @@ export interface ChatCompletionChunk {
     index: number;
     delta: { role?: "assistant"; content?: string | null; tool_calls?: ToolCallDelta[] };
     finish_reason: ChatFinishReason | null;
+    logprobs?: ChatLogprobs;
   }[];
   usage?: { prompt_tokens: number; completion_tokens: number; total_tokens: number } | null;
 }

@@ -163,6 +163,8 @@ for (const backend of ["sqlite", "postgres"] as Backend[]) {
           messages: [{ role: "user", content: `stream ${maxTokens}` }],
           max_tokens: maxTokens,
           stream: true,
+          // As OpenAI: a stream reports usage only when asked, in a last chunk of its own.
+          stream_options: { include_usage: true },
         });
         let usage: OpenAI.CompletionUsage | null | undefined;
         for await (const chunk of stream) usage = chunk.usage ?? usage;

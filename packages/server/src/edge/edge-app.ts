@@ -10,29 +10,11 @@ import type { ServerContext } from "../context.js";
 import { ApiError, badRequest } from "../http/api-error.js";
 import { readJson } from "../http/body.js";
 import { clientAddress, enforceRateLimit } from "../http/rate-limit.js";
-import {
-  boolean,
-  inRange,
-  number,
-  object,
-  optional,
-  parseBody,
-  refuseNulInUrl,
-  string,
-} from "../http/validate.js";
-import { type ChatParams, respondWithChat } from "../inference/chat-completions.js";
-import {
-  checkToolRequest,
-  engineMessages,
-  messagesCheck,
-  responseFormatCheck,
-  toolChoiceCheck,
-  toolsCheck,
-} from "../inference/chat-request.js";
+import { refuseNulInUrl } from "../http/validate.js";
+import { respondWithChat } from "../inference/chat-completions.js";
+import { parseChatRequest, refusedParam } from "../inference/chat-params.js";
 import type { ResolvedTarget } from "../inference/inference-service.js";
-import { stopCheck } from "../routes/inference.js";
 import { targetOf, upstreamOf } from "../store/deployment-store.js";
-import { SEED_RANGE } from "../wire.js";
 import type { DeploymentDirectory } from "./deployment-directory.js";
 import type { KeyUsageRecorder, TokenMeter } from "./key-usage-recorder.js";
 import { forwardChat } from "./upstream-forwarding.js";
@@ -47,52 +29,6 @@ function openAiError(
   const type = status >= 500 ? "server_error" : status === 429 ? "requests" : "invalid_request_error";
   return c.json({ error: { message, type, param, code } }, status);
 }
-
-const KNOWN_FIELDS = [
-  "model",
-  "messages",
-  "temperature",
-  "top_p",
-  "max_tokens",
-  "max_completion_tokens",
-  "stop",
-  "seed",
-  "stream",
-  "n",
-  "tools",
-  "tool_choice",
-  "parallel_tool_calls",
-  "response_format",
-];
-
-/** The subset of the OpenAI chat request we honour; unknown fields are ignored, as OpenAI-compatible servers do. */
-const chatRequest = (body: unknown) => {
-  const known = object({
-    model: optional(string()),
-    messages: messagesCheck,
-    temperature: optional(number({ min: 0, max: 2 })),
-    top_p: optional(number({ exclusiveMin: 0, max: 1 })),
-    max_tokens: optional(number({ integer: true, positive: true, max: 8192 })),
-    max_completion_tokens: optional(number({ integer: true, positive: true, max: 8192 })),
-    stop: optional((v, p) => (v === null ? undefined : stopCheck(v, p))),
-    seed: optional(inRange(SEED_RANGE)),
-    stream: optional(boolean()),
-    n: optional(number({ integer: true, min: 1, max: 1 })),
-    tools: optional(toolsCheck),
-    tool_choice: optional(toolChoiceCheck),
-    parallel_tool_calls: optional(boolean()),
-    response_format: optional(responseFormatCheck),
-  });
-  if (typeof body === "object" && body !== null && !Array.isArray(body)) {
-    const record = body as Record<string, unknown>;
-    const picked: Record<string, unknown> = {};
-    for (const key of KNOWN_FIELDS) {
-      if (record[key] !== undefined && record[key] !== null) picked[key] = record[key];
-    }
-    return parseBody(known, picked);
-  }
-  return parseBody(known, body);
-};
 
 export function slugFromHost(host: string | undefined, deploymentDomain: string): string | null {
   if (!host) return null;
@@ -110,7 +46,8 @@ export function createEdgeApp(
 ): Hono {
   const app = new Hono();
   app.onError((error, c) => {
-    if (error instanceof ApiError) return openAiError(c, error.status, error.message, error.code);
+    if (error instanceof ApiError)
+      return openAiError(c, error.status, error.message, error.code, refusedParam(error));
     console.error("svc edge: request failed:", error);
     return openAiError(c, 500, "internal server error", "internal_error");
   });
@@ -177,18 +114,7 @@ export function createEdgeApp(
         );
       return forwardChat(c, declared, upstream.model, raw as Record<string, unknown>, meter);
     }
-    const body = chatRequest(await readJson(c));
-    const tooling = {
-      tools: body.tools,
-      toolChoice: body.tool_choice,
-      parallelToolCalls: body.parallel_tool_calls,
-      responseFormat: body.response_format,
-    };
-    await checkToolRequest(tooling, {
-      tools: "tools",
-      toolChoice: "tool_choice",
-      responseFormat: "response_format",
-    });
+    const { params } = await parseChatRequest(await readJson(c), "openai");
     const target = targetOf(deployment);
     let resolved: ResolvedTarget;
     if (target.kind === "base_model") {
@@ -205,20 +131,6 @@ export function createEdgeApp(
       resolved = await ctx.inference.adapter(job, target.adapter, "target.adapter");
     }
     resolved = { ...resolved, label: slug, weightFormat: deployment.weight_format };
-    const maxTokens = body.max_completion_tokens ?? body.max_tokens;
-    const params: ChatParams = {
-      ...tooling,
-      toolsField: "tools",
-      messages: engineMessages(body.messages),
-      temperature: body.temperature,
-      topP: body.top_p,
-      maxTokens,
-      stop: body.stop,
-      seed: body.seed,
-      stream: body.stream ?? false,
-      // As OpenAI: an explicit max_tokens that does not fit is refused; without one the completion fills what is left.
-      maxTokensPolicy: maxTokens === undefined ? "clamp" : "refuse",
-    };
     return respondWithChat(c, ctx.inference, resolved, params, (result) =>
       meter?.(result.promptTokens, result.completionTokens),
     );

@@ -85,6 +85,7 @@ process.on("message", (command: InferenceCommand) => {
               contextLength: generator.maxContext,
               maxTokenBytes: tokenizer.maxTokenBytes,
               toolSyntax: tokenizer.toolSyntax,
+              vocabSize: tokenizer.vocabSize,
             },
           }),
         (error) => replyError(command.id, error),

@@ -24,6 +24,12 @@ export interface ChatGeneration {
   tools?: ToolDefinition[];
   /** The completion must match this grammar (tool calls, response_format). */
   grammar?: OutputGrammar;
+  /** OpenAI's penalties in [-2, 2] and logit_bias (token id → [-100, 100]), applied before the draw. */
+  frequencyPenalty?: number;
+  presencePenalty?: number;
+  logitBias?: Record<string, number>;
+  /** Each token's logprob with this many alternatives (0 to 20); absent: none. */
+  logprobs?: number;
 }
 
 /** What a request must fit, per base model (checked before anything is tokenized), and how it writes tool calls. */
@@ -34,6 +40,8 @@ export interface PromptLimits {
   maxTokenBytes: number;
   /** Tokenizer.toolSyntax: null when svc cannot read the model's tool calls. */
   toolSyntax: ToolSyntax | null;
+  /** Token ids are below this (logit_bias keys are checked against it). */
+  vocabSize: number;
 }
 
 export interface GenerationTarget {

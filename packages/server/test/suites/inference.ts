@@ -109,7 +109,8 @@ export function inferenceTests(server: () => ServerProcess) {
       ],
       [{ messages, baseModel: "x/y" }, /"baseModel": base model "x\/y" is not served here/],
       [{ messages, stream: "yes" }, /"stream" must be true or false/],
-      [{ messages, n: 2 }, /"n" is not a known field/],
+      [{ messages, n: 17 }, /"n" must be at most 16/],
+      [{ messages, top_p: 0.5 }, /"top_p" is not a known field/],
     ];
     for (const [json, message] of cases) {
       const reply = await chat(json);
