@@ -56,8 +56,9 @@ export const badRequest = (message: string, code = "invalid_request") => new Api
 export const notFound = (what: string) => new ApiError(404, "not_found", `${what} not found`);
 export const conflict = (message: string, code = "conflict") => new ApiError(409, code, message);
 
+/** The error body; its message escaped like every ApiError's, for messages built outside one. */
 export function errorBody(message: string, code: string): ErrorBody {
-  return { error: { message, code } };
+  return { error: { message: escapeUnsafe(message), code } };
 }
 
 /** Central error handler for the cloud API app. */
