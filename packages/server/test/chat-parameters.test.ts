@@ -48,7 +48,8 @@ function logSoftmax(ids: number[], adjust: (row: Float64Array) => void = () => {
 /** A token's bytes as the logprobs give them (a special token's: its text). */
 const bytesOf = (id: number) =>
   Array.from(
-    model.tokenizer.tokenBytes()[id] ?? Buffer.from(model.tokenizer.decode([id], { skipSpecialTokens: false })),
+    model.tokenizer.tokenBytes()[id] ??
+      Buffer.from(model.tokenizer.decode([id], { skipSpecialTokens: false })),
   );
 
 /** The k-th token of the vocabulary whose text is ASCII letters. */
@@ -57,12 +58,7 @@ function wordToken(k: number): number {
   let seen = 0;
   for (let id = 0; id < table.length; id++) {
     const b = table[id];
-    if (
-      b &&
-      b.every((x) => (x >= 0x61 && x <= 0x7a) || (x >= 0x41 && x <= 0x5a)) &&
-      seen++ === k
-    )
-      return id;
+    if (b?.every((x) => (x >= 0x61 && x <= 0x7a) || (x >= 0x41 && x <= 0x5a)) && seen++ === k) return id;
   }
   throw new Error("no such token");
 }
