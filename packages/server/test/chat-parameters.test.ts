@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { after, before, describe, it } from "node:test";
 import { promisify } from "node:util";
-import { loadModel, type Model } from "@svc/engine";
+import { loadModel, type Model, needs } from "@svc/engine";
 import OpenAI from "openai";
 import {
   call,
@@ -370,7 +370,7 @@ describe("chat parameters (OpenAI's chat-completions parameters, each honoured o
       () => false,
     );
     if (!probe) {
-      t.skip("python3 has no openai package (pip install openai from a local wheel store)");
+      t.skip(needs("openai (Python)", `${python} has no openai package`));
       return;
     }
     const script = `
