@@ -1,9 +1,11 @@
-// The edge: serves deployments in the OpenAI chat-completions format.
+// The edge: serves deployments in the OpenAI chat-completions format and the
+// Responses API (POST /v1/responses), with the same keys, limits and usage.
 // A request names its deployment by Host (<slug>.<deployment domain>), by the
 // X-Svc-Deployment header, or by the path prefix /d/<slug>/ (what the OpenAI
 // clients use on machines where *.localhost does not resolve). Deployments and
 // keys are read through a DeploymentDirectory that every change clears, so
 // disabling, auth-mode changes and revocation apply to the next request.
+import type { GenerationResult } from "@svc/engine";
 import { type Context, Hono } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { ServerContext } from "../context.js";
@@ -12,8 +14,10 @@ import { readJson } from "../http/body.js";
 import { clientAddress, enforceRateLimit } from "../http/rate-limit.js";
 import { refuseNulInUrl } from "../http/validate.js";
 import { respondWithChat } from "../inference/chat-completions.js";
-import { parseChatRequest, refusedParam } from "../inference/chat-params.js";
+import { chatParameterNames, parseChatRequest, refusedParam } from "../inference/chat-params.js";
 import type { ResolvedTarget } from "../inference/inference-service.js";
+import { respondWithResponse } from "../inference/responses.js";
+import { parseResponsesRequest, RESPONSES_PARAMETERS } from "../inference/responses-request.js";
 import { targetOf, upstreamOf } from "../store/deployment-store.js";
 import type { DeploymentDirectory } from "./deployment-directory.js";
 import type { KeyUsageRecorder, TokenMeter } from "./key-usage-recorder.js";
@@ -29,6 +33,9 @@ function openAiError(
   const type = status >= 500 ? "server_error" : status === 429 ? "requests" : "invalid_request_error";
   return c.json({ error: { message, type, param, code } }, status);
 }
+
+/** The request fields of both routes, for the `param` of an OpenAI error. */
+const EDGE_PARAMETERS = [...chatParameterNames("openai"), ...RESPONSES_PARAMETERS];
 
 export function slugFromHost(host: string | undefined, deploymentDomain: string): string | null {
   if (!host) return null;
@@ -47,7 +54,7 @@ export function createEdgeApp(
   const app = new Hono();
   app.onError((error, c) => {
     if (error instanceof ApiError)
-      return openAiError(c, error.status, error.message, error.code, refusedParam(error));
+      return openAiError(c, error.status, error.message, error.code, refusedParam(error, EDGE_PARAMETERS));
     console.error("svc edge: request failed:", error);
     return openAiError(c, 500, "internal server error", "internal_error");
   });
@@ -59,7 +66,10 @@ export function createEdgeApp(
     await next();
   });
 
-  const serve = async (c: Context, pathSlug: string | null) => {
+  /** The deployment's answer to one request: the chat completion, or the Responses API's response. */
+  type Route = "chat" | "responses";
+
+  const serve = async (c: Context, pathSlug: string | null, route: Route) => {
     const slug =
       pathSlug ??
       c.req.header("x-svc-deployment") ??
@@ -100,6 +110,13 @@ export function createEdgeApp(
       );
     }
     const upstream = upstreamOf(deployment);
+    if (upstream && route === "responses")
+      return openAiError(
+        c,
+        400,
+        `deployment ${slug} is forwarded to an upstream server's chat completions; POST /v1/chat/completions instead`,
+        "unsupported_route",
+      );
     if (upstream) {
       const raw = await readJson(c);
       if (typeof raw !== "object" || raw === null || Array.isArray(raw))
@@ -114,7 +131,9 @@ export function createEdgeApp(
         );
       return forwardChat(c, declared, upstream.model, raw as Record<string, unknown>, meter);
     }
-    const { params } = await parseChatRequest(await readJson(c), "openai");
+    const body = await readJson(c);
+    const request =
+      route === "chat" ? await parseChatRequest(body, "openai") : await parseResponsesRequest(body);
     const target = targetOf(deployment);
     let resolved: ResolvedTarget;
     if (target.kind === "base_model") {
@@ -131,12 +150,15 @@ export function createEdgeApp(
       resolved = await ctx.inference.adapter(job, target.adapter, "target.adapter");
     }
     resolved = { ...resolved, label: slug, weightFormat: deployment.weight_format };
-    return respondWithChat(c, ctx.inference, resolved, params, (result) =>
-      meter?.(result.promptTokens, result.completionTokens),
-    );
+    const onResult = (result: GenerationResult) => meter?.(result.promptTokens, result.completionTokens);
+    return "echo" in request
+      ? respondWithResponse(c, ctx.inference, resolved, request, onResult)
+      : respondWithChat(c, ctx.inference, resolved, request.params, onResult);
   };
 
-  app.post("/v1/chat/completions", (c) => serve(c, null));
-  app.post("/d/:slug/v1/chat/completions", (c) => serve(c, c.req.param("slug")));
+  app.post("/v1/chat/completions", (c) => serve(c, null, "chat"));
+  app.post("/d/:slug/v1/chat/completions", (c) => serve(c, c.req.param("slug"), "chat"));
+  app.post("/v1/responses", (c) => serve(c, null, "responses"));
+  app.post("/d/:slug/v1/responses", (c) => serve(c, c.req.param("slug"), "responses"));
   return app;
 }

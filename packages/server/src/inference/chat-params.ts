@@ -58,7 +58,7 @@ const logitBiasCheck: Check<Record<string, number>> = (value, path) => {
 };
 
 /** OpenAI's metadata: up to 16 string values, keys of at most 64 characters, values of at most 512. */
-const metadataCheck: Check<Record<string, string>> = (value, path) => {
+export const metadataCheck: Check<Record<string, string>> = (value, path) => {
   if (typeof value !== "object" || value === null || Array.isArray(value))
     throw badRequest(`"${path}" must be an object of strings (got ${describe(value)})`);
   const entries = Object.entries(value as Record<string, unknown>);
@@ -71,7 +71,7 @@ const metadataCheck: Check<Record<string, string>> = (value, path) => {
 };
 
 /** A parameter svc serves no model for: refused naming it, with the reason. */
-const refused =
+export const refused =
   (why: string): Check<never> =>
   (_value, path) => {
     throw badRequest(`"${path}" is not supported: ${why}`, "unsupported_parameter");
@@ -230,10 +230,13 @@ export async function parseChatRequest(
  * The parameter a 400 refuses, for the OpenAI error shape's `param`: svc's
  * refusals start with the field's path in quotes ("logit_bias.50", "messages[0].content").
  */
-export function refusedParam(error: ApiError): string | null {
+export function refusedParam(
+  error: ApiError,
+  parameters: readonly string[] = Object.keys(SHAPES.openai),
+): string | null {
   if (error.status !== 400) return null;
   const path = /^"([^"]+)"/.exec(error.message)?.[1];
   if (path === undefined) return null;
   const top = /^[^.[]+/.exec(path)?.[0] ?? path;
-  return Object.hasOwn(SHAPES.openai, top) || error.message.endsWith("is not a known field") ? path : null;
+  return parameters.includes(top) || error.message.endsWith("is not a known field") ? path : null;
 }

@@ -25,12 +25,15 @@ import {
 import type { ChatMessage, ResponseFormat, ToolCall, ToolChoice, ToolDefinition } from "../wire.js";
 
 /** OpenAI's rule for function names. */
-const FUNCTION_NAME = { pattern: /^[a-zA-Z0-9_-]{1,64}$/, patternText: "1 to 64 letters, digits, _ or -" };
-const MAX_TOOLS = 128;
-const MAX_CONTENT = 200_000;
+export const FUNCTION_NAME = {
+  pattern: /^[a-zA-Z0-9_-]{1,64}$/,
+  patternText: "1 to 64 letters, digits, _ or -",
+};
+export const MAX_TOOLS = 128;
+export const MAX_CONTENT = 200_000;
 
 /** A JSON Schema object; whether it is of the supported subset is checkToolRequest's work (it takes time). */
-const schemaCheck: Check<Record<string, unknown>> = (value, path) => {
+export const schemaCheck: Check<Record<string, unknown>> = (value, path) => {
   if (typeof value !== "object" || value === null || Array.isArray(value))
     throw badRequest(`"${path}" must be a JSON Schema object (got ${describe(value)})`);
   return value as Record<string, unknown>;
@@ -162,7 +165,15 @@ export interface ToolRequest {
  */
 export async function checkToolRequest(
   request: ToolRequest,
-  names: { tools: string; toolChoice: string; responseFormat: string },
+  names: {
+    tools: string;
+    toolChoice: string;
+    responseFormat: string;
+    /** Where tool i's parameters schema sits in the request (default: chat's `tools[i].function.parameters`). */
+    toolParameters?: (i: number) => string;
+    /** Where the response format's schema sits (default: chat's `response_format.json_schema.schema`). */
+    formatSchema?: string;
+  },
 ): Promise<void> {
   const { tools, toolChoice, responseFormat } = request;
   if (toolChoice !== undefined && (tools === undefined || tools.length === 0)) {
@@ -179,12 +190,16 @@ export async function checkToolRequest(
   for (const [i, tool] of (tools ?? []).entries()) {
     const { parameters } = tool.function;
     if (parameters !== undefined)
-      await checkSchema(parameters, `${names.tools}[${i}].function.parameters`, toolsBudget);
+      await checkSchema(
+        parameters,
+        names.toolParameters?.(i) ?? `${names.tools}[${i}].function.parameters`,
+        toolsBudget,
+      );
   }
   if (responseFormat?.type === "json_schema" && responseFormat.json_schema.schema !== undefined)
     await checkSchema(
       responseFormat.json_schema.schema,
-      `${names.responseFormat}.json_schema.schema`,
+      names.formatSchema ?? `${names.responseFormat}.json_schema.schema`,
       newSchemaBudget(),
     );
 }

@@ -1,6 +1,7 @@
 // POST /v1/inference/chat: chat with a base model, a job's final adapter or
-// one of its checkpoints (wire InferArgs).
-import { Hono } from "hono";
+// one of its checkpoints (wire InferArgs); POST /v1/responses: the same in
+// OpenAI's Responses API.
+import { type Context, Hono } from "hono";
 import type { ApiEnv, ServerContext } from "../context.js";
 import { badRequest, notFound } from "../http/api-error.js";
 import { readJson } from "../http/body.js";
@@ -9,6 +10,8 @@ import { UUID_PATTERN } from "../ids.js";
 import { respondWithChat } from "../inference/chat-completions.js";
 import { parseChatRequest } from "../inference/chat-params.js";
 import type { ResolvedTarget } from "../inference/inference-service.js";
+import { respondWithResponse } from "../inference/responses.js";
+import { parseResponsesRequest } from "../inference/responses-request.js";
 import { type AdapterRef, MAX_STORED_INTEGER } from "../wire.js";
 import { visibleJob } from "./access.js";
 
@@ -46,5 +49,36 @@ export function inferenceRoutes(ctx: ServerContext) {
     }
     return respondWithChat(c, ctx.inference, target, params);
   });
+
+  // The Responses API on the cloud API: `model` names a base model, or a job's
+  // adapter as responses name it (<base model>:<job id>[:checkpoint-<step>]).
+  app.post("/v1/responses", async (c) => {
+    const request = await parseResponsesRequest(await readJson(c));
+    return respondWithResponse(c, ctx.inference, await responsesTarget(ctx, c, request.model), request);
+  });
   return app;
+}
+
+const ADAPTER_MODEL =
+  /^(.+):([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(?::checkpoint-([1-9]\d{0,9}))?$/;
+
+/** What a Responses request's `model` names (see the route). */
+async function responsesTarget(
+  ctx: ServerContext,
+  c: Context<ApiEnv>,
+  model: string | undefined,
+): Promise<ResolvedTarget> {
+  if (model === undefined) {
+    const names = ctx.models.names();
+    if (names.length !== 1) throw badRequest(`"model" is required: a base model or <base model>:<job id>`);
+    return ctx.inference.baseModel(names[0], "model");
+  }
+  const adapter = ADAPTER_MODEL.exec(model);
+  if (adapter === null) return ctx.inference.baseModel(model, "model", { pull: true });
+  const [, , jobId, step] = adapter;
+  const job = await visibleJob(ctx, c, jobId);
+  if (!job) throw notFound(`job ${jobId}`);
+  const ref: AdapterRef =
+    step === undefined ? { kind: "final", jobId } : { kind: "checkpoint", jobId, step: Number(step) };
+  return ctx.inference.adapter(job, ref, "model");
 }
