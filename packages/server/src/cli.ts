@@ -29,7 +29,8 @@ export const SERVER_USAGE = `usage: svc server [--host 127.0.0.1] [--port 4100] 
                   [--rate-limit-key 600/min] [--rate-limit-identity 1200/min] [--rate-limit-signup 30/min]
                   [--weights fp32|bf16|int8|q4_0]   (deployments' default weight format; docs/serving-formats.md)`;
 
-export const WORKER_USAGE = `usage: svc worker --database-url postgres://... [--data-dir ~/.svc/server]
+export const WORKER_USAGE = `usage: svc worker [--database-url postgres://...] [--data-dir ~/.svc/server]
+                  (no --database-url: the local server's SQLite file in --data-dir; docs/gpu-training.md)
                   [--model <org>/<name>=<dir>]... [--concurrency 1]
                   [--backend engine|torch] [--device cpu|cuda] [--gpus N] [--python PATH]
                   [--gradient-checkpointing] [--packing] [--fsdp]
@@ -334,11 +335,8 @@ export async function runWorkerCommand(argv: string[]): Promise<number> {
       console.log(WORKER_USAGE);
       return 0;
     }
-    const databaseUrl = values["database-url"] ?? process.env.SVC_DATABASE_URL;
-    if (!databaseUrl)
-      throw new UsageError(
-        "svc worker needs --database-url postgres://... (the server's PostgreSQL database)",
-      );
+    // No URL: the SQLite file of the `svc server` on this machine with the same --data-dir.
+    const databaseUrl = values["database-url"] ?? process.env.SVC_DATABASE_URL ?? null;
     const dataDir = new DataDir(values["data-dir"] ?? process.env.SVC_DATA_DIR ?? DEFAULT_DATA_DIR);
     const models = new ModelRegistry({
       bundledDir: bundled(values["bundled-models"]),
@@ -355,7 +353,7 @@ export async function runWorkerCommand(argv: string[]): Promise<number> {
       stopTimeoutMs: JOB_RUNNER_DEFAULTS.stopTimeoutMs,
       ...workerBackend(values, int("concurrency", values.concurrency, 1, 1)),
     });
-    sweeper = new LeaseSweeper(store, Math.max(100, Math.floor(leaseMs / 2)));
+    sweeper = new LeaseSweeper(store, Math.max(100, Math.floor(leaseMs / 2)), crashPolicy(values));
   } catch (error) {
     const code = usageFailure(error, WORKER_USAGE);
     if (code !== null) return code;

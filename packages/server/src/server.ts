@@ -10,6 +10,7 @@ import { type OidcConfig, OidcVerifier } from "./auth/oidc.js";
 import type { ServerContext } from "./context.js";
 import { DataDir, DEFAULT_DATA_DIR, ORPHAN_GRACE_MS } from "./data-dir.js";
 import { openDatabase } from "./db/connect.js";
+import { watchSqliteChanges } from "./db/sqlite-changes.js";
 import { DeploymentDirectory } from "./edge/deployment-directory.js";
 import { createEdgeApp } from "./edge/edge-app.js";
 import { KeyUsageRecorder } from "./edge/key-usage-recorder.js";
@@ -144,23 +145,29 @@ export async function startServer(options: ServerOptions = {}): Promise<ServerHa
   const directory = new DeploymentDirectory(store.deployments, options.edgeCacheMs ?? DEFAULTS.edgeCacheMs);
   store.deployments.onChanged = () => directory.invalidate();
   let notifications: PgNotifications | null = null;
+  let stopWatchingSqlite: (() => void) | null = null;
   const leaseMs = options.jobLeaseMs ?? DEFAULTS.jobLeaseMs;
+  // One crash policy for the training processes this server runs and for the jobs its sweeper recovers.
+  const crashPolicy = {
+    crashRestarts: options.jobCrashRestarts ?? JOB_RUNNER_DEFAULTS.crashRestarts,
+    restartWithoutCheckpoint:
+      options.jobRestartWithoutCheckpoint ?? JOB_RUNNER_DEFAULTS.restartWithoutCheckpoint,
+  };
   const runner = new JobRunner(store, dataDir, models, {
     concurrency: options.workers ?? 1,
     leaseMs,
     pollMs: options.jobPollMs ?? DEFAULTS.jobPollMs,
-    crashRestarts: options.jobCrashRestarts ?? JOB_RUNNER_DEFAULTS.crashRestarts,
-    restartWithoutCheckpoint:
-      options.jobRestartWithoutCheckpoint ?? JOB_RUNNER_DEFAULTS.restartWithoutCheckpoint,
+    ...crashPolicy,
     stopTimeoutMs: JOB_RUNNER_DEFAULTS.stopTimeoutMs,
   });
-  const sweeper = new LeaseSweeper(store, Math.max(100, Math.floor(leaseMs / 2)));
+  const sweeper = new LeaseSweeper(store, Math.max(100, Math.floor(leaseMs / 2)), crashPolicy);
   // Bound before the apps exist (the edge port decides the default deployment domain).
   const apiServer = createServer();
   const edgeServer = createServer();
   const inference = new InferenceService(store, models, dataDir, options.weightFormat);
   const profiler = new DatasetProfiler(store, dataDir);
   const cleanup = async () => {
+    stopWatchingSqlite?.();
     await Promise.all([shut(apiServer), shut(edgeServer)]);
     await inference.close();
     await profiler.close();
@@ -178,6 +185,12 @@ export async function startServer(options: ServerOptions = {}): Promise<ServerHa
         },
       );
     }
+    // A `svc worker` on the same SQLite file (docs/gpu-training.md) appends events there.
+    if (opened.sqlite)
+      stopWatchingSqlite = watchSqliteChanges(opened.sqlite, 200, () => {
+        directory.invalidate();
+        events.signalAll();
+      });
     await sweepOrphanDatasets(store, dataDir, opened.url ? opened.location : "sqlite svc.db");
     const apiPort = await listen(apiServer, host, options.port ?? DEFAULTS.port);
     const edgePort = await listen(edgeServer, host, options.edgePort ?? DEFAULTS.edgePort);
@@ -217,6 +230,7 @@ export async function startServer(options: ServerOptions = {}): Promise<ServerHa
       close() {
         closing ??= (async () => {
           sweeper.stop();
+          stopWatchingSqlite?.();
           const listeners = Promise.all([shut(apiServer), shut(edgeServer)]);
           await runner.stop();
           await usage.close();

@@ -20,6 +20,10 @@ export interface TrainingStartedEvent extends JobEventBase {
    * run's training.log frames past it are superseded by this run's.
    */
   resumedFromStep?: number;
+  /** The job's attempt this run belongs to (1-based; absent from events recorded before attempts were counted). */
+  attempt?: number;
+  /** For an attempt after the first: why the attempt before it ended (the crash that restarted the job). */
+  restartedAfter?: string;
   /** Rows of both sets cut to fit maxLength (absent from events recorded before truncation was reported). */
   truncatedRows?: number;
   /** Rows of both sets left out because nothing trained fits in maxLength. */

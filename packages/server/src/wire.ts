@@ -276,6 +276,14 @@ export interface Job {
   backend: JobBackend;
   /** Why a queued job waits: no running worker offers its backend; null when it will be claimed. */
   queuedReason: string | null;
+  /**
+   * The job's attempt, 1-based. A crash of the process that ran it (its
+   * training process, its server or worker) restarts it as the next attempt:
+   * from its last checkpoint, or from step 0 when it had none (docs/server.md).
+   */
+  attempt: number;
+  /** Why the attempt before this one ended, when the job was restarted after a crash; else null. */
+  restartedAfter: string | null;
   error: string | null;
   createdAt: Iso8601;
   startedAt: Iso8601 | null;

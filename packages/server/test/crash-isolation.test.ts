@@ -1,8 +1,8 @@
 // Native crashes cannot take the server down: training and generation run in
 // child processes of the server. A training process killed with SIGSEGV is
 // logged with its signal and the job resumes from its last checkpoint (or
-// restarts once from the first step when it had none) while the API and the
-// edge keep answering; an inference process killed mid-request fails that
+// restarts from the first step when it had none) as its next attempt, while
+// the API and the edge keep answering, up to --job-crash-restarts crashes in a row; an inference process killed mid-request fails that
 // request with the reason and the next request starts a new process.
 import assert from "node:assert/strict";
 import { after, describe, it } from "node:test";
@@ -24,7 +24,8 @@ import {
   uploadDataset,
 } from "./harness.js";
 
-const FAST_POLL = ["--job-poll-ms", "100"];
+// One restart after crashes in a row without a new checkpoint: the second such crash fails the job.
+const FAST_POLL = ["--job-poll-ms", "100", "--job-crash-restarts", "1"];
 
 /** The pid of the process the server's log names for this pattern's first group, once it appears. */
 function pidFromLog(server: ServerProcess, pattern: RegExp): Promise<number> {
@@ -110,7 +111,7 @@ for (const backend of ["sqlite", "postgres"] as Backend[]) {
       );
     });
 
-    it("a crash before the first checkpoint restarts from the first step once; a second crash fails the job with the signal", async () => {
+    it("a crash before the first checkpoint restarts from the first step as attempt 2; a second crash fails the job with the signal and its attempts", async () => {
       const id = await newIdentity(server.apiUrl);
       const job = await createJob(server.apiUrl, id, (await uploadDataset(server.apiUrl, id)).id, {
         maxSteps: 100_000,
@@ -128,8 +129,15 @@ for (const backend of ["sqlite", "postgres"] as Backend[]) {
         .filter((f) => f.event === "training.started")
         .map((f) => JSON.parse(f.data));
       assert.deepEqual(
-        starts.map((s) => s.resumedFromStep),
-        [undefined, 0],
+        starts.map((s) => [s.attempt, s.resumedFromStep]),
+        [
+          [1, undefined],
+          [2, 0],
+        ],
+      );
+      assert.match(
+        starts[1].restartedAfter,
+        /^the training process was killed by SIGSEGV .* after step \d+$/,
       );
       process.kill(await trainingPid(server, job.id, 2), "SIGSEGV");
       const frames = await eventsUntilEnd(server.apiUrl, id.token, job.id, 60_000);
@@ -139,11 +147,12 @@ for (const backend of ["sqlite", "postgres"] as Backend[]) {
       assert.equal(events.at(-2), "training.failed", events.join(","));
       assert.match(
         JSON.parse(frames.at(-2)!.data).error,
-        /^the training process was killed by SIGSEGV \(signal 11, segmentation fault\).*; it had no checkpoint to resume from$/,
+        /^the training process was killed by SIGSEGV \(signal 11, segmentation fault\).*; it crashed 2 times in a row without a new checkpoint \(--job-crash-restarts 1\); failed after 2 attempts$/,
       );
       assert.match(server.output(), new RegExp(`job ${job.id}: restarting training from the first step`));
       const got = await call(server.apiUrl, "GET", `/v1/jobs/${job.id}`, { token: id.token });
       assert.equal(got.body.job.status, "failed");
+      assert.equal(got.body.job.attempt, 2);
     });
 
     it("an inference process killed mid-request fails that request with the reason; the next request starts a new one", async () => {

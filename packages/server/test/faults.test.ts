@@ -1,7 +1,8 @@
 // Faults: kill -9 of the server during a job, then a restart on the same data
-// (the job resumes from its last checkpoint, or fails with the reason when it
-// had none; nothing created disappears), and SIGTERM (the job checkpoints,
-// goes back to the queue and resumes). On SQLite and on PostgreSQL.
+// (the job resumes from its last checkpoint, or starts again from step 0 as
+// its next attempt when it had none, or fails with its attempts and the cause
+// when restarts are off; nothing created disappears), and SIGTERM (the job
+// checkpoints, goes back to the queue and resumes). On SQLite and on PostgreSQL.
 import assert from "node:assert/strict";
 import { rmSync } from "node:fs";
 import { after, describe, it } from "node:test";
@@ -101,8 +102,42 @@ for (const backend of ["sqlite", "postgres"] as Backend[]) {
       assert.equal(datasets.body.datasets.length, 1);
     });
 
-    it("fails a job that had no checkpoint when its server was killed, with the reason", async () => {
+    it("restarts a job that had no checkpoint when its server was killed from step 0, as attempt 2", async () => {
       const { start } = await storage();
+      const first = await start();
+      const id = await newIdentity(first.apiUrl);
+      const job = await createJob(first.apiUrl, id, (await uploadDataset(first.apiUrl, id)).id, {
+        maxSteps: 40,
+        saveSteps: 100000,
+      });
+      await waitFor(first.apiUrl, id.token, job.id, (f) => f.event === "training.log");
+      await first.kill9();
+      const second = await start();
+      const frames = await eventsUntilEnd(second.apiUrl, id.token, job.id, 120_000);
+      const events = frames.map((f) => f.event);
+      assert.equal(events.at(-2), "training.completed", events.join(","));
+      const starts = frames.filter((f) => f.event === "training.started").map((f) => JSON.parse(f.data));
+      assert.equal(starts.length, 2, "one start per attempt");
+      assert.equal(starts[0].attempt, 1);
+      assert.equal(starts[1].attempt, 2);
+      assert.equal(starts[1].resumedFromStep, 0, "the second attempt supersedes the first one's steps");
+      assert.match(starts[1].restartedAfter, /stopped unexpectedly at step \d+ before it saved a checkpoint/);
+      // History replayed afterwards counts each step once: the first attempt's frames are superseded.
+      const replay = await eventsUntilEnd(second.apiUrl, id.token, job.id);
+      const steps = replay.filter((f) => f.event === "training.log").map((f) => JSON.parse(f.data).step);
+      assert.deepEqual(
+        steps,
+        Array.from({ length: 40 }, (_, i) => i + 1),
+      );
+      const got = await call(second.apiUrl, "GET", `/v1/jobs/${job.id}`, { token: id.token });
+      assert.equal(got.body.job.status, "completed");
+      assert.equal(got.body.job.attempt, 2);
+      assert.match(got.body.job.restartedAfter, /stopped unexpectedly/);
+      assert.match(second.output(), /re-queued to start again from step 0 \(attempt 2\)/);
+    });
+
+    it("fails a job whose server was killed when crash restarts are off, with the attempts and the cause", async () => {
+      const { start } = await storage([...FAST_LEASE, "--job-crash-restarts", "0"]);
       const first = await start();
       const id = await newIdentity(first.apiUrl);
       const job = await createJob(first.apiUrl, id, (await uploadDataset(first.apiUrl, id)).id, {
@@ -114,13 +149,16 @@ for (const backend of ["sqlite", "postgres"] as Backend[]) {
       const second = await start();
       const frames = await eventsUntilEnd(second.apiUrl, id.token, job.id);
       assert.equal(frames.at(-2)?.event, "training.failed");
+      const error = JSON.parse(frames.at(-2)!.data).error;
+      assert.match(error, /stopped unexpectedly at step \d+ before it saved a checkpoint/);
       assert.match(
-        JSON.parse(frames.at(-2)!.data).error,
-        /stopped unexpectedly before it saved a checkpoint/,
+        error,
+        /restarts after a crash are off \(--job-crash-restarts 0\); failed after 1 attempt$/,
       );
       const got = await call(second.apiUrl, "GET", `/v1/jobs/${job.id}`, { token: id.token });
       assert.equal(got.body.job.status, "failed");
-      assert.match(got.body.job.error, /nothing to resume from/);
+      assert.equal(got.body.job.attempt, 1);
+      assert.equal(got.body.job.error, error);
     });
 
     it("on SIGTERM checkpoints the running job, exits 0, and resumes it on the next start", async () => {

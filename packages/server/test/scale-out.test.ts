@@ -3,6 +3,7 @@
 // claims the job; the API process delivers its events live (LISTEN/NOTIFY).
 import assert from "node:assert/strict";
 import { rmSync } from "node:fs";
+import { join } from "node:path";
 import { after, it } from "node:test";
 import pg from "pg";
 import {
@@ -109,8 +110,13 @@ it("runs jobs on `svc worker` processes and streams their events through the API
   }
 });
 
-it("refuses `svc worker` without a PostgreSQL URL (exit 2, one clear line)", async () => {
-  await assert.rejects(spawnReady("worker", ["--data-dir", tempDir("w")]), /svc worker needs --database-url/);
+it("`svc worker` without --database-url works on the SQLite file of --data-dir (a server on one box; torch-single-box.test.ts)", async () => {
+  const dataDir = tempDir("w");
+  const worker = await spawnReady("worker", ["--data-dir", dataDir, "--bundled-models", "none"]);
+  assert.match(worker.output(), new RegExp(`claiming engine jobs from ${join(dataDir, "svc.db")}\n`));
+  worker.proc.kill("SIGTERM");
+  assert.equal(await waitForExit(worker.proc), 0);
+  rmSync(dataDir, { recursive: true, force: true });
 });
 
 it("applies a deployment change made through one API process to the next request at another one's edge", async () => {

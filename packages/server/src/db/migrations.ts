@@ -205,6 +205,24 @@ const jobBackendWorkers: Migration = {
   },
 };
 
+// A job's attempt (1-based; a crash of its runner or training process starts
+// the next), the crashes in a row since its last checkpoint (the restart limit
+// counts these) and the latest crash's cause, shared by every process that
+// runs or recovers the job.
+const jobAttempts: Migration = {
+  async up(db: Kysely<unknown>) {
+    await db.schema
+      .alterTable("jobs")
+      .addColumn("attempt", "integer", (c) => c.notNull().defaultTo(1))
+      .execute();
+    await db.schema
+      .alterTable("jobs")
+      .addColumn("crash_streak", "integer", (c) => c.notNull().defaultTo(0))
+      .execute();
+    await db.schema.alterTable("jobs").addColumn("last_crash", "text").execute();
+  },
+};
+
 export const migrationProvider: MigrationProvider = {
   async getMigrations() {
     return {
@@ -215,6 +233,7 @@ export const migrationProvider: MigrationProvider = {
       "0005_job_base_model_revision": jobBaseModelRevision,
       "0006_deployment_weight_format": deploymentWeightFormat,
       "0007_job_backend_workers": jobBackendWorkers,
+      "0008_job_attempts": jobAttempts,
     };
   },
 };

@@ -91,7 +91,14 @@ export interface JobsTable {
   lease_expires_at: string | null;
   /** Checkpoint folder (relative to the data dir) the next run resumes from. */
   resume_from: string | null;
+  /** Claims of the job so far (each start by a runner, resumes included). */
   attempts: number;
+  /** The job's attempt, 1-based: each restart after a crash of its runner or training process is the next. */
+  attempt: number;
+  /** Crashes in a row since the job's last checkpoint (the restart limit, --job-crash-restarts, counts these). */
+  crash_streak: number;
+  /** Why the latest attempt before this one ended (a crash); null before any crash. */
+  last_crash: string | null;
   /** The training backend the job asks for (docs/gpu-training.md): any worker's, the engine's or PyTorch's. */
   backend: "auto" | "engine" | "torch";
 }

@@ -11,6 +11,10 @@ import { isUniqueViolation } from "./unique.js";
 
 export type JobRow = JobsTable;
 
+/** A new job's row: its attempt columns start at their defaults (attempt 1, no crash). */
+export type NewJobRow = Omit<JobRow, "attempt" | "crash_streak" | "last_crash"> &
+  Partial<Pick<JobRow, "attempt" | "crash_streak" | "last_crash">>;
+
 /** An event as the producer hands it over: type and fields, without jobId/timestamp. */
 export type NewJobEvent = {
   [T in JobEventType]: Omit<Extract<JobEvent, { type: T }>, "jobId" | "timestamp">;
@@ -36,6 +40,8 @@ export const toJob = (r: JobRow): Job => ({
   dryRun: r.dry_run === 1,
   backend: r.backend ?? "auto",
   queuedReason: null,
+  attempt: r.attempt,
+  restartedAfter: r.attempt > 1 ? r.last_crash : null,
   error: r.error,
   createdAt: r.created_at,
   startedAt: r.started_at,
@@ -61,9 +67,10 @@ export class JobStore {
     private readonly kind: DatabaseKind,
   ) {}
 
-  async insert(row: JobRow): Promise<Job> {
-    await this.db.insertInto("jobs").values(row).execute();
-    return toJob(row);
+  async insert(row: NewJobRow): Promise<Job> {
+    const full: JobRow = { attempt: 1, crash_streak: 0, last_crash: null, ...row };
+    await this.db.insertInto("jobs").values(full).execute();
+    return toJob(full);
   }
 
   async get(id: string): Promise<JobRow | undefined> {
@@ -227,7 +234,12 @@ export class JobStore {
     const event: NewJobEvent = { type: "checkpoint.saved", step: row.step, artifact: toArtifact(row) };
     await this.withEvents(row.job_id, async (trx) => {
       await this.upsertArtifact(trx, row);
-      await trx.updateTable("jobs").set({ resume_from: row.dir }).where("id", "=", row.job_id).execute();
+      // Fresh progress: crashes before it no longer count towards the restart limit.
+      await trx
+        .updateTable("jobs")
+        .set({ resume_from: row.dir, crash_streak: 0 })
+        .where("id", "=", row.job_id)
+        .execute();
       await this.appendIn(trx, row.job_id, [event]);
     });
   }
@@ -338,10 +350,55 @@ export class JobStore {
     return row !== undefined;
   }
 
-  /** Running jobs whose lease has lapsed (or every running job, when `all`). */
-  async orphanedRunning(all: boolean): Promise<JobRow[]> {
-    let q = this.db.selectFrom("jobs").selectAll().where("status", "=", "running");
-    if (!all) q = q.where("lease_expires_at", "<", nowIso());
-    return q.execute();
+  /**
+   * The step of the job's latest training.log event (in any run), or null.
+   * Scans back from the newest event: a crashed run's last frames are near the end.
+   */
+  async lastLoggedStep(jobId: string): Promise<number | null> {
+    const row = await this.db
+      .selectFrom("job_events")
+      .select("payload")
+      .where("job_id", "=", jobId)
+      .where("type", "=", "training.log")
+      .orderBy("seq", "desc")
+      .limit(1)
+      .executeTakeFirst();
+    const step = row ? (JSON.parse(row.payload) as { step?: unknown }).step : null;
+    return typeof step === "number" ? step : null;
+  }
+
+  /**
+   * Running jobs whose runner is gone: its lease lapsed, or `ownerGone` says
+   * its process no longer exists (where the sweeper can tell: one machine).
+   */
+  async orphanedRunning(ownerGone: (owner: string) => boolean = () => false): Promise<JobRow[]> {
+    const now = nowIso();
+    const running = await this.db.selectFrom("jobs").selectAll().where("status", "=", "running").execute();
+    return running.filter(
+      (job) =>
+        (job.lease_expires_at !== null && job.lease_expires_at < now) ||
+        (job.lease_owner !== null && ownerGone(job.lease_owner)),
+    );
+  }
+
+  /**
+   * Records a crash of the job's training process or runner and makes it the
+   * next attempt (attempt and crash streak up by one, the cause kept), while
+   * `owner` holds it running. Returns the job as it is then, or undefined when
+   * `owner` no longer holds it.
+   */
+  async nextAttemptAfterCrash(id: string, owner: string, cause: string): Promise<JobRow | undefined> {
+    return this.db
+      .updateTable("jobs")
+      .set({
+        attempt: sql<number>`attempt + 1`,
+        crash_streak: sql<number>`crash_streak + 1`,
+        last_crash: cause,
+      })
+      .where("id", "=", id)
+      .where("lease_owner", "=", owner)
+      .where("status", "=", "running")
+      .returningAll()
+      .executeTakeFirst();
   }
 }

@@ -4,19 +4,21 @@
 // cancel flag (set by any API process), and on shutdown aborts training so the
 // engine writes a checkpoint and the job goes back to the queue to resume
 // later. A training process that dies without a final report (a native crash,
-// out of memory) is logged with its signal and restarted: from the job's last
-// checkpoint, or from the first step when it has none (once).
+// out of memory) is logged with its signal and restarted as the job's next
+// attempt (crash-policy.ts): from the job's last checkpoint, or from step 0
+// when it has none.
 import type { DataDir } from "../data-dir.js";
 import { engineHyperparameters, torchModelOf } from "../engine-hyperparameters.js";
 import { parseHubName } from "../hub/index.js";
-import { randomBase62 } from "../ids.js";
 import type { ModelRegistry, RegisteredModel } from "../models/model-registry.js";
 import type { JobRow } from "../store/job-store.js";
 import type { Store } from "../store/store.js";
 import { RunnerRecord } from "../store/worker-store.js";
 import type { JobHyperparameters } from "../wire.js";
 import { downloadBaseModel } from "./base-model-download.js";
+import { type CrashPolicy, crashFailure, crashVerdict } from "./crash-policy.js";
 import { JobTransitions } from "./job-transitions.js";
+import { runnerName } from "./runner-liveness.js";
 import { JobTensorBoardLog } from "./tensorboard-log.js";
 import type { TorchLaunch, TrainingProcessCommand, TrainingProcessInput } from "./training-protocol.js";
 import {
@@ -26,18 +28,10 @@ import {
   type TrainingRunner,
 } from "./training-run.js";
 
-export interface JobRunnerOptions {
+export interface JobRunnerOptions extends CrashPolicy {
   concurrency: number;
   leaseMs: number;
   pollMs: number;
-  /**
-   * Restarts of a crashed training process in a row without a new checkpoint
-   * in between (0: a crash fails the job). A crash after fresh progress always
-   * resumes, so a long run survives rare crashes while a crash loop ends.
-   */
-  crashRestarts: number;
-  /** Whether a crash before the job's first checkpoint restarts it from the first step (once). */
-  restartWithoutCheckpoint: boolean;
   /** How long a stopping training process may take to checkpoint before it is killed. */
   stopTimeoutMs: number;
   /** The backend this runner trains on (default: the engine); it claims that backend's jobs and "auto" ones. */
@@ -53,7 +47,7 @@ export const JOB_RUNNER_DEFAULTS = {
 } as const;
 
 export class JobRunner {
-  readonly owner = `worker-${randomBase62(10)}`;
+  readonly owner = runnerName();
   private readonly running = new Map<string, RunningJob>();
   private readonly finished = new Set<Promise<void>>();
   private stopped = false;
@@ -234,12 +228,12 @@ export class JobRunner {
       lastStep: null,
       latestCheckpoint: row.resume_from,
       latestCheckpointStep: resumePoint?.step ?? null,
+      attempt: row.attempt,
+      restartedAfter: row.attempt > 1 ? row.last_crash : null,
+      earlierRunsLogged: await jobs.hasEvent(row.id, "training.log"),
     };
-    let crashesInARow = 0;
-    let restartedFromScratch = false;
     try {
       for (;;) {
-        const checkpointBefore = progress.latestCheckpoint;
         const resumeFrom = progress.latestCheckpoint ? this.dataDir.abs(progress.latestCheckpoint) : null;
         // A stop asked for before a process started needs no process: it is settled below.
         const exit = job.stopReason
@@ -256,26 +250,7 @@ export class JobRunner {
         }
         if (!exit) break;
         // The process died without a final report: a crash.
-        const at = progress.lastStep !== null ? ` after step ${progress.lastStep}` : "";
-        console.error(`svc worker: job ${row.id}: the training process ${exit.reason}${at}`);
-        if (progress.latestCheckpoint !== checkpointBefore) crashesInARow = 0;
-        crashesInARow++;
-        const resumable = progress.latestCheckpoint !== null;
-        const mayRestart =
-          crashesInARow <= this.options.crashRestarts &&
-          !this.stopped &&
-          (resumable || (this.options.restartWithoutCheckpoint && !restartedFromScratch));
-        if (!mayRestart) {
-          const why = resumable
-            ? `it crashed ${crashesInARow} times in a row without a new checkpoint`
-            : "it had no checkpoint to resume from";
-          await this.jobs.fail(row, `the training process ${exit.reason}${at}; ${why}`, progress.lastStep);
-          break;
-        }
-        if (!resumable) restartedFromScratch = true;
-        console.error(
-          `svc worker: job ${row.id}: restarting training ${resumable ? `from ${progress.latestCheckpoint}` : "from the first step (no checkpoint yet)"}`,
-        );
+        if (!(await this.restartAfterCrash(row, exit.reason, progress))) break;
       }
     } finally {
       clearInterval(heartbeat);
@@ -291,6 +266,40 @@ export class JobRunner {
           progress.lastStep,
         );
     }
+  }
+
+  /**
+   * After the job's training process crashed: makes the job its next attempt
+   * and returns true to start it here again, or settles it (failed, or back to
+   * the queue when this runner is stopping) and returns false.
+   */
+  private async restartAfterCrash(row: JobRow, reason: string, progress: RunProgress): Promise<boolean> {
+    const at = progress.lastStep !== null ? ` after step ${progress.lastStep}` : "";
+    const cause = `the training process ${reason}${at}`;
+    console.error(`svc worker: job ${row.id}: ${cause}`);
+    const held = await this.store.jobs.get(row.id);
+    if (held?.status !== "running" || held.lease_owner !== this.owner) return false;
+    const why = crashVerdict(this.options, {
+      streak: held.crash_streak + 1,
+      hasCheckpoint: progress.latestCheckpoint !== null,
+      trainingStarted: true,
+    });
+    if (why !== null) {
+      await this.jobs.fail(row, crashFailure(cause, why, held.attempt), progress.lastStep);
+      return false;
+    }
+    const next = await this.store.jobs.nextAttemptAfterCrash(row.id, this.owner, cause);
+    if (!next) return false;
+    progress.attempt = next.attempt;
+    progress.restartedAfter = cause;
+    if (this.stopped) {
+      await this.jobs.requeue(row, progress.latestCheckpoint);
+      return false;
+    }
+    console.error(
+      `svc worker: job ${row.id}: restarting training ${progress.latestCheckpoint ? `from ${progress.latestCheckpoint}` : "from the first step (no checkpoint yet)"} as attempt ${next.attempt}`,
+    );
+    return true;
   }
 
   /** Renews the job's lease and notices a cancel, a third of the lease apart. */

@@ -40,6 +40,11 @@ export interface RunProgress {
   latestCheckpoint: string | null;
   /** Its step. */
   latestCheckpointStep: number | null;
+  /** The job's attempt the next training process belongs to, and why the one before it ended. */
+  attempt: number;
+  restartedAfter: string | null;
+  /** Whether an earlier run of the job (an earlier attempt, or before a resume) logged steps. */
+  earlierRunsLogged: boolean;
 }
 
 /**
@@ -65,11 +70,11 @@ export async function runTrainingProcess(
 
   let reported = false;
   // Steps after this one were logged by an earlier run; readers replace them
-  // (events/superseded-steps.ts). A restart from the first step after an
-  // earlier run logged steps supersedes them all: 0.
+  // (events/superseded-steps.ts). A restart from step 0 after an earlier run
+  // (this process's or an earlier attempt's) logged steps supersedes them all: 0.
   const resumedFromStep = input.resumeFrom
     ? progress.latestCheckpointStep
-    : progress.lastStep !== null
+    : progress.lastStep !== null || progress.earlierRunsLogged
       ? 0
       : null;
   const events = async (list: NewJobEvent[]) => {
@@ -91,6 +96,10 @@ export async function runTrainingProcess(
             droppedRows: message.droppedRows,
             rowNotes: message.rowNotes,
             ...(resumedFromStep !== null ? { resumedFromStep } : {}),
+            attempt: progress.attempt,
+            ...(progress.attempt > 1 && progress.restartedAfter
+              ? { restartedAfter: progress.restartedAfter }
+              : {}),
           },
         ]);
         return;

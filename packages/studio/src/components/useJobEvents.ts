@@ -34,6 +34,9 @@ export interface JobEventState {
   downloads: Download[];
   /** The backend, device and memory of the latest training.log that reported them (torch jobs). */
   runtime: TrainingRuntime | null;
+  /** The attempt of the latest training.started (a restart after a crash is the next), and why the one before ended. */
+  attempt: number | null;
+  restartedAfter: string | null;
 }
 
 const initial = (): JobEventState => ({
@@ -48,6 +51,8 @@ const initial = (): JobEventState => ({
   lastStep: null,
   downloads: [],
   runtime: null,
+  attempt: null,
+  restartedAfter: null,
 });
 
 function reduce(s: JobEventState, event: string, raw: string, id: string): JobEventState {
@@ -75,6 +80,10 @@ function reduce(s: JobEventState, event: string, raw: string, id: string): JobEv
     case "training.started":
       next.status = "running";
       if (typeof payload.totalSteps === "number") next.totalSteps = payload.totalSteps;
+      if (typeof payload.attempt === "number") {
+        next.attempt = payload.attempt;
+        next.restartedAfter = typeof payload.restartedAfter === "string" ? payload.restartedAfter : null;
+      }
       // A resumed run logs the steps after its checkpoint again: its frames replace the earlier ones.
       if (typeof payload.resumedFromStep === "number") {
         next.series = dropStepsAfter(s.series, payload.resumedFromStep);

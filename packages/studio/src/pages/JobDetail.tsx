@@ -30,6 +30,9 @@ export function JobDetail({ jobId }: { jobId: string }) {
   }, [jobId, ev.status]);
 
   const status = ev.status ?? job?.status ?? null;
+  // The live stream's latest start is newer than the job read at the last status change.
+  const attempt = ev.attempt ?? job?.attempt ?? 1;
+  const restartedAfter = ev.attempt !== null ? ev.restartedAfter : (job?.restartedAfter ?? null);
   const cancel = async () => {
     setCancelling(true);
     try {
@@ -128,6 +131,15 @@ export function JobDetail({ jobId }: { jobId: string }) {
                 )}
                 <dt>Created</dt>
                 <dd>{new Date(job.createdAt).toLocaleString()}</dd>
+              </>
+            )}
+            {attempt > 1 && (
+              <>
+                <dt>Attempt</dt>
+                <dd data-testid="attempt" title={restartedAfter ?? undefined}>
+                  {attempt}
+                  {restartedAfter && <div className="muted">restarted after: {restartedAfter}</div>}
+                </dd>
               </>
             )}
             {ev.lastStep !== null && (

@@ -149,6 +149,58 @@ test("the started line counts the rows truncated and dropped to fit maxLength, n
   );
 });
 
+test("a restarted job's started line names its attempt, the step it starts from and why the one before ended", () => {
+  const started = (extra: Partial<Extract<JobEvent, { type: "training.started" }>>) =>
+    formatEventLine(
+      {
+        ...base,
+        type: "training.started",
+        totalSteps: 60,
+        baseModel: "m",
+        trainExamples: 16,
+        evalExamples: 0,
+        ...extra,
+      },
+      null,
+    );
+  assert.equal(started({ attempt: 1 }), "started: 60 steps, 16 train / 0 eval examples, base model m");
+  assert.equal(
+    started({
+      attempt: 2,
+      resumedFromStep: 0,
+      restartedAfter: "the process running this job stopped unexpectedly",
+    }),
+    "attempt 2 started from step 0; attempt 1 ended: the process running this job stopped unexpectedly\n" +
+      "started: 60 steps, 16 train / 0 eval examples, base model m",
+  );
+  assert.equal(
+    started({ attempt: 3, resumedFromStep: 20 }),
+    "attempt 3 started from step 20\nstarted: 60 steps, 16 train / 0 eval examples, base model m",
+  );
+});
+
+test("the bar goes back to the step a restarted attempt starts from", () => {
+  const s = sink(true);
+  const p = new JobProgressPrinter(s.out);
+  const started = {
+    ...base,
+    type: "training.started",
+    totalSteps: 20,
+    baseModel: "m",
+    trainExamples: 8,
+    evalExamples: 0,
+  } as const;
+  p.event(started);
+  p.event(log(12, 1, null));
+  p.event({ ...started, attempt: 2, resumedFromStep: 0 });
+  p.event(log(1, 2, null));
+  p.finish();
+  assert.match(s.text(), /attempt 2 started from step 0\nstarted: 20 steps/);
+  assert.match(s.text(), /\] {2}1\/20 {3}5% {2}loss=2\.0000\n$/);
+  const afterRestart = s.text().slice(s.text().indexOf("attempt 2"));
+  assert.doesNotMatch(afterRestart, /12\/20/, "the first attempt's bar is not drawn again");
+});
+
 test("printer redraws one bar line on a TTY", () => {
   const s = sink(true);
   const p = new JobProgressPrinter(s.out);

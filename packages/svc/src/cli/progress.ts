@@ -51,11 +51,23 @@ function rowsCut(e: Extract<JobEvent, { type: "training.started" }>): string {
   return `; ${rows(truncated)} truncated, ${rows(dropped)} dropped${named.length ? ` (${named.join(", ")}${dropped > named.length ? ", ..." : ""})` : ""}`;
 }
 
+/**
+ * How a training.started line begins: "started" for a job's first attempt; a
+ * later one (a restart after a crash) names its attempt, the step it starts
+ * from and why the one before it ended.
+ */
+function startedLead(e: Extract<JobEvent, { type: "training.started" }>): string {
+  if (e.attempt === undefined || e.attempt <= 1) return "started";
+  const from = `from step ${e.resumedFromStep ?? 0}`;
+  const why = e.restartedAfter ? `; attempt ${e.attempt - 1} ended: ${e.restartedAfter}` : "";
+  return `attempt ${e.attempt} started ${from}${why}\nstarted`;
+}
+
 /** One plain line per event, or null for events that print nothing. */
 export function formatEventLine(event: JobEvent, totalSteps: number | null): string | null {
   switch (event.type) {
     case "training.started":
-      return `started: ${event.totalSteps} steps, ${event.trainExamples} train / ${event.evalExamples} eval examples, base model ${event.baseModel}${rowsCut(event)}`;
+      return `${startedLead(event)}: ${event.totalSteps} steps, ${event.trainExamples} train / ${event.evalExamples} eval examples, base model ${event.baseModel}${rowsCut(event)}`;
     case "training.log":
       return `${stepText(event.step, totalSteps)}${metrics(event)}`;
     case "checkpoint.saved":
@@ -132,7 +144,11 @@ export class JobProgressPrinter {
       this.downloads.done(event);
       return;
     }
-    if (event.type === "training.started") this.state.totalSteps = event.totalSteps;
+    if (event.type === "training.started") {
+      this.state.totalSteps = event.totalSteps;
+      // A restart or resume trains again from here: the bar goes back with it.
+      if (event.resumedFromStep !== undefined) this.state.step = event.resumedFromStep;
+    }
     if (event.type === "training.log") {
       this.state.step = event.step;
       if (event.loss !== null) this.state.loss = event.loss;

@@ -62,6 +62,11 @@ export const jobsCommand: Command = {
           `finished    ${job.finishedAt ?? "-"}`,
           `artifacts   ${artifacts.map((a) => a.name).join(", ") || "-"}`,
         ];
+        // A job restarted after a crash says which attempt it is on and why the one before ended.
+        if (job.attempt > 1)
+          lines.push(
+            `attempt     ${job.attempt}${job.restartedAfter ? ` (restarted after: ${job.restartedAfter})` : ""}`,
+          );
         if (job.queuedReason) lines.push(`waiting     ${job.queuedReason}`);
         if (job.error) lines.push(`error       ${job.error}`);
         process.stdout.write(`${lines.join("\n")}\n`);
