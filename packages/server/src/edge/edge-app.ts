@@ -9,8 +9,8 @@ import type { GenerationResult } from "@svc/engine";
 import { type Context, Hono } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { ServerContext } from "../context.js";
-import { ApiError, badRequest } from "../http/api-error.js";
-import { readJson } from "../http/body.js";
+import { ApiError, badRequest, escapeUnsafe, quoteInput } from "../http/api-error.js";
+import { headerText, readJson } from "../http/body.js";
 import { clientAddress, enforceRateLimit } from "../http/rate-limit.js";
 import { refuseNulInUrl } from "../http/validate.js";
 import { respondWithChat } from "../inference/chat-completions.js";
@@ -19,7 +19,7 @@ import type { ResolvedTarget } from "../inference/inference-service.js";
 import { respondWithResponse } from "../inference/responses.js";
 import { parseResponsesRequest, RESPONSES_PARAMETERS } from "../inference/responses-request.js";
 import { targetOf, upstreamOf } from "../store/deployment-store.js";
-import type { DeploymentDirectory } from "./deployment-directory.js";
+import { type DeploymentDirectory, deploymentSlugKey } from "./deployment-directory.js";
 import type { KeyUsageRecorder, TokenMeter } from "./key-usage-recorder.js";
 import { forwardChat } from "./upstream-forwarding.js";
 
@@ -31,7 +31,7 @@ function openAiError(
   param: string | null = null,
 ) {
   const type = status >= 500 ? "server_error" : status === 429 ? "requests" : "invalid_request_error";
-  return c.json({ error: { message, type, param, code } }, status);
+  return c.json({ error: { message: escapeUnsafe(message), type, param, code } }, status);
 }
 
 /** The request fields of both routes, for the `param` of an OpenAI error. */
@@ -70,10 +70,13 @@ export function createEdgeApp(
   type Route = "chat" | "responses";
 
   const serve = async (c: Context, pathSlug: string | null, route: Route) => {
-    const slug =
+    const header = c.req.header("x-svc-deployment");
+    const written =
       pathSlug ??
-      c.req.header("x-svc-deployment") ??
+      (header === undefined ? null : headerText(header)) ??
       slugFromHost(c.req.header("host"), ctx.deploymentDomain);
+    // In any case, as the Host's is read: /d/MY-BOT/ and X-Svc-Deployment: My-Bot are my-bot.
+    const slug = written ? deploymentSlugKey(written) : null;
     if (!slug) {
       return openAiError(
         c,
@@ -84,7 +87,7 @@ export function createEdgeApp(
     }
     const deployment = await directory.deployment(slug);
     if (deployment?.enabled !== 1)
-      return openAiError(c, 404, `deployment ${slug} not found`, "deployment_not_found");
+      return openAiError(c, 404, `deployment ${quoteInput(slug)} not found`, "deployment_not_found");
     let meter: TokenMeter | undefined;
     if (deployment.auth_mode === "fixed_api_key") {
       const match = /^Bearer\s+(\S+)\s*$/i.exec(c.req.header("authorization") ?? "");
