@@ -4,7 +4,8 @@ import { Hono } from "hono";
 import { requireBearer } from "./auth/bearer.js";
 import type { ApiEnv, ServerContext } from "./context.js";
 import { ExportRunner } from "./exports/export-runner.js";
-import { errorBody, handleApiError } from "./http/api-error.js";
+import { ApiError, errorBody, handleApiError } from "./http/api-error.js";
+import { isOpenAiPath, openAiErrorResponse } from "./http/openai-error.js";
 import { enforceRateLimit } from "./http/rate-limit.js";
 import { refuseNulInUrl } from "./http/validate.js";
 import { artifactRoutes } from "./routes/artifacts.js";
@@ -19,12 +20,24 @@ import { jobRoutes } from "./routes/jobs.js";
 import { keyRoutes } from "./routes/keys.js";
 import { modelPullRoutes } from "./routes/model-pulls.js";
 import { modelRoutes } from "./routes/models.js";
+import { openAiChatRoutes } from "./routes/openai/chat-completions.js";
+import { fileRoutes } from "./routes/openai/files.js";
+import { fineTuningEventRoutes } from "./routes/openai/fine-tuning-job-events.js";
+import { fineTuningJobRoutes } from "./routes/openai/fine-tuning-jobs.js";
+import { openAiModelRoutes } from "./routes/openai/models.js";
 import { projectRoutes } from "./routes/projects.js";
 
 export function createApiApp(ctx: ServerContext): Hono<ApiEnv> {
   const app = new Hono<ApiEnv>();
-  app.onError(handleApiError);
-  app.notFound((c) => c.json(errorBody(`no route ${c.req.method} ${c.req.path}`, "not_found"), 404));
+  // OpenAI's routes answer in OpenAI's error shape, their bearer and rate-limit refusals included.
+  app.onError((error, c) =>
+    isOpenAiPath(c.req.path) ? openAiErrorResponse(c, error) : handleApiError(error, c),
+  );
+  app.notFound((c) => {
+    const message = `no route ${c.req.method} ${c.req.path}`;
+    if (isOpenAiPath(c.req.path)) return openAiErrorResponse(c, new ApiError(404, "not_found", message));
+    return c.json(errorBody(message, "not_found"), 404);
+  });
   // One rule for every route: no NUL in a query parameter or path segment (they reach the database).
   app.use("*", async (c, next) => {
     refuseNulInUrl(c.req.url);
@@ -50,6 +63,12 @@ export function createApiApp(ctx: ServerContext): Hono<ApiEnv> {
     inferenceRoutes,
     endpointRoutes,
     keyRoutes,
+    // OpenAI's API (docs/openai-fine-tuning.md); its /v1/models/{id} after svc's /v1/models/pull.
+    openAiModelRoutes,
+    fileRoutes,
+    fineTuningJobRoutes,
+    fineTuningEventRoutes,
+    openAiChatRoutes,
   ]) {
     app.route("/", routes(ctx));
   }

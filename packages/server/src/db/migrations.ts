@@ -1,6 +1,7 @@
 // The one set of migrations, written with Kysely's schema builder so the same
 // code creates the schema on SQLite and PostgreSQL.
 import type { Kysely, Migration, MigrationProvider } from "kysely";
+import { openAiJobsMigration } from "../store/openai-job-store.js";
 
 const initial: Migration = {
   async up(db: Kysely<unknown>) {
@@ -234,6 +235,7 @@ export const migrationProvider: MigrationProvider = {
       "0006_deployment_weight_format": deploymentWeightFormat,
       "0007_job_backend_workers": jobBackendWorkers,
       "0008_job_attempts": jobAttempts,
+      "0009_openai_jobs": openAiJobsMigration,
     };
   },
 };

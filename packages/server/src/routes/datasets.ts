@@ -28,7 +28,7 @@ import { datasetOr404, projectFromQuery } from "./access.js";
 import { datasetProfile, profileMaxLength, profileModel } from "./dataset-profiles.js";
 
 /** What an upload profiles the dataset for: a base model and the maxLength counts are read for. */
-interface ProfileRequest {
+export interface ProfileRequest {
   model: RegisteredModel;
   maxLength: number;
 }
@@ -89,34 +89,40 @@ async function datasetRows(bytes: Buffer, name: string, fetched: boolean): Promi
   throw badRequest(message, "invalid_dataset");
 }
 
+/**
+ * Validates a dataset file and stores it in `project` (file, then row), with
+ * its profile started when one is asked for: every upload's one way in
+ * (/v1/datasets and the OpenAI /v1/files alike).
+ */
+export async function storeDataset(
+  ctx: ServerContext,
+  project: Project,
+  name: string,
+  bytes: Buffer,
+  profile: ProfileRequest | null,
+  fetched = false,
+  checkedRows?: number,
+): Promise<{ dataset: Dataset; profile?: DatasetProfile }> {
+  const rows = checkedRows ?? (await datasetRows(bytes, name, fetched));
+  const id = uuidv7();
+  const path = ctx.dataDir.datasetPath(id);
+  await ctx.dataDir.writeAtomicAsync(path, bytes);
+  const row = { id, project_id: project.id, name, rows, bytes: bytes.length, path, created_at: nowIso() };
+  let dataset: Dataset;
+  try {
+    dataset = await ctx.store.datasets.insert(row);
+  } catch (error) {
+    // No row, no file: a refused or failed upload leaves nothing in the data dir.
+    ctx.dataDir.remove(path);
+    throw error;
+  }
+  if (!profile) return { dataset };
+  return { dataset, profile: await datasetProfile(ctx, row, profile.model, profile.maxLength) };
+}
+
 export function datasetRoutes(ctx: ServerContext) {
   const app = new Hono<ApiEnv>();
   const hubSplitRecords = new HubSplitRecords(ctx.dataDir.abs("hub-datasets"));
-
-  const store = async (
-    project: Project,
-    name: string,
-    bytes: Buffer,
-    profile: ProfileRequest | null,
-    fetched = false,
-    checkedRows?: number,
-  ): Promise<{ dataset: Dataset; profile?: DatasetProfile }> => {
-    const rows = checkedRows ?? (await datasetRows(bytes, name, fetched));
-    const id = uuidv7();
-    const path = ctx.dataDir.datasetPath(id);
-    await ctx.dataDir.writeAtomicAsync(path, bytes);
-    const row = { id, project_id: project.id, name, rows, bytes: bytes.length, path, created_at: nowIso() };
-    let dataset: Dataset;
-    try {
-      dataset = await ctx.store.datasets.insert(row);
-    } catch (error) {
-      // No row, no file: a refused or failed upload leaves nothing in the data dir.
-      ctx.dataDir.remove(path);
-      throw error;
-    }
-    if (!profile) return { dataset };
-    return { dataset, profile: await datasetProfile(ctx, row, profile.model, profile.maxLength) };
-  };
 
   app.post("/v1/datasets", async (c) => {
     const project = await projectFromQuery(ctx, c);
@@ -142,7 +148,7 @@ export function datasetRoutes(ctx: ServerContext) {
         });
         const config = loaded.source.config ? `/${loaded.source.config}` : "";
         const name = nameCheck(body.name, "name") ?? `${request.name}${config}:${request.split}`;
-        const stored = await store(project, name, loaded.jsonl, profile, false, loaded.rows);
+        const stored = await storeDataset(ctx, project, name, loaded.jsonl, profile, false, loaded.rows);
         return c.json({ ...stored, source: loaded.source }, 201);
       }
       const body = parseBody(fromUrlBody, json);
@@ -168,7 +174,7 @@ export function datasetRoutes(ctx: ServerContext) {
         limit: ctx.maxDatasetBytes,
         allowedHosts: ctx.datasetUrlAllow,
       });
-      return c.json(await store(project, name, bytes, profile, true), 201);
+      return c.json(await storeDataset(ctx, project, name, bytes, profile, true), 201);
     }
     const name = nameCheck(c.req.query("name"), "name") ?? "dataset.jsonl";
     const baseModel = c.req.query("baseModel");
@@ -181,7 +187,7 @@ export function datasetRoutes(ctx: ServerContext) {
     const bytes = await readBodyBytes(c, ctx.maxDatasetBytes);
     if (bytes.length === 0)
       throw badRequest("request body is empty; send the JSONL file as the body", "invalid_dataset");
-    return c.json(await store(project, name, bytes, profile), 201);
+    return c.json(await storeDataset(ctx, project, name, bytes, profile), 201);
   });
 
   app.get("/v1/datasets", async (c) => {

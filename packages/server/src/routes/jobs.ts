@@ -19,7 +19,7 @@ import {
 } from "../http/validate.js";
 import { nowIso, UUID_PATTERN, uuidv7 } from "../ids.js";
 import { checkJobBaseModel } from "../models/job-base-model.js";
-import { toJob } from "../store/job-store.js";
+import { type JobRow, toJob } from "../store/job-store.js";
 import { withQueuedReasons } from "../store/worker-store.js";
 import {
   type BaseModelInfo,
@@ -27,9 +27,11 @@ import {
   EVAL_FRACTION_RANGE,
   hyperparameterRanges,
   JOB_BACKENDS,
+  type Job,
   type JobHyperparameters,
   type JobLimits,
   LR_SCHEDULER_TYPES,
+  type Project,
   TORCH_MODELS,
   TRUNCATION_MODES,
 } from "../wire.js";
@@ -90,7 +92,7 @@ function checkTargetModules(targets: string[], model: BaseModelInfo): void {
 
 const uuid = () => string({ pattern: UUID_PATTERN, patternText: "a UUID" });
 
-const createJobBody = (limits: JobLimits) =>
+export const createJobBody = (limits: JobLimits) =>
   object({
     name: string({ min: 1, max: 200 }),
     baseModel: string({ min: 1, max: 200 }),
@@ -102,71 +104,92 @@ const createJobBody = (limits: JobLimits) =>
     backend: optional(oneOf(JOB_BACKENDS)),
   });
 
+/** A POST /v1/jobs body as createJobBody parsed it. */
+export type CreateJobRequest = ReturnType<ReturnType<typeof createJobBody>>;
+
+/**
+ * Checks a parsed job request against the server (base model, LoRA targets,
+ * datasets of `project`, step bound) and queues the job: the one way a job is
+ * made, for /v1/jobs and the OpenAI fine-tuning API alike.
+ */
+export async function createJob(ctx: ServerContext, project: Project, body: CreateJobRequest): Promise<Job> {
+  const baseModel = await checkJobBaseModel(
+    ctx.models,
+    body.baseModel,
+    body.hyperparameters ?? { lora: { ...DEFAULT_LORA } },
+    body.backend ?? "auto",
+  );
+  const targetModules = body.hyperparameters?.lora.targetModules;
+  if (targetModules) checkTargetModules(targetModules, baseModel);
+  if (body.hyperparameters?.torchModel === "transformers" && body.backend !== "torch")
+    throw badRequest(
+      `"hyperparameters.torchModel": "transformers" builds the model on the torch backend only: set "backend": "torch"`,
+    );
+  if (body.evalDatasetId && body.evalFraction !== undefined)
+    throw badRequest(`"evalFraction" cannot be combined with "evalDatasetId"`);
+  let trainRows = 0;
+  for (const field of ["datasetId", "evalDatasetId"] as const) {
+    const id = body[field];
+    if (id === undefined) continue;
+    const dataset = await ctx.store.datasets.get(id);
+    if (!dataset || dataset.project_id !== project.id)
+      throw badRequest(
+        `"${field}": no dataset ${id} in project ${project.orgSlug}/${project.slug}`,
+        "dataset_not_found",
+      );
+    if (field === "datasetId") trainRows = dataset.rows;
+  }
+  const hyperparameters: JobHyperparameters = body.hyperparameters ?? { lora: { ...DEFAULT_LORA } };
+  // Without maxSteps, epochs × batches decide the length: bound that too (all rows: an eval split only shortens it).
+  const steps = plannedSteps(trainRows, engineHyperparameters(hyperparameters));
+  if (steps > ctx.jobLimits.maxSteps)
+    throw badRequest(
+      `"hyperparameters.numTrainEpochs" makes this job train ${steps} steps over the dataset's ${trainRows} rows; this server allows at most ${ctx.jobLimits.maxSteps} (svc server --max-job-steps): lower numTrainEpochs or set maxSteps`,
+    );
+  const job = await ctx.store.jobs.insert({
+    id: uuidv7(),
+    project_id: project.id,
+    name: body.name,
+    status: "queued",
+    base_model: body.baseModel,
+    base_model_revision: null,
+    dataset_id: body.datasetId,
+    eval_dataset_id: body.evalDatasetId ?? null,
+    eval_fraction: body.evalFraction ?? null,
+    hyperparameters: JSON.stringify(hyperparameters),
+    dry_run: body.dryRun ? 1 : 0,
+    error: null,
+    created_at: nowIso(),
+    started_at: null,
+    finished_at: null,
+    cancel_requested: 0,
+    lease_owner: null,
+    lease_expires_at: null,
+    resume_from: null,
+    attempts: 0,
+    backend: body.backend ?? "auto",
+  });
+  ctx.wakeWorkers();
+  return (await withQueuedReasons(ctx.store.db, [job]))[0];
+}
+
+/** Cancels a job that has not finished (a queued one at once, a running one at its next step). */
+export async function cancelJob(ctx: ServerContext, job: JobRow): Promise<Job> {
+  if (job.status === "completed" || job.status === "failed" || job.status === "cancelled")
+    throw conflict(`job ${job.id} has already finished (${job.status})`, "job_finished");
+  const after = await ctx.store.jobs.requestCancel(job.id);
+  ctx.cancelRunning(job.id);
+  return toJob(after ?? job);
+}
+
 export function jobRoutes(ctx: ServerContext) {
   const app = new Hono<ApiEnv>();
   const createBody = createJobBody(ctx.jobLimits);
 
   app.post("/v1/jobs", async (c) => {
     const project = await projectFromQuery(ctx, c);
-    const body = parseBody(createBody, await readJson(c));
-    const baseModel = await checkJobBaseModel(
-      ctx.models,
-      body.baseModel,
-      body.hyperparameters ?? { lora: { ...DEFAULT_LORA } },
-      body.backend ?? "auto",
-    );
-    const targetModules = body.hyperparameters?.lora.targetModules;
-    if (targetModules) checkTargetModules(targetModules, baseModel);
-    if (body.hyperparameters?.torchModel === "transformers" && body.backend !== "torch")
-      throw badRequest(
-        `"hyperparameters.torchModel": "transformers" builds the model on the torch backend only: set "backend": "torch"`,
-      );
-    if (body.evalDatasetId && body.evalFraction !== undefined)
-      throw badRequest(`"evalFraction" cannot be combined with "evalDatasetId"`);
-    let trainRows = 0;
-    for (const field of ["datasetId", "evalDatasetId"] as const) {
-      const id = body[field];
-      if (id === undefined) continue;
-      const dataset = await ctx.store.datasets.get(id);
-      if (!dataset || dataset.project_id !== project.id)
-        throw badRequest(
-          `"${field}": no dataset ${id} in project ${project.orgSlug}/${project.slug}`,
-          "dataset_not_found",
-        );
-      if (field === "datasetId") trainRows = dataset.rows;
-    }
-    const hyperparameters: JobHyperparameters = body.hyperparameters ?? { lora: { ...DEFAULT_LORA } };
-    // Without maxSteps, epochs × batches decide the length: bound that too (all rows: an eval split only shortens it).
-    const steps = plannedSteps(trainRows, engineHyperparameters(hyperparameters));
-    if (steps > ctx.jobLimits.maxSteps)
-      throw badRequest(
-        `"hyperparameters.numTrainEpochs" makes this job train ${steps} steps over the dataset's ${trainRows} rows; this server allows at most ${ctx.jobLimits.maxSteps} (svc server --max-job-steps): lower numTrainEpochs or set maxSteps`,
-      );
-    const job = await ctx.store.jobs.insert({
-      id: uuidv7(),
-      project_id: project.id,
-      name: body.name,
-      status: "queued",
-      base_model: body.baseModel,
-      base_model_revision: null,
-      dataset_id: body.datasetId,
-      eval_dataset_id: body.evalDatasetId ?? null,
-      eval_fraction: body.evalFraction ?? null,
-      hyperparameters: JSON.stringify(hyperparameters),
-      dry_run: body.dryRun ? 1 : 0,
-      error: null,
-      created_at: nowIso(),
-      started_at: null,
-      finished_at: null,
-      cancel_requested: 0,
-      lease_owner: null,
-      lease_expires_at: null,
-      resume_from: null,
-      attempts: 0,
-      backend: body.backend ?? "auto",
-    });
-    ctx.wakeWorkers();
-    return c.json({ job: (await withQueuedReasons(ctx.store.db, [job]))[0] }, 201);
+    const job = await createJob(ctx, project, parseBody(createBody, await readJson(c)));
+    return c.json({ job }, 201);
   });
 
   app.get("/v1/jobs", async (c) => {
@@ -180,12 +203,7 @@ export function jobRoutes(ctx: ServerContext) {
   });
 
   app.post("/v1/jobs/:id/cancel", async (c) => {
-    const job = await jobOr404(ctx, c, c.req.param("id"));
-    if (job.status === "completed" || job.status === "failed" || job.status === "cancelled")
-      throw conflict(`job ${job.id} has already finished (${job.status})`, "job_finished");
-    const after = await ctx.store.jobs.requestCancel(job.id);
-    ctx.cancelRunning(job.id);
-    return c.json({ job: toJob(after ?? job) });
+    return c.json({ job: await cancelJob(ctx, await jobOr404(ctx, c, c.req.param("id"))) });
   });
   return app;
 }

@@ -1,4 +1,3 @@
-// GET /v1/models: the base models this server trains and serves.
 // GET /v1/upstreams: the external inference servers deployments may forward to.
 import { Hono } from "hono";
 import type { ApiEnv, ServerContext } from "../context.js";
@@ -6,7 +5,6 @@ import type { UpstreamInfo } from "../wire.js";
 
 export function modelRoutes(ctx: ServerContext) {
   const app = new Hono<ApiEnv>();
-  app.get("/v1/models", (c) => c.json({ models: ctx.models.list() }));
   app.get("/v1/upstreams", (c) => {
     const upstreams: UpstreamInfo[] = ctx.upstreams.names().map((name) => ({ name }));
     return c.json({ upstreams });

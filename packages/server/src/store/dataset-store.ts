@@ -24,6 +24,26 @@ export class DatasetStore {
     return this.db.selectFrom("datasets").selectAll().where("id", "=", id).executeTakeFirst();
   }
 
+  /**
+   * Deletes a dataset row and its profiles; the caller removes its file. A
+   * dataset a job trains or evaluates on stays (the jobs keep their inputs):
+   * returns the id of such a job instead.
+   */
+  async delete(id: string): Promise<{ deleted: true } | { usedByJob: string }> {
+    return this.db.transaction().execute(async (trx) => {
+      const job = await trx
+        .selectFrom("jobs")
+        .select("id")
+        .where((eb) => eb.or([eb("dataset_id", "=", id), eb("eval_dataset_id", "=", id)]))
+        .orderBy("id")
+        .executeTakeFirst();
+      if (job) return { usedByJob: job.id };
+      await trx.deleteFrom("dataset_profiles").where("dataset_id", "=", id).execute();
+      await trx.deleteFrom("datasets").where("id", "=", id).execute();
+      return { deleted: true as const };
+    });
+  }
+
   /** Every dataset row's file (relative to the data dir): what the startup sweep keeps. */
   async allPaths(): Promise<string[]> {
     const rows = await this.db.selectFrom("datasets").select("path").execute();

@@ -1,0 +1,85 @@
+// An svc job as OpenAI's fine_tuning.job object. Every svc job is one, however
+// it was made: one from svc start has no suffix or metadata.
+
+import type { OpenAiJobFacts } from "../../store/openai-job-store.js";
+import type { Job, JobStatus } from "../../wire.js";
+import { type SupervisedHyperparameters, seedOf, supervisedOf } from "./fine-tuning-hyperparameters.js";
+import {
+  type FineTunedModelName,
+  fileId,
+  fineTunedModelId,
+  fineTuningJobId,
+  resultFileId,
+} from "./openai-ids.js";
+
+/** svc's job statuses as OpenAI's (svc validates files at upload, so no job is ever "validating_files"). */
+const STATUS: Record<JobStatus, string> = {
+  queued: "queued",
+  running: "running",
+  completed: "succeeded",
+  failed: "failed",
+  cancelled: "cancelled",
+};
+
+export const unixSeconds = (iso: string): number => Math.floor(Date.parse(iso) / 1000);
+
+export interface FineTuningJobObject {
+  id: string;
+  object: "fine_tuning.job";
+  created_at: number;
+  finished_at: number | null;
+  model: string;
+  fine_tuned_model: string | null;
+  organization_id: string;
+  status: string;
+  hyperparameters: SupervisedHyperparameters;
+  method: { type: "supervised"; supervised: { hyperparameters: SupervisedHyperparameters } };
+  training_file: string;
+  validation_file: string | null;
+  result_files: string[];
+  trained_tokens: number | null;
+  error: { code: string; message: string; param: string | null } | null;
+  seed: number;
+  estimated_finish: number | null;
+  integrations: null;
+  metadata: Record<string, string> | null;
+  user_provided_suffix: string | null;
+}
+
+export const modelNameOf = (job: Job, orgSlug: string, facts: OpenAiJobFacts): FineTunedModelName => ({
+  baseModel: job.baseModel,
+  orgSlug,
+  suffix: facts.suffix ?? "",
+  jobId: job.id,
+});
+
+export function fineTuningJobObject(job: Job, orgSlug: string, facts: OpenAiJobFacts): FineTuningJobObject {
+  const hyperparameters = supervisedOf(job.hyperparameters);
+  const succeeded = job.status === "completed";
+  return {
+    id: fineTuningJobId(job.id),
+    object: "fine_tuning.job",
+    created_at: unixSeconds(job.createdAt),
+    finished_at: job.finishedAt ? unixSeconds(job.finishedAt) : null,
+    model: job.baseModel,
+    fine_tuned_model: succeeded ? fineTunedModelId(modelNameOf(job, orgSlug, facts)) : null,
+    organization_id: orgSlug,
+    status: STATUS[job.status],
+    hyperparameters,
+    method: { type: "supervised", supervised: { hyperparameters } },
+    training_file: fileId(job.datasetId),
+    validation_file: job.evalDatasetId ? fileId(job.evalDatasetId) : null,
+    result_files: succeeded ? [resultFileId(job.id)] : [],
+    // svc counts no trained tokens per job (yet).
+    trained_tokens: null,
+    error:
+      job.status === "failed"
+        ? { code: "training_failed", message: job.error ?? "the job failed", param: null }
+        : null,
+    seed: seedOf(job.hyperparameters),
+    estimated_finish: null,
+    integrations: null,
+    metadata: facts.metadata,
+    user_provided_suffix: facts.suffix,
+  };
+}

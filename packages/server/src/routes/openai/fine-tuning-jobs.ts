@@ -1,0 +1,241 @@
+// OpenAI's fine-tuning jobs: POST /v1/fine_tuning/jobs, GET /v1/fine_tuning/jobs
+// (after, limit, metadata[k]=v), GET …/{id}, POST …/{id}/cancel, …/pause,
+// …/resume. A fine-tuning job is an svc job, made by createJob as POST /v1/jobs
+// makes one; every svc job of the project is listed, however it was made.
+import { randomInt } from "node:crypto";
+import { type Context, Hono } from "hono";
+import type { ApiEnv, ServerContext } from "../../context.js";
+import { ApiError } from "../../http/api-error.js";
+import { readJson } from "../../http/body.js";
+import { noSuch, OpenAiError } from "../../http/openai-error.js";
+import {
+  type Check,
+  inRange,
+  nullable,
+  object,
+  oneOf,
+  optional,
+  parseBody,
+  string,
+} from "../../http/validate.js";
+import { metadataCheck } from "../../inference/chat-params.js";
+import type { JobRow } from "../../store/job-store.js";
+import { toJob } from "../../store/job-store.js";
+import { OpenAiJobStore } from "../../store/openai-job-store.js";
+import { type Job, type JobLimits, type Project, SEED_RANGE } from "../../wire.js";
+import { cancelJob, createJob, createJobBody } from "../jobs.js";
+import {
+  MAX_EPOCHS,
+  MAX_MULTIPLIER,
+  type RequestedHyperparameters,
+  resolveSupervised,
+  svcHyperparameters,
+} from "./fine-tuning-hyperparameters.js";
+import { fineTuningJobObject } from "./fine-tuning-job-object.js";
+import { datasetIdOf, fineTuningJobId, jobIdOf } from "./openai-ids.js";
+import { checkQuery, limitQuery, metadataFilters, pageAfter } from "./openai-list.js";
+import { canSee, scopedProject } from "./openai-scope.js";
+
+const refuse = (param: string, message: string, code = "invalid_request") =>
+  new OpenAiError(400, code, message, param);
+
+/** A number within its check, or "auto". */
+const autoOr =
+  (check: Check<number>): Check<number | "auto"> =>
+  (value, path) =>
+    value === "auto" ? "auto" : check(value, path);
+
+const hyperparametersCheck = (limits: JobLimits) =>
+  object({
+    n_epochs: optional(autoOr(inRange({ integer: true, min: 1, max: MAX_EPOCHS }))),
+    batch_size: optional(autoOr(inRange({ integer: true, min: 1, max: limits.batchSize }))),
+    learning_rate_multiplier: optional(
+      autoOr(inRange({ integer: false, exclusiveMin: 0, max: MAX_MULTIPLIER })),
+    ),
+    reasoning_effort: optional((_value: unknown, path: string): never => {
+      throw refuse(path, `"${path}": svc's models are not reasoning models; leave reasoning_effort out`);
+    }),
+  });
+
+/** method: only "supervised" trains here; DPO and reinforcement come with post-training. */
+const methodCheck =
+  (limits: JobLimits): Check<RequestedHyperparameters | undefined> =>
+  (value, path) => {
+    const type = typeof value === "object" && value !== null ? (value as { type?: unknown }).type : undefined;
+    if (type === "dpo" || type === "reinforcement")
+      throw refuse(
+        `${path}.type`,
+        `"${path}.type": ${JSON.stringify(type)} is not served yet: svc trains "supervised" jobs; DPO and reinforcement come with post-training`,
+        "unsupported_method",
+      );
+    const method = object({
+      type: oneOf(["supervised"] as const),
+      supervised: optional(object({ hyperparameters: optional(hyperparametersCheck(limits)) })),
+    })(value, path);
+    return method.supervised?.hyperparameters;
+  };
+
+const SUFFIX = /^[A-Za-z0-9._-]+$/;
+
+const createBody = (limits: JobLimits) =>
+  object({
+    model: string({ min: 1, max: 300 }),
+    training_file: string({ min: 1, max: 200 }),
+    validation_file: nullable(optional(string({ min: 1, max: 200 }))),
+    suffix: nullable(
+      optional(
+        string({ min: 1, max: 64, pattern: SUFFIX, patternText: "letters, digits, '.', '_' and '-'" }),
+      ),
+    ),
+    seed: nullable(optional(inRange(SEED_RANGE))),
+    metadata: nullable(optional(metadataCheck)),
+    method: optional(methodCheck(limits)),
+    hyperparameters: optional(hyperparametersCheck(limits)),
+    integrations: nullable(
+      optional((value: unknown, path: string) => {
+        if (Array.isArray(value) && value.length === 0) return value;
+        throw refuse(path, `"${path}": svc has no integrations (Weights & Biases); send [] or leave it out`);
+      }),
+    ),
+  });
+
+/** svc's field names in createJob's refusals, and the request's field each came from. */
+function openAiParams(hyperparametersPath: string): [string, string][] {
+  return [
+    ["baseModel", "model"],
+    ["datasetId", "training_file"],
+    ["evalDatasetId", "validation_file"],
+    ["hyperparameters.numTrainEpochs", `${hyperparametersPath}.n_epochs`],
+    ["hyperparameters.batchSize", `${hyperparametersPath}.batch_size`],
+    ["hyperparameters.learningRate", `${hyperparametersPath}.learning_rate_multiplier`],
+  ];
+}
+
+/** A refusal of createJob's, naming the OpenAI request's field instead of svc's. */
+function inOpenAiTerms(error: unknown, hyperparametersPath: string): unknown {
+  if (!(error instanceof ApiError) || error.status !== 400) return error;
+  for (const [svc, openAi] of openAiParams(hyperparametersPath)) {
+    if (error.message.startsWith(`"${svc}`))
+      return new OpenAiError(400, error.code, error.message.replace(`"${svc}`, `"${openAi}`), openAi);
+  }
+  return error;
+}
+
+export function fineTuningJobRoutes(ctx: ServerContext) {
+  const app = new Hono<ApiEnv>();
+  const facts = new OpenAiJobStore(ctx.store.db);
+  const body = createBody(ctx.jobLimits);
+  const svcBody = createJobBody(ctx.jobLimits);
+
+  const datasetOf = async (project: Project, field: string, id: string) => {
+    const datasetId = datasetIdOf(id);
+    const dataset = datasetId ? await ctx.store.datasets.get(datasetId) : undefined;
+    if (!dataset || dataset.project_id !== project.id)
+      throw refuse(
+        field,
+        `invalid ${field}: no file ${id} in project ${project.orgSlug}/${project.slug}`,
+        `invalid_${field}`,
+      );
+    return dataset;
+  };
+
+  const objectOf = async (job: Job) =>
+    fineTuningJobObject(job, await facts.orgSlugOf(job.projectId), await facts.facts(job.id));
+
+  app.post("/v1/fine_tuning/jobs", async (c) => {
+    const project = await scopedProject(ctx, c);
+    const request = parseBody(body, await readJson(c));
+    if (request.model.startsWith("ft:"))
+      throw refuse(
+        "model",
+        `"model": continuing from a fine-tuned model (${request.model}) is not supported by svc jobs yet; name its base model`,
+        "model_not_supported",
+      );
+    if (request.method && request.hyperparameters)
+      throw refuse(
+        "hyperparameters",
+        `"hyperparameters" (legacy) and "method" cannot both be given; send method.supervised.hyperparameters`,
+      );
+    const train = await datasetOf(project, "training_file", request.training_file);
+    const validation = request.validation_file
+      ? await datasetOf(project, "validation_file", request.validation_file)
+      : undefined;
+    const hpPath = request.hyperparameters ? "hyperparameters" : "method.supervised.hyperparameters";
+    const resolved = resolveSupervised(
+      request.method ?? request.hyperparameters ?? {},
+      train.rows,
+      ctx.jobLimits,
+    );
+    const seed = request.seed ?? randomInt(0, (SEED_RANGE.max as number) + 1);
+    const svcRequest = parseBody(svcBody, {
+      name: request.suffix ?? "fine-tuning job",
+      baseModel: request.model,
+      datasetId: train.id,
+      ...(validation ? { evalDatasetId: validation.id } : {}),
+      hyperparameters: svcHyperparameters(resolved, seed, train.rows, validation !== undefined),
+    });
+    let job: Job;
+    try {
+      job = await createJob(ctx, project, svcRequest);
+    } catch (error) {
+      throw inOpenAiTerms(error, hpPath);
+    }
+    await facts.insert(job.id, request.suffix ?? null, request.metadata ?? null);
+    return c.json(await objectOf(job), 200);
+  });
+
+  app.get("/v1/fine_tuning/jobs", async (c) => {
+    checkQuery(c, ["after", "limit"], true);
+    const project = await scopedProject(ctx, c);
+    const limit = limitQuery(c, 100, 20);
+    const jobs = await ctx.store.jobs.list(project.id);
+    const all = await facts.factsOf(jobs.map((job) => job.id));
+    const orgSlug = await facts.orgSlugOf(project.id);
+    const filters = metadataFilters(c);
+    const objects = jobs
+      .filter((job) => filters.every(([key, value]) => all.get(job.id)?.metadata?.[key] === value))
+      .map((job) =>
+        fineTuningJobObject(
+          job,
+          orgSlug,
+          all.get(job.id) ?? { suffix: null, metadata: null, modelDeleted: false },
+        ),
+      );
+    return c.json({ object: "list", ...pageAfter(objects, c.req.query("after"), limit) });
+  });
+
+  app.get("/v1/fine_tuning/jobs/:id", async (c) => {
+    return c.json(await objectOf(toJob(await fineTuningJobOr404(ctx, c, c.req.param("id")))));
+  });
+
+  app.post("/v1/fine_tuning/jobs/:id/cancel", async (c) => {
+    return c.json(await objectOf(await cancelJob(ctx, await fineTuningJobOr404(ctx, c, c.req.param("id")))));
+  });
+
+  // svc jobs have no pause yet: refused, as docs/openai-fine-tuning.md says, after the job is found.
+  for (const action of ["pause", "resume"]) {
+    app.post(`/v1/fine_tuning/jobs/:id/${action}`, async (c) => {
+      const job = await fineTuningJobOr404(ctx, c, c.req.param("id"));
+      throw new OpenAiError(
+        400,
+        "not_supported",
+        `svc jobs cannot be paused or resumed yet (${fineTuningJobId(job.id)} is ${job.status}); cancel the job and start a new one`,
+        null,
+      );
+    });
+  }
+  return app;
+}
+
+/** The job a fine-tuning job id names, when the caller may see it; else OpenAI's 404. */
+export async function fineTuningJobOr404(
+  ctx: ServerContext,
+  c: Context<ApiEnv>,
+  id: string,
+): Promise<JobRow> {
+  const jobId = jobIdOf(id);
+  const job = jobId ? await ctx.store.jobs.get(jobId) : undefined;
+  if (!job || !(await canSee(ctx, c, job.project_id)))
+    throw noSuch("fine-tuning job", id, "fine_tuning_job_id");
+  return job;
+}

@@ -1,0 +1,374 @@
+// The OpenAI fine-tuning API of a real `svc server` (loopback, SQLite and
+// PostgreSQL), driven by the official `openai` npm client as a script written
+// for OpenAI would drive it: only baseURL, the key and the organization and
+// project options (svc's slugs) differ. Files go up, a supervised job trains
+// svc/pico-llama for 4 steps, its events are followed with the client's
+// pagination, its checkpoints read, its ft: model and a checkpoint's answer
+// chat completions, models are listed and deleted, a job is cancelled; and
+// each documented refusal comes back with OpenAI's status and error body.
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { fileURLToPath } from "node:url";
+import OpenAI, { APIError, toFile } from "openai";
+import {
+  type Backend,
+  call,
+  chatJsonl,
+  createJob,
+  type Identity,
+  newIdentity,
+  serverFor,
+  until,
+  uploadDataset,
+} from "./harness.js";
+
+const PICO = "svc/pico-llama";
+const PICO_DIR = join(fileURLToPath(new URL("../../../..", import.meta.url)), "models/pico-llama");
+
+type Server = Awaited<ReturnType<typeof serverFor>>;
+
+const clientFor = (
+  server: Server,
+  id: Identity,
+  scope: { organization?: string | null; project?: string | null } = {},
+) =>
+  new OpenAI({
+    apiKey: id.token,
+    baseURL: `${server.apiUrl}/v1`,
+    organization: scope.organization === undefined ? id.orgSlug : scope.organization,
+    project: scope.project === undefined ? id.projectSlug : scope.project,
+    maxRetries: 0,
+  });
+
+/** The client's error for `request`, checked to be OpenAI's shape with this status, param and code. */
+async function refused(
+  request: Promise<unknown>,
+  expected: { status: number; param: string | null; code: string; message?: RegExp },
+): Promise<APIError> {
+  const error = await request.then(
+    () => assert.fail("the request was not refused"),
+    (e: unknown) => e,
+  );
+  assert.ok(error instanceof APIError, `not an APIError: ${error}`);
+  assert.equal(error.status, expected.status, error.message);
+  const body = error.error as Record<string, unknown>;
+  assert.deepEqual(Object.keys(body).sort(), ["code", "message", "param", "type"]);
+  // OpenAI types every client error so, a wrong API key included.
+  assert.equal(body.type, "invalid_request_error");
+  assert.equal(body.param, expected.param);
+  assert.equal(body.code, expected.code);
+  if (expected.message) assert.match(String(body.message), expected.message);
+  return error;
+}
+
+const jsonl = (rows: number) => toFile(Buffer.from(chatJsonl(rows)), "train.jsonl");
+
+for (const backend of ["sqlite", "postgres"] as Backend[]) {
+  describe(`OpenAI fine-tuning API with the official client (${backend})`, () => {
+    let server: Server;
+    let id: Identity;
+    let client: OpenAI;
+    before(async () => {
+      server = await serverFor(backend, ["--model", `${PICO}=${PICO_DIR}`]);
+      id = await newIdentity(server.apiUrl);
+      client = clientFor(server, id);
+    });
+    after(() => server?.cleanup());
+
+    it("uploads, trains, follows events, reads checkpoints, chats with the ft: model and a checkpoint, deletes the model", async () => {
+      const training = await client.files.create({ file: await jsonl(8), purpose: "fine-tune" });
+      assert.equal(training.object, "file");
+      assert.equal(training.purpose, "fine-tune");
+      assert.equal(training.filename, "train.jsonl");
+      assert.equal(training.bytes, Buffer.byteLength(chatJsonl(8)));
+      assert.match(training.id, /^file-/);
+      const validation = await client.files.create({
+        file: await toFile(Buffer.from(chatJsonl(4)), "valid.jsonl"),
+        purpose: "fine-tune",
+      });
+      const listed = [];
+      for await (const file of client.files.list({ purpose: "fine-tune", limit: 1 })) listed.push(file.id);
+      assert.deepEqual(listed, [validation.id, training.id]);
+      assert.equal((await client.files.retrieve(training.id)).bytes, training.bytes);
+      assert.equal(await (await client.files.content(training.id)).text(), chatJsonl(8));
+
+      const created = await client.fineTuning.jobs.create({
+        model: PICO,
+        training_file: training.id,
+        validation_file: validation.id,
+        suffix: "demo",
+        seed: 7,
+        metadata: { team: "support" },
+        method: {
+          type: "supervised",
+          supervised: { hyperparameters: { n_epochs: 2, batch_size: 4, learning_rate_multiplier: 5 } },
+        },
+      });
+      assert.equal(created.object, "fine_tuning.job");
+      assert.match(created.id, /^ftjob-/);
+      assert.ok(["queued", "running"].includes(created.status), created.status);
+      assert.deepEqual(created.hyperparameters, { n_epochs: 2, batch_size: 4, learning_rate_multiplier: 5 });
+      assert.deepEqual(created.method, {
+        type: "supervised",
+        supervised: { hyperparameters: { n_epochs: 2, batch_size: 4, learning_rate_multiplier: 5 } },
+      });
+      assert.equal(created.seed, 7);
+      assert.deepEqual(created.metadata, { team: "support" });
+      assert.equal(created.fine_tuned_model, null);
+
+      // The same job is an svc job: /v1/jobs shows it, with svc's learning rate (5 × 2e-4).
+      const svcJob = await call(server.apiUrl, "GET", `/v1/jobs/${created.id.slice("ftjob-".length)}`, {
+        token: id.token,
+      });
+      assert.equal(svcJob.status, 200);
+      assert.equal(svcJob.body.job.hyperparameters.learningRate, 1e-3);
+      assert.equal(svcJob.body.job.hyperparameters.numTrainEpochs, 2);
+
+      const job = await until(
+        "the job to finish",
+        async () => {
+          const j = await client.fineTuning.jobs.retrieve(created.id);
+          return ["succeeded", "failed", "cancelled"].includes(j.status) && j;
+        },
+        180_000,
+      );
+      assert.equal(job.status, "succeeded", JSON.stringify(job.error));
+      assert.equal(
+        job.fine_tuned_model,
+        `ft:${PICO}:${id.orgSlug}:demo:${created.id.slice("ftjob-".length)}`,
+      );
+      assert.equal((job as { user_provided_suffix?: string }).user_provided_suffix, "demo");
+      assert.ok(job.finished_at && job.finished_at >= job.created_at);
+
+      // Events, newest first, page by page (2 a page) through the client's auto-pagination.
+      const events = [];
+      for await (const event of client.fineTuning.jobs.listEvents(job.id, { limit: 2 })) events.push(event);
+      assert.equal(new Set(events.map((e) => e.id)).size, events.length);
+      assert.equal(events[0].message, "The job has successfully completed");
+      assert.equal(events.at(-1)?.message, "Fine-tuning job started");
+      const metrics = events.filter((e) => e.type === "metrics");
+      assert.deepEqual(
+        metrics.map((e) => (e.data as { step: number }).step),
+        [4, 3, 2, 1],
+      );
+      for (const e of metrics) {
+        const data = e.data as Record<string, number>;
+        assert.equal(e.object, "fine_tuning.job.event");
+        assert.equal(e.level, "info");
+        assert.equal(typeof data.train_loss, "number");
+        assert.equal(data.total_steps, 4);
+      }
+      assert.equal(typeof (metrics[0].data as Record<string, number>).valid_loss, "number");
+
+      const checkpoints = (await client.fineTuning.jobs.checkpoints.list(job.id)).data;
+      assert.ok(checkpoints.length >= 1);
+      const atStep2 = checkpoints.find((c) => c.step_number === 2);
+      assert.ok(atStep2, JSON.stringify(checkpoints));
+      assert.equal(atStep2.object, "fine_tuning.job.checkpoint");
+      assert.equal(atStep2.fine_tuning_job_id, job.id);
+      assert.equal(atStep2.fine_tuned_model_checkpoint, `${job.fine_tuned_model}:ckpt-step-2`);
+      assert.equal(typeof atStep2.metrics.train_loss, "number");
+      assert.equal(typeof atStep2.metrics.valid_loss, "number");
+
+      // The result file: OpenAI's metrics CSV, one row a step.
+      assert.equal(job.result_files.length, 1);
+      const csv = await (await client.files.content(job.result_files[0])).text();
+      const lines = csv.trim().split("\n");
+      assert.equal(lines[0], "step,train_loss,train_accuracy,valid_loss,valid_mean_token_accuracy");
+      assert.deepEqual(
+        lines.slice(1).map((line) => Number(line.split(",")[0])),
+        [1, 2, 3, 4],
+      );
+
+      for (const model of [job.fine_tuned_model as string, atStep2.fine_tuned_model_checkpoint, PICO]) {
+        const completion = await client.chat.completions.create({
+          model,
+          messages: [{ role: "user", content: "What is 3 plus one?" }],
+          max_tokens: 3,
+        });
+        assert.equal(completion.object, "chat.completion");
+        assert.equal(completion.model, model);
+        assert.equal(typeof completion.choices[0].message.content, "string");
+      }
+
+      const models = (await client.models.list()).data;
+      assert.ok(models.some((m) => m.id === PICO && m.object === "model" && m.owned_by === "svc"));
+      assert.ok(models.some((m) => m.id === job.fine_tuned_model && m.owned_by === id.orgSlug));
+      assert.equal((await client.models.retrieve(PICO)).id, PICO);
+      assert.equal((await client.models.retrieve(job.fine_tuned_model as string)).id, job.fine_tuned_model);
+      // svc's own clients still read `models` from the same answer.
+      const raw = await call(server.apiUrl, "GET", "/v1/models", { token: id.token });
+      assert.ok(raw.body.models.some((m: { name: string }) => m.name === PICO));
+
+      assert.deepEqual(await client.models.delete(job.fine_tuned_model as string), {
+        id: job.fine_tuned_model,
+        object: "model",
+        deleted: true,
+      });
+      assert.ok(!(await client.models.list()).data.some((m) => m.id === job.fine_tuned_model));
+      await refused(
+        client.chat.completions.create({
+          model: job.fine_tuned_model as string,
+          messages: [{ role: "user", content: "hi" }],
+        }),
+        {
+          status: 404,
+          param: "model",
+          code: "model_not_found",
+        },
+      );
+      await refused(client.models.delete(PICO), {
+        status: 403,
+        param: "model",
+        code: "model_not_deletable",
+      });
+
+      // A file a job trained on stays with the job; one no job uses is deleted.
+      await refused(client.files.delete(training.id), { status: 409, param: "file_id", code: "file_in_use" });
+      const spare = await client.files.create({ file: await jsonl(2), purpose: "fine-tune" });
+      assert.deepEqual(await client.files.delete(spare.id), { id: spare.id, object: "file", deleted: true });
+      await refused(client.files.retrieve(spare.id), { status: 404, param: "file_id", code: "not_found" });
+    });
+
+    it("lists svc jobs made without this API, filters by metadata, cancels, and refuses pause", async () => {
+      const dataset = await uploadDataset(server.apiUrl, id, chatJsonl(8));
+      const svcJob = await createJob(
+        server.apiUrl,
+        id,
+        dataset.id,
+        { maxSteps: 1 },
+        { baseModel: PICO, dryRun: true },
+      );
+      const long = await client.fineTuning.jobs.create({
+        model: PICO,
+        training_file: `file-${dataset.id}`,
+        metadata: { run: "long" },
+        hyperparameters: { n_epochs: 50, batch_size: 1 },
+      });
+      assert.deepEqual(long.hyperparameters, { n_epochs: 50, batch_size: 1, learning_rate_multiplier: 1 });
+      const all = [];
+      for await (const j of client.fineTuning.jobs.list({ limit: 1 })) all.push(j.id);
+      assert.ok(all.includes(`ftjob-${svcJob.id}`));
+      assert.equal(all[0], long.id, "newest first");
+      const filtered = await client.fineTuning.jobs.list({ metadata: { run: "long" } });
+      assert.deepEqual(
+        filtered.data.map((j) => j.id),
+        [long.id],
+      );
+      await refused(client.fineTuning.jobs.pause(long.id), {
+        status: 400,
+        param: null,
+        code: "not_supported",
+      });
+      await client.fineTuning.jobs.cancel(long.id);
+      const cancelled = await until("the job to stop", async () => {
+        const j = await client.fineTuning.jobs.retrieve(long.id);
+        return j.status === "cancelled" && j;
+      });
+      assert.equal(cancelled.fine_tuned_model, null);
+      await refused(client.fineTuning.jobs.cancel(long.id), {
+        status: 409,
+        param: null,
+        code: "job_finished",
+      });
+      await refused(client.fineTuning.jobs.retrieve("ftjob-nothing"), {
+        status: 404,
+        param: "fine_tuning_job_id",
+        code: "not_found",
+      });
+    });
+
+    it("refuses what it cannot honour with OpenAI's status and error body", async () => {
+      await refused(client.files.create({ file: await jsonl(2), purpose: "assistants" }), {
+        status: 400,
+        param: "purpose",
+        code: "invalid_request",
+        message: /fine-tune/,
+      });
+      const badLine = `${chatJsonl(1)}{"messages": [{"role": "user"}]}\n`;
+      await refused(
+        client.files.create({ file: await toFile(Buffer.from(badLine), "bad.jsonl"), purpose: "fine-tune" }),
+        {
+          status: 400,
+          param: "file",
+          code: "invalid_file_format",
+          message: /bad\.jsonl line 2/,
+        },
+      );
+      const training = await client.files.create({ file: await jsonl(4), purpose: "fine-tune" });
+      const base = { model: PICO, training_file: training.id };
+      await refused(client.fineTuning.jobs.create({ ...base, learning_rate: 0.1 } as never), {
+        status: 400,
+        param: "learning_rate",
+        code: "invalid_request",
+        message: /is not a known field/,
+      });
+      await refused(
+        client.fineTuning.jobs.create({
+          ...base,
+          method: { type: "dpo", dpo: { hyperparameters: { beta: 0.1 } } },
+        }),
+        { status: 400, param: "method.type", code: "unsupported_method", message: /post-training/ },
+      );
+      await refused(client.fineTuning.jobs.create({ ...base, method: { type: "reinforcement" } } as never), {
+        status: 400,
+        param: "method.type",
+        code: "unsupported_method",
+      });
+      await refused(
+        client.fineTuning.jobs.create({
+          ...base,
+          method: { type: "supervised", supervised: { hyperparameters: { n_epochs: 0 } } },
+        }),
+        { status: 400, param: "method.supervised.hyperparameters.n_epochs", code: "invalid_request" },
+      );
+      await refused(
+        client.fineTuning.jobs.create({
+          ...base,
+          model: `ft:${PICO}:x::0192f2a4-7b1c-7d3e-8f00-0123456789ab`,
+        }),
+        {
+          status: 400,
+          param: "model",
+          code: "model_not_supported",
+        },
+      );
+      await refused(client.fineTuning.jobs.create({ ...base, model: "svc/none" }), {
+        status: 400,
+        param: "model",
+        code: "unknown_base_model",
+      });
+      await refused(client.fineTuning.jobs.create({ ...base, training_file: "file-nothing" }), {
+        status: 400,
+        param: "training_file",
+        code: "invalid_training_file",
+      });
+      // Scope: none, another org, another project; a bad key.
+      await refused(clientFor(server, id, { organization: null, project: null }).files.list(), {
+        status: 400,
+        param: null,
+        code: "missing_scope",
+      });
+      await refused(clientFor(server, id, { organization: "someone-else" }).files.list(), {
+        status: 401,
+        param: null,
+        code: "no_such_organization",
+      });
+      const other = await newIdentity(server.apiUrl, "other");
+      await refused(
+        clientFor(server, id).files.retrieve(`file-${(await uploadDataset(server.apiUrl, other)).id}`),
+        {
+          status: 404,
+          param: "file_id",
+          code: "not_found",
+        },
+      );
+      await refused(clientFor(server, { ...id, token: "svc-wrong" }).files.list(), {
+        status: 401,
+        param: null,
+        code: "unauthorized",
+      });
+    });
+  });
+}
