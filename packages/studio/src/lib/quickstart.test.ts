@@ -6,11 +6,26 @@ const URL_ = "http://support-bot.localhost:4200/v1/chat/completions";
 const keyed = { url: URL_, authMode: "fixed_api_key" as const, slug: "support-bot" };
 const open = { ...keyed, authMode: "none" as const };
 
-test("one operation: POST /v1/chat/completions", () => {
+test("two operations: POST /v1/chat/completions and POST /v1/responses", () => {
   assert.deepEqual(
     QUICKSTART_OPERATIONS.map((o) => o.label),
-    ["POST /v1/chat/completions"],
+    ["POST /v1/chat/completions", "POST /v1/responses"],
   );
+});
+
+test("POST /v1/responses: the same base URL and key, an input instead of messages", () => {
+  const curl = quickstartSample("curl", keyed, "responses");
+  assert.match(curl, /^curl http:\/\/support-bot\.localhost:4200\/v1\/responses \\/);
+  assert.ok(curl.includes('-H "Authorization: Bearer YOUR_API_KEY"'));
+  assert.ok(curl.includes('"input": "Hello!"'));
+  const python = quickstartSample("python", open, "responses");
+  assert.ok(python.includes('base_url="http://127.0.0.1:4200/d/support-bot/v1",'));
+  assert.ok(python.includes("client.responses.create("));
+  assert.ok(python.includes("print(response.output_text)"));
+  const js = quickstartSample("javascript", keyed, "responses");
+  assert.ok(js.includes("await client.responses.create({"));
+  assert.ok(js.includes("console.log(response.output_text);"));
+  assert.ok(!js.includes("messages"));
 });
 
 test("client base URL ends in /v1 (the library appends the route)", () => {

@@ -14,6 +14,7 @@ export const QUICKSTART_LANGUAGES: { id: QuickstartLanguage; label: string }[] =
 /** Operations the samples cover; further compatible routes (e.g. /v1/embeddings) slot in here. */
 export const QUICKSTART_OPERATIONS = [
   { id: "chat.completions", label: "POST /v1/chat/completions", route: "/chat/completions" },
+  { id: "responses", label: "POST /v1/responses", route: "/responses" },
 ] as const;
 
 export type QuickstartOperation = (typeof QUICKSTART_OPERATIONS)[number]["id"];
@@ -49,21 +50,42 @@ export function clientBaseUrl(url: string, slug: string): string {
   return hostBaseUrl(url);
 }
 
-export function quickstartSample(language: QuickstartLanguage, input: QuickstartInput): string {
+export function quickstartSample(
+  language: QuickstartLanguage,
+  input: QuickstartInput,
+  operation: QuickstartOperation = "chat.completions",
+): string {
   const keyed = input.authMode === "fixed_api_key";
   const base = clientBaseUrl(input.url, input.slug);
+  const responses = operation === "responses";
   if (language === "curl") {
-    const lines = [`curl ${input.url} \\`, `  -H "Content-Type: application/json" \\`];
+    const url = responses ? `${hostBaseUrl(input.url)}/responses` : input.url;
+    const lines = [`curl ${url} \\`, `  -H "Content-Type: application/json" \\`];
     if (keyed) lines.push(`  -H "Authorization: Bearer ${API_KEY_PLACEHOLDER}" \\`);
     lines.push(
       `  -d '{`,
       `    "model": "${input.slug}",`,
-      `    "messages": [{ "role": "user", "content": "Hello!" }]`,
+      responses ? `    "input": "Hello!"` : `    "messages": [{ "role": "user", "content": "Hello!" }]`,
       `  }'`,
     );
     return lines.join("\n");
   }
   if (language === "python") {
+    const call = responses
+      ? [
+          "response = client.responses.create(",
+          `    model="${input.slug}",`,
+          `    input="Hello!",`,
+          ")",
+          "print(response.output_text)",
+        ]
+      : [
+          "completion = client.chat.completions.create(",
+          `    model="${input.slug}",`,
+          `    messages=[{"role": "user", "content": "Hello!"}],`,
+          ")",
+          "print(completion.choices[0].message.content)",
+        ];
     return [
       "from openai import OpenAI",
       "",
@@ -74,13 +96,24 @@ export function quickstartSample(language: QuickstartLanguage, input: Quickstart
         : `    api_key="${NO_AUTH_PLACEHOLDER}",  # public endpoint: no key needed`,
       ")",
       "",
-      "completion = client.chat.completions.create(",
-      `    model="${input.slug}",`,
-      `    messages=[{"role": "user", "content": "Hello!"}],`,
-      ")",
-      "print(completion.choices[0].message.content)",
+      ...call,
     ].join("\n");
   }
+  const call = responses
+    ? [
+        "const response = await client.responses.create({",
+        `  model: "${input.slug}",`,
+        '  input: "Hello!",',
+        "});",
+        "console.log(response.output_text);",
+      ]
+    : [
+        "const completion = await client.chat.completions.create({",
+        `  model: "${input.slug}",`,
+        '  messages: [{ role: "user", content: "Hello!" }],',
+        "});",
+        "console.log(completion.choices[0].message.content);",
+      ];
   return [
     'import OpenAI from "openai";',
     "",
@@ -91,10 +124,6 @@ export function quickstartSample(language: QuickstartLanguage, input: Quickstart
       : `  apiKey: "${NO_AUTH_PLACEHOLDER}", // public endpoint: no key needed`,
     "});",
     "",
-    "const completion = await client.chat.completions.create({",
-    `  model: "${input.slug}",`,
-    '  messages: [{ role: "user", content: "Hello!" }],',
-    "});",
-    "console.log(completion.choices[0].message.content);",
+    ...call,
   ].join("\n");
 }

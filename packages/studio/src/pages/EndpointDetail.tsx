@@ -10,13 +10,14 @@ import {
   QUICKSTART_LANGUAGES,
   QUICKSTART_OPERATIONS,
   type QuickstartLanguage,
+  type QuickstartOperation,
   quickstartSample,
 } from "../lib/quickstart.js";
 import { formFromTarget, type TargetForm, targetFromForm, targetSummary } from "../lib/targets.js";
 
 function QuickStart({ d }: { d: Deployment }) {
   const [lang, setLang] = useState<QuickstartLanguage>("curl");
-  const [op, setOp] = useState<string>(QUICKSTART_OPERATIONS[0].id);
+  const [op, setOp] = useState<QuickstartOperation>(QUICKSTART_OPERATIONS[0].id);
   const [hidden, setHidden] = useState(false);
   return (
     <section className="card" data-testid="quickstart">
@@ -50,7 +51,11 @@ function QuickStart({ d }: { d: Deployment }) {
             </div>
             <label className="field field-inline">
               <span>Operation</span>
-              <select className="input" value={op} onChange={(e) => setOp(e.target.value)}>
+              <select
+                className="input"
+                value={op}
+                onChange={(e) => setOp(e.target.value as QuickstartOperation)}
+              >
                 {QUICKSTART_OPERATIONS.map((o) => (
                   <option key={o.id} value={o.id}>
                     {o.label}
@@ -60,7 +65,7 @@ function QuickStart({ d }: { d: Deployment }) {
             </label>
           </div>
           <CodeBlock
-            code={quickstartSample(lang, { url: d.url, authMode: d.authMode, slug: d.slug })}
+            code={quickstartSample(lang, { url: d.url, authMode: d.authMode, slug: d.slug }, op)}
             testId="qs-code"
           />
         </>

@@ -203,6 +203,24 @@ describe("Studio in a browser: Playground and endpoints", { skip: chromiumMissin
     assert.match((await keyRow.getByTestId("key-prompt-tokens").textContent()) ?? "", /^[1-9][\d,]*$/);
     assert.match((await keyRow.getByTestId("key-completion-tokens").textContent()) ?? "", /^\d[\d,]*$/);
 
+    // The Responses API operation: its JavaScript and cURL samples answer as written too.
+    const operation = page.locator("[data-testid=quickstart] select");
+    await operation.selectOption("responses");
+    await page.getByRole("tab", { name: "JavaScript client" }).click();
+    const jsResponses = (await code.textContent()) ?? "";
+    assert.match(jsResponses, /client\.responses\.create/);
+    const responsesAnswer = await runJsSample(jsResponses.replace("YOUR_API_KEY", plaintext));
+    assert.equal(responsesAnswer.status, 0, responsesAnswer.output);
+    await page.getByRole("tab", { name: "cURL" }).click();
+    const curlResponses = ((await code.textContent()) ?? "").replace("YOUR_API_KEY", plaintext);
+    assert.match(curlResponses, /\/v1\/responses \\/);
+    const responsesRun = spawnSync("sh", ["-c", `${curlResponses} --silent --show-error --fail-with-body`], {
+      encoding: "utf8",
+    });
+    assert.equal(responsesRun.status, 0, responsesRun.stderr + responsesRun.stdout);
+    assert.equal(JSON.parse(responsesRun.stdout).object, "response", responsesRun.stdout);
+    await operation.selectOption("chat.completions");
+
     // Revoke: struck through, and the edge refuses the key.
     await keyRow.getByRole("button", { name: "Revoke" }).click();
     await keyRow.locator("s").first().waitFor();
