@@ -100,6 +100,19 @@ export class OpenAiJobStore {
     return row.slug;
   }
 
+  /** The planned steps of the job's latest run (its last training.started), or null before it started. */
+  async totalSteps(jobId: string): Promise<number | null> {
+    const row = await this.db
+      .selectFrom("job_events")
+      .select("payload")
+      .where("job_id", "=", jobId)
+      .where("type", "=", "training.started")
+      .orderBy("seq", "desc")
+      .limit(1)
+      .executeTakeFirst();
+    return row ? ((JSON.parse(row.payload) as { totalSteps?: number }).totalSteps ?? null) : null;
+  }
+
   /** Up to `limit` of a job's events (before `beforeSeq` when given), newest first; `end` sentinels left out. */
   async eventsNewestFirst(jobId: string, beforeSeq: number | null, limit: number): Promise<StoredJobEvent[]> {
     let query = this.db

@@ -138,14 +138,9 @@ export function fineTuningEventRoutes(ctx: ServerContext) {
         );
       before = seq;
     }
-    const starts = await ctx.store.jobs.runStarts(job.id);
-    const lastStart = starts.length
-      ? (JSON.parse(starts[starts.length - 1].data) as { totalSteps?: number })
-      : null;
+    const totalSteps = await facts.totalSteps(job.id);
     const rows = await facts.eventsNewestFirst(job.id, before, limit + 1);
-    const data = rows
-      .slice(0, limit)
-      .map((row) => fineTuningEvent(job.id, row, lastStart?.totalSteps ?? null));
+    const data = rows.slice(0, limit).map((row) => fineTuningEvent(job.id, row, totalSteps));
     return c.json({ object: "list", data, has_more: rows.length > limit });
   });
 
