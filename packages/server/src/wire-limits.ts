@@ -18,7 +18,7 @@ export const SEED_RANGE: NumericRange = { integer: true, min: 0, max: 4_294_967_
 
 /**
  * A job's evalFraction: any double in (0, 0.5], held exactly by both stores
- * (double precision on PostgreSQL since migration 0009, REAL on SQLite); any
+ * (double precision on PostgreSQL since migration 0010, REAL on SQLite); any
  * fraction above 0 holds out at least one row.
  */
 export const EVAL_FRACTION_RANGE: NumericRange = { integer: false, exclusiveMin: 0, max: 0.5 };

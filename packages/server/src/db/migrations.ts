@@ -1,6 +1,6 @@
 // The one set of migrations, written with Kysely's schema builder so the same
 // code creates the schema on SQLite and PostgreSQL.
-import type { Kysely, Migration, MigrationProvider } from "kysely";
+import { type Kysely, type Migration, type MigrationProvider, PostgresAdapter } from "kysely";
 import { openAiJobsMigration } from "../store/openai-job-store.js";
 
 const initial: Migration = {
@@ -224,6 +224,24 @@ const jobAttempts: Migration = {
   },
 };
 
+// Fractions were PostgreSQL `real` (float4): an evalFraction of 5e-324 or
+// 1e-46 could not be stored (a 500) and 0.123456789 came back as 0.12345679,
+// while SQLite's REAL keeps the double the API accepted. Now PostgreSQL keeps
+// it too; SQLite's REAL is already 8 bytes and has nothing to change.
+const doubleFractions: Migration = {
+  async up(db: Kysely<unknown>) {
+    if (!(db.getExecutor().adapter instanceof PostgresAdapter)) return;
+    for (const [table, column] of [
+      ["jobs", "eval_fraction"],
+      ["dataset_profiles", "progress"],
+    ] as const)
+      await db.schema
+        .alterTable(table)
+        .alterColumn(column, (c) => c.setDataType("double precision"))
+        .execute();
+  },
+};
+
 export const migrationProvider: MigrationProvider = {
   async getMigrations() {
     return {
@@ -236,6 +254,7 @@ export const migrationProvider: MigrationProvider = {
       "0007_job_backend_workers": jobBackendWorkers,
       "0008_job_attempts": jobAttempts,
       "0009_openai_jobs": openAiJobsMigration,
+      "0010_double_fractions": doubleFractions,
     };
   },
 };
