@@ -25,6 +25,7 @@ import { fileRoutes } from "./routes/openai/files.js";
 import { fineTuningEventRoutes } from "./routes/openai/fine-tuning-job-events.js";
 import { fineTuningJobRoutes } from "./routes/openai/fine-tuning-jobs.js";
 import { openAiModelRoutes } from "./routes/openai/models.js";
+import { projectKeyRoutes } from "./routes/project-keys.js";
 import { projectRoutes } from "./routes/projects.js";
 
 export function createApiApp(ctx: ServerContext): Hono<ApiEnv> {
@@ -63,6 +64,7 @@ export function createApiApp(ctx: ServerContext): Hono<ApiEnv> {
     inferenceRoutes,
     endpointRoutes,
     keyRoutes,
+    projectKeyRoutes,
     // OpenAI's API (docs/openai-fine-tuning.md); its /v1/models/{id} after svc's /v1/models/pull.
     openAiModelRoutes,
     fileRoutes,

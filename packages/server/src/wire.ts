@@ -11,6 +11,7 @@ export * from "./wire-exports.js";
 export * from "./wire-job-events.js";
 export * from "./wire-limits.js";
 export * from "./wire-model-pulls.js";
+export * from "./wire-project-keys.js";
 export * from "./wire-tools.js";
 
 export type Iso8601 = string;

@@ -4,7 +4,8 @@
 // project options (svc's slugs) differ. Files go up, a supervised job trains
 // svc/pico-llama for 4 steps, its events are followed with the client's
 // pagination, its checkpoints read, its ft: model and a checkpoint's answer
-// chat completions, models are listed and deleted, a job is cancelled; and
+// chat completions, models are listed and deleted, a job is cancelled; a
+// project API key reaches its own project only, until it is revoked; and
 // each documented refusal comes back with OpenAI's status and error body.
 import assert from "node:assert/strict";
 import { join } from "node:path";
@@ -256,6 +257,13 @@ for (const backend of ["sqlite", "postgres"] as Backend[]) {
         filtered.data.map((j) => j.id),
         [long.id],
       );
+      // A dry run (svc's) succeeds without training: no model, no result file.
+      const dry = await until("the dry run to finish", async () => {
+        const j = await client.fineTuning.jobs.retrieve(`ftjob-${svcJob.id}`);
+        return j.status === "succeeded" && j;
+      });
+      assert.equal(dry.fine_tuned_model, null);
+      assert.deepEqual(dry.result_files, []);
       await refused(client.fineTuning.jobs.pause(long.id), {
         status: 400,
         param: null,
@@ -277,6 +285,61 @@ for (const backend of ["sqlite", "postgres"] as Backend[]) {
         param: "fine_tuning_job_id",
         code: "not_found",
       });
+    });
+
+    it("a project API key sees only its own project, and revoking it takes effect on the next request", async () => {
+      const issued = await call(server.apiUrl, "POST", `/v1/project-keys?${id.scope}`, {
+        token: id.token,
+        json: { label: "ci" },
+      });
+      assert.equal(issued.status, 201);
+      const key = issued.body.key as { id: string; plaintext: string; prefix: string };
+      assert.match(key.plaintext, /^svc_proj_[0-9A-Za-z]{40}$/);
+      assert.equal(key.prefix, key.plaintext.slice(0, 12));
+      const listed = await call(server.apiUrl, "GET", `/v1/project-keys?${id.scope}`, { token: id.token });
+      assert.deepEqual(
+        listed.body.keys.map((k: Record<string, unknown>) => [k.id, k.enabled, "plaintext" in k]),
+        [[key.id, true, false]],
+      );
+      // Only baseURL and the key: the key is the scope.
+      const keyClient = new OpenAI({ apiKey: key.plaintext, baseURL: `${server.apiUrl}/v1`, maxRetries: 0 });
+      const mine = await keyClient.files.create({ file: await jsonl(2), purpose: "fine-tune" });
+      assert.ok((await keyClient.files.list()).data.some((f) => f.id === mine.id));
+      assert.equal((await keyClient.files.retrieve(mine.id)).id, mine.id);
+      // Another project of the same org, and another org: not found.
+      const second = await call(server.apiUrl, "POST", "/v1/projects", {
+        token: id.token,
+        json: { orgSlug: id.orgSlug, slug: "second" },
+      });
+      assert.equal(second.status, 201);
+      const secondScope = { ...id, projectSlug: "second", scope: `orgSlug=${id.orgSlug}&projectSlug=second` };
+      const elsewhere = await uploadDataset(server.apiUrl, secondScope);
+      await refused(keyClient.files.retrieve(`file-${elsewhere.id}`), {
+        status: 404,
+        param: "file_id",
+        code: "not_found",
+      });
+      assert.ok(!(await keyClient.files.list()).data.some((f) => f.id === `file-${elsewhere.id}`));
+      await refused(
+        new OpenAI({
+          apiKey: key.plaintext,
+          baseURL: `${server.apiUrl}/v1`,
+          organization: id.orgSlug,
+          project: "second",
+          maxRetries: 0,
+        }).files.list(),
+        { status: 401, param: null, code: "mismatched_project" },
+      );
+      // svc's own routes take an svc token, not a project key.
+      const jobs = await call(server.apiUrl, "GET", `/v1/jobs?${id.scope}`, { token: key.plaintext });
+      assert.equal(jobs.status, 403);
+      assert.equal(jobs.body.error.code, "project_key_not_allowed");
+
+      const revoked = await call(server.apiUrl, "DELETE", `/v1/project-keys/${key.id}?${id.scope}`, {
+        token: id.token,
+      });
+      assert.equal(revoked.body.key.enabled, false);
+      await refused(keyClient.files.list(), { status: 401, param: null, code: "invalid_api_key" });
     });
 
     it("refuses what it cannot honour with OpenAI's status and error body", async () => {

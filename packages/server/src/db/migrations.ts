@@ -2,6 +2,7 @@
 // code creates the schema on SQLite and PostgreSQL.
 import { type Kysely, type Migration, type MigrationProvider, PostgresAdapter } from "kysely";
 import { openAiJobsMigration } from "../store/openai-job-store.js";
+import { projectKeysMigration } from "../store/project-key-store.js";
 
 const initial: Migration = {
   async up(db: Kysely<unknown>) {
@@ -255,6 +256,7 @@ export const migrationProvider: MigrationProvider = {
       "0008_job_attempts": jobAttempts,
       "0009_openai_jobs": openAiJobsMigration,
       "0010_double_fractions": doubleFractions,
+      "0011_project_keys": projectKeysMigration,
     };
   },
 };

@@ -55,7 +55,8 @@ export const modelNameOf = (job: Job, orgSlug: string, facts: OpenAiJobFacts): F
 
 export function fineTuningJobObject(job: Job, orgSlug: string, facts: OpenAiJobFacts): FineTuningJobObject {
   const hyperparameters = supervisedOf(job.hyperparameters);
-  const succeeded = job.status === "completed";
+  // A dry run completes without training: it has no model and no metrics.
+  const succeeded = job.status === "completed" && !job.dryRun;
   return {
     id: fineTuningJobId(job.id),
     object: "fine_tuning.job",

@@ -40,7 +40,13 @@ export async function fineTunedModelOr404(
 ): Promise<{ job: JobRow; step: number | null; ownedBy: string }> {
   const parsed = parseFineTunedModel(id);
   const job = parsed ? await ctx.store.jobs.get(parsed.jobId) : undefined;
-  if (!parsed || !job || job.status !== "completed" || !(await canSee(ctx, c, job.project_id)))
+  if (
+    !parsed ||
+    !job ||
+    job.status !== "completed" ||
+    job.dry_run === 1 ||
+    !(await canSee(ctx, c, job.project_id))
+  )
     throw noSuchModel(id);
   const store = new OpenAiJobStore(ctx.store.db);
   const orgSlug = await store.orgSlugOf(job.project_id);
@@ -70,7 +76,9 @@ export function openAiModelRoutes(ctx: ServerContext) {
     const data = models.map((m) => baseModel(m.name));
     const project = await optionalProject(ctx, c);
     if (project) {
-      const jobs = (await ctx.store.jobs.list(project.id)).filter((job) => job.status === "completed");
+      const jobs = (await ctx.store.jobs.list(project.id)).filter(
+        (job) => job.status === "completed" && !job.dryRun,
+      );
       const facts = await store.factsOf(jobs.map((job) => job.id));
       for (const job of jobs) {
         const jobFacts = facts.get(job.id);

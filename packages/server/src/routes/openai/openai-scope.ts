@@ -1,10 +1,12 @@
 // The project an OpenAI API request works in. The official clients send their
 // `organization` and `project` options as the OpenAI-Organization and
 // OpenAI-Project headers: here they carry svc's org and project slugs
-// (?orgSlug=&projectSlug= works too). Objects reached by id need no scope
-// (the token must belong to their org); when a scope is sent, an object of
-// another project is not found, as if it did not exist.
+// (?orgSlug=&projectSlug= works too). A project API key is its project's
+// scope: headers naming another project are refused. Objects reached by id
+// need no scope (the token must belong to their org); when a scope is sent or
+// the key has one, an object of another project is not found, as if it did not exist.
 import type { Context } from "hono";
+import { keyProjectOf } from "../../auth/project-key.js";
 import type { ApiEnv, ServerContext } from "../../context.js";
 import { OpenAiError } from "../../http/openai-error.js";
 import type { Project } from "../../wire.js";
@@ -51,13 +53,53 @@ async function resolve(ctx: ServerContext, c: Context<ApiEnv>, slugs: ScopeSlugs
   return project;
 }
 
-/** The request's project; a request without one is refused. */
-export function scopedProject(ctx: ServerContext, c: Context<ApiEnv>): Promise<Project> {
-  return resolve(ctx, c, scopeSlugs(c));
+/** The project of the request's project key, checked against the scope the request names, if any. */
+async function keyProject(ctx: ServerContext, c: Context<ApiEnv>, projectId: string): Promise<Project> {
+  const row = await ctx.store.db
+    .selectFrom("projects")
+    .innerJoin("orgs", "orgs.id", "projects.org_id")
+    .select([
+      "projects.id",
+      "projects.org_id",
+      "projects.slug",
+      "projects.name",
+      "projects.created_at",
+      "orgs.slug as org_slug",
+    ])
+    .where("projects.id", "=", projectId)
+    .executeTakeFirstOrThrow();
+  const project: Project = {
+    id: row.id,
+    orgId: row.org_id,
+    orgSlug: row.org_slug,
+    slug: row.slug,
+    name: row.name,
+    createdAt: row.created_at,
+  };
+  const slugs = scopeSlugs(c);
+  if (
+    (slugs.orgSlug && slugs.orgSlug !== project.orgSlug) ||
+    (slugs.projectSlug && slugs.projectSlug !== project.slug)
+  )
+    throw new OpenAiError(
+      401,
+      "mismatched_project",
+      `this API key belongs to project ${project.orgSlug}/${project.slug}: the OpenAI-Organization and OpenAI-Project headers must name it or be left out`,
+      null,
+    );
+  return project;
 }
 
-/** The request's project when it names one (null when it names none). */
+/** The request's project; a request without one is refused. */
+export function scopedProject(ctx: ServerContext, c: Context<ApiEnv>): Promise<Project> {
+  const bound = keyProjectOf(c);
+  return bound ? keyProject(ctx, c, bound) : resolve(ctx, c, scopeSlugs(c));
+}
+
+/** The request's project when it has one: its key's, or the one it names (else null). */
 export async function optionalProject(ctx: ServerContext, c: Context<ApiEnv>): Promise<Project | null> {
+  const bound = keyProjectOf(c);
+  if (bound) return keyProject(ctx, c, bound);
   const slugs = scopeSlugs(c);
   return slugs.orgSlug || slugs.projectSlug ? resolve(ctx, c, slugs) : null;
 }
