@@ -281,6 +281,7 @@ napi_value Create(napi_env env, napi_callback_info info) {
       {"crossEntropy", CrossEntropy},
       {"adamw", Adamw},
       {"matmulQuant", MatmulQuant},
+      {"matmulQuantTrain", MatmulQuantTrain},
   };
   napi_value obj;
   napi_create_object(env, &obj);
@@ -294,6 +295,9 @@ napi_value Create(napi_env env, napi_callback_info info) {
   long rows = table->quant_int8_max_rows;
   napi_create_double(env, rows >= 0x7fffffffL ? __builtin_inf() : (double)rows, &int8x);
   set(env, obj, "quantInt8MaxRows", int8x);
+  napi_value bf16;
+  napi_get_boolean(env, table->bf16_dot(), &bf16);
+  set(env, obj, "bf16Dot", bf16);
   return obj;
 }
 

@@ -92,6 +92,39 @@ napi_value LowRankBackward(napi_env env, napi_callback_info info) {
   return undefined(env);
 }
 
+// The weight arguments of matmulQuant and matmulQuantTrain: data at index i, scales at i + 1.
+bool quant_weights(Call& c, int i, long format, long n, long k, void** w, void** scales) {
+  if (format < 1 || format > 3)
+    return fail(c, true, "format", "must be 1 (bf16), 2 (int8) or 3 (q4_0), got %.0f", format), false;
+  if (format == 3 && k % 32) return fail(c, true, "k", "must be a multiple of 32 for q4_0, got %.0f", k), false;
+  double nk = (double)n * k;
+  return format == 1   ? typed(c, i, "data", napi_uint16_array, "a Uint16Array", nk, w)
+         : format == 2 ? typed(c, i, "data", napi_int8_array, "an Int8Array", nk, w) &&
+                             typed(c, i + 1, "scales", napi_float32_array, "a Float32Array", n, scales)
+                       : typed(c, i, "data", napi_uint8_array, "a Uint8Array", nk / 2, w) &&
+                             typed(c, i + 1, "scales", napi_uint16_array, "a Uint16Array", nk / 32, scales);
+}
+
+// matmulQuantTrain(format, x, data, scales, y, m, n, k, transW, accumulate, alpha?): quant_train.h.
+napi_value MatmulQuantTrain(napi_env env, napi_callback_info info) {
+  Call c;
+  if (!start(env, info, c, "matmulQuantTrain")) return nullptr;
+  long format, m, n, k;
+  bool tw, acc;
+  double alpha = 1;
+  float *x, *y;
+  void *w = nullptr, *scales = nullptr;
+  if (!dim(c, 0, "format", &format) || !dim(c, 5, "m", &m) || !dim(c, 6, "n", &n) ||
+      !dim(c, 7, "k", &k) || !flag(c, 8, "transW", &tw) || !flag(c, 9, "accumulate", &acc))
+    return nullptr;
+  if (!is_nullish(c, 10) && !num(c, 10, "alpha", &alpha)) return nullptr;
+  if (!quant_weights(c, 2, format, n, k, &w, &scales)) return nullptr;
+  double inner = tw ? n : k, cols = tw ? k : n;
+  if (!f32(c, 1, "x", (double)m * inner, &x) || !f32(c, 4, "y", (double)m * cols, &y)) return nullptr;
+  c.t->matmul_quant_train((int)format, x, w, scales, y, m, n, k, tw, acc, (float)alpha);
+  return undefined(env);
+}
+
 // matmulQuant(format, x, data, scales, y, m, n, k, accumulate, alpha?): quant.h's formats 1-3.
 napi_value MatmulQuant(napi_env env, napi_callback_info info) {
   Call c;

@@ -9,6 +9,7 @@
 #include "quant.h"
 #include "quant_int.h"
 #include "quant_igemm.h"
+#include "quant_train.h"
 
 static const SvcKernelTable kTable = {
     SVC_ISA_NAME,      matmul,          matmul_low_rank, packed_b_floats,   pack_b_ahead,
@@ -21,4 +22,5 @@ static const SvcKernelTable kTable = {
 #else
     matmul_quant,      0,
 #endif
+    matmul_quant_train, quant_train_bf16_dot,
 };

@@ -50,4 +50,10 @@ struct SvcKernelTable {
   // The most rows of x at which matmul_quant rounds x to 8 bits per 32-block
   // for int8 and q4_0 (quant_int.h, quant_igemm.h); 0: it keeps x in fp32 (quant.h).
   long quant_int8_max_rows;
+  // The training products with a frozen weight W [n,k] in a serving format (quant_train.h):
+  // transW false y[m,n] (=|+=) alpha * x[m,k]·Wᵀ, true y[m,k] (=|+=) alpha * x[m,n]·W.
+  void (*matmul_quant_train)(int format, const float* x, const void* w, const void* scales, float* y, long m,
+                             long n, long k, bool transW, bool accumulate, float alpha);
+  // Whether matmul_quant_train multiplies bf16 weights with native bf16 dot products (x rounded to bf16).
+  bool (*bf16_dot)();
 };

@@ -140,6 +140,11 @@ void matmul_quant(int format, const float* x, const void* w, const void* scales,
                   long k, int acc, float alpha) {
   kTable.matmul_quant(format, x, w, scales, y, m, n, k, acc, alpha);
 }
+EXPORT(matmul_quant_train)
+void matmul_quant_train(int format, const float* x, const void* w, const void* scales, float* y, long m, long n,
+                        long k, int transW, int acc, float alpha) {
+  kTable.matmul_quant_train(format, x, w, scales, y, m, n, k, transW, acc, alpha);
+}
 EXPORT(adamw)
 void adamw(float* p, const float* g, float* m, float* v, long n, float lr, float beta1, float beta2,
            float eps, float weightDecay, float bc1, float bc2) {

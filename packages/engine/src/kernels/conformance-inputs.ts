@@ -10,9 +10,10 @@ export interface KernelCase {
   readonly tolerance: number;
   run(k: Kernels): Float32Array[];
   /**
-   * For an implementation that rounds matmulQuant's x to 8 bits
-   * (quantInt8MaxRows) on this case: its worst error over what the rounding
-   * allows (<= 1 passes), in place of `tolerance`; null where it does not.
+   * For an implementation that rounds x on this case (matmulQuant's 8 bits,
+   * quantInt8MaxRows; matmulQuantTrain's bf16, bf16Dot): its worst error over
+   * what the rounding allows (<= 1 passes), in place of `tolerance`; null
+   * where it does not.
    */
   roundedActivations?(k: Kernels): number | null;
 }

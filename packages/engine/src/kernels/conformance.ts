@@ -8,6 +8,7 @@
 import { type KernelCase, randomSource, randomView, ropeTables } from "./conformance-inputs.js";
 import { opsCases } from "./conformance-ops.js";
 import { quantCases } from "./conformance-quant.js";
+import { quantTrainCases } from "./conformance-quant-train.js";
 import { referenceKernels } from "./reference.js";
 import type { Kernels } from "./types.js";
 
@@ -329,6 +330,7 @@ export function kernelCases(): KernelCase[] {
     ...adamwCases(),
     ...opsCases(),
     ...quantCases(),
+    ...quantTrainCases(),
   ];
 }
 

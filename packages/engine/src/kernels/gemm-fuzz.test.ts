@@ -5,6 +5,8 @@
 // and case, which replay alone.
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import { conformanceFailure } from "./conformance.js";
+import { quantTrainFuzzCases } from "./conformance-quant-train.js";
 import { fuzzKernels } from "./fuzz.js";
 import { loadNativeKernels } from "./native.js";
 import { loadPortableKernels } from "./portable.js";
@@ -47,6 +49,19 @@ test(`matmul and attentionForward on ${count} fuzzed shapes (seed ${seed}) match
       const list = failures.get(label)!;
       assert.equal(list.length, 0, list.map((f) => f.message).join("\n"));
       t.diagnostic(`${label}: largest relative error ${worst.get(label)!.toExponential(2)}`);
+    });
+  }
+});
+
+// The frozen-weight training products (bf16 and int8 weights, both
+// orientations) on fewer shapes: the reference's bound check is O(m·n·k).
+const quantCount = Math.max(1, Math.round(count / 40));
+test(`matmulQuantTrain on ${quantCount} fuzzed shapes (seed ${seed}) matches the reference`, async (t) => {
+  const cases = quantTrainFuzzCases(seed, quantCount);
+  for (const { label, kernels } of impls) {
+    await t.test(label, () => {
+      const failures = cases.map((c) => conformanceFailure(kernels, c)).filter((f) => f !== null);
+      assert.equal(failures.length, 0, failures.join("\n"));
     });
   }
 });

@@ -109,5 +109,48 @@ for (const [name, load] of implementations) {
         }
       }
     });
+
+    test("matmulQuantTrain checks x and y against the orientation, naming itself", () => {
+      const w = int8(2, 4); // W [2, 4]: transW takes x [m, 2] and writes y [m, 4]
+      assert.throws(() => k().matmulQuantTrain(new Float32Array(1), w, new Float32Array(4), 1, true, false), {
+        name: "RangeError",
+        message: /matmulQuantTrain: argument 'x' has 1 elements but the shapes need 2/,
+      });
+      assert.throws(() => k().matmulQuantTrain(new Float32Array(2), w, new Float32Array(3), 1, true, false), {
+        name: "RangeError",
+        message: /matmulQuantTrain: argument 'y' has 3 elements but the shapes need 4/,
+      });
+      assert.throws(
+        () => k().matmulQuantTrain(new Float32Array(4), w, new Float32Array(2), 1, "no" as never, false),
+        {
+          name: "TypeError",
+          message: /matmulQuantTrain: argument 'transW' must be a boolean/,
+        },
+      );
+      const wrong = { ...int8(2, 4), data: new Uint8Array(8) } as unknown as QuantMatrix;
+      assert.throws(
+        () => k().matmulQuantTrain(new Float32Array(4), wrong, new Float32Array(2), 1, false, false),
+        {
+          name: "TypeError",
+          message: /matmulQuantTrain: argument 'w.data' must be an Int8Array/,
+        },
+      );
+    });
+
+    test("matmulQuantTrain: dy·W and x·Wᵀ of a small int8 matrix, exactly", () => {
+      // W = [[1, 2], [3, 4]] · 0.5 (rows scaled 0.5 and 1): [[0.5, 1], [3, 4]]
+      const w: QuantMatrix = {
+        format: "int8",
+        rows: 2,
+        cols: 2,
+        data: Int8Array.of(1, 2, 3, 4),
+        scales: Float32Array.of(0.5, 1),
+      };
+      const y = new Float32Array(2);
+      k().matmulQuantTrain(Float32Array.of(1, 2), w, y, 1, true, false); // [1, 2]·W = [6.5, 9]
+      assert.deepEqual([...y], [6.5, 9]);
+      k().matmulQuantTrain(Float32Array.of(1, 2), w, y, 1, false, true, 2); // y += 2·[1, 2]·Wᵀ = 2·[2.5, 11]
+      assert.deepEqual([...y], [11.5, 31]);
+    });
   });
 }

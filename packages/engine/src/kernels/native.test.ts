@@ -1,8 +1,19 @@
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import { describe, test } from "node:test";
 import { needs } from "../testing/missing-piece.js";
 import { conformanceFailure, kernelCases } from "./conformance.js";
 import { loadNativeKernels, type NativeKernels } from "./native.js";
+
+/** The CPU's feature flags (Linux; elsewhere none, and no unit may claim bf16 dot products). */
+function cpuFlags(): string[] {
+  try {
+    const line = readFileSync("/proc/cpuinfo", "utf8").match(/^flags\s*:(.*)$/m);
+    return line ? line[1].trim().split(/\s+/) : [];
+  } catch {
+    return [];
+  }
+}
 
 let native: NativeKernels | undefined;
 let loadError = "";
@@ -23,6 +34,14 @@ describe("native kernels match the reference", { skip }, () => {
         assert.equal(kern.name, "native");
         assert.equal(kern.isa, isa);
         assert.ok(kern.threads >= 1);
+      });
+      test("reports bf16 dot products exactly where the CPU has AVX512_BF16 and the unit is AVX-512", () => {
+        const cpuHasBf16 = cpuFlags().includes("avx512_bf16");
+        assert.equal(
+          kern.bf16Dot,
+          cpuHasBf16 && isa.startsWith("avx512"),
+          `${isa}, avx512_bf16 ${cpuHasBf16}`,
+        );
       });
       for (const c of kernelCases()) {
         test(c.name, () => {

@@ -5,7 +5,7 @@ import { fileURLToPath } from "node:url";
 import { checkQuantMatrix } from "./quant-matrix.js";
 import { type Kernels, QUANT_FORMAT_CODES } from "./types.js";
 
-type KernelMethods = Omit<Kernels, "name" | "isa" | "matmulQuant" | "packB">;
+type KernelMethods = Omit<Kernels, "name" | "isa" | "matmulQuant" | "matmulQuantTrain" | "packB">;
 
 /** The addon's matmulQuant: the QuantMatrix's fields as arguments (the addon checks them). */
 type AddonMatmulQuant = (
@@ -21,6 +21,21 @@ type AddonMatmulQuant = (
   alpha?: number,
 ) => void;
 
+/** The addon's matmulQuantTrain: as matmulQuant, with transW before accumulate. */
+type AddonMatmulQuantTrain = (
+  format: number,
+  x: Float32Array,
+  data: Uint16Array | Int8Array | Uint8Array,
+  scales: Float32Array | Uint16Array | null,
+  y: Float32Array,
+  m: number,
+  n: number,
+  k: number,
+  transW: boolean,
+  accumulate: boolean,
+  alpha?: number,
+) => void;
+
 interface NativeAddon {
   /** The ISAs this CPU runs, best first ("avx512vnni", "avx512", "avx2", "baseline"). */
   readonly supportedIsas: string[];
@@ -29,7 +44,9 @@ interface NativeAddon {
   create(isa: string): KernelMethods & {
     readonly isa: string;
     readonly matmulQuant: AddonMatmulQuant;
+    readonly matmulQuantTrain: AddonMatmulQuantTrain;
     readonly quantInt8MaxRows: number;
+    readonly bf16Dot: boolean;
     /** The floats packB writes for op(b) [k, n]. */
     packedBFloats(k: number, n: number): number;
     packB(b: Float32Array, k: number, n: number, transB: boolean, out: Float32Array): void;
@@ -82,7 +99,15 @@ export function loadNativeKernels(options: NativeKernelOptions = {}): NativeKern
     );
   }
   const methods = addon.create(isa);
-  const { matmulQuant: quant, quantInt8MaxRows, packedBFloats, packB, ...rest } = methods;
+  const {
+    matmulQuant: quant,
+    matmulQuantTrain: quantTrain,
+    quantInt8MaxRows,
+    bf16Dot,
+    packedBFloats,
+    packB,
+    ...rest
+  } = methods;
   return {
     ...rest,
     packB(b, k, n, transB) {
@@ -95,9 +120,15 @@ export function loadNativeKernels(options: NativeKernelOptions = {}): NativeKern
       const code = QUANT_FORMAT_CODES[w.format];
       quant(code, x, w.data, w.scales, y, m, w.rows, w.cols, accumulate, alpha);
     },
+    matmulQuantTrain(x, w, y, m, transW, accumulate, alpha) {
+      checkQuantMatrix(w, "matmulQuantTrain");
+      const code = QUANT_FORMAT_CODES[w.format];
+      quantTrain(code, x, w.data, w.scales, y, m, w.rows, w.cols, transW, accumulate, alpha);
+    },
     name: "native",
     isa: methods.isa,
     quantInt8MaxRows,
+    bf16Dot,
     zeroedFloats: addon.zeroedFloats,
     threads: addon.threads,
     supportedIsas: [...addon.supportedIsas],

@@ -4,6 +4,7 @@
 // outputs back; arguments are checked by the caller (validate.ts).
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
+import { jsKernels } from "./portable-js.js";
 import { type Kernels, QUANT_FORMAT_CODES, type QuantMatrix } from "./types.js";
 import type { WasmExports } from "./wasm-exports.js";
 
@@ -49,23 +50,25 @@ export function loadWasmKernels(path = defaultWasmPath): Kernels {
     });
   }
 
-  // A QuantMatrix's data and scales staged as bytes (they are Uint16/Int8/Uint8/Float32 arrays).
-  function matmulQuant(
+  // A QuantMatrix's data and scales staged as bytes (they are Uint16/Int8/Uint8/Float32 arrays),
+  // with x [m, xCols] and y [m, yCols]; returns the pointers of x, data, scales and y.
+  function stageQuant(
     x: Float32Array,
     wq: QuantMatrix,
     y: Float32Array,
     m: number,
+    xCols: number,
+    yCols: number,
     acc: boolean,
-    alpha: number,
   ) {
     const { rows: n, cols: k } = wq;
     const dataBytes = wq.format === "q4_0" ? (n * k) / 2 : wq.format === "int8" ? n * k : 2 * n * k;
     const scaleBytes = wq.format === "q4_0" ? (n * k) / 16 : wq.format === "int8" ? 4 * n : 0;
     const parts: [ArrayBufferView | null, number, boolean][] = [
-      [x, 4 * m * k, true],
+      [x, 4 * m * xCols, true],
       [wq.data, dataBytes, true],
       [wq.scales, scaleBytes, true],
-      [y, 4 * m * n, acc],
+      [y, 4 * m * yCols, acc],
     ];
     const offsets: number[] = [];
     let total = 0;
@@ -75,13 +78,43 @@ export function loadWasmKernels(path = defaultWasmPath): Kernels {
     }
     const base = w.svc_io(total);
     const heap = new Uint8Array(w.memory.buffer);
-    const ptrs = parts.map(([arr, bytes, copyIn], i) => {
+    return parts.map(([arr, bytes, copyIn], i) => {
       const ptr = base + offsets[i];
       if (arr && copyIn) heap.set(new Uint8Array(arr.buffer, arr.byteOffset, bytes), ptr);
       return ptr;
     });
+  }
+
+  function matmulQuant(
+    x: Float32Array,
+    wq: QuantMatrix,
+    y: Float32Array,
+    m: number,
+    acc: boolean,
+    alpha: number,
+  ) {
+    const { rows: n, cols: k } = wq;
+    const ptrs = stageQuant(x, wq, y, m, k, n, acc);
     w.matmul_quant(QUANT_FORMAT_CODES[wq.format], ptrs[0], ptrs[1], ptrs[2], ptrs[3], m, n, k, +acc, alpha);
     unstage(y, ptrs[3], m * n);
+  }
+
+  function matmulQuantTrain(
+    x: Float32Array,
+    wq: QuantMatrix,
+    y: Float32Array,
+    m: number,
+    transW: boolean,
+    acc: boolean,
+    alpha: number,
+  ) {
+    const train = w.matmul_quant_train;
+    if (!train) return jsKernels.matmulQuantTrain(x, wq, y, m, transW, acc, alpha);
+    const { rows: n, cols: k } = wq;
+    const [xCols, yCols] = transW ? [n, k] : [k, n];
+    const ptrs = stageQuant(x, wq, y, m, xCols, yCols, acc);
+    train(QUANT_FORMAT_CODES[wq.format], ptrs[0], ptrs[1], ptrs[2], ptrs[3], m, n, k, +transW, +acc, alpha);
+    unstage(y, ptrs[3], m * yCols);
   }
 
   // Copies len floats at ptr back out (after the call: memory may have grown).
@@ -164,6 +197,8 @@ export function loadWasmKernels(path = defaultWasmPath): Kernels {
       unstage(dxa, pdxa, dxaLen);
     },
     matmulQuant: (x, wq, y, m, accumulate, alpha = 1) => matmulQuant(x, wq, y, m, accumulate, alpha),
+    matmulQuantTrain: (x, wq, y, m, transW, accumulate, alpha = 1) =>
+      matmulQuantTrain(x, wq, y, m, transW, accumulate, alpha),
     rmsnormForward(x, weight, y, rstd, rows, dim, eps) {
       const [px, pw, py, pr] = stage([
         [x, rows * dim, true],

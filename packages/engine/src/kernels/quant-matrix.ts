@@ -75,13 +75,41 @@ export function matmulQuantRows(
   }
 }
 
-function fail(arg: string, detail: string, range: boolean): never {
-  const msg = `matmulQuant: argument '${arg}' ${detail}`;
+/**
+ * y[m, cols] = alpha·x[m, rows]·W (+ y), W read row by row: the plain-JS and
+ * reference input gradient of a frozen layer (sums in `acc`, float64, m·cols).
+ */
+export function matmulQuantTransRows(
+  x: Float32Array,
+  w: QuantMatrix,
+  y: Float32Array,
+  m: number,
+  accumulate: boolean,
+  alpha: number,
+  row: Float32Array | Float64Array,
+  acc: Float64Array,
+): void {
+  const { rows: n, cols: k } = w;
+  acc.fill(0, 0, m * k);
+  for (let r = 0; r < n; r++) {
+    dequantizeRow(w, r, row);
+    for (let i = 0; i < m; i++) {
+      const xv = x[i * n + r];
+      const o = i * k;
+      for (let p = 0; p < k; p++) acc[o + p] += xv * row[p];
+    }
+  }
+  for (let i = 0; i < m * k; i++) y[i] = alpha * acc[i] + (accumulate ? y[i] : 0);
+}
+
+function failIn(arg: string, detail: string, range: boolean, fn: string): never {
+  const msg = `${fn}: argument '${arg}' ${detail}`;
   throw range ? new RangeError(msg) : new TypeError(msg);
 }
 
 /** Checks a QuantMatrix's format, shape and array types and lengths; throws naming what is wrong. */
-export function checkQuantMatrix(w: QuantMatrix): void {
+export function checkQuantMatrix(w: QuantMatrix, fn = "matmulQuant"): void {
+  const fail = (arg: string, detail: string, range: boolean): never => failIn(arg, detail, range, fn);
   if (typeof w !== "object" || w === null) fail("w", "must be a QuantMatrix", false);
   const { format, rows, cols } = w;
   for (const [name, v] of [

@@ -2,7 +2,7 @@
 // They are the oracle the fast kernels are tested against; the portable JS
 // kernels also run rmsnormForward and rope from here, where a faster loop has
 // nothing to gain.
-import { matmulQuantRows } from "./quant-matrix.js";
+import { matmulQuantRows, matmulQuantTransRows } from "./quant-matrix.js";
 import type { Kernels } from "./types.js";
 
 /** gelu_tanh's constants: √(2/π) and the cubic's coefficient. */
@@ -62,6 +62,13 @@ export const referenceKernels: Kernels = {
   // The weights as stored, widened to float64, against x in float64.
   matmulQuant(x, w, y, m, accumulate, alpha = 1) {
     matmulQuantRows(x, w, y, m, accumulate, alpha, new Float64Array(w.cols));
+  },
+
+  // The same, x as given (never rounded to bf16), float64 sums.
+  matmulQuantTrain(x, w, y, m, transW, accumulate, alpha = 1) {
+    const row = new Float64Array(w.cols);
+    if (!transW) matmulQuantRows(x, w, y, m, accumulate, alpha, row);
+    else matmulQuantTransRows(x, w, y, m, accumulate, alpha, row, new Float64Array(m * w.cols));
   },
 
   rmsnormForward(x, weight, y, rstd, rows, dim, eps) {

@@ -43,6 +43,12 @@ export interface Kernels {
    */
   readonly quantInt8MaxRows?: number;
   /**
+   * Whether matmulQuantTrain multiplies bf16 weights with native bf16 dot
+   * products (native AVX-512 BF16's vdpbf16ps, at more rows than a GEMV
+   * takes). Absent or false: it widens them to fp32.
+   */
+  readonly bf16Dot?: boolean;
+  /**
    * n zeroed floats on a 64-byte boundary, where the kernels write large
    * outputs with streaming stores that need aligned lines (native). Absent:
    * a plain Float32Array serves as well.
@@ -136,6 +142,27 @@ export interface Kernels {
     w: QuantMatrix,
     y: Float32Array,
     m: number,
+    accumulate: boolean,
+    alpha?: number,
+  ): void;
+
+  /**
+   * The training products with a frozen weight W [w.rows, w.cols] held in a
+   * serving format (LoRA on a bf16 or int8 base):
+   * - transW false: y[m, w.rows] = alpha · x[m, w.cols] · Wᵀ + (accumulate ? y : 0), the forward GEMM;
+   * - transW true:  y[m, w.cols] = alpha · x[m, w.rows] · W  + (accumulate ? y : 0), the input gradient dy·W.
+   * Where bf16Dot is true, bf16 weights may be multiplied with native bf16
+   * dot products: x rounded to bf16 (nearest even), products summed in fp32,
+   * as PyTorch's bf16 autocast does; each output is then within
+   * |alpha|·Σ|x·w|·2⁻⁸ of the fp32 product. Otherwise x stays fp32 and W is
+   * widened to fp32 on the fly (never held whole in fp32).
+   */
+  matmulQuantTrain(
+    x: Float32Array,
+    w: QuantMatrix,
+    y: Float32Array,
+    m: number,
+    transW: boolean,
     accumulate: boolean,
     alpha?: number,
   ): void;

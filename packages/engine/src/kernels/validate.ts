@@ -132,6 +132,17 @@ export function withValidation(impl: Kernels): Kernels {
       f32(fn, "y", y, m * w.rows);
       impl.matmulQuant(x, w, y, m, accumulate, alpha ?? 1);
     },
+    matmulQuantTrain(x, w, y, m, transW, accumulate, alpha) {
+      const fn = "matmulQuantTrain";
+      checkQuantMatrix(w, fn);
+      dim(fn, "m", m);
+      flag(fn, "transW", transW);
+      flag(fn, "accumulate", accumulate);
+      if (optional(alpha)) num(fn, "alpha", alpha);
+      f32(fn, "x", x, m * (transW ? w.rows : w.cols));
+      f32(fn, "y", y, m * (transW ? w.cols : w.rows));
+      impl.matmulQuantTrain(x, w, y, m, transW, accumulate, alpha ?? 1);
+    },
     rmsnormForward(x, weight, y, rstd, rows, d, eps) {
       const fn = "rmsnormForward";
       dim(fn, "rows", rows);

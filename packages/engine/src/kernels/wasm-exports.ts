@@ -56,6 +56,20 @@ export interface WasmExports {
     acc: number,
     alpha: number,
   ): void;
+  /** Absent from modules built before it existed (the JS kernel stands in). */
+  matmul_quant_train?(
+    format: number,
+    x: number,
+    w: number,
+    scales: number,
+    y: number,
+    m: number,
+    n: number,
+    k: number,
+    transW: number,
+    acc: number,
+    alpha: number,
+  ): void;
   rmsnorm_forward(
     x: number,
     w: number,

@@ -1,0 +1,156 @@
+// bf16 GEMM with AVX512_BF16's vdpbf16ps, for the training products with
+// frozen bf16 weights (quant_train.h). Included by the AVX-512 units only; its
+// functions carry target("avx512bf16") and run only where the CPU has it
+// (svc_cpu_has_bf16_dot), so the unit itself still runs on any AVX-512 CPU.
+//
+// vdpbf16ps sums, per 32-bit lane, two bf16 products into an fp32
+// accumulator: both operands come as pairs of consecutive elements along the
+// contraction. So x is rounded to bf16 (nearest even, vcvtne2ps2bf16) and
+// packed as [row panels of BF_MR][pairs][BF_MR], a broadcast of one pair per
+// row; W as [column panels of BF_NR][pairs][BF_NR], two vector loads a step.
+// The micro-kernel holds BF_MR x 2 zmm accumulators (24 of 32). Sums are fp32
+// throughout; alpha is applied once at the store.
+
+constexpr int BF_MR = 12, BF_NR = 32;
+constexpr long BF_KC = 256;  // pairs per pass: a B micro-panel of 32 KB stays in L1
+constexpr long BF_NC = 512;  // columns of W packed per block
+
+static bool svc_cpu_has_bf16_dot() {
+  static const bool has = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512bf16") != 0;
+  }();
+  return has;
+}
+
+// fp32 -> bf16 bits, nearest even (NaN stays NaN): the scalar tail of vcvtne2ps2bf16.
+static inline unsigned int bf16_bits(float f) {
+  unsigned int u;
+  __builtin_memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (u >> 16) | 0x40u;
+  return (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+}
+
+// Row i of a panel: xr [kk] as bf16 pairs into o[p * BF_MR + i] for p < kp (the odd tail's high half 0).
+__attribute__((target("avx512bf16"))) static void bf16_pack_row(const float* xr, long kk, unsigned int* o, int i,
+                                                                 long kp) {
+  long p = 0;
+  alignas(64) unsigned int lanes[16];
+  for (; 2 * p + 32 <= kk; p += 16) {
+    __m512 lo = _mm512_loadu_ps(xr + 2 * p), hi = _mm512_loadu_ps(xr + 2 * p + 16);
+    __m512bh b = _mm512_cvtne2ps_pbh(hi, lo);  // elements 0-15 from lo, 16-31 from hi
+    _mm512_store_si512(lanes, (__m512i)b);
+    for (int q = 0; q < 16; q++) o[(p + q) * BF_MR + i] = lanes[q];
+  }
+  for (; p < kp; p++) {
+    unsigned int a = bf16_bits(xr[2 * p]), b = 2 * p + 1 < kk ? bf16_bits(xr[2 * p + 1]) : 0u;
+    o[p * BF_MR + i] = a | (b << 16);
+  }
+}
+
+// x [m, kk] (rows ldx apart) as bf16 pairs into out [ceil(m/BF_MR)][kp][BF_MR], zero-padded.
+static void bf16_pack_x(const float* x, long ldx, long m, long kk, unsigned int* out, long kp) {
+  long panels = ceil_div(m, BF_MR);
+  long tasks = min_l(panels, svc_num_threads() * 4L);
+  par(tasks, [&](long t) {
+    for (long pn = panels * t / tasks; pn < panels * (t + 1) / tasks; pn++) {
+      unsigned int* o = out + pn * kp * BF_MR;
+      for (int i = 0; i < BF_MR; i++) {
+        long row = pn * BF_MR + i;
+        if (row < m) bf16_pack_row(x + row * ldx, kk, o, i, kp);
+        else
+          for (long p = 0; p < kp; p++) o[p * BF_MR + i] = 0;
+      }
+    }
+  });
+}
+
+// Columns j0..j0+nc of op(W) as pairs along the contraction into panels [nc/BF_NR][kp][BF_NR]:
+// forward (y = x·Wᵀ) column j is W's row j, pairs along it; backward (dx = dy·W) column j
+// is W's column j, pairs across two rows.
+static void bf16_pack_w(const unsigned short* w, long n, long k, bool transW, long j0, long nc,
+                        unsigned int* out, long kp) {
+  long panels = ceil_div(nc, BF_NR);
+  long tasks = min_l(panels, svc_num_threads() * 2L);
+  par(tasks, [&](long t) {
+    for (long pn = panels * t / tasks; pn < panels * (t + 1) / tasks; pn++) {
+      unsigned int* o = out + pn * kp * BF_NR;
+      for (long p = 0; p < kp; p++) {
+        for (int jj = 0; jj < BF_NR; jj++) {
+          long j = j0 + pn * BF_NR + jj;
+          unsigned int lo = 0, hi = 0;
+          if (j < j0 + nc) {
+            if (!transW) {  // W [n, k]: column j of op(W)=Wᵀ is row j, contraction over k
+              lo = w[j * k + 2 * p];
+              hi = 2 * p + 1 < k ? w[j * k + 2 * p + 1] : 0u;
+            } else {  // contraction over n: rows 2p and 2p+1 of W at column j
+              lo = w[2 * p * k + j];
+              hi = 2 * p + 1 < n ? w[(2 * p + 1) * k + j] : 0u;
+            }
+          }
+          o[p * BF_NR + jj] = lo | (hi << 16);
+        }
+      }
+    }
+  });
+}
+
+// c[rows, cols] of one BF_MR x BF_NR tile (=|+=) alpha · a-panel · b-panel over kc pairs.
+__attribute__((target("avx512bf16"))) static void bf16_micro(const unsigned int* a, const unsigned int* b,
+                                                              long kc, float* c, long ldc, int rows, int cols,
+                                                              float alpha, bool load_c) {
+  __m512 acc[BF_MR][2];
+  for (int i = 0; i < BF_MR; i++) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+  for (long p = 0; p < kc; p++) {
+    __m512i b0 = _mm512_loadu_si512(b + p * BF_NR), b1 = _mm512_loadu_si512(b + p * BF_NR + 16);
+#pragma GCC unroll 12
+    for (int i = 0; i < BF_MR; i++) {
+      __m512i av = _mm512_set1_epi32((int)a[p * BF_MR + i]);
+      acc[i][0] = _mm512_dpbf16_ps(acc[i][0], (__m512bh)av, (__m512bh)b0);
+      acc[i][1] = _mm512_dpbf16_ps(acc[i][1], (__m512bh)av, (__m512bh)b1);
+    }
+  }
+  __mmask16 m0 = cols >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << cols) - 1);
+  __mmask16 m1 = cols >= 32 ? (__mmask16)0xffff : cols > 16 ? (__mmask16)((1u << (cols - 16)) - 1) : 0;
+  __m512 va = _mm512_set1_ps(alpha);
+  for (int i = 0; i < rows; i++) {
+    float* cr = c + i * ldc;
+    __m512 v0 = _mm512_mul_ps(acc[i][0], va), v1 = _mm512_mul_ps(acc[i][1], va);
+    if (load_c) {
+      v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(m0, cr));
+      v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(m1, cr + 16));
+    }
+    _mm512_mask_storeu_ps(cr, m0, v0);
+    _mm512_mask_storeu_ps(cr + 16, m1, v1);
+  }
+}
+
+// y (=|+=) alpha · x · op(W), W bf16 [n, k]: transW false y[m, n] = x[m, k]·Wᵀ, true y[m, k] = x[m, n]·W.
+static void bf16_gemm_weights(const unsigned short* w, const float* x, float* y, long m, long n, long k,
+                              bool transW, float alpha, bool accumulate) {
+  long inner = transW ? n : k, cols = transW ? k : n;
+  long kp = (inner + 1) / 2, mpanels = ceil_div(m, BF_MR);
+  unsigned int* xp = reinterpret_cast<unsigned int*>(svc_scratch(SVC_SLOT_QUANT_X, (size_t)mpanels * BF_MR * kp));
+  bf16_pack_x(x, inner, m, inner, xp, kp);
+  unsigned int* wp = reinterpret_cast<unsigned int*>(svc_scratch(SVC_SLOT_QUANT, (size_t)BF_NC * kp));
+  for (long jc = 0; jc < cols; jc += BF_NC) {
+    long nc = min_l(BF_NC, cols - jc), npanels = ceil_div(nc, BF_NR);
+    bf16_pack_w(w, n, k, transW, jc, nc, wp, kp);
+    // A task: one W micro-panel against a share of the row panels; two shares
+    // per panel when there are fewer panels than threads.
+    long splits = npanels >= 2L * svc_num_threads() ? 1 : 2;
+    par(npanels * splits, [&](long t) {
+      long q = t / splits, s = t % splits;
+      long r0 = mpanels * s / splits, r1 = mpanels * (s + 1) / splits;
+      int ncols = (int)min_l(BF_NR, nc - q * BF_NR);
+      for (long pc = 0; pc < kp; pc += BF_KC) {
+        long kc = min_l(BF_KC, kp - pc);
+        for (long r = r0; r < r1; r++) {
+          int rows = (int)min_l(BF_MR, m - r * BF_MR);
+          bf16_micro(xp + r * kp * BF_MR + pc * BF_MR, wp + q * kp * BF_NR + pc * BF_NR, kc,
+                     y + r * BF_MR * cols + jc + q * BF_NR, cols, rows, ncols, alpha, accumulate || pc > 0);
+        }
+      }
+    });
+  }
+}

@@ -1,0 +1,76 @@
+// The training products with a frozen weight W [n, k] held in a serving
+// format (quant.h's formats), for LoRA training on bf16 or int8 base weights:
+//   transW false: y[m, n] (=|+=) alpha * x[m, k] · Wᵀ   (the forward GEMM)
+//   transW true:  y[m, k] (=|+=) alpha * x[m, n] · W    (the input gradient dx = dy·W)
+// Included by each ISA translation unit after quant.h.
+//
+// Where the unit is AVX-512 and the CPU has AVX512_BF16, bf16 weights at more
+// rows than a GEMV takes go through vdpbf16ps (bf16_gemm.h): x rounded to bf16
+// (nearest even), products summed in fp32, as PyTorch's bf16 autocast does.
+// Everywhere else the weights are widened to fp32 on the fly: a panel of W's
+// rows at a time into fp32 scratch, then the blocked SGEMM, so the fp32 copy
+// of W never exists whole and the memory saving holds on every unit.
+
+#if SVC_VEC_BYTES == 64 && defined(SVC_X86)
+#include "bf16_gemm.h"
+#define SVC_BF16_DOT 1
+#else
+#define SVC_BF16_DOT 0
+#endif
+
+// y[m, k] (=|+=) alpha * x[m, n] · W with W [n, k] widened a panel of rows at a time.
+template <class Q>
+static void qmatmul_t(const Q& q, const float* x, float* y, long m, long n, long k, float alpha,
+                      bool accumulate) {
+  long nb = (1L << 20) / (k > 0 ? k : 1);  // about 4 MB of fp32 per panel
+  nb = nb < 64 ? 64 : nb / 64 * 64;
+  if (nb > n) nb = n;
+  float* panel = svc_scratch(SVC_SLOT_QUANT, (size_t)nb * k);
+  for (long r0 = 0; r0 < n; r0 += nb) {
+    long rows = min_l(nb, n - r0);
+    long tasks = min_l(rows, svc_num_threads() * 4L);
+    par(tasks, [&](long t) {
+      for (long r = rows * t / tasks; r < rows * (t + 1) / tasks; r++) dequant_row(q, r0 + r, k, panel + r * k);
+    });
+    // the panel's rows are this pass's share of the contraction: x's columns r0..r0+rows
+    gemm_blocked(View{x + r0, n, 1}, View{panel, k, 1}, y, k, 1, m, k, rows, alpha, accumulate || r0 > 0);
+  }
+}
+
+// Whether this unit multiplies bf16 weights with native bf16 dot products.
+static bool quant_train_bf16_dot() {
+#if SVC_BF16_DOT
+  return svc_cpu_has_bf16_dot();
+#else
+  return false;
+#endif
+}
+
+// The table's entry. The caller has checked the format and lengths (k % 32 == 0 for q4_0).
+static void matmul_quant_train(int format, const float* x, const void* w, const void* scales, float* y,
+                               long m, long n, long k, bool transW, bool accumulate, float alpha) {
+  long cols = transW ? k : n, inner = transW ? n : k;
+  if (m == 0 || cols == 0) return;
+  if (inner == 0) {
+    if (!accumulate)
+      for (long i = 0; i < m * cols; i++) y[i] = 0.f;
+    return;
+  }
+#if SVC_BF16_DOT
+  if (format == SVC_QUANT_BF16 && m > STREAM_MAX_ROWS && svc_cpu_has_bf16_dot()) {
+    bf16_gemm_weights(static_cast<const unsigned short*>(w), x, y, m, n, k, transW, alpha, accumulate);
+    return;
+  }
+#endif
+  if (!transW) {
+    matmul_quant(format, x, w, scales, y, m, n, k, accumulate, alpha);
+  } else if (format == SVC_QUANT_BF16) {
+    qmatmul_t(QBf16{static_cast<const unsigned short*>(w), k}, x, y, m, n, k, alpha, accumulate);
+  } else if (format == SVC_QUANT_INT8) {
+    qmatmul_t(QInt8{static_cast<const signed char*>(w), static_cast<const float*>(scales), k}, x, y, m, n, k,
+              alpha, accumulate);
+  } else {
+    qmatmul_t(QQ4{static_cast<const unsigned char*>(w), static_cast<const unsigned short*>(scales), k}, x, y,
+              m, n, k, alpha, accumulate);
+  }
+}
