@@ -6,6 +6,7 @@ import { isWeightFormat, WEIGHT_FORMATS, type WeightFormat } from "@svc/engine";
 import { DataDir, DEFAULT_DATA_DIR } from "./data-dir.js";
 import { openDatabase } from "./db/connect.js";
 import { parseUpstreams, type Upstream } from "./edge/upstreams.js";
+import { DEFAULT_EVENT_STREAM_LIMITS } from "./events/stream-caps.js";
 import { parseAllowedHosts } from "./http/dataset-url.js";
 import { DEFAULT_RATE_LIMITS, parseRateLimit, type RateLimit } from "./http/rate-limit.js";
 import { HubModelPolicy } from "./models/hub-policy.js";
@@ -27,6 +28,7 @@ export const SERVER_USAGE = `usage: svc server [--host 127.0.0.1] [--port 4100] 
                   [--dataset-url-allow <host>[,<host>]...] [--max-job-steps 100000] [--max-batch-size 256]
                   [--job-crash-restarts 3] [--no-restart-from-scratch]
                   [--rate-limit-key 600/min] [--rate-limit-identity 1200/min] [--rate-limit-signup 30/min]
+                  [--event-streams-per-identity 64] [--event-streams-per-job 512] [--event-stream-buffer-bytes 1048576]
                   [--weights fp32|bf16|int8|q4_0]   (deployments' default weight format; docs/serving-formats.md)`;
 
 export const WORKER_USAGE = `usage: svc worker [--database-url postgres://...] [--data-dir ~/.svc/server]
@@ -95,6 +97,13 @@ function rateLimitFlag(
   }
 }
 
+/** A cap on concurrent event streams: a positive integer, or off. */
+function streamCapFlag(name: string, value: string | undefined, fallback: number | null): number | null {
+  if (value === undefined) return fallback;
+  if (value === "off") return null;
+  return int(name, value, 0, 1);
+}
+
 function modelFlags(flags: string[] | undefined): { name: string; dir: string }[] {
   const env = process.env.SVC_MODELS ? process.env.SVC_MODELS.split(",").filter((s) => s.trim() !== "") : [];
   return [...env, ...(flags ?? [])].map((spec) => {
@@ -157,6 +166,9 @@ export function parseServerArgs(argv: string[]): ServerOptions | "help" {
       "rate-limit-key": { type: "string" },
       "rate-limit-identity": { type: "string" },
       "rate-limit-signup": { type: "string" },
+      "event-streams-per-identity": { type: "string" },
+      "event-streams-per-job": { type: "string" },
+      "event-stream-buffer-bytes": { type: "string" },
       "dataset-url-allow": { type: "string", multiple: true },
       "max-job-steps": { type: "string" },
       "max-batch-size": { type: "string" },
@@ -197,6 +209,24 @@ export function parseServerArgs(argv: string[]): ServerOptions | "help" {
         DEFAULT_RATE_LIMITS.identity,
       ),
       signup: rateLimitFlag("rate-limit-signup", values["rate-limit-signup"], DEFAULT_RATE_LIMITS.signup),
+    },
+    eventStreams: {
+      perIdentity: streamCapFlag(
+        "event-streams-per-identity",
+        values["event-streams-per-identity"],
+        DEFAULT_EVENT_STREAM_LIMITS.perIdentity,
+      ),
+      perJob: streamCapFlag(
+        "event-streams-per-job",
+        values["event-streams-per-job"],
+        DEFAULT_EVENT_STREAM_LIMITS.perJob,
+      ),
+      bufferBytes: int(
+        "event-stream-buffer-bytes",
+        values["event-stream-buffer-bytes"],
+        DEFAULT_EVENT_STREAM_LIMITS.bufferBytes,
+        65_536,
+      ),
     },
     datasetUrlAllow: datasetUrlAllow(values["dataset-url-allow"]),
     jobLimits: {

@@ -4,6 +4,7 @@ import type { OidcVerifier } from "./auth/oidc.js";
 import type { DataDir } from "./data-dir.js";
 import type { UpstreamRegistry } from "./edge/upstreams.js";
 import type { JobEventHub } from "./events/job-event-hub.js";
+import type { EventStreamCaps } from "./events/stream-caps.js";
 import type { RateLimiters } from "./http/rate-limit.js";
 import type { InferenceService } from "./inference/inference-service.js";
 import type { ModelRegistry } from "./models/model-registry.js";
@@ -31,6 +32,8 @@ export interface ServerContext {
   /** Upper bounds of job hyperparameters (--max-job-steps, --max-batch-size). */
   jobLimits: JobLimits;
   sseKeepAliveMs: number;
+  /** Event streams open per identity and per job, and each one's buffer limit (svc server --event-stream*). */
+  eventStreams: EventStreamCaps;
   /** Request rate limits per key, identity and client address (--rate-limit-*). */
   rateLimiters: RateLimiters;
   /** Wakes the in-process worker after a job is queued. */

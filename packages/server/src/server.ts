@@ -17,6 +17,11 @@ import { KeyUsageRecorder } from "./edge/key-usage-recorder.js";
 import { type Upstream, UpstreamRegistry } from "./edge/upstreams.js";
 import { JobEventHub } from "./events/job-event-hub.js";
 import { PgNotifications } from "./events/pg-notifications.js";
+import {
+  DEFAULT_EVENT_STREAM_LIMITS,
+  EventStreamCaps,
+  type EventStreamLimits,
+} from "./events/stream-caps.js";
 import { RateLimiters, type RateLimits } from "./http/rate-limit.js";
 import { InferenceService } from "./inference/inference-service.js";
 import type { HubModelPolicy } from "./models/hub-policy.js";
@@ -55,6 +60,8 @@ export interface ServerOptions {
   jobCrashRestarts?: number;
   jobRestartWithoutCheckpoint?: boolean;
   sseKeepAliveMs?: number;
+  /** Caps on concurrent event streams and their buffer limit; default DEFAULT_EVENT_STREAM_LIMITS. */
+  eventStreams?: Partial<EventStreamLimits>;
   maxDatasetBytes?: number;
   /** Hosts a dataset URL may name although they resolve to a loopback or private address. */
   datasetUrlAllow?: string[];
@@ -208,6 +215,7 @@ export async function startServer(options: ServerOptions = {}): Promise<ServerHa
       datasetUrlAllow: options.datasetUrlAllow ?? [],
       jobLimits: { ...DEFAULT_JOB_LIMITS, ...options.jobLimits },
       sseKeepAliveMs: options.sseKeepAliveMs ?? DEFAULTS.sseKeepAliveMs,
+      eventStreams: new EventStreamCaps({ ...DEFAULT_EVENT_STREAM_LIMITS, ...options.eventStreams }),
       rateLimiters: new RateLimiters(options.rateLimits),
       wakeWorkers: () => runner.nudge(),
       cancelRunning: (jobId) => runner.cancel(jobId),

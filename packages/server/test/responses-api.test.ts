@@ -17,6 +17,7 @@ import {
   deploymentWithKey,
   edgeClient,
   type Identity,
+  identityWithFinishedJob,
   newIdentity,
   type ServerProcess,
   serverFor,
@@ -258,14 +259,30 @@ describe("the Responses API (POST /v1/responses)", () => {
     });
   });
 
-  it("the cloud API serves POST /v1/responses to its bearer token, model a base model", async () => {
-    const cloud = new OpenAI({ apiKey: id.token, baseURL: `${server.apiUrl}/v1`, maxRetries: 0 });
+  it("the cloud API serves POST /v1/responses to its bearer token, model a base or a fine-tuned (ft:) model", async () => {
+    const { id: owner, jobId } = await identityWithFinishedJob(server.apiUrl);
+    const cloud = new OpenAI({
+      apiKey: owner.token,
+      baseURL: `${server.apiUrl}/v1`,
+      organization: owner.orgSlug,
+      project: owner.projectSlug,
+      maxRetries: 0,
+    });
     const response = await cloud.responses.create({ model: TINY_MODEL, input: "hi", max_output_tokens: 3 });
     assert.equal(response.model, TINY_MODEL);
     assert.equal(response.usage?.output_tokens, 3);
+    const tuned = (await cloud.fineTuning.jobs.retrieve(`ftjob-${jobId}`)).fine_tuned_model ?? "";
+    assert.ok(tuned.startsWith("ft:"), tuned);
+    const fromAdapter = await cloud.responses.create({ model: tuned, input: "hi", max_output_tokens: 2 });
+    assert.equal(fromAdapter.model, tuned);
+    assert.equal(fromAdapter.usage?.output_tokens, 2);
     await assert.rejects(
       cloud.responses.create({ model: "no/such-model-here", input: "hi" }),
-      (e: unknown) => e instanceof OpenAI.BadRequestError && /"model"/.test(e.message),
+      (e: unknown) => e instanceof OpenAI.BadRequestError && e.param === "model",
+    );
+    await assert.rejects(
+      cloud.responses.create({ model: "hi", input: "hi", previous_response_id: "resp_1" }),
+      (e: unknown) => e instanceof OpenAI.BadRequestError && e.param === "previous_response_id",
     );
     await assert.rejects(
       new OpenAI({ apiKey: "nope", baseURL: `${server.apiUrl}/v1`, maxRetries: 0 }).responses.create({

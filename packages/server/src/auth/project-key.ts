@@ -43,7 +43,7 @@ export async function authenticateProjectKey(
     throw new ApiError(
       403,
       "project_key_not_allowed",
-      `project API keys work on the OpenAI API routes (/v1/files, /v1/fine_tuning, /v1/models, /v1/chat/completions) only, not ${c.req.method} ${c.req.path}: use an svc token`,
+      `project API keys work on the OpenAI API routes (/v1/files, /v1/fine_tuning, /v1/models, /v1/chat/completions, /v1/responses) only, not ${c.req.method} ${c.req.path}: use an svc token`,
     );
   boundProject.set(c.req.raw, key.projectId);
   return user;

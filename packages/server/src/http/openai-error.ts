@@ -1,6 +1,6 @@
 // OpenAI's error shape, { error: { message, type, param, code } }: the edge's,
 // and that of every route of the OpenAI API that the cloud API serves (files, fine-tuning jobs,
-// models, chat completions), the bearer and rate-limit refusals before them
+// models, chat completions, responses), the bearer and rate-limit refusals before them
 // included. Route code throws ApiError as everywhere else; `param` is the
 // field a 400 names first in quotes ("method.type", "messages[0].content"),
 // or what an OpenAiError says.
@@ -21,7 +21,7 @@ export class OpenAiError extends ApiError {
 }
 
 /** The paths of OpenAI's API: their errors take OpenAI's shape (svc's own model pulls keep svc's). */
-const OPENAI_PATHS = /^\/v1\/(files|fine_tuning|chat\/completions|models)(\/|$)/;
+const OPENAI_PATHS = /^\/v1\/(files|fine_tuning|chat\/completions|responses|models)(\/|$)/;
 
 export const isOpenAiPath = (path: string): boolean =>
   OPENAI_PATHS.test(path) && !path.startsWith("/v1/models/pull");

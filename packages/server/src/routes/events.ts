@@ -1,38 +1,16 @@
 // GET /v1/jobs/:id/events: the job's stored events as Server-Sent Events.
 // Each frame carries `id: <seq>` and `event: <type>`; a client resumes with
 // Last-Event-ID (or ?lastEventId=); the stream ends after the `end` event.
+// Streams are capped per identity and per job (events/stream-caps.ts); each
+// one's send buffer is bounded (events/sse-connection.ts).
 
 import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
 import { Hono } from "hono";
 import type { ApiEnv, ServerContext } from "../context.js";
+import { SseConnection } from "../events/sse-connection.js";
 import { badRequest } from "../http/api-error.js";
-import type { StoredJobEvent } from "../store/job-store.js";
 import { MAX_STORED_INTEGER } from "../wire.js";
 import { jobOr404 } from "./access.js";
-
-const encoder = new TextEncoder();
-/** Every subscriber of a job gets the same event objects: encode each frame once for all of them. */
-const frames = new WeakMap<StoredJobEvent, Uint8Array>();
-
-function frameOf(event: StoredJobEvent): Uint8Array {
-  let bytes = frames.get(event);
-  if (!bytes) {
-    bytes = encoder.encode(`id: ${event.seq}\nevent: ${event.type}\ndata: ${event.data}\n\n`);
-    frames.set(event, bytes);
-  }
-  return bytes;
-}
-
-function concat(parts: Uint8Array[]): Uint8Array {
-  if (parts.length === 1) return parts[0];
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
-}
 
 export function eventRoutes(ctx: ServerContext) {
   const app = new Hono<ApiEnv>();
@@ -42,8 +20,9 @@ export function eventRoutes(ctx: ServerContext) {
     const after = Number(raw);
     if (!Number.isSafeInteger(after) || after < 0 || after > MAX_STORED_INTEGER)
       throw badRequest(`"Last-Event-ID" must be an event id: an integer from 0 to ${MAX_STORED_INTEGER}`);
-    // Written straight to the Node response: one encoded frame per event is
-    // shared by every subscriber, so fan-out costs a socket write each.
+    const release = ctx.eventStreams.open(c, c.get("user").id, job.id);
+    // Written straight to the Node response: the hub hands every subscriber
+    // the same encoded frames, so fan-out costs a socket write each.
     const res = c.env.outgoing;
     res.writeHead(200, {
       "content-type": "text/event-stream",
@@ -52,21 +31,18 @@ export function eventRoutes(ctx: ServerContext) {
       "x-accel-buffering": "no",
     });
     res.flushHeaders();
-    let unsubscribe = () => {};
-    let ping: NodeJS.Timeout | undefined;
-    const finish = () => {
-      clearInterval(ping);
-      unsubscribe();
-      if (!res.writableEnded) res.end();
-    };
-    res.on("close", finish);
-    unsubscribe = await ctx.events.subscribe(job.id, after, (events) => {
-      if (res.writableEnded) return;
-      res.write(concat(events.map(frameOf)));
-      if (events.some((e) => e.type === "end")) finish();
+    const connection = new SseConnection(res, {
+      bufferBytes: ctx.eventStreams.limits.bufferBytes,
+      keepAliveMs: ctx.sseKeepAliveMs,
     });
-    if (res.writableEnded) unsubscribe();
-    else ping = setInterval(() => res.write(": ping\n\n"), ctx.sseKeepAliveMs);
+    const unsubscribe = ctx.events.subscribe(job.id, after, connection);
+    const close = () => {
+      unsubscribe();
+      release();
+    };
+    // A client gone before this point closed nothing we listen to.
+    if (res.destroyed || !res.socket || res.socket.destroyed) close();
+    else res.on("close", close);
     return RESPONSE_ALREADY_SENT;
   });
   return app;

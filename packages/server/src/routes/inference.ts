@@ -14,6 +14,7 @@ import { respondWithResponse } from "../inference/responses.js";
 import { parseResponsesRequest } from "../inference/responses-request.js";
 import { type AdapterRef, MAX_STORED_INTEGER } from "../wire.js";
 import { visibleJob } from "./access.js";
+import { fineTunedModelOr404 } from "./openai/models.js";
 
 const uuid = () => string({ pattern: UUID_PATTERN, patternText: "a UUID" });
 
@@ -50,8 +51,9 @@ export function inferenceRoutes(ctx: ServerContext) {
     return respondWithChat(c, ctx.inference, target, params);
   });
 
-  // The Responses API on the cloud API: `model` names a base model, or a job's
-  // adapter as responses name it (<base model>:<job id>[:checkpoint-<step>]).
+  // The Responses API on the cloud API: `model` names a base model, or a
+  // fine-tuned model (ft:…, a checkpoint's ft:…:ckpt-step-N) as on the cloud
+  // API's /v1/chat/completions (docs/openai-fine-tuning.md); errors in OpenAI's shape.
   app.post("/v1/responses", async (c) => {
     const request = await parseResponsesRequest(await readJson(c));
     return respondWithResponse(c, ctx.inference, await responsesTarget(ctx, c, request.model), request);
@@ -59,10 +61,7 @@ export function inferenceRoutes(ctx: ServerContext) {
   return app;
 }
 
-const ADAPTER_MODEL =
-  /^(.+):([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(?::checkpoint-([1-9]\d{0,9}))?$/;
-
-/** What a Responses request's `model` names (see the route). */
+/** What a Responses request's `model` names, as on the cloud API's chat completions (see the route). */
 async function responsesTarget(
   ctx: ServerContext,
   c: Context<ApiEnv>,
@@ -70,15 +69,12 @@ async function responsesTarget(
 ): Promise<ResolvedTarget> {
   if (model === undefined) {
     const names = ctx.models.names();
-    if (names.length !== 1) throw badRequest(`"model" is required: a base model or <base model>:<job id>`);
+    if (names.length !== 1) throw badRequest(`"model" is required: a base model or a fine-tuned ft:… model`);
     return ctx.inference.baseModel(names[0], "model");
   }
-  const adapter = ADAPTER_MODEL.exec(model);
-  if (adapter === null) return ctx.inference.baseModel(model, "model", { pull: true });
-  const [, , jobId, step] = adapter;
-  const job = await visibleJob(ctx, c, jobId);
-  if (!job) throw notFound(`job ${jobId}`);
+  if (!model.startsWith("ft:")) return ctx.inference.baseModel(model, "model", { pull: true });
+  const { job, step } = await fineTunedModelOr404(ctx, c, model);
   const ref: AdapterRef =
-    step === undefined ? { kind: "final", jobId } : { kind: "checkpoint", jobId, step: Number(step) };
-  return ctx.inference.adapter(job, ref, "model");
+    step === null ? { kind: "final", jobId: job.id } : { kind: "checkpoint", jobId: job.id, step };
+  return { ...(await ctx.inference.adapter(job, ref, "model")), label: model };
 }

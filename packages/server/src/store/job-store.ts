@@ -291,6 +291,31 @@ export class JobStore {
     return rows.map((r) => ({ seq: Number(r.seq), type: r.type as JobEventType, data: r.payload }));
   }
 
+  /** At most `limit` events after `afterSeq`, in order: one page of a replay. */
+  async eventsPage(jobId: string, afterSeq: number, limit: number): Promise<StoredJobEvent[]> {
+    const rows = await this.db
+      .selectFrom("job_events")
+      .select(["seq", "type", "payload"])
+      .where("job_id", "=", jobId)
+      .where("seq", ">", afterSeq)
+      .orderBy("seq")
+      .limit(limit)
+      .execute();
+    return rows.map((r) => ({ seq: Number(r.seq), type: r.type as JobEventType, data: r.payload }));
+  }
+
+  /** The job's training.started events (one per run): the resume markers a paged replay filters by. */
+  async runStarts(jobId: string): Promise<StoredJobEvent[]> {
+    const rows = await this.db
+      .selectFrom("job_events")
+      .select(["seq", "type", "payload"])
+      .where("job_id", "=", jobId)
+      .where("type", "=", "training.started")
+      .orderBy("seq")
+      .execute();
+    return rows.map((r) => ({ seq: Number(r.seq), type: r.type as JobEventType, data: r.payload }));
+  }
+
   async addArtifact(row: ArtifactsTable): Promise<Artifact> {
     await this.upsertArtifact(this.db, row);
     return toArtifact(row);
