@@ -23,10 +23,12 @@ import type {
   HubDatasetSource,
   InferArgs,
   IssuedDeploymentKey,
+  IssuedProjectKey,
   Job,
   Me,
   ModelPull,
   Project,
+  ProjectKey,
   ProjectScope,
   ToolCall,
   UpdateDeploymentRequest,
@@ -313,6 +315,21 @@ export class CloudApiClient implements CloudApi {
   async listDeploymentKeys(deploymentId: string): Promise<DeploymentKey[]> {
     const path = `/v1/endpoints/${seg(deploymentId)}/keys`;
     return (await this.json<{ keys: DeploymentKey[] }>("GET", path, { scoped: true })).keys;
+  }
+
+  /** A project API key for the OpenAI routes (docs/openai-fine-tuning.md#project-api-keys); its plaintext only here. */
+  async issueProjectKey(body: { label: string }): Promise<IssuedProjectKey> {
+    return (await this.json<{ key: IssuedProjectKey }>("POST", "/v1/project-keys", { scoped: true, body }))
+      .key;
+  }
+
+  async listProjectKeys(): Promise<ProjectKey[]> {
+    return (await this.json<{ keys: ProjectKey[] }>("GET", "/v1/project-keys", { scoped: true })).keys;
+  }
+
+  async revokeProjectKey(keyId: string): Promise<ProjectKey> {
+    const path = `/v1/project-keys/${seg(keyId)}`;
+    return (await this.json<{ key: ProjectKey }>("DELETE", path, { scoped: true })).key;
   }
 
   async revokeDeploymentKey(deploymentId: string, keyId: string): Promise<DeploymentKey> {

@@ -1,9 +1,12 @@
-// svc keys issue <deployment> --label <label> | list <deployment> | revoke <deployment> <keyId>
+// svc keys issue <deployment> --label <label> | list <deployment> | revoke <deployment> <keyId>,
+// and svc keys project issue|list|revoke for the project's API keys (project-keys.ts).
 
-import { KEY_LABEL_MAX_LENGTH, KEY_USAGE_SUMMARY_DAYS, textLength } from "@svc/server/wire";
-import { type Command, parse, requirePositional, stringOption, UsageError } from "../args.js";
+import { KEY_USAGE_SUMMARY_DAYS } from "@svc/server/wire";
+import { type Command, parse, requirePositional, UsageError } from "../args.js";
 import { printJson, table } from "../output.js";
 import { openDeployment } from "./deploy.js";
+import { requireLabel } from "./key-label.js";
+import { projectKeys } from "./project-keys.js";
 
 /** The 30-day totals of GET /v1/endpoints/:id/keys (KEY_USAGE_SUMMARY_DAYS). */
 const USAGE_COLUMNS = [
@@ -14,27 +17,28 @@ const USAGE_COLUMNS = [
 
 export const keysCommand: Command = {
   name: "keys",
-  summary: "issue, list or revoke a deployment's API keys",
+  summary: "issue, list or revoke a deployment's or the project's API keys",
   usage: [
     "Usage: svc keys issue <deployment> --label <label> [--json]   prints the key once",
     "       svc keys list <deployment> [--json]                     lastUsedAt and 30-day usage",
     "       svc keys revoke <deployment> <keyId>",
+    "       svc keys project issue --label <label> [--json]   a project API key, for the",
+    "                                                       OpenAI API routes; printed once",
+    "       svc keys project list [--json]",
+    "       svc keys project revoke <keyId>",
     "",
     "<deployment> is a deployment id or slug. Usage columns count the edge requests",
     "each key made in the last 30 days (UTC, today included) and their tokens.",
   ].join("\n"),
   async run(argv) {
     const { values, positionals } = parse(argv, { label: { type: "string" }, json: { type: "boolean" } }, 3);
-    const sub = requirePositional(positionals, 0, "subcommand (issue, list or revoke)");
+    const sub = requirePositional(positionals, 0, "subcommand (issue, list, revoke or project)");
+    if (sub === "project") return projectKeys(positionals.slice(1), values);
     if (!["issue", "list", "revoke"].includes(sub)) throw new UsageError(`unknown subcommand "${sub}"`);
     const ref = requirePositional(positionals, 1, "deployment id or slug");
     const { client, deployment } = await openDeployment(ref);
     if (sub === "issue") {
-      const label = stringOption(values, "label");
-      if (!label || textLength(label) > KEY_LABEL_MAX_LENGTH) {
-        throw new UsageError(`--label: required, 1 to ${KEY_LABEL_MAX_LENGTH} characters`);
-      }
-      const key = await client.issueDeploymentKey(deployment.id, { label });
+      const key = await client.issueDeploymentKey(deployment.id, { label: requireLabel(values) });
       if (values.json) printJson(key);
       else {
         process.stdout.write(`${key.plaintext}\n`);
