@@ -1,6 +1,6 @@
 // The project's one test command: build everything, then run every compiled
 // test file with Node's test runner, plus the plain-JS tests of tools/ (the
-// bundled base model's checks). Arguments narrow the run to test files
+// bundled base model's checks) and of scripts/ (this runner's). Arguments narrow the run to test files
 // whose path contains any of them (e.g. `npm test -- engine`).
 //
 // The run provisions its PostgreSQL (one throwaway cluster, unless
@@ -42,7 +42,7 @@ for (const pkg of readdirSync(join(root, "packages"))) {
   }
   candidates.push(...walk(dist, ".test.js"));
 }
-candidates.push(...walk(join(root, "tools"), ".test.mjs"));
+candidates.push(...walk(join(root, "tools"), ".test.mjs"), ...walk(join(root, "scripts"), ".test.mjs"));
 const files = candidates
   .map((f) => relative(root, f))
   .filter((rel) => filters.length === 0 || filters.some((x) => rel.includes(x)));
