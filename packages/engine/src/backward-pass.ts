@@ -9,7 +9,7 @@ import type { Batch } from "./graph-rows.js";
 import { activation, addScaled, type GraphState, qkRows, rope, sizesOf } from "./graph-state.js";
 import type { LowRankAddend } from "./lora-apply.js";
 import { tick, tock } from "./profile.js";
-import { fp32Weight } from "./quant/serving.js";
+import { matmulFrozen } from "./quant/serving.js";
 import { DOWN, GATE_UP, type LoraLayers, O, type ProjectionWeight, QKV } from "./weights.js";
 
 /** Accumulates the LoRA gradients of the last forward pass (over `batch`) into grads. */
@@ -146,12 +146,18 @@ function projectBack(
   addend: LowRankAddend | null,
 ): void {
   const t = tick();
-  const W = fp32Weight(w, "backward");
-  const packed = g.packed?.backward(W, out, inDim) ?? null;
+  if (!(w instanceof Float32Array)) {
+    // a bf16 / int8 base (train-precision.ts): dy·W by the kernels' frozen-weight product, then the LoRA term
+    matmulFrozen(g.kern, dy, w, dx, N, out, inDim, true, accumulate);
+    if (addend) g.kern.matmul(addend.xa, addend.b, dx, N, inDim, addend.r, false, false, true, addend.scale);
+    tock(`bwd.matmul.${slot}`, t);
+    return;
+  }
+  const packed = g.packed?.backward(w, out, inDim) ?? null;
   if (addend) {
     const { xa, b, r, scale } = addend;
-    g.kern.matmulLowRank(dy, W, dx, N, inDim, out, false, xa, b, r, false, scale, accumulate, packed);
-  } else g.kern.matmul(dy, W, dx, N, inDim, out, false, false, accumulate, 1, packed);
+    g.kern.matmulLowRank(dy, w, dx, N, inDim, out, false, xa, b, r, false, scale, accumulate, packed);
+  } else g.kern.matmul(dy, w, dx, N, inDim, out, false, false, accumulate, 1, packed);
   tock(`bwd.matmul.${slot}`, t);
 }
 

@@ -22,7 +22,7 @@ import type { QuantMatrix } from "./kernels/types.js";
 import type { LowRankAddend } from "./lora-apply.js";
 import { tick, tock } from "./profile.js";
 import { joinedWeight } from "./quant/joined.js";
-import { matmulWeight, matrixRow } from "./quant/serving.js";
+import { matmulFrozen, matmulWeight, matrixRow } from "./quant/serving.js";
 import { DOWN, GATE_UP, type LayerWeights, O, type ProjectionWeight, QKV } from "./weights.js";
 
 /**
@@ -192,7 +192,8 @@ function project(
   if (addend && w instanceof Float32Array) {
     const { xa, b, r, scale } = addend;
     g.kern.matmulLowRank(x, w, y, N, out, inDim, true, xa, b, r, true, scale, accumulate, packed);
-  } else matmulWeight(g.kern, x, w, y, N, out, inDim, accumulate, 1, packed);
+  } else if (g.inferenceOnly) matmulWeight(g.kern, x, w, y, N, out, inDim, accumulate, 1, packed);
+  else matmulFrozen(g.kern, x, w, y, N, out, inDim, false, accumulate, packed); // training: bf16 dot products
   const bias = lw.bias[slot];
   if (bias) g.kern.addBias(y, bias, N, out, 1);
   tock(`fwd.matmul.${slot}`, t);

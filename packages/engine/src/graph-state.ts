@@ -27,7 +27,7 @@ export function sizesOf(config: ModelConfig) {
 
 export interface GraphState {
   readonly config: ModelConfig;
-  /** fp32 (training, logits) or a serving format (decode: quant/serving.ts); the backward pass needs fp32. */
+  /** fp32, or a serving format: decode (quant/serving.ts) and bf16 / int8 training (train-precision.ts). */
   readonly weights: ServingWeights;
   readonly kern: Kernels;
   readonly lora: LoraRunner;

@@ -94,6 +94,15 @@ export {
 } from "./tool-calls.js";
 export { DEFAULT_TOOL_SYNTAX, type ToolSyntax } from "./tool-syntax.js";
 export { plannedSteps, prepareSets, resolveHyperparameters, train } from "./train.js";
+export {
+  BASE_WEIGHT_FORMATS,
+  type BaseWeightFormat,
+  DEFAULT_JOB_PRECISION,
+  type ResolvedPrecision,
+  resolvePrecision,
+  TRAINING_PRECISIONS,
+  type TrainingPrecision,
+} from "./train-precision.js";
 export { type FittedRow, fitRow, TRUNCATION_MODES } from "./truncation.js";
 export * from "./types.js";
 export type { LayerWeights, LoraLayers, LoraPair, ModelWeights, ServingWeights } from "./weights.js";

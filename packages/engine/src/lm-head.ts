@@ -6,7 +6,7 @@ import type { ModelConfig } from "./families/index.js";
 import type { Kernels } from "./kernels/types.js";
 import type { PackedWeights } from "./packed-weights.js";
 import { tick, tock } from "./profile.js";
-import { fp32Weight, matmulWeight } from "./quant/serving.js";
+import { matmulFrozen, matmulWeight } from "./quant/serving.js";
 import type { ProjectionWeight } from "./weights.js";
 
 // Logits exist for a chunk of rows at a time: 32 MB of them, but never fewer
@@ -28,7 +28,7 @@ export class LmHead {
 
   constructor(
     private readonly config: ModelConfig,
-    private readonly head: ProjectionWeight, // [V,C], fp32 when training
+    private readonly head: ProjectionWeight, // [V,C]: fp32, or bf16 / int8 (train-precision.ts)
     private readonly kern: Kernels,
     private readonly training: boolean,
     private readonly packed: PackedWeights | null = null,
@@ -51,7 +51,8 @@ export class LmHead {
     const { hiddenSize: C, vocabSize: V } = this.config;
     const t0 = tick();
     const packed = this.packed?.forward(this.head, V, C) ?? null;
-    matmulWeight(this.kern, x, this.head, out, rows, V, C, false, 1, packed);
+    if (this.training) matmulFrozen(this.kern, x, this.head, out, rows, V, C, false, false, packed);
+    else matmulWeight(this.kern, x, this.head, out, rows, V, C, false, 1, packed);
     const m = this.config.logitScale;
     if (m !== 1) for (let i = 0; i < rows * V; i++) out[i] *= m;
     const cap = this.config.finalLogitSoftcap;
@@ -125,9 +126,9 @@ export class LmHead {
       if (capTanh) for (let i = 0; i < m * V; i++) logits[i] *= 1 - capTanh[i] * capTanh[i];
       const scale = this.config.logitScale;
       if (scale !== 1) for (let i = 0; i < m * V; i++) logits[i] *= scale;
-      const head = fp32Weight(this.head, "LM head backward");
-      const packed = this.packed?.backward(head, V, C) ?? null;
-      k.matmul(logits, head, this.headRows, m, C, V, false, false, false, 1, packed); // d(rows)[m,C]
+      const head = this.head;
+      const packed = head instanceof Float32Array ? (this.packed?.backward(head, V, C) ?? null) : null;
+      matmulFrozen(k, logits, head, this.headRows, m, V, C, true, false, packed); // d(rows)[m,C]
       tock("bwd.matmul.lm_head", t0);
       for (let i = 0; i < m; i++) dxf.set(this.headRows.subarray(i * C, i * C + C), rowsOfChunk[i] * C);
     }

@@ -34,7 +34,7 @@ export interface GraphOptions {
 
 export class ModelGraph {
   readonly config: ModelConfig;
-  /** fp32 (training, logits) or a serving format (decode: quant/serving.ts); the backward pass needs fp32. */
+  /** fp32, or a serving format: decode (quant/serving.ts) and bf16 / int8 training (train-precision.ts). */
   readonly weights: ServingWeights;
   private readonly skipUnlabeledRows: boolean;
   private readonly inferenceOnly: boolean;

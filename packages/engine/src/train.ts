@@ -7,6 +7,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { countTargets, countTokens, makeBatch } from "./batching.js";
 import { EngineError } from "./errors.js";
+import { getKernels } from "./kernels/index.js";
 import { initLoraAdapter, loraLayersOf, loraParams, zerosLike } from "./lora.js";
 import { type Batch, ModelGraph } from "./model.js";
 import { AdamW, clipGradNorm } from "./optim.js";
@@ -20,6 +21,7 @@ import {
   exactMatchSample,
 } from "./task-metrics.js";
 import { restoreCheckpoint, type TrainerState, writeOptimizerState } from "./train-checkpoint.js";
+import { resolvePrecision, trainingWeights } from "./train-precision.js";
 import { prepareSet, TRUNCATION_MODES } from "./truncation.js";
 import type {
   CheckpointInfo,
@@ -160,6 +162,7 @@ export function plannedSteps(examples: number, hyperparameters: TrainHyperparame
 
 export async function train(options: TrainOptions): Promise<TrainResult> {
   const settings = resolveHyperparameters(options.hyperparameters);
+  const precision = resolvePrecision(options.precision, options.baseWeights, getKernels());
   const { model, outputDir, signal } = options;
   const config = model.config;
   const prepared =
@@ -197,7 +200,7 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
     });
   }
 
-  const graph = new ModelGraph(config, model.weights);
+  const graph = new ModelGraph(config, trainingWeights(model.weights, config, precision));
   // The exact-match sample is fixed for the run; its generator is made at the first eval that needs it.
   const exactMatchRows =
     settings.lossOn === "assistant"
@@ -289,6 +292,7 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
       const info = await writeCheckpoint();
       return {
         status: "cancelled",
+        precision,
         steps: step,
         finalLoss: lastLoss,
         evalLoss: lastEval,
@@ -355,6 +359,7 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
   saveAdapter(adapter, finalDir, adapterBase);
   return {
     status: "completed",
+    precision,
     steps: step,
     finalLoss: lastLoss,
     evalLoss: lastEval,

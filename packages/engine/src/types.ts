@@ -194,6 +194,14 @@ export interface TrainOptions {
   baseModelName?: string;
   /** Written as the adapters' revision: the base model's commit on the Hub. */
   baseModelRevision?: string;
+  /**
+   * "fp32" (default), "bf16" or "auto" (train-precision.ts TRAINING_PRECISIONS):
+   * bf16 holds the frozen base weights in bf16 and multiplies with them in
+   * bf16 with fp32 sums; auto is bf16 where the kernels have bf16 dot products.
+   */
+  precision?: import("./train-precision.js").TrainingPrecision;
+  /** "int8": the frozen base weights held in int8 (per-channel scales), dequantized inside the products. */
+  baseWeights?: import("./train-precision.js").BaseWeightFormat;
 }
 
 /** One set fitted to maxLength: the examples that train, and the 1-based numbers of the rows cut or dropped. */
@@ -212,6 +220,8 @@ export interface PreparedSets {
 export interface TrainResult {
   /** "completed", or "cancelled" when the signal aborted (a checkpoint of the last step is written). */
   status: "completed" | "cancelled";
+  /** The precision the run used and the format its base weights were held in (auto resolved). */
+  precision: import("./train-precision.js").ResolvedPrecision;
   steps: number;
   finalLoss: number | null;
   evalLoss: number | null;

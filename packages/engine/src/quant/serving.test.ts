@@ -9,7 +9,7 @@ import { getKernels } from "../kernels/index.js";
 import { dequantizeRow } from "../kernels/quant-matrix.js";
 import type { QuantMatrix } from "../kernels/types.js";
 import { loadModel } from "../load.js";
-import { loraLayersOf } from "../lora.js";
+import { loraLayersOf, zerosLike } from "../lora.js";
 import { ModelGraph } from "../model.js";
 import { Rng } from "../rng.js";
 import { FAMILY_CONFIGS } from "../testing/family-configs.js";
@@ -140,7 +140,7 @@ test("serving formats: the async conversion gives the same matrices, in slices t
   }
 });
 
-test("serving formats: a served model has no backward pass", () => {
+test("serving formats: served weights train too (the backward pass through int8 layers; train-precision.test.ts checks its values)", () => {
   const config = smallTestConfig({ hiddenSize: 64, intermediateSize: 96, headDim: 16 });
   const served = servingWeights(randomModelWeights(config, 3), config, "int8");
   const graph = new ModelGraph(config, served);
@@ -153,7 +153,15 @@ test("serving formats: a served model has no backward pass", () => {
     targets: Int32Array.of(2, 3, 4, 5),
     lengths: Int32Array.of(4),
   };
-  assert.throws(() => graph.forward(batch, lora, 1), /weights served in int8 have no backward pass/);
+  const grads = zerosLike(adapter);
+  const { lossSum } = graph.forward(batch, lora, 1);
+  graph.backward(lora, loraLayersOf(grads, config));
+  assert.ok(Number.isFinite(lossSum));
+  const dA = grads.tensors.values().next().value as Float32Array;
+  assert.ok(
+    dA.some((v) => v !== 0) && dA.every(Number.isFinite),
+    "q_proj's LoRA gradients are finite and not all zero",
+  );
 });
 
 test("serving formats: an unknown weightFormat is refused by name", () => {

@@ -2,8 +2,9 @@
 // projection, the embeddings and the LM head (one matrix when tied) are
 // quantized; norms and biases stay fp32, and LoRA adapters run in fp32 on top
 // (lora-apply.ts is untouched by the format). Each layer's q/k/v and gate/up
-// are joined into one matrix per group (quant/joined.ts). Training never sees these:
-// it runs on the fp32 weights the model was loaded with. Converted from fp32
+// are joined into one matrix per group (quant/joined.ts). Training runs on the
+// fp32 weights, or on bf16 / int8 ones converted the same way
+// (train-precision.ts, matmulFrozen below). Converted from fp32
 // weights already in memory (servingWeights), or matrix by matrix as a
 // checkpoint is read (readServingWeights), which never holds the fp32 model.
 
@@ -222,16 +223,32 @@ export function matmulWeight(
   else kern.matmulQuant(x, w, y, N, accumulate, alpha);
 }
 
+/**
+ * A training graph's products with a frozen weight in any format (the
+ * kernels' matmulQuantTrain for a serving format: bf16 dot products where
+ * the kernels have them): transW false y[N, out] (+)= x[N, in]·Wᵀ, true
+ * y[N, in] (+)= x[N, out]·W (the input gradient). bPacked: an fp32 W packed
+ * ahead in that orientation (PackedWeights), or null.
+ */
+export function matmulFrozen(
+  kern: Kernels,
+  x: Float32Array,
+  w: ProjectionWeight,
+  y: Float32Array,
+  N: number,
+  out: number,
+  inDim: number,
+  transW: boolean,
+  accumulate: boolean,
+  bPacked: Float32Array | null = null,
+): void {
+  if (!(w instanceof Float32Array)) kern.matmulQuantTrain(x, w, y, N, transW, accumulate, 1);
+  else if (transW) kern.matmul(x, w, y, N, inDim, out, false, false, accumulate, 1, bPacked);
+  else kern.matmul(x, w, y, N, out, inDim, false, true, accumulate, 1, bPacked);
+}
+
 /** Row `row` of an embedding table in any format, into out[0..cols). */
 export function matrixRow(w: ProjectionWeight, row: number, cols: number, out: Float32Array): void {
   if (w instanceof Float32Array) out.set(w.subarray(row * cols, row * cols + cols));
   else dequantizeRow(w, row, out);
-}
-
-/** The fp32 matrix behind a weight, for the backward pass (which serving weights never reach). */
-export function fp32Weight(w: ProjectionWeight, what: string): Float32Array {
-  if (w instanceof Float32Array) return w;
-  throw new Error(
-    `${what}: weights served in ${w.format} have no backward pass; training runs on fp32 weights`,
-  );
 }
