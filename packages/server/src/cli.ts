@@ -1,6 +1,7 @@
 // `svc server` and `svc worker` as functions the svc CLI calls with its argv
 // (the words after the subcommand). Both run in the foreground until SIGINT
 // or SIGTERM and resolve to the process exit code.
+import { existsSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { isWeightFormat, WEIGHT_FORMATS, type WeightFormat } from "@svc/engine";
 import { DataDir, DEFAULT_DATA_DIR } from "./data-dir.js";
@@ -284,6 +285,8 @@ export async function runServerCommand(argv: string[]): Promise<number> {
   }
   // From here on every exit is logged with its reason (a failed start printed its own line).
   logExitReasons("svc server");
+  // Listening before the ready line: whoever reads it may signal at once.
+  const stopSignal = untilSignal();
   console.log(`svc server: cloud API on ${handle.apiUrl}`);
   console.log(
     `svc server: edge on ${handle.edgeUrl} (deployments at http://<slug>.${handle.deploymentDomain}/v1)`,
@@ -292,7 +295,7 @@ export async function runServerCommand(argv: string[]): Promise<number> {
   console.log(
     `svc-server-ready ${JSON.stringify({ apiUrl: handle.apiUrl, edgeUrl: handle.edgeUrl, deploymentDomain: handle.deploymentDomain, pid: process.pid })}`,
   );
-  const signal = await untilSignal();
+  const signal = await stopSignal;
   console.log(`svc server: ${signal}, stopping (running jobs checkpoint and go back to the queue)`);
   await handle.close();
   console.log("svc server: stopped");
@@ -368,6 +371,11 @@ export async function runWorkerCommand(argv: string[]): Promise<number> {
     // No URL: the SQLite file of the `svc server` on this machine with the same --data-dir.
     const databaseUrl = values["database-url"] ?? process.env.SVC_DATABASE_URL ?? null;
     const dataDir = new DataDir(values["data-dir"] ?? process.env.SVC_DATA_DIR ?? DEFAULT_DATA_DIR);
+    // A worker that made its own empty database would wait for jobs no server ever queues there.
+    if (!databaseUrl && !existsSync(dataDir.sqlitePath))
+      throw new UsageError(
+        `no svc server database in ${dataDir.root} (${dataDir.sqlitePath} does not exist): start \`svc server\` with this --data-dir first, or give --database-url postgres://... for a server on PostgreSQL`,
+      );
     const models = new ModelRegistry({
       bundledDir: bundled(values["bundled-models"]),
       extra: modelFlags(values.model),
@@ -396,8 +404,10 @@ export async function runWorkerCommand(argv: string[]): Promise<number> {
   console.log(
     `svc worker: ${runner.owner} claiming ${runner.backendName} jobs from ${store.opened.location}`,
   );
+  // Listening before the ready line: whoever reads it may signal at once.
+  const stopSignal = untilSignal();
   console.log(`svc-worker-ready ${JSON.stringify({ owner: runner.owner, pid: process.pid })}`);
-  const signal = await untilSignal();
+  const signal = await stopSignal;
   console.log(`svc worker: ${signal}, stopping (running jobs checkpoint and go back to the queue)`);
   sweeper.stop();
   await runner.stop();

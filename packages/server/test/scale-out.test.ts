@@ -110,12 +110,22 @@ it("runs jobs on `svc worker` processes and streams their events through the API
   }
 });
 
-it("`svc worker` without --database-url works on the SQLite file of --data-dir (a server on one box; torch-single-box.test.ts)", async () => {
+it("`svc worker` without --database-url works on the SQLite file of --data-dir, and refuses a data dir no server made (exit 2)", async () => {
   const dataDir = tempDir("w");
+  await assert.rejects(
+    spawnReady("worker", ["--data-dir", dataDir, "--bundled-models", "none"]),
+    new RegExp(
+      `exited with 2 before it was ready:\\nsvc: no svc server database in ${dataDir} \\(${join(dataDir, "svc.db")} does not exist\\): start \`svc server\` with this --data-dir first, or give --database-url postgres://`,
+    ),
+  );
+  // A server made the database (a server on one box; torch-single-box.test.ts).
+  const server = await startServerProcess({ dataDir, args: ["--workers", "0"] });
+  await server.stop();
   const worker = await spawnReady("worker", ["--data-dir", dataDir, "--bundled-models", "none"]);
   assert.match(worker.output(), new RegExp(`claiming engine jobs from ${join(dataDir, "svc.db")}\n`));
   worker.proc.kill("SIGTERM");
-  assert.equal(await waitForExit(worker.proc), 0);
+  const code = await waitForExit(worker.proc);
+  assert.equal(code, 0, `signal ${worker.proc.signalCode}; its output:\n${worker.output()}`);
   rmSync(dataDir, { recursive: true, force: true });
 });
 
