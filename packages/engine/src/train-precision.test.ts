@@ -123,6 +123,11 @@ test("a bf16 base holds the frozen matrices in half of fp32's bytes, an int8 one
   const bf16 = trainingWeights(fp32, config, { precision: "bf16", baseWeights: "bf16" });
   const int8 = trainingWeights(fp32, config, { precision: "fp32", baseWeights: "int8" });
   assert.equal(decodeWeightBytes(bf16), bytes / 2);
+  assert.equal(bf16.embed, fp32.embed, "the embedding table stays fp32 (lookups, as autocast)");
+  assert.ok(
+    !(bf16.lmHead instanceof Float32Array) && bf16.lmHead.format === "bf16",
+    "the tied head gets a bf16 copy",
+  );
   assert.ok(decodeWeightBytes(int8) < bytes * 0.27, `${decodeWeightBytes(int8)} of ${bytes}`);
   assert.equal(
     trainingWeights(bf16, config, { precision: "bf16", baseWeights: "bf16" }),

@@ -6,8 +6,8 @@
 import { EngineError } from "./errors.js";
 import { type ModelConfig, SLOTS } from "./families/index.js";
 import type { Kernels } from "./kernels/types.js";
-import { servingWeights } from "./quant/serving.js";
-import type { ModelWeights, ProjectionWeight, ServingWeights } from "./weights.js";
+import { quantizeMatrix } from "./quant/formats.js";
+import { type LayerWeights, type ProjectionWeight, projectionShape, type ServingWeights } from "./weights.js";
 
 /**
  * The values of a job's `precision`: "fp32" (every product in fp32), "bf16"
@@ -63,11 +63,16 @@ export function resolvePrecision(
 }
 
 /**
- * The weights a run trains against: fp32 as loaded, or every frozen matrix
- * (projections, embeddings, LM head; one matrix when tied) converted to the
- * run's base format. Norms and biases stay fp32. Weights already held in that
- * format (a model read straight into it) are used as they are, so no fp32
- * copy need exist.
+ * The weights a run trains against: fp32 as loaded, or every frozen matrix a
+ * product reads (the projections and the LM head) in the run's base format.
+ * The embedding table stays as it is held: its rows are looked up, not
+ * multiplied, and an fp32 lookup starts the residual stream from the exact
+ * embeddings, as autocast does (F.embedding is not an autocast op). Rounding
+ * the lookups to bf16 moved a random model's loss 4× further from fp32 than
+ * autocast's own distance (docs/training-precision.md), so a tied head gets
+ * its own copy in the base format. Norms and biases stay fp32. Matrices
+ * already in the run's format (a model read straight into it) are used as
+ * they are, so no fp32 copy need exist.
  */
 export function trainingWeights(
   weights: ServingWeights,
@@ -75,21 +80,27 @@ export function trainingWeights(
   resolved: ResolvedPrecision,
 ): ServingWeights {
   const format = resolved.baseWeights;
-  const held = heldFormat(weights);
-  if (held === format) return weights;
-  if (held !== "fp32") {
-    throw new EngineError(
-      "invalid_argument",
-      `the model's weights are held in ${held}; a ${format} run needs them in fp32 or ${format}`,
-    );
-  }
-  return servingWeights(weights as ModelWeights, config, format);
-}
-
-/** The one format every frozen matrix of these weights is held in ("mixed" when they differ). */
-function heldFormat(weights: ServingWeights): string {
-  const of = (w: ProjectionWeight) => (w instanceof Float32Array ? "fp32" : w.format);
-  const formats = new Set<string>([of(weights.embed), of(weights.lmHead)]);
-  for (const lw of weights.layers) for (const slot of SLOTS) formats.add(of(lw[slot]));
-  return formats.size === 1 ? [...formats][0] : "mixed";
+  const convert = (w: ProjectionWeight, rows: number, cols: number): ProjectionWeight => {
+    const held = w instanceof Float32Array ? "fp32" : w.format;
+    if (held === format) return w;
+    if (!(w instanceof Float32Array)) {
+      throw new EngineError(
+        "invalid_argument",
+        `the model's weights are held in ${held}; a ${format} run needs them in fp32 or ${format}`,
+      );
+    }
+    return format === "fp32" ? w : quantizeMatrix(format, w, rows, cols);
+  };
+  const layers = weights.layers.map((lw) => {
+    const out: LayerWeights<ProjectionWeight> = { ...lw, joined: undefined };
+    for (const slot of SLOTS) {
+      const shape = projectionShape(config, slot);
+      out[slot] = convert(lw[slot], shape.out, shape.in);
+    }
+    return out;
+  });
+  const lmHead = convert(weights.lmHead, config.vocabSize, config.hiddenSize);
+  const same =
+    lmHead === weights.lmHead && layers.every((lw, l) => SLOTS.every((s) => lw[s] === weights.layers[l][s]));
+  return same ? weights : { embed: weights.embed, layers, finalNorm: weights.finalNorm, lmHead };
 }
