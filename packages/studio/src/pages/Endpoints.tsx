@@ -1,9 +1,10 @@
 // Endpoints: the deployment list (slug + host suffix, target summary, auth
-// mode, enabled badge) and the inline create form.
+// mode, enabled badge), the inline create form, and the project's API keys.
 import type { AuthMode, Deployment } from "@svc/server/wire";
 import { useCallback, useEffect, useState } from "react";
 import { errorMessage, getJson, IDENTITY_CHANGED_EVENT, sendJson } from "../api.js";
 import { ErrorText } from "../components/common.js";
+import { ProjectKeys } from "../components/ProjectKeys.js";
 import { TargetFields } from "../components/TargetFields.js";
 import { type TargetForm, targetFromForm, targetSummary } from "../lib/targets.js";
 
@@ -153,6 +154,7 @@ export function Endpoints() {
           </ul>
         )}
       </section>
+      <ProjectKeys />
     </div>
   );
 }

@@ -9,6 +9,7 @@ import { deploymentRoutes } from "./routes/deployments.js";
 import { inferenceRoutes } from "./routes/inference.js";
 import { jobRoutes } from "./routes/jobs.js";
 import { projectRoutes } from "./routes/project.js";
+import { projectKeyRoutes } from "./routes/project-keys.js";
 import { trainRoutes } from "./routes/train.js";
 import { hostGuard, noCrossOrigin, sameOriginMutations, studioTokenGuard } from "./security.js";
 import { staticRoutes } from "./static-app.js";
@@ -32,6 +33,7 @@ export function createStudioApp(options: StudioAppOptions): Hono {
   app.route("/api/train", trainRoutes(env));
   app.route("/api/jobs", jobRoutes(env));
   app.route("/api/deployments", deploymentRoutes(env));
+  app.route("/api/project-keys", projectKeyRoutes(env));
   app.route("/api/inference", inferenceRoutes(env));
   app.all("/api/*", (c) => c.json(errorBody("not_found", `no route ${c.req.method} ${c.req.path}`), 404));
   app.route("/", staticRoutes(options.token, options.appDir));
