@@ -26,7 +26,7 @@ export const SERVER_USAGE = `usage: svc server [--host 127.0.0.1] [--port 4100] 
                   [--hub-models <org>/<pattern>[,...]|cached|none]   (default: cached; docs/hub.md)
                   [--oidc-issuer <url> --oidc-audience <client id>] [--workers 1]
                   [--upstream <name>=<OpenAI base URL>]...   (its key: env SVC_UPSTREAM_KEY_<NAME>)
-                  [--dataset-url-allow <host>[,<host>]...] [--max-job-steps 100000] [--max-batch-size 256]
+                  [--dataset-url-allow <host>[:<port>][,<host>[:<port>]]...] [--max-job-steps 100000] [--max-batch-size 256]
                   [--job-crash-restarts 3] [--no-restart-from-scratch]
                   [--rate-limit-key 600/min] [--rate-limit-identity 1200/min] [--rate-limit-signup 30/min]
                   [--event-streams-per-identity 64] [--event-streams-per-job 512] [--event-stream-buffer-bytes 1048576]

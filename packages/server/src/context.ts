@@ -29,6 +29,8 @@ export interface ServerContext {
   maxDatasetBytes: number;
   /** Hosts a dataset URL may name even though they resolve to a private address (--dataset-url-allow). */
   datasetUrlAllow: readonly string[];
+  /** The API's and the edge's own ports: a dataset URL never reaches them on this machine. */
+  ownPorts: readonly number[];
   /** Upper bounds of job hyperparameters (--max-job-steps, --max-batch-size). */
   jobLimits: JobLimits;
   sseKeepAliveMs: number;

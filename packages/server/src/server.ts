@@ -213,6 +213,7 @@ export async function startServer(options: ServerOptions = {}): Promise<ServerHa
       deploymentDomain: options.deploymentDomain ?? `localhost:${edgePort}`,
       maxDatasetBytes: options.maxDatasetBytes ?? DEFAULTS.maxDatasetBytes,
       datasetUrlAllow: options.datasetUrlAllow ?? [],
+      ownPorts: [apiPort, edgePort],
       jobLimits: { ...DEFAULT_JOB_LIMITS, ...options.jobLimits },
       sseKeepAliveMs: options.sseKeepAliveMs ?? DEFAULTS.sseKeepAliveMs,
       eventStreams: new EventStreamCaps({ ...DEFAULT_EVENT_STREAM_LIMITS, ...options.eventStreams }),

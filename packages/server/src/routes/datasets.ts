@@ -173,6 +173,7 @@ export function datasetRoutes(ctx: ServerContext) {
       const bytes = await fetchDatasetUrl(url, body.token, {
         limit: ctx.maxDatasetBytes,
         allowedHosts: ctx.datasetUrlAllow,
+        ownPorts: ctx.ownPorts,
       });
       return c.json(await storeDataset(ctx, project, name, bytes, profile, true), 201);
     }

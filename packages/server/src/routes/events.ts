@@ -8,18 +8,14 @@ import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
 import { Hono } from "hono";
 import type { ApiEnv, ServerContext } from "../context.js";
 import { SseConnection } from "../events/sse-connection.js";
-import { badRequest } from "../http/api-error.js";
-import { MAX_STORED_INTEGER } from "../wire.js";
+import { parseLastEventId } from "../http/validate.js";
 import { jobOr404 } from "./access.js";
 
 export function eventRoutes(ctx: ServerContext) {
   const app = new Hono<ApiEnv>();
   app.get("/v1/jobs/:id/events", async (c) => {
     const job = await jobOr404(ctx, c, c.req.param("id"));
-    const raw = c.req.header("last-event-id") ?? c.req.query("lastEventId") ?? "0";
-    const after = Number(raw);
-    if (!Number.isSafeInteger(after) || after < 0 || after > MAX_STORED_INTEGER)
-      throw badRequest(`"Last-Event-ID" must be an event id: an integer from 0 to ${MAX_STORED_INTEGER}`);
+    const after = parseLastEventId(c.req.header("last-event-id") ?? c.req.query("lastEventId"));
     const release = ctx.eventStreams.open(c, c.get("user").id, job.id);
     // Written straight to the Node response: the hub hands every subscriber
     // the same encoded frames, so fan-out costs a socket write each.
