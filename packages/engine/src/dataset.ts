@@ -36,26 +36,27 @@ export interface DatasetMessage extends ChatMessage {
   weight?: 0 | 1;
 }
 
-interface LineContext {
+/** Where a row is, for errors that name the file and line. */
+export interface LineContext {
   source: string | undefined;
   file: string | undefined;
   line: number;
 }
 
-function fail(context: LineContext, problem: string): never {
+export function fail(context: LineContext, problem: string): never {
   const where =
     context.source === undefined ? `line ${context.line}` : `${context.source} line ${context.line}`;
   throw new EngineError("invalid_dataset", `${where}: ${problem}`, context.file, context.line);
 }
 
-function describe(value: unknown): string {
+export function describe(value: unknown): string {
   if (value === null) return "null";
   if (Array.isArray(value)) return "an array";
   if (typeof value === "object") return "an object";
   return `a ${typeof value}`;
 }
 
-function requireString(value: unknown, path: string, context: LineContext): string {
+export function requireString(value: unknown, path: string, context: LineContext): string {
   if (value === undefined) fail(context, `"${path}" is missing`);
   if (typeof value !== "string") fail(context, `"${path}" must be a string, got ${describe(value)}`);
   return value;
@@ -115,7 +116,7 @@ function parseTool(value: unknown, path: string, context: LineContext): ToolDefi
   return parsed;
 }
 
-function parseTools(value: unknown, context: LineContext): ToolDefinition[] {
+export function parseTools(value: unknown, context: LineContext): ToolDefinition[] {
   if (!Array.isArray(value)) fail(context, `"tools" must be an array, got ${describe(value)}`);
   const tools = value.map((tool, i) => parseTool(tool, `tools[${i}]`, context));
   const names = new Set<string>();
@@ -153,7 +154,7 @@ function parseToolCall(value: unknown, path: string, tools: Set<string>, context
   return { id, type: "function", function: { name, arguments: args } };
 }
 
-function parseMessage(
+export function parseMessage(
   value: unknown,
   path: string,
   tools: Set<string>,
@@ -203,7 +204,7 @@ function parseMessage(
 }
 
 /** Every tool message answers a call an earlier assistant message made, and call ids are unique. */
-function checkToolAnswers(messages: DatasetMessage[], context: LineContext): void {
+export function checkToolAnswers(messages: DatasetMessage[], context: LineContext): void {
   const calls = new Set<string>();
   messages.forEach((m, i) => {
     m.tool_calls?.forEach((call, j) => {
@@ -266,7 +267,10 @@ function parseRow(value: unknown, context: LineContext): DatasetRow {
   );
 }
 
-function parseLine(text: string, context: LineContext): DatasetRow | null {
+/** Checks one decoded JSON line and returns the row it holds (preference-dataset.ts has another). */
+export type RowParser<R> = (value: unknown, context: LineContext) => R;
+
+function parseLine<R>(text: string, context: LineContext, parse: RowParser<R>): R | null {
   if (text.trim().length === 0) return null;
   let value: unknown;
   try {
@@ -274,7 +278,7 @@ function parseLine(text: string, context: LineContext): DatasetRow | null {
   } catch (error) {
     fail(context, `not valid JSON (${(error as Error).message})`);
   }
-  return parseRow(value, context);
+  return parse(value, context);
 }
 
 /** Splits text into lines with LF or CRLF endings, dropping a leading UTF-8 BOM. */
@@ -293,11 +297,16 @@ function emptyError(source: string | undefined, file: string | undefined): Engin
  * count every line from 1. `source` names the file in error messages.
  */
 export function parseDataset(text: string, options: { source?: string } = {}): DatasetRow[] {
-  const rows: DatasetRow[] = [];
+  return parseRows(text, parseRow, options);
+}
+
+/** parseDataset with another row rule (the same lines, blank lines and errors). */
+export function parseRows<R>(text: string, parse: RowParser<R>, options: { source?: string } = {}): R[] {
+  const rows: R[] = [];
   const context: LineContext = { source: options.source, file: options.source, line: 0 };
   for (const line of splitLines(text)) {
     context.line++;
-    const row = parseLine(line, context);
+    const row = parseLine(line, context, parse);
     if (row !== null) rows.push(row);
   }
   if (rows.length === 0) throw emptyError(options.source, options.source);
@@ -319,15 +328,20 @@ function lineOfInvalidUtf8(chunk: Uint8Array, firstLine: number): number {
  * and carry the full path in `error.file`.
  */
 export async function readDataset(path: string): Promise<DatasetRow[]> {
+  return readRows(path, parseRow);
+}
+
+/** readDataset with another row rule (preference-dataset.ts). */
+export async function readRows<R>(path: string, parse: RowParser<R>): Promise<R[]> {
   const source = basename(path);
   const context: LineContext = { source, file: path, line: 0 };
   const decoder = new TextDecoder("utf-8", { fatal: true });
-  const rows: DatasetRow[] = [];
+  const rows: R[] = [];
   let pending = ""; // text after the last complete line
   const takeLines = (text: string) => {
     for (const line of text.split("\n")) {
       context.line++;
-      const row = parseLine(line.endsWith("\r") ? line.slice(0, -1) : line, context);
+      const row = parseLine(line.endsWith("\r") ? line.slice(0, -1) : line, context, parse);
       if (row !== null) rows.push(row);
     }
   };

@@ -57,6 +57,30 @@ export { initLoraAdapter, resolveTargetModules } from "./lora.js";
 export { machineMemoryBytes } from "./machine-memory.js";
 export { packedWeightBytes } from "./packed-weights.js";
 export { loadAdapter, type SaveAdapterOptions, saveAdapter } from "./peft.js";
+export {
+  answerRow,
+  type PreferenceRow,
+  parsePreferenceDataset,
+  readPreferenceDataset,
+} from "./preference-dataset.js";
+export {
+  DEFAULT_BETA,
+  DEFAULT_SIMPO_GAMMA,
+  PREFERENCE_LOSSES,
+  type PreferenceHyperparameters,
+  type PreferenceLossType,
+  type PreferenceMetrics,
+  type PreferenceSettings,
+  resolvePreference,
+} from "./preference-loss.js";
+export {
+  type PreferenceProgress,
+  type PreferenceTrainHyperparameters,
+  type PreferenceTrainOptions,
+  type PreparedPairSets,
+  preparePairSets,
+  trainPreference,
+} from "./preference-train.js";
 export { isWeightFormat, WEIGHT_FORMATS, type WeightFormat } from "./quant/formats.js";
 export {
   bf16ToF32,

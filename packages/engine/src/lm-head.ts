@@ -80,7 +80,9 @@ export class LmHead {
    * counts nothing) and the count of counted rows. With dxf given, the head's
    * backward runs too: dxf[n] = d(loss·gradScale)/d(xf[n]) (zero for skipped rows).
    * Without dxf (eval), `correct` counts the counted rows whose logits' argmax
-   * (the first, on ties) is the target; with dxf it is null.
+   * (the first, on ties) is the target; with dxf it is null. With rowLoss
+   * given, rowLoss[n] receives row n's own cross-entropy (0 for uncounted rows),
+   * which preference losses sum per sequence (preference-step.ts).
    */
   loss(
     xf: Float32Array,
@@ -89,6 +91,7 @@ export class LmHead {
     skipUnlabeledRows: boolean,
     dxf: Float32Array | null,
     gradScale: number,
+    rowLoss: Float32Array | null = null,
   ): { lossSum: number; count: number; correct: number | null } {
     const { hiddenSize: C, vocabSize: V } = this.config;
     const k = this.kern;
@@ -114,7 +117,21 @@ export class LmHead {
       const logits = this.logitChunk;
       this.logits(this.headRows, logits, m, dxf ? this.capTanh : null);
       let t0 = tick();
-      lossSum += k.crossEntropy(logits, this.headTargets, m, V, dxf ? logits : null, gradScale);
+      if (rowLoss) {
+        for (let i = 0; i < m; i++) {
+          const row = logits.subarray(i * V, (i + 1) * V);
+          const one = k.crossEntropy(
+            row,
+            this.headTargets.subarray(i, i + 1),
+            1,
+            V,
+            dxf ? row : null,
+            gradScale,
+          );
+          rowLoss[rowsOfChunk[i]] = one;
+          lossSum += one;
+        }
+      } else lossSum += k.crossEntropy(logits, this.headTargets, m, V, dxf ? logits : null, gradScale);
       tock("fwd.cross_entropy", t0);
       if (!dxf) {
         correct += argmaxHits(logits, this.headTargets, m, V);

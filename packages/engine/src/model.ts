@@ -102,12 +102,14 @@ export class ModelGraph {
    * over rows with a target and their count. With gradScale set, the LM
    * head's backward runs here too (dLogits = gradScale·(softmax − onehot)),
    * leaving d(xf) for backward(). Without it (eval), `correct` counts the rows
-   * with a target whose argmax logit is the target (lm-head.ts).
+   * with a target whose argmax logit is the target (lm-head.ts). With rowLoss
+   * given, each row's own cross-entropy lands there (0 for rows without a target).
    */
   forward(
     batch: Batch,
     lora: LoraLayers | null,
     gradScale: number | null = null,
+    rowLoss: Float32Array | null = null,
   ): { lossSum: number; count: number; correct: number | null } {
     if (gradScale !== null && this.inferenceOnly)
       throw new Error("an inference-only graph has no backward pass");
@@ -123,7 +125,22 @@ export class ModelGraph {
     this.batch = batch;
     // d(xf) lands in dtmp for backward()
     const dxf = gradScale !== null ? this.g.s.dtmp : null;
-    return this.head.loss(xf, targets, N, this.skipUnlabeledRows, dxf, gradScale ?? 0);
+    rowLoss?.fill(0);
+    return this.head.loss(xf, targets, N, this.skipUnlabeledRows, dxf, gradScale ?? 0, rowLoss);
+  }
+
+  /**
+   * Scales row n of d(xf) by rowWeights[n] after a forward with gradScale 1:
+   * the loss's gradient then weighs each row's cross-entropy by its weight, as
+   * a preference loss needs once it knows the sequences' log-probabilities.
+   */
+  weightOutputGrad(rowWeights: Float32Array): void {
+    const C = this.config.hiddenSize;
+    const d = this.g.s.dtmp;
+    for (let n = 0; n < rowWeights.length; n++) {
+      const w = rowWeights[n];
+      for (let c = n * C; c < (n + 1) * C; c++) d[c] *= w;
+    }
   }
 
   /** Backward pass after forward(batch, lora, gradScale): accumulates LoRA gradients into grads. */
