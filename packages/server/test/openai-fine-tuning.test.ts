@@ -5,12 +5,18 @@
 // svc/pico-llama for 4 steps, its events are followed with the client's
 // pagination, its checkpoints read, its ft: model and a checkpoint's answer
 // chat completions, models are listed and deleted, a job is cancelled; a
-// project API key reaches its own project only, until it is revoked; and
-// each documented refusal comes back with OpenAI's status and error body.
+// project API key reaches its own project only, until it is revoked; the
+// official Python client runs the same flow (skipped, and counted, where
+// python3 has no openai package); and each documented refusal comes back
+// with OpenAI's status and error body.
 import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { needs } from "@svc/engine";
 import OpenAI, { APIError, toFile } from "openai";
 import {
   type Backend,
@@ -20,6 +26,7 @@ import {
   type Identity,
   newIdentity,
   serverFor,
+  tempDir,
   until,
   uploadDataset,
 } from "./harness.js";
@@ -62,6 +69,28 @@ async function refused(
   if (expected.message) assert.match(String(body.message), expected.message);
   return error;
 }
+
+const run = promisify(execFile);
+
+/** The supervised flow as a Python script for OpenAI would run it: only base_url and api_key set. */
+const PYTHON_FLOW = `
+import json, sys, time, openai
+base_url, api_key, path, model = sys.argv[1:5]
+client = openai.OpenAI(base_url=base_url, api_key=api_key, max_retries=0)
+training = client.files.create(file=open(path, "rb"), purpose="fine-tune")
+job = client.fine_tuning.jobs.create(model=model, training_file=training.id, suffix="py",
+    method={"type": "supervised", "supervised": {"hyperparameters": {"n_epochs": 1, "batch_size": 4}}})
+while job.status not in ("succeeded", "failed", "cancelled"):
+    time.sleep(0.2)
+    job = client.fine_tuning.jobs.retrieve(job.id)
+events = [e.message for e in client.fine_tuning.jobs.list_events(job.id, limit=2)]
+checkpoints = [c.fine_tuned_model_checkpoint for c in client.fine_tuning.jobs.checkpoints.list(job.id)]
+answer = client.chat.completions.create(model=job.fine_tuned_model, max_tokens=3,
+    messages=[{"role": "user", "content": "What is 3 plus one?"}])
+deleted = client.models.delete(job.fine_tuned_model)
+print(json.dumps({"status": job.status, "model": job.fine_tuned_model, "events": events,
+    "checkpoints": checkpoints, "answer_model": answer.model, "deleted": deleted.deleted}))
+`;
 
 const jsonl = (rows: number) => toFile(Buffer.from(chatJsonl(rows)), "train.jsonl");
 
@@ -341,6 +370,41 @@ for (const backend of ["sqlite", "postgres"] as Backend[]) {
       assert.equal(revoked.body.key.enabled, false);
       await refused(keyClient.files.list(), { status: 401, param: null, code: "invalid_api_key" });
     });
+
+    if (backend === "sqlite")
+      it("the official Python client runs the supervised flow with a project key", async (t) => {
+        const python = process.env.SVC_PYTHON ?? "python3";
+        if (
+          !(await run(python, ["-c", "import openai"]).then(
+            () => true,
+            () => false,
+          ))
+        ) {
+          t.skip(needs("openai (Python)", `${python} has no openai package`));
+          return;
+        }
+        const key = await call(server.apiUrl, "POST", `/v1/project-keys?${id.scope}`, {
+          token: id.token,
+          json: { label: "python" },
+        });
+        const path = join(tempDir("openai-python"), "train.jsonl");
+        await writeFile(path, chatJsonl(8));
+        const { stdout } = await run(
+          python,
+          ["-c", PYTHON_FLOW, `${server.apiUrl}/v1`, key.body.key.plaintext, path, PICO],
+          {
+            timeout: 180_000,
+          },
+        );
+        const result = JSON.parse(stdout);
+        assert.equal(result.status, "succeeded");
+        assert.match(result.model, new RegExp(`^ft:${PICO}:${id.orgSlug}:py:[0-9a-f-]{36}$`));
+        assert.equal(result.events[0], "The job has successfully completed");
+        assert.equal(result.events.at(-1), "Fine-tuning job started");
+        assert.deepEqual(result.checkpoints, [`${result.model}:ckpt-step-2`]);
+        assert.equal(result.answer_model, result.model);
+        assert.equal(result.deleted, true);
+      });
 
     it("refuses what it cannot honour with OpenAI's status and error body", async () => {
       await refused(client.files.create({ file: await jsonl(2), purpose: "assistants" }), {
