@@ -5,6 +5,18 @@
 //
 //   npm run build && nice node bench/engine.mjs [--shape tiny,small,qwen,gemma] [--repeat N]
 //       [--steps N] [--decode-tokens N] [--decode-reps N] [--skip-torch] [--sgemm-budget S]
+//       [--precision fp32|bf16] [--peer transformers|torch1] [--json]
+//
+// --precision bf16 trains on bf16 base weights (docs/training-precision.md),
+// built layer by layer so the process never holds the fp32 model, and rates
+// the step against the best bf16 GEMM (matmulQuantTrain) instead of SGEMM.
+// --peer transformers (the default where python3 on PATH has torch 2.x,
+// transformers and peft): bench/transformers_peer.py, LoRA r16/alpha32 on all
+// linear layers, AdamW, two threads, bf16 autocast when --precision bf16,
+// its versions printed; it trains only (no decode). --peer torch1: Debian's
+// PyTorch 1.13 (/usr/bin/python3 bench/reference_torch.py, fp32), as before.
+// --json: one JSON object per shape at the end (shape, precision,
+// trainTokensPerSecond, peerTokensPerSecond, peakRssMb, percentOfPeak).
 //
 // Both engines build the model from the same config.json object (the engine
 // with parseModelConfig, PyTorch with the repo's reference configs.parse), put
@@ -25,6 +37,7 @@ import { loadavg, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { SHAPES, trainingGemms, trainStepFlops } from "./shapes.mjs";
+import { bf16Gemm, randomTrainingWeights } from "./train-precision.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const engineRoot = process.env.SVC_BENCH_ENGINE ?? join(here, "..", "packages", "engine");
@@ -70,13 +83,12 @@ function sgemm(kern, [, m, n, k, transA, transB], budget) {
   return (2 * m * n * k) / (best / 1000) / 1e9;
 }
 
-async function engineWorker(name, steps, decodeTokens, decodeReps, sgemmBudget) {
+async function engineWorker(name, steps, decodeTokens, decodeReps, sgemmBudget, precision) {
   const { parseModelConfig } = await import(join(dist, "families", "index.js"));
   const { ModelGraph, profile } = await import(join(dist, "model.js"));
   const { initLoraAdapter, loraLayersOf, loraParams, zerosLike } = await import(join(dist, "lora.js"));
   const { AdamW, clipGradNorm } = await import(join(dist, "optim.js"));
   const { makeBatch } = await import(join(dist, "batching.js"));
-  const { randomModelWeights } = await import(join(dist, "testing", "random-weights.js"));
   const { writeTestTokenizer } = await import(join(dist, "testing", "test-tokenizer.js"));
   const { loadTokenizer } = await import(join(dist, "tokenizer.js"));
   const { createGenerator } = await import(join(dist, "generate.js"));
@@ -85,7 +97,7 @@ async function engineWorker(name, steps, decodeTokens, decodeReps, sgemmBudget) 
 
   const shape = SHAPES[name];
   const config = parseModelConfig(shape.config);
-  const weights = randomModelWeights(config, 1);
+  const { weights, resolved } = await randomTrainingWeights(dist, config, precision, getKernels());
   const adapter = initLoraAdapter(config, { ...LORA, targetModules: ["all-linear"] }, 1);
   const gradAdapter = zerosLike(adapter);
   const lora = loraLayersOf(adapter, config);
@@ -155,12 +167,16 @@ async function engineWorker(name, steps, decodeTokens, decodeReps, sgemmBudget) 
     const rows = Math.max(floor, Math.floor(2 ** 23 / config.vocabSize));
     const chunk = Math.max(1, Math.min(shape.batch * shape.seq, rows));
     for (const g of trainingGemms(config, shape.batch, shape.seq, chunk)) {
-      gemms.push([g[0], sgemm(k, g, sgemmBudget)]);
+      gemms.push([
+        g[0],
+        resolved.precision === "bf16" ? await bf16Gemm(dist, k, g, sgemmBudget) : sgemm(k, g, sgemmBudget),
+      ]);
     }
   }
   return {
     engine: "svc",
     kernels: `${k.name}/${k.isa}`,
+    precision: resolved.precision,
     skipUnlabeledRows: skip,
     train_tokens_per_s: (shape.batch * shape.seq * steps) / trainSeconds,
     train_step_s: trainSeconds / steps,
@@ -186,6 +202,7 @@ if (worker) {
     Number(option("decode-tokens")),
     Number(option("decode-reps")),
     Number(option("sgemm-budget")),
+    option("precision", "fp32"),
   );
   console.log(JSON.stringify(result));
 } else {
@@ -200,6 +217,20 @@ if (worker) {
   const decodeReps = option("decode-reps", "3");
   const sgemmBudget = option("sgemm-budget", "0.5");
   const withTorch = !process.argv.includes("--skip-torch");
+  const precision = option("precision", "fp32");
+  if (precision !== "fp32" && precision !== "bf16")
+    throw new Error(`--precision must be fp32 or bf16, got ${precision}`);
+  const peerProbe = () =>
+    spawnSync("python3", [
+      "-c",
+      "import torch, transformers, peft; assert int(torch.__version__.split('.')[0]) >= 2",
+    ]).status === 0;
+  const peer = option("peer", withTorch && peerProbe() ? "transformers" : "torch1");
+  if (peer !== "transformers" && peer !== "torch1")
+    throw new Error(`--peer must be transformers or torch1, got ${peer}`);
+  if (peer === "torch1" && precision === "bf16" && withTorch)
+    console.log("note: the torch1 peer trains fp32; --peer transformers gives it bf16 autocast");
+  const asJson = process.argv.includes("--json");
   const load = () =>
     loadavg()
       .map((x) => x.toFixed(1))
@@ -213,24 +244,40 @@ if (worker) {
     for (const name of names) {
       const shape = SHAPES[name];
       const steps = stepsOf(name);
-      const torch = withTorch
-        ? runChild("/usr/bin/python3", [
-            join(here, "reference_torch.py"),
-            JSON.stringify({
-              config: shape.config,
-              batch: shape.batch,
-              seq: shape.seq,
-              steps: Number(steps),
-              warmup: 1,
-              decode_tokens: Number(decodeTokens),
-              prompt: PROMPT,
-              reps: Number(decodeReps),
-              ...LORA,
-              threads: 2,
-            }),
-          ])
-        : null;
-      if (torch) torch.decode_tokens_per_s = median(torch.decode_runs);
+      const torch = !withTorch
+        ? null
+        : peer === "transformers"
+          ? runChild("python3", [
+              join(here, "transformers_peer.py"),
+              JSON.stringify({
+                config: shape.config,
+                batch: shape.batch,
+                seq: shape.seq,
+                steps: Number(steps),
+                warmup: 1,
+                ...LORA,
+                threads: 2,
+                precision,
+              }),
+            ])
+          : runChild("/usr/bin/python3", [
+              join(here, "reference_torch.py"),
+              JSON.stringify({
+                config: shape.config,
+                batch: shape.batch,
+                seq: shape.seq,
+                steps: Number(steps),
+                warmup: 1,
+                decode_tokens: Number(decodeTokens),
+                prompt: PROMPT,
+                reps: Number(decodeReps),
+                ...LORA,
+                threads: 2,
+              }),
+            ]);
+      if (torch?.versions && round === 0)
+        console.log(`peer ${name}: ${JSON.stringify(torch.versions)}, ${torch.precision}`);
+      if (torch) torch.decode_tokens_per_s = torch.decode_runs ? median(torch.decode_runs) : undefined;
       const svc = runChild(process.execPath, [
         fileURLToPath(import.meta.url),
         "--worker",
@@ -243,6 +290,8 @@ if (worker) {
         decodeReps,
         "--sgemm-budget",
         sgemmBudget,
+        "--precision",
+        precision,
       ]);
       roundsOf.get(name).push({ svc, torch, load: loadavg()[0] });
       console.log(
@@ -255,7 +304,8 @@ if (worker) {
     const rounds = roundsOf.get(name);
     const svcOf = (key) => median(rounds.map((r) => r.svc[key]));
     const torchOf = (key) => median(rounds.map((r) => r.torch?.[key]));
-    const pairRatio = (key) => median(rounds.map((r) => (r.torch ? r.svc[key] / r.torch[key] : undefined)));
+    const pairRatio = (key) =>
+      median(rounds.map((r) => (r.torch?.[key] ? r.svc[key] / r.torch[key] : undefined)));
     const config = parseModelConfig(shape.config);
     const flops = trainStepFlops(config, shape.batch, shape.seq, LORA.r);
     const stepS = svcOf("train_step_s");
@@ -275,6 +325,7 @@ if (worker) {
       name,
       note: shape.note,
       kernels: rounds[0].svc.kernels,
+      precision: rounds[0].svc.precision,
       trainSvc: svcOf("train_tokens_per_s"),
       trainTorch: torchOf("train_tokens_per_s"),
       trainRatio: pairRatio("train_tokens_per_s"),
@@ -315,7 +366,9 @@ if (worker) {
       `per round: ${perRound.map((p) => `${f(p.eff)} of ${f(p.sg)} GFLOP/s (${f(100 * p.of, 0)}%)`).join("; ")}`,
     );
     for (const [label, g] of gemmBest)
-      console.log(`  SGEMM ${label.padEnd(34)} ${g.toFixed(1).padStart(7)} GFLOP/s (best round)`);
+      console.log(
+        `  ${row.precision === "bf16" ? "bf16 GEMM" : "SGEMM"} ${label.padEnd(34)} ${g.toFixed(1).padStart(7)} GFLOP/s (best round)`,
+      );
     const profileRows = rounds[0].svc.profile;
     if (profileRows.length > 0) {
       console.log("engine ms per training step by op (first round):");
@@ -324,6 +377,20 @@ if (worker) {
     }
   }
 
+  if (asJson)
+    for (const r of summary)
+      console.log(
+        JSON.stringify({
+          shape: r.name,
+          precision: r.precision,
+          peer: withTorch ? peer : null,
+          trainTokensPerSecond: r.trainSvc,
+          peerTokensPerSecond: r.trainTorch ?? null,
+          peakRssMb: r.rssSvc,
+          peerPeakRssMb: r.rssTorch ?? null,
+          percentOfPeak: r.ofSgemm === undefined ? null : 100 * r.ofSgemm,
+        }),
+      );
   const f = (v, d = 1) => (v === undefined || v === null ? "-" : v.toFixed(d));
   const small = summary.find((r) => r.name === "small");
   console.log(`\nsummary (medians; load average ${load()} at the end)`);
