@@ -1,9 +1,11 @@
 // The tests' throwaway PostgreSQL (postgres-cluster.ts): its own port, not the
-// machine's cluster, and nothing left behind however its starter ends.
+// machine's cluster, and nothing left behind however its starter ends; a
+// folder whose guard itself was killed goes when the next cluster starts.
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { existsSync } from "node:fs";
-import { dirname } from "node:path";
+import { spawn, spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
@@ -62,4 +64,19 @@ test("a starter killed with kill -9 leaves no server and no folder behind", asyn
   starter.kill("SIGKILL");
   await until(`${folder} removed after kill -9 of its starter`, () => !existsSync(folder));
   await assert.rejects(describeCluster(url));
+});
+
+test("a folder whose guard died without cleaning up is removed when the next cluster starts", async () => {
+  const abandoned = mkdtempSync(join(tmpdir(), "svc-pg-"));
+  mkdirSync(join(abandoned, "data"));
+  const deadPid = spawnSync(process.execPath, ["-e", "console.log(process.pid)"], {
+    encoding: "utf8",
+  }).stdout.trim();
+  writeFileSync(join(abandoned, "guard.pid"), deadPid);
+  const cluster = await startPostgresCluster();
+  try {
+    assert.ok(!existsSync(abandoned), `${abandoned} removed`);
+  } finally {
+    await cluster.stop();
+  }
 });

@@ -20,6 +20,8 @@ import {
   readdirSync,
   readFileSync,
   rmSync,
+  statSync,
+  writeFileSync,
 } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -148,6 +150,47 @@ function freePort(): Promise<number> {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/**
+ * Removes the folders of guards that died without cleaning up (a guard
+ * killed itself, by kill -9), so such a death costs a folder until the next
+ * cluster starts rather than for good. A folder is live while its guard.pid
+ * runs; one without guard.pid (being set up) while it is under 10 minutes old.
+ */
+function sweepAbandoned(): void {
+  for (const name of readdirSync(tmpdir()).filter((n) => n.startsWith("svc-pg-"))) {
+    try {
+      sweepIfAbandoned(join(tmpdir(), name));
+    } catch {
+      // a folder another guard is removing right now, or one we may not read: not ours to fix
+    }
+  }
+}
+
+function sweepIfAbandoned(dir: string): void {
+  try {
+    const guard = Number(readFileSync(join(dir, "guard.pid"), "utf8"));
+    if (alive(guard)) return;
+  } catch {
+    if (Date.now() - statSync(dir).mtimeMs < 10 * 60_000) return;
+  }
+  // Its postgres, if it outlived the guard: stopped now (SIGQUIT), the folder removed next time.
+  const pidFile = join(dir, "data", "postmaster.pid");
+  const postmaster = existsSync(pidFile) ? Number(readFileSync(pidFile, "utf8").split("\n")[0]) : 0;
+  const cmdline =
+    postmaster > 0 && alive(postmaster) ? readFileSync(`/proc/${postmaster}/cmdline`, "utf8") : "";
+  if (cmdline.includes(join(dir, "data"))) process.kill(postmaster, "SIGQUIT");
+  else rmSync(dir, { recursive: true, force: true });
+}
+
 async function accepts(url: string): Promise<boolean> {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 1000 });
   try {
@@ -176,7 +219,9 @@ async function serve(): Promise<void> {
   const bin = postgresBinDir();
   const asUser = unprivileged();
   const run = (tool: string) => [...(asUser?.prefix ?? []), join(bin, tool)];
+  sweepAbandoned();
   const dir = mkdtempSync(join(tmpdir(), "svc-pg-"));
+  writeFileSync(join(dir, "guard.pid"), String(process.pid));
   if (asUser) chownSync(dir, asUser.uid, asUser.gid);
   chmodSync(dir, 0o700);
   let server: ChildProcess | null = null;
