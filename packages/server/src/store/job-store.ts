@@ -6,7 +6,7 @@ import { type Kysely, sql, type Transaction } from "kysely";
 import type { DatabaseKind } from "../db/connect.js";
 import type { ArtifactsTable, Database, JobsTable } from "../db/schema.js";
 import { nowIso } from "../ids.js";
-import type { Artifact, Job, JobEvent, JobEventType, JobHyperparameters } from "../wire.js";
+import type { Artifact, Job, JobEvent, JobEventType, JobHyperparameters, TrainingMethod } from "../wire.js";
 import { isUniqueViolation } from "./unique.js";
 
 export type JobRow = JobsTable;
@@ -27,6 +27,12 @@ export interface StoredJobEvent {
   data: string;
 }
 
+/** The stored hyperparameters and the job's method, which rides in them (routes/jobs.ts; absent: "sft"). */
+function hyperparametersAndMethod(json: string): Pick<Job, "hyperparameters" | "method"> {
+  const { method = "sft", ...hyperparameters } = JSON.parse(json) as JobHyperparameters & { method?: TrainingMethod };
+  return { hyperparameters, method };
+}
+
 export const toJob = (r: JobRow): Job => ({
   id: r.id,
   projectId: r.project_id,
@@ -36,7 +42,7 @@ export const toJob = (r: JobRow): Job => ({
   baseModelRevision: r.base_model_revision ?? null,
   datasetId: r.dataset_id,
   evalDatasetId: r.eval_dataset_id,
-  hyperparameters: JSON.parse(r.hyperparameters) as JobHyperparameters,
+  ...hyperparametersAndMethod(r.hyperparameters),
   dryRun: r.dry_run === 1,
   backend: r.backend ?? "auto",
   queuedReason: null,
@@ -373,57 +379,5 @@ export class JobStore {
       .limit(1)
       .executeTakeFirst();
     return row !== undefined;
-  }
-
-  /**
-   * The step of the job's latest training.log event (in any run), or null.
-   * Scans back from the newest event: a crashed run's last frames are near the end.
-   */
-  async lastLoggedStep(jobId: string): Promise<number | null> {
-    const row = await this.db
-      .selectFrom("job_events")
-      .select("payload")
-      .where("job_id", "=", jobId)
-      .where("type", "=", "training.log")
-      .orderBy("seq", "desc")
-      .limit(1)
-      .executeTakeFirst();
-    const step = row ? (JSON.parse(row.payload) as { step?: unknown }).step : null;
-    return typeof step === "number" ? step : null;
-  }
-
-  /**
-   * Running jobs whose runner is gone: its lease lapsed, or `ownerGone` says
-   * its process no longer exists (where the sweeper can tell: one machine).
-   */
-  async orphanedRunning(ownerGone: (owner: string) => boolean = () => false): Promise<JobRow[]> {
-    const now = nowIso();
-    const running = await this.db.selectFrom("jobs").selectAll().where("status", "=", "running").execute();
-    return running.filter(
-      (job) =>
-        (job.lease_expires_at !== null && job.lease_expires_at < now) ||
-        (job.lease_owner !== null && ownerGone(job.lease_owner)),
-    );
-  }
-
-  /**
-   * Records a crash of the job's training process or runner and makes it the
-   * next attempt (attempt and crash streak up by one, the cause kept), while
-   * `owner` holds it running. Returns the job as it is then, or undefined when
-   * `owner` no longer holds it.
-   */
-  async nextAttemptAfterCrash(id: string, owner: string, cause: string): Promise<JobRow | undefined> {
-    return this.db
-      .updateTable("jobs")
-      .set({
-        attempt: sql<number>`attempt + 1`,
-        crash_streak: sql<number>`crash_streak + 1`,
-        last_crash: cause,
-      })
-      .where("id", "=", id)
-      .where("lease_owner", "=", owner)
-      .where("status", "=", "running")
-      .returningAll()
-      .executeTakeFirst();
   }
 }

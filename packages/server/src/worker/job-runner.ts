@@ -11,6 +11,7 @@ import type { DataDir } from "../data-dir.js";
 import { engineHyperparameters, torchModelOf } from "../engine-hyperparameters.js";
 import { parseHubName } from "../hub/index.js";
 import type { ModelRegistry, RegisteredModel } from "../models/model-registry.js";
+import { JobRecoveryStore } from "../store/job-recovery-store.js";
 import type { JobRow } from "../store/job-store.js";
 import type { Store } from "../store/store.js";
 import { RunnerRecord } from "../store/worker-store.js";
@@ -288,7 +289,7 @@ export class JobRunner {
       await this.jobs.fail(row, crashFailure(cause, why, held.attempt), progress.lastStep);
       return false;
     }
-    const next = await this.store.jobs.nextAttemptAfterCrash(row.id, this.owner, cause);
+    const next = await new JobRecoveryStore(this.store.db).nextAttemptAfterCrash(row.id, this.owner, cause);
     if (!next) return false;
     progress.attempt = next.attempt;
     progress.restartedAfter = cause;

@@ -5,6 +5,7 @@
 // fails, with its attempts and the last cause. A runner is gone when its lease
 // lapsed, or on SQLite (one machine, several processes may share the file)
 // at once when the process named in its lease has exited.
+import { JobRecoveryStore } from "../store/job-recovery-store.js";
 import type { JobRow } from "../store/job-store.js";
 import type { Store } from "../store/store.js";
 import { type CrashPolicy, crashFailure, crashVerdict } from "./crash-policy.js";
@@ -12,12 +13,15 @@ import { runnerProcessGone } from "./runner-liveness.js";
 
 export class LeaseSweeper {
   private timer: NodeJS.Timeout | null = null;
+  private readonly recovery: JobRecoveryStore;
 
   constructor(
     private readonly store: Store,
     private readonly intervalMs: number,
     private readonly policy: CrashPolicy,
-  ) {}
+  ) {
+    this.recovery = new JobRecoveryStore(store.db);
+  }
 
   /** Recovers once now, then every interval. */
   async start(): Promise<void> {
@@ -32,7 +36,7 @@ export class LeaseSweeper {
   /** Settles every job whose runner is gone; returns how many it found. */
   async sweep(): Promise<number> {
     const ownerGone = this.store.kind === "sqlite" ? runnerProcessGone : undefined;
-    const orphans = await this.store.jobs.orphanedRunning(ownerGone);
+    const orphans = await this.recovery.orphanedRunning(ownerGone);
     for (const job of orphans) await this.recover(job);
     return orphans.length;
   }
@@ -41,7 +45,7 @@ export class LeaseSweeper {
     const jobs = this.store.jobs;
     const guard = { status: ["running" as const], owner: job.lease_owner ?? "" };
     const checkpoint = await jobs.latestCheckpoint(job.id);
-    const step = await jobs.lastLoggedStep(job.id);
+    const step = await this.recovery.lastLoggedStep(job.id);
     const cause = `the process running this job (${job.lease_owner}) stopped unexpectedly${step !== null ? ` at step ${step}` : ""}${checkpoint ? ` after ${checkpoint.name}` : " before it saved a checkpoint"}`;
     const why = crashVerdict(this.policy, {
       streak: job.crash_streak + 1,
