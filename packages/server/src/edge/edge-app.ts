@@ -11,6 +11,7 @@ import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { ServerContext } from "../context.js";
 import { ApiError, badRequest, escapeUnsafe, quoteInput } from "../http/api-error.js";
 import { headerText, readJson } from "../http/body.js";
+import { openAiErrorType } from "../http/openai-error.js";
 import { clientAddress, enforceRateLimit } from "../http/rate-limit.js";
 import { refuseNulInUrl } from "../http/validate.js";
 import { respondWithChat } from "../inference/chat-completions.js";
@@ -30,8 +31,10 @@ function openAiError(
   code: string,
   param: string | null = null,
 ) {
-  const type = status >= 500 ? "server_error" : status === 429 ? "requests" : "invalid_request_error";
-  return c.json({ error: { message: escapeUnsafe(message), type, param, code } }, status);
+  return c.json(
+    { error: { message: escapeUnsafe(message), type: openAiErrorType(status), param, code } },
+    status,
+  );
 }
 
 /** The request fields of both routes, for the `param` of an OpenAI error. */
