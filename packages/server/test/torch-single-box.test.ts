@@ -11,6 +11,7 @@ import assert from "node:assert/strict";
 import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
+import { needs } from "@svc/engine";
 import {
   call,
   chatJsonl,
@@ -37,7 +38,7 @@ const SERVER_TIMING = ["--job-poll-ms", "100", "--job-lease-ms", "3000"];
 const WORKER_TIMING = ["--job-poll-ms", "100", "--job-lease-ms", "120000"];
 
 describe("svc worker --backend torch next to the default SQLite server on one box", {
-  skip: !hasTorch && `${TORCH_PYTHON} has no torch`,
+  skip: !hasTorch && needs("torch", `${TORCH_PYTHON} has no torch`),
 }, () => {
   let dataDir: string;
   let server: ServerProcess;
