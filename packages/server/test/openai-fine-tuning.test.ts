@@ -231,12 +231,23 @@ for (const backend of ["sqlite", "postgres"] as Backend[]) {
       const raw = await call(server.apiUrl, "GET", "/v1/models", { token: id.token });
       assert.ok(raw.body.models.some((m: { name: string }) => m.name === PICO));
 
+      // A checkpoint goes with its job's model.
+      await refused(client.models.delete(atStep2.fine_tuned_model_checkpoint), {
+        status: 400,
+        param: "model",
+        code: "model_not_deletable",
+      });
       assert.deepEqual(await client.models.delete(job.fine_tuned_model as string), {
         id: job.fine_tuned_model,
         object: "model",
         deleted: true,
       });
       assert.ok(!(await client.models.list()).data.some((m) => m.id === job.fine_tuned_model));
+      await refused(client.models.retrieve(atStep2.fine_tuned_model_checkpoint), {
+        status: 404,
+        param: "model",
+        code: "model_not_found",
+      });
       await refused(
         client.chat.completions.create({
           model: job.fine_tuned_model as string,
@@ -252,6 +263,11 @@ for (const backend of ["sqlite", "postgres"] as Backend[]) {
         status: 403,
         param: "model",
         code: "model_not_deletable",
+      });
+      await refused(client.files.delete(job.result_files[0]), {
+        status: 400,
+        param: "file_id",
+        code: "file_in_use",
       });
 
       // A file a job trained on stays with the job; one no job uses is deleted.
@@ -471,6 +487,38 @@ for (const backend of ["sqlite", "postgres"] as Backend[]) {
         param: "training_file",
         code: "invalid_training_file",
       });
+      await refused(client.fineTuning.jobs.create({ ...base, validation_file: "file-nothing" }), {
+        status: 400,
+        param: "validation_file",
+        code: "invalid_validation_file",
+      });
+      await refused(
+        client.fineTuning.jobs.create({
+          ...base,
+          hyperparameters: { n_epochs: 1 },
+          method: { type: "supervised" },
+        }),
+        { status: 400, param: "hyperparameters", code: "invalid_request" },
+      );
+      await refused(
+        client.fineTuning.jobs.create({
+          ...base,
+          method: { type: "supervised", supervised: { hyperparameters: { reasoning_effort: "low" } } },
+        } as never),
+        { status: 400, param: "method.supervised.hyperparameters.reasoning_effort", code: "invalid_request" },
+      );
+      await refused(
+        client.fineTuning.jobs.create({
+          ...base,
+          integrations: [{ type: "wandb", wandb: { project: "p" } }],
+        }),
+        { status: 400, param: "integrations", code: "invalid_request" },
+      );
+      await refused(client.fineTuning.jobs.create({ ...base, suffix: "has:colon" }), {
+        status: 400,
+        param: "suffix",
+        code: "invalid_request",
+      });
       // Scope: none, another org, another project; a bad key.
       await refused(clientFor(server, id, { organization: null, project: null }).files.list(), {
         status: 400,
@@ -481,6 +529,11 @@ for (const backend of ["sqlite", "postgres"] as Backend[]) {
         status: 401,
         param: null,
         code: "no_such_organization",
+      });
+      await refused(clientFor(server, id, { project: "nothing-here" }).files.list(), {
+        status: 401,
+        param: null,
+        code: "no_such_project",
       });
       const other = await newIdentity(server.apiUrl, "other");
       await refused(

@@ -59,7 +59,7 @@ const hyperparametersCheck = (limits: JobLimits) =>
 
 /** method: only "supervised" trains here; DPO and reinforcement come with post-training. */
 const methodCheck =
-  (limits: JobLimits): Check<RequestedHyperparameters | undefined> =>
+  (limits: JobLimits): Check<{ hyperparameters?: RequestedHyperparameters }> =>
   (value, path) => {
     const type = typeof value === "object" && value !== null ? (value as { type?: unknown }).type : undefined;
     if (type === "dpo" || type === "reinforcement")
@@ -72,7 +72,7 @@ const methodCheck =
       type: oneOf(["supervised"] as const),
       supervised: optional(object({ hyperparameters: optional(hyperparametersCheck(limits)) })),
     })(value, path);
-    return method.supervised?.hyperparameters;
+    return { hyperparameters: method.supervised?.hyperparameters };
   };
 
 const SUFFIX = /^[A-Za-z0-9._-]+$/;
@@ -162,7 +162,7 @@ export function fineTuningJobRoutes(ctx: ServerContext) {
       : undefined;
     const hpPath = request.hyperparameters ? "hyperparameters" : "method.supervised.hyperparameters";
     const resolved = resolveSupervised(
-      request.method ?? request.hyperparameters ?? {},
+      request.method?.hyperparameters ?? request.hyperparameters ?? {},
       train.rows,
       ctx.jobLimits,
     );
