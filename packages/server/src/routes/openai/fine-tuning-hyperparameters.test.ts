@@ -31,14 +31,15 @@ test('"auto" and left-out values resolve by the documented rules', () => {
 
 test("svc's hyperparameters: the rate is multiplier x base, a checkpoint (and eval) each epoch, and they read back", () => {
   const resolved = { n_epochs: 2, batch_size: 4, learning_rate_multiplier: 5 };
-  const svc = svcHyperparameters(resolved, 7, 10, true);
+  const svc = svcHyperparameters(resolved, 7, 10, true, DEFAULT_JOB_LIMITS);
   assert.equal(svc.learningRate, 5 * BASE_LEARNING_RATE);
   assert.equal(svc.numTrainEpochs, 2);
   assert.equal(svc.saveSteps, 3, "10 rows in batches of 4: 3 steps an epoch");
   assert.equal(svc.evalSteps, 3);
   assert.equal(svc.seed, 7);
-  assert.equal(svcHyperparameters(resolved, 7, 10, false).evalSteps, undefined);
+  assert.equal(svcHyperparameters(resolved, 7, 10, false, DEFAULT_JOB_LIMITS).evalSteps, undefined);
   assert.deepEqual(supervisedOf(svc), resolved);
+  assert.equal(svcHyperparameters(resolved, 7, 1000, false, { maxSteps: 50, batchSize: 256 }).saveSteps, 50);
   assert.equal(
     MAX_MULTIPLIER * BASE_LEARNING_RATE,
     1,

@@ -50,8 +50,10 @@ export function svcHyperparameters(
   seed: number,
   rows: number,
   withValidation: boolean,
+  limits: JobLimits,
 ): JobHyperparameters {
-  const stepsPerEpoch = Math.max(1, Math.ceil(rows / hp.batch_size));
+  // An epoch longer than the server's step limit is refused by the job's step bound, which names n_epochs.
+  const stepsPerEpoch = Math.min(Math.max(1, Math.ceil(rows / hp.batch_size)), limits.maxSteps);
   // learningRate is bounded at 1 (wire-limits): a larger multiplier is refused where it is read.
   const learningRate = hp.learning_rate_multiplier * BASE_LEARNING_RATE;
   return {

@@ -172,7 +172,13 @@ export function fineTuningJobRoutes(ctx: ServerContext) {
       baseModel: request.model,
       datasetId: train.id,
       ...(validation ? { evalDatasetId: validation.id } : {}),
-      hyperparameters: svcHyperparameters(resolved, seed, train.rows, validation !== undefined),
+      hyperparameters: svcHyperparameters(
+        resolved,
+        seed,
+        train.rows,
+        validation !== undefined,
+        ctx.jobLimits,
+      ),
     });
     let job: Job;
     try {
