@@ -12,6 +12,7 @@ export {
   type OutputGrammar,
   type SchemaBudget,
   SchemaError,
+  schemaMismatch,
 } from "./constrained/index.js";
 export { parseDataset, readDataset } from "./dataset.js";
 export {

@@ -3,4 +3,5 @@
 export { type JsonSchema, type OutputGrammar, SchemaError } from "./grammar.js";
 export { checkJsonSchema, compileSchemaSteps } from "./schema.js";
 export { MAX_ENUM_VALUES, MAX_SUBSCHEMAS, newSchemaBudget, type SchemaBudget } from "./schema-budget.js";
+export { schemaMismatch } from "./schema-value.js";
 export { finishInSlices } from "./steps.js";

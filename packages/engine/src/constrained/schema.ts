@@ -53,10 +53,10 @@ const KEYWORDS = new Set([
   "$ref",
   ...ANNOTATIONS,
 ]);
-const TYPES = ["string", "number", "integer", "boolean", "null", "object", "array"] as const;
-type TypeName = (typeof TYPES)[number];
-const OBJECT_KEYWORDS = ["properties", "required", "additionalProperties"];
-const ARRAY_KEYWORDS = ["items", "minItems", "maxItems"];
+export const TYPES = ["string", "number", "integer", "boolean", "null", "object", "array"] as const;
+export type TypeName = (typeof TYPES)[number];
+export const OBJECT_KEYWORDS = ["properties", "required", "additionalProperties"];
+export const ARRAY_KEYWORDS = ["items", "minItems", "maxItems"];
 
 type Schema = Record<string, unknown>;
 
@@ -362,7 +362,7 @@ function alone(own: string[], keyword: string, path: string): void {
   }
 }
 
-function hasType(value: unknown, type: TypeName): boolean {
+export function hasType(value: unknown, type: TypeName): boolean {
   switch (type) {
     case "string":
       return typeof value === "string";
