@@ -24,6 +24,7 @@ import { openAiChatRoutes } from "./routes/openai/chat-completions.js";
 import { fileRoutes } from "./routes/openai/files.js";
 import { fineTuningEventRoutes } from "./routes/openai/fine-tuning-job-events.js";
 import { fineTuningJobRoutes } from "./routes/openai/fine-tuning-jobs.js";
+import { graderRoutes } from "./routes/openai/graders.js";
 import { openAiModelRoutes } from "./routes/openai/models.js";
 import { projectKeyRoutes } from "./routes/project-keys.js";
 import { projectRoutes } from "./routes/projects.js";
@@ -70,6 +71,7 @@ export function createApiApp(ctx: ServerContext): Hono<ApiEnv> {
     fileRoutes,
     fineTuningJobRoutes,
     fineTuningEventRoutes,
+    graderRoutes,
     openAiChatRoutes,
   ]) {
     app.route("/", routes(ctx));
