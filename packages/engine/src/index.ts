@@ -60,6 +60,7 @@ export { packedWeightBytes } from "./packed-weights.js";
 export { loadAdapter, type SaveAdapterOptions, saveAdapter } from "./peft.js";
 export {
   answerRow,
+  isPreferenceRow,
   type PreferenceRow,
   parsePreferenceDataset,
   readPreferenceDataset,

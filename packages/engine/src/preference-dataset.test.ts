@@ -4,7 +4,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
 import { isEngineError } from "./errors.js";
-import { answerRow, parsePreferenceDataset, readPreferenceDataset } from "./preference-dataset.js";
+import {
+  answerRow,
+  isPreferenceRow,
+  parsePreferenceDataset,
+  readPreferenceDataset,
+} from "./preference-dataset.js";
 
 const openai = {
   input: { messages: [{ role: "user", content: "Capital of France?" }] },
@@ -129,4 +134,12 @@ test("answerRow: the prompt's assistant turns are context (weight 0), then the a
       ["assistant", "e", undefined],
     ],
   );
+});
+
+test("isPreferenceRow tells a pair of either form from an SFT row", () => {
+  assert.equal(isPreferenceRow(openai), true);
+  assert.equal(isPreferenceRow(trl), true);
+  assert.equal(isPreferenceRow({ messages: [] }), false);
+  assert.equal(isPreferenceRow({ prompt: "a", completion: "b" }), false);
+  assert.equal(isPreferenceRow([1]), false);
 });

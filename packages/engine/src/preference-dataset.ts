@@ -123,6 +123,16 @@ export function parsePreferenceRow(value: unknown, context: LineContext): Prefer
   return tools === undefined ? { prompt, chosen, rejected } : { prompt, tools, chosen, rejected };
 }
 
+/**
+ * Whether a decoded row is meant as a preference pair (it has a key of either
+ * form, which no SFT row has): how an upload and a job tell the formats apart
+ * from a file's first row before checking every row under that format's rules.
+ */
+export function isPreferenceRow(value: unknown): boolean {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return false;
+  return [...OPENAI_KEYS, "chosen", "rejected"].some((key) => key in value);
+}
+
 /** Parses preference JSONL text (parseDataset's lines and errors, the pair rules above). */
 export function parsePreferenceDataset(text: string, options: { source?: string } = {}): PreferenceRow[] {
   return parseRows(text, parsePreferenceRow, options);

@@ -36,7 +36,7 @@ test("bad settings are refused naming the field", () => {
     );
   refused({ beta: 0 }, "beta");
   refused({ beta: Number.NaN }, "beta");
-  refused({ labelSmoothing: 0.5 }, "labelSmoothing");
+  refused({ labelSmoothing: 0.51 }, "labelSmoothing");
   refused({ labelSmoothing: -0.1 }, "labelSmoothing");
   refused({ loss: "ipo" }, "loss");
   refused({ gamma: 1 }, "gamma"); // only with simpo

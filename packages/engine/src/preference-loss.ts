@@ -25,7 +25,7 @@ export interface PreferenceHyperparameters {
   loss?: PreferenceLossType;
   /** The temperature β: default 0.1 for sigmoid, 2.0 for simpo. */
   beta?: number;
-  /** ε in [0, 0.5): the share of pairs taken as mislabelled (default 0). */
+  /** ε in [0, 0.5]: the share of pairs taken as mislabelled (default 0; TRL's range). */
   labelSmoothing?: number;
   /** SimPO's target reward margin γ ≥ 0 (default 0.5); only with loss "simpo". */
   gamma?: number;
@@ -54,8 +54,8 @@ export function resolvePreference(h: PreferenceHyperparameters): PreferenceSetti
   if (typeof beta !== "number" || !Number.isFinite(beta) || beta <= 0)
     throw bad("beta", "a number > 0", h.beta);
   const labelSmoothing = h.labelSmoothing ?? 0;
-  if (typeof labelSmoothing !== "number" || !(labelSmoothing >= 0 && labelSmoothing < 0.5)) {
-    throw bad("labelSmoothing", "a number in [0, 0.5)", h.labelSmoothing);
+  if (typeof labelSmoothing !== "number" || !(labelSmoothing >= 0 && labelSmoothing <= 0.5)) {
+    throw bad("labelSmoothing", "a number in [0, 0.5]", h.labelSmoothing);
   }
   if (h.gamma !== undefined && loss !== "simpo") throw bad("gamma", 'set only with loss "simpo"', h.gamma);
   const gamma = h.gamma ?? DEFAULT_SIMPO_GAMMA;

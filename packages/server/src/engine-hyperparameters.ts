@@ -3,15 +3,22 @@
 // means every LoRA target. The job runner trains with them; POST /v1/jobs
 // bounds the job's planned steps with them. No targetModules means PEFT's
 // "all-linear": every linear layer of the model's family but the output head.
-import type { TrainHyperparameters } from "@svc/engine";
-import type { JobHyperparameters, TorchModel } from "./wire.js";
+// A DPO job's stored hyperparameters carry its method (routes/jobs.ts), which
+// passes through to the training process.
+import type { PreferenceTrainHyperparameters } from "@svc/engine";
+import type { JobHyperparameters, TorchModel, TrainingMethod } from "./wire.js";
+
+/** What a training process trains with: the engine's hyperparameters, DPO's, and the method. */
+export type EngineJobHyperparameters = PreferenceTrainHyperparameters & { method?: TrainingMethod };
 
 /** What builds the model on the torch backend (hyperparameters.torchModel; default svc's decoder). */
 export function torchModelOf(hp: JobHyperparameters): TorchModel {
   return hp.torchModel ?? "svc";
 }
 
-export function engineHyperparameters(hp: JobHyperparameters): TrainHyperparameters {
+export function engineHyperparameters(
+  hp: JobHyperparameters & { method?: TrainingMethod },
+): EngineJobHyperparameters {
   // torchModel is the torch backend's choice of implementation, not a training setting (torchModelOf).
   const { lora, torchModel: _, ...rest } = hp;
   return {

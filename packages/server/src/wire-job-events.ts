@@ -64,6 +64,22 @@ export interface TrainingLogEvent extends JobEventBase {
   device?: string;
   /** The torch backend's peak memory so far: GPU memory allocated on CUDA, the peak RSS on the CPU. */
   memoryBytes?: number;
+  /** Method "dpo": the step's preference figures, means over its pairs (docs/post-training.md#charts). */
+  rewards?: PreferenceFigures;
+  /** Method "dpo": the same on the eval set (with its loss, also in evalLoss) when an eval ran; else null. */
+  evalRewards?: (PreferenceFigures & { loss: number }) | null;
+}
+
+/**
+ * A DPO step's figures: the implicit rewards β·(log πθ − log πref) of the
+ * chosen and rejected answers (SimPO: β/|y|·log πθ), their margin, and the
+ * share of pairs whose chosen reward is the larger (a tie counts half).
+ */
+export interface PreferenceFigures {
+  chosenReward: number;
+  rejectedReward: number;
+  margin: number;
+  accuracy: number;
 }
 
 export interface CheckpointSavedEvent extends JobEventBase {

@@ -53,6 +53,10 @@ export function hyperparameterRanges(limits: JobLimits = DEFAULT_JOB_LIMITS) {
     // Exact match's cost per eval is at most samples × maxTokens decoded tokens.
     exactMatchMaxTokens: { integer: true, min: 0, max: 256 },
     exactMatchSamples: { integer: true, min: 0, max: 512 },
+    // method "dpo" (docs/post-training.md); the engine checks the same (preference-loss.ts)
+    beta: { integer: false, exclusiveMin: 0, max: 100 },
+    labelSmoothing: { integer: false, min: 0, max: 0.5 },
+    gamma: { integer: false, min: 0, max: 100 },
   } satisfies Record<string, NumericRange | Record<string, NumericRange>>;
 }
 

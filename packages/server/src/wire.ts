@@ -238,7 +238,24 @@ export interface JobHyperparameters {
    * decoder; "transformers", transformers + peft (needs "backend": "torch").
    */
   torchModel?: TorchModel;
+  /** DPO (method "dpo", docs/post-training.md): "sigmoid" (DPO's loss, default) or "simpo" (reference-free). */
+  loss?: PreferenceLoss;
+  /** DPO's β: how far the adapter may move from the reference (default 0.1; 2.0 for simpo). */
+  beta?: number;
+  /** The share ε ∈ [0, 0.5] of preference pairs taken as mislabelled (conservative DPO; default 0). */
+  labelSmoothing?: number;
+  /** SimPO's target reward margin γ (default 0.5); only with loss "simpo". */
+  gamma?: number;
 }
+
+/** How a job trains (docs/post-training.md): supervised fine-tuning on chat rows, or preference tuning on pairs. */
+export type TrainingMethod = "sft" | "dpo";
+export const TRAINING_METHODS: readonly TrainingMethod[] = ["sft", "dpo"];
+/** The preference losses of method "dpo" (hyperparameters.loss). */
+export type PreferenceLoss = "sigmoid" | "simpo";
+export const PREFERENCE_LOSSES: readonly PreferenceLoss[] = ["sigmoid", "simpo"];
+/** The hyperparameters only method "dpo" reads (a "sft" job naming one is refused). */
+export const PREFERENCE_HYPERPARAMETERS = ["loss", "beta", "labelSmoothing", "gamma"] as const;
 
 /** The torch backend's model implementation (hyperparameters.torchModel). */
 export type TorchModel = "svc" | "transformers";
@@ -252,6 +269,8 @@ export interface CreateJobRequest {
   /** Fraction (0, 0.5] of the training set held out for eval when no eval dataset is given. */
   evalFraction?: number;
   hyperparameters?: JobHyperparameters;
+  /** "sft" (default) trains on chat rows; "dpo" on preference pairs (docs/post-training.md). */
+  method?: TrainingMethod;
   /** Validate everything and run the data pipeline without training. */
   dryRun?: boolean;
   /** Which training backend runs the job (docs/gpu-training.md); default "auto": any worker's. */
@@ -273,6 +292,8 @@ export interface Job {
   datasetId: string;
   evalDatasetId: string | null;
   hyperparameters: JobHyperparameters;
+  /** How the job trains: "sft" or "dpo" (jobs made before methods existed: "sft"). */
+  method: TrainingMethod;
   dryRun: boolean;
   backend: JobBackend;
   /** Why a queued job waits: no running worker offers its backend; null when it will be claimed. */

@@ -1,8 +1,11 @@
 // Upload validation gives the same answers on the event loop (small files) and
 // on a worker thread (files over INLINE_LIMIT).
 import assert from "node:assert/strict";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { test } from "node:test";
-import { checkDatasetOffLoop, INLINE_LIMIT } from "./dataset-validation.js";
+import { checkDatasetOffLoop, INLINE_LIMIT, storedDatasetFormat } from "./dataset-validation.js";
 
 const row = (i: number) =>
   JSON.stringify({
@@ -22,7 +25,7 @@ test("small and large files: rows counted, the first bad line named, bytes that 
   for (const rows of [10, 12_000]) {
     const big = rows > 10;
     assert.equal(file(rows).length > INLINE_LIMIT, big, "one file each side of the limit");
-    assert.deepEqual(await checkDatasetOffLoop(file(rows), "train.jsonl"), { rows });
+    assert.deepEqual(await checkDatasetOffLoop(file(rows), "train.jsonl"), { rows, format: "sft" });
     const bad = await checkDatasetOffLoop(file(rows, { at: 7, text: '{"messages": []}\n' }), "train.jsonl");
     assert.deepEqual(bad, {
       problem: "invalid_dataset",
@@ -35,4 +38,26 @@ test("small and large files: rows counted, the first bad line named, bytes that 
       line: 9,
     });
   }
+});
+
+test("a file whose first row is a preference pair is checked as pairs (DPO), named by line", async () => {
+  const pair = (i: number) =>
+    JSON.stringify({ prompt: [{ role: "user", content: `q${i}` }], chosen: `a${i}`, rejected: `b${i}` });
+  const text = `\n${pair(1)}\n${pair(2)}\n`;
+  assert.deepEqual(await checkDatasetOffLoop(Buffer.from(text), "prefs.jsonl"), {
+    rows: 2,
+    format: "preference",
+  });
+  const mixed = `${pair(1)}\n${row(2)}\n`;
+  assert.deepEqual(await checkDatasetOffLoop(Buffer.from(mixed), "prefs.jsonl"), {
+    problem: "invalid_dataset",
+    message:
+      'prefs.jsonl line 2: expected a preference pair: "input", "preferred_output" and "non_preferred_output" (OpenAI), or "prompt", "chosen" and "rejected" (TRL); found "messages"',
+    line: 2,
+  });
+  const dir = mkdtempSync(join(tmpdir(), "svc-format-"));
+  writeFileSync(join(dir, "p.jsonl"), text);
+  writeFileSync(join(dir, "s.jsonl"), `\n\n${row(1)}\n`);
+  assert.equal(await storedDatasetFormat(join(dir, "p.jsonl")), "preference");
+  assert.equal(await storedDatasetFormat(join(dir, "s.jsonl")), "sft");
 });

@@ -6,6 +6,7 @@ import type { ApiEnv, ServerContext } from "../context.js";
 import { engineHyperparameters } from "../engine-hyperparameters.js";
 import { badRequest, conflict, quoteInput } from "../http/api-error.js";
 import { readJson } from "../http/body.js";
+import { storedDatasetFormat } from "../http/dataset-validation.js";
 import {
   array,
   boolean,
@@ -31,9 +32,13 @@ import {
   type JobHyperparameters,
   type JobLimits,
   LR_SCHEDULER_TYPES,
+  PREFERENCE_HYPERPARAMETERS,
+  PREFERENCE_LOSSES,
   type Project,
   TORCH_MODELS,
+  TRAINING_METHODS,
   TRUNCATION_MODES,
+  type TrainingMethod,
 } from "../wire.js";
 import { jobOr404, projectFromQuery } from "./access.js";
 
@@ -65,6 +70,10 @@ function hyperparametersCheck(limits: JobLimits): Check<JobHyperparameters> {
     exactMatchMaxTokens: optional(inRange(range.exactMatchMaxTokens)),
     exactMatchSamples: optional(inRange(range.exactMatchSamples)),
     torchModel: optional(oneOf(TORCH_MODELS)),
+    loss: optional(oneOf(PREFERENCE_LOSSES)),
+    beta: optional(inRange(range.beta)),
+    labelSmoothing: optional(inRange(range.labelSmoothing)),
+    gamma: optional(inRange(range.gamma)),
   });
   return (value, path) => {
     const parsed = check(value, path);
@@ -100,6 +109,7 @@ export const createJobBody = (limits: JobLimits) =>
     evalDatasetId: optional(uuid()),
     evalFraction: optional(inRange(EVAL_FRACTION_RANGE)),
     hyperparameters: optional(hyperparametersCheck(limits)),
+    method: optional(oneOf(TRAINING_METHODS)),
     dryRun: optional(boolean()),
     backend: optional(oneOf(JOB_BACKENDS)),
   });
@@ -127,6 +137,8 @@ export async function createJob(ctx: ServerContext, project: Project, body: Crea
     );
   if (body.evalDatasetId && body.evalFraction !== undefined)
     throw badRequest(`"evalFraction" cannot be combined with "evalDatasetId"`);
+  const method = body.method ?? "sft";
+  checkMethod(method, body);
   let trainRows = 0;
   for (const field of ["datasetId", "evalDatasetId"] as const) {
     const id = body[field];
@@ -138,6 +150,15 @@ export async function createJob(ctx: ServerContext, project: Project, body: Crea
         "dataset_not_found",
       );
     if (field === "datasetId") trainRows = dataset.rows;
+    const format = await storedDatasetFormat(ctx.dataDir.abs(dataset.path));
+    const wants = method === "dpo" ? "preference" : "sft";
+    if (format !== wants)
+      throw badRequest(
+        format === "preference"
+          ? `"${field}": dataset ${id} holds preference pairs; train it with "method": "dpo" (docs/post-training.md)`
+          : `"${field}": method "dpo" trains on preference pairs, and dataset ${id} holds chat rows (docs/post-training.md#datasets)`,
+        "invalid_dataset",
+      );
   }
   const hyperparameters: JobHyperparameters = body.hyperparameters ?? { lora: { ...DEFAULT_LORA } };
   // Without maxSteps, epochs × batches decide the length: bound that too (all rows: an eval split only shortens it).
@@ -156,7 +177,8 @@ export async function createJob(ctx: ServerContext, project: Project, body: Crea
     dataset_id: body.datasetId,
     eval_dataset_id: body.evalDatasetId ?? null,
     eval_fraction: body.evalFraction ?? null,
-    hyperparameters: JSON.stringify(hyperparameters),
+    // The method rides in the stored hyperparameters (no column: jobs before methods are "sft"); toJob lifts it out.
+    hyperparameters: JSON.stringify(method === "sft" ? hyperparameters : { ...hyperparameters, method }),
     dry_run: body.dryRun ? 1 : 0,
     error: null,
     created_at: nowIso(),
@@ -167,10 +189,30 @@ export async function createJob(ctx: ServerContext, project: Project, body: Crea
     lease_expires_at: null,
     resume_from: null,
     attempts: 0,
-    backend: body.backend ?? "auto",
+    // Only the engine trains method "dpo" so far: such a job is the engine's, so a torch worker never claims it.
+    backend: method === "dpo" ? "engine" : (body.backend ?? "auto"),
   });
   ctx.wakeWorkers();
   return (await withQueuedReasons(ctx.store.db, [job]))[0];
+}
+
+/** The method's rules across fields: its hyperparameters only with it, and the backends that train it. */
+function checkMethod(method: TrainingMethod, body: CreateJobRequest): void {
+  const hp = body.hyperparameters;
+  if (method === "sft") {
+    const stray = PREFERENCE_HYPERPARAMETERS.find((key) => hp?.[key] !== undefined);
+    if (stray)
+      throw badRequest(
+        `"hyperparameters.${stray}" is a preference-tuning setting: set "method": "dpo" to use it`,
+      );
+    return;
+  }
+  if (hp?.gamma !== undefined && hp.loss !== "simpo")
+    throw badRequest(`"hyperparameters.gamma" is SimPO's margin: it needs "hyperparameters.loss": "simpo"`);
+  if (body.backend === "torch")
+    throw badRequest(
+      `"backend": the torch backend does not train method "dpo" yet; leave "backend" out or set "engine"`,
+    );
 }
 
 /** Cancels a job that has not finished (a queued one at once, a running one at its next step). */

@@ -6,7 +6,7 @@ import { type Kysely, sql, type Transaction } from "kysely";
 import type { DatabaseKind } from "../db/connect.js";
 import type { ArtifactsTable, Database, JobsTable } from "../db/schema.js";
 import { nowIso } from "../ids.js";
-import type { Artifact, Job, JobEvent, JobEventType, JobHyperparameters } from "../wire.js";
+import type { Artifact, Job, JobEvent, JobEventType, JobHyperparameters, TrainingMethod } from "../wire.js";
 import { isUniqueViolation } from "./unique.js";
 
 export type JobRow = JobsTable;
@@ -27,6 +27,14 @@ export interface StoredJobEvent {
   data: string;
 }
 
+/** The stored hyperparameters and the job's method, which rides in them (routes/jobs.ts; absent: "sft"). */
+function hyperparametersAndMethod(json: string): Pick<Job, "hyperparameters" | "method"> {
+  const { method = "sft", ...hyperparameters } = JSON.parse(json) as JobHyperparameters & {
+    method?: TrainingMethod;
+  };
+  return { hyperparameters, method };
+}
+
 export const toJob = (r: JobRow): Job => ({
   id: r.id,
   projectId: r.project_id,
@@ -36,7 +44,7 @@ export const toJob = (r: JobRow): Job => ({
   baseModelRevision: r.base_model_revision ?? null,
   datasetId: r.dataset_id,
   evalDatasetId: r.eval_dataset_id,
-  hyperparameters: JSON.parse(r.hyperparameters) as JobHyperparameters,
+  ...hyperparametersAndMethod(r.hyperparameters),
   dryRun: r.dry_run === 1,
   backend: r.backend ?? "auto",
   queuedReason: null,

@@ -1,11 +1,19 @@
 // Runs one training job in a child process of the server (forked by the job
 // runner), so a crash in the native kernels costs this job's process only:
-// reads the datasets and the base model (training-sets.ts), calls the engine's train() and
-// reports progress, checkpoints and the result as IPC messages.
-import { train } from "@svc/engine";
+// reads the datasets and the base model (training-sets.ts), calls the engine's train()
+// (trainPreference() for method "dpo") and reports progress, checkpoints and the
+// result as IPC messages.
+import {
+  type CheckpointInfo,
+  type Model,
+  type TrainProgress,
+  type TrainResult,
+  train,
+  trainPreference,
+} from "@svc/engine";
 import { exitWithParent } from "../process/engine-process.js";
 import { postToRunner as post, trainingInput } from "./training-protocol.js";
-import { readTrainingSets } from "./training-sets.js";
+import { readPreferenceTrainingSets, readTrainingSets } from "./training-sets.js";
 
 exitWithParent();
 const controller = new AbortController();
@@ -13,32 +21,40 @@ const input = await trainingInput(() => controller.abort());
 
 async function main(): Promise<void> {
   let lastStep: number | null = null;
+  // What both methods' training takes besides the sets.
+  const common = (model: Model) => ({
+    model,
+    hyperparameters: input.hyperparameters,
+    outputDir: input.outputDir,
+    signal: controller.signal,
+    resumeFrom: input.resumeFrom ?? undefined,
+    baseModelName: input.baseModelName,
+    baseModelRevision: input.baseModelRevision,
+    onProgress: (progress: TrainProgress) => {
+      lastStep = progress.step;
+      void post({ type: "progress", progress });
+    },
+    // Awaited, so the checkpoint is reported before training goes on past it.
+    onCheckpoint: (checkpoint: CheckpointInfo) =>
+      post({ type: "checkpoint", step: checkpoint.step, dir: checkpoint.dir }),
+  });
   try {
-    const { model, trainSet, evalSet, prepared, started: report } = await readTrainingSets(input);
-    await post(report);
+    let run: () => Promise<TrainResult>;
+    if (input.hyperparameters.method === "dpo") {
+      const { model, trainSet, evalSet, prepared, started } = await readPreferenceTrainingSets(input);
+      await post(started);
+      run = () => trainPreference({ ...common(model), trainSet, evalSet, prepared });
+    } else {
+      const { model, trainSet, evalSet, prepared, started } = await readTrainingSets(input);
+      await post(started);
+      run = () => train({ ...common(model), trainSet, evalSet, prepared });
+    }
     if (input.dryRun) {
       await post({ type: "result", result: null, trainSeconds: 0 });
       return;
     }
     const started = performance.now();
-    const result = await train({
-      model,
-      trainSet,
-      evalSet,
-      hyperparameters: input.hyperparameters,
-      outputDir: input.outputDir,
-      signal: controller.signal,
-      resumeFrom: input.resumeFrom ?? undefined,
-      prepared,
-      baseModelName: input.baseModelName,
-      baseModelRevision: input.baseModelRevision,
-      onProgress: (progress) => {
-        lastStep = progress.step;
-        void post({ type: "progress", progress });
-      },
-      // Awaited, so the checkpoint is reported before training goes on past it.
-      onCheckpoint: (checkpoint) => post({ type: "checkpoint", step: checkpoint.step, dir: checkpoint.dir }),
-    });
+    const result = await run();
     await post({ type: "result", result, trainSeconds: (performance.now() - started) / 1000 });
   } catch (error) {
     await post({ type: "error", message: (error as Error).message ?? String(error), step: lastStep });

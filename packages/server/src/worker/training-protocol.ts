@@ -1,6 +1,7 @@
 // Messages between a job runner and its training process, and the training
 // process's end of them.
-import type { TrainHyperparameters, TrainProgress, TrainResult } from "@svc/engine";
+import type { PreferenceProgress, TrainProgress, TrainResult } from "@svc/engine";
+import type { EngineJobHyperparameters } from "../engine-hyperparameters.js";
 import type { TorchModel, TruncationRowNote } from "../wire.js";
 
 export interface TrainingProcessInput {
@@ -8,7 +9,7 @@ export interface TrainingProcessInput {
   trainPath: string;
   evalPath: string | null;
   evalFraction: number | null;
-  hyperparameters: TrainHyperparameters;
+  hyperparameters: EngineJobHyperparameters;
   outputDir: string;
   resumeFrom: string | null;
   dryRun: boolean;
@@ -55,7 +56,12 @@ export type TrainingProcessMessage =
       droppedRows: number;
       rowNotes: TruncationRowNote[];
     }
-  | { type: "progress"; progress: TrainProgress & BackendFigures }
+  | {
+      type: "progress";
+      progress: TrainProgress &
+        BackendFigures &
+        Partial<Pick<PreferenceProgress, "preference" | "evalPreference">>;
+    }
   | { type: "checkpoint"; step: number; dir: string }
   | { type: "result"; result: TrainResult | null; trainSeconds: number }
   | { type: "error"; message: string; step: number | null };

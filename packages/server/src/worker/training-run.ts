@@ -120,6 +120,7 @@ export async function runTrainingProcess(
             ...(p.backend ? { backend: p.backend } : {}),
             ...(p.device ? { device: p.device } : {}),
             ...(p.memoryBytes !== undefined ? { memoryBytes: p.memoryBytes } : {}),
+            ...(p.preference ? { rewards: p.preference, evalRewards: p.evalPreference ?? null } : {}),
           },
         ]);
         return;

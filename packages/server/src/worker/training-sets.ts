@@ -9,11 +9,15 @@ import {
   loadTokenizer,
   type Model,
   type ModelConfig,
+  type PreferenceRow,
+  type PreparedPairSets,
   type PreparedSets,
   plannedSteps,
+  preparePairSets,
   prepareSets,
   readDataset,
   readModelConfig,
+  readPreferenceDataset,
 } from "@svc/engine";
 import {
   engineImplements,
@@ -78,14 +82,42 @@ export async function readTrainingSetsForTorch(
   });
 }
 
-async function prepareTrainingSets<M extends ModelHeader>(
+/** The sets of a method "dpo" job: preference pairs, split and fitted as SFT's rows are. */
+export interface PreferenceTrainingSets {
+  model: Model;
+  trainSet: PreferenceRow[];
+  evalSet: PreferenceRow[] | undefined;
+  prepared: PreparedPairSets;
+  started: Extract<TrainingProcessMessage, { type: "started" }>;
+}
+
+export async function readPreferenceTrainingSets(
   input: TrainingProcessInput,
-  load: () => Promise<M>,
-): Promise<TrainingSets<M>> {
-  const rows = await readDataset(input.trainPath);
-  let trainSet: DatasetRow[] = rows;
-  let evalSet = input.evalPath ? await readDataset(input.evalPath) : undefined;
-  // 1-based rows of the files the sets came from, so truncation notes name a file's row.
+): Promise<PreferenceTrainingSets> {
+  const { trainSet, evalSet, trainNumbers, evalNumbers } = await splitSets(input, readPreferenceDataset);
+  const model = await loadModel(input.modelDir);
+  const prepared = preparePairSets(model.tokenizer, trainSet, evalSet, input.hyperparameters, {
+    train: trainNumbers,
+    eval: evalNumbers,
+  });
+  const started = startedReport(
+    { train: prepared.train, eval: prepared.eval },
+    prepared.train.pairs.length,
+    prepared.eval?.pairs.length ?? 0,
+    input,
+  );
+  return { model, trainSet, evalSet, prepared, started };
+}
+
+/**
+ * The train and eval sets read from their files, the eval set split off by
+ * evalFraction when no eval file is given, with the 1-based rows of the file
+ * each came from (so truncation notes name a file's row).
+ */
+async function splitSets<R>(input: TrainingProcessInput, read: (path: string) => Promise<R[]>) {
+  const rows = await read(input.trainPath);
+  let trainSet: R[] = rows;
+  let evalSet = input.evalPath ? await read(input.evalPath) : undefined;
   let trainNumbers: number[] | undefined;
   let evalNumbers: number[] | undefined;
   if (!evalSet && input.evalFraction) {
@@ -101,12 +133,36 @@ async function prepareTrainingSets<M extends ModelHeader>(
       trainSet = trainNumbers.map((n) => rows[n - 1]);
     }
   }
+  return { trainSet, evalSet, trainNumbers, evalNumbers };
+}
+
+async function prepareTrainingSets<M extends ModelHeader>(
+  input: TrainingProcessInput,
+  load: () => Promise<M>,
+): Promise<TrainingSets<M>> {
+  const { trainSet, evalSet, trainNumbers, evalNumbers } = await splitSets<DatasetRow>(input, readDataset);
   const model = await load();
   // Prepared before "started", so the event reports what was cut and dropped; training reuses them.
   const prepared = prepareSets(model.tokenizer, trainSet, evalSet, input.hyperparameters, {
     train: trainNumbers,
     eval: evalNumbers,
   });
+  const started = startedReport(
+    prepared,
+    prepared.train.examples.length,
+    prepared.eval?.examples.length ?? 0,
+    input,
+  );
+  return { model, trainSet, evalSet, prepared, started };
+}
+
+/** The "started" report: the planned steps, the set sizes, and what truncation cut and dropped. */
+function startedReport(
+  prepared: Record<"train" | "eval", Pick<PreparedSets["train"], "truncated" | "dropped"> | null>,
+  trainExamples: number,
+  evalExamples: number,
+  input: TrainingProcessInput,
+): Extract<TrainingProcessMessage, { type: "started" }> {
   const sets = [
     ["train", prepared.train],
     ["eval", prepared.eval],
@@ -129,18 +185,12 @@ async function prepareTrainingSets<M extends ModelHeader>(
     );
   }
   return {
-    model,
-    trainSet,
-    evalSet,
-    prepared,
-    started: {
-      type: "started",
-      totalSteps: plannedSteps(prepared.train.examples.length, input.hyperparameters),
-      trainExamples: prepared.train.examples.length,
-      evalExamples: prepared.eval?.examples.length ?? 0,
-      truncatedRows,
-      droppedRows,
-      rowNotes: notes.slice(0, ROW_NOTES_SHOWN),
-    },
+    type: "started",
+    totalSteps: plannedSteps(trainExamples, input.hyperparameters),
+    trainExamples,
+    evalExamples,
+    truncatedRows,
+    droppedRows,
+    rowNotes: notes.slice(0, ROW_NOTES_SHOWN),
   };
 }

@@ -159,3 +159,53 @@ test("a Hub dataset names its id and split; its other fields and column mapping 
   ];
   for (const [dataset, re] of bad) assert.throws(() => createTrainer({ ...ok, dataset } as never), re);
 });
+
+test('method "dpo": its settings are checked at construction and sent with the job; they need the method', () => {
+  const dpo = { ...ok, method: "dpo", beta: 0.2, labelSmoothing: 0.1 } as const;
+  assert.equal(createTrainer(dpo).name, "t");
+  assert.deepEqual(hyperparametersOf({ ...dpo, loss: "simpo", gamma: 1 }), {
+    lora: { r: 8, alpha: 16 },
+    beta: 0.2,
+    labelSmoothing: 0.1,
+    loss: "simpo",
+    gamma: 1,
+  });
+  assert.throws(
+    () => createTrainer({ ...ok, method: "ppo" as never }),
+    /createTrainer: method: expected "sft" or "dpo"/,
+  );
+  assert.throws(
+    () => createTrainer({ ...ok, beta: 0.1 }),
+    /createTrainer: beta: expected to be left out unless method is "dpo"/,
+  );
+  assert.throws(
+    () => createTrainer({ ...dpo, beta: 0 }),
+    /createTrainer: beta: expected a number > 0 and <= 100, got 0/,
+  );
+  assert.throws(
+    () => createTrainer({ ...dpo, labelSmoothing: 0.6 }),
+    /labelSmoothing: expected a number >= 0 and <= 0.5/,
+  );
+  assert.throws(
+    () => createTrainer({ ...dpo, gamma: 1 }),
+    /gamma: expected to be set only with loss "simpo"/,
+  );
+  assert.throws(() => createTrainer({ ...dpo, loss: "ipo" as never }), /loss: expected "sigmoid" or "simpo"/);
+});
+
+test('method "dpo" takes inline preference pairs in either form, and refuses chat rows', () => {
+  const rows = [
+    {
+      input: { messages: [{ role: "user" as const, content: "hi" }] },
+      preferred_output: [{ role: "assistant" as const, content: "hello" }],
+      non_preferred_output: [{ role: "assistant" as const, content: "go" }],
+    },
+    { prompt: "hi", chosen: "hello", rejected: "go" },
+  ];
+  assert.equal(createTrainer({ ...ok, method: "dpo", dataset: { type: "inline", rows } }).name, "t");
+  const chat = [{ messages: [{ role: "user" as const, content: "hi" }] }];
+  assert.throws(
+    () => createTrainer({ ...ok, method: "dpo", dataset: { type: "inline", rows: chat } }),
+    /dataset\.rows\[0\]: expected \{ input, preferred_output, non_preferred_output \} or \{ prompt, chosen, rejected \}/,
+  );
+});

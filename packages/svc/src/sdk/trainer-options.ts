@@ -5,14 +5,20 @@ import {
   type ChatMessage,
   DEFAULT_LORA,
   type HubDatasetRequest,
+  hyperparameterRanges,
   JOB_BACKENDS,
   type Job,
   type JobBackend,
   type JobHyperparameters,
   LR_SCHEDULER_TYPES,
+  type NumericRange,
+  PREFERENCE_HYPERPARAMETERS,
+  PREFERENCE_LOSSES,
   TORCH_MODELS,
   type ToolDefinition,
+  TRAINING_METHODS,
   TRUNCATION_MODES,
+  type TrainingMethod,
 } from "@svc/server/wire";
 import type { BoundInfer } from "./infer.js";
 import { assertSupportedModel, type BaseModelName } from "./models.js";
@@ -24,10 +30,19 @@ export interface ChatExample {
   parallel_tool_calls?: boolean;
 }
 
+/** A preference pair (method "dpo"), in OpenAI's form or TRL's (docs/post-training.md#datasets). */
+export type PreferenceExample =
+  | {
+      input: { messages: ChatMessage[]; tools?: ToolDefinition[] };
+      preferred_output: ChatMessage[];
+      non_preferred_output: ChatMessage[];
+    }
+  | { prompt: ChatMessage[] | string; chosen: ChatMessage[] | string; rejected: ChatMessage[] | string };
+
 export type DatasetSource =
   | { type: "file"; path: string }
   | { type: "url"; url: string; token?: string }
-  | { type: "inline"; rows: ChatExample[] }
+  | { type: "inline"; rows: ChatExample[] | PreferenceExample[] }
   /** A Hub dataset's split (docs/hub.md#datasets): Parquet or JSONL files, read by the server. */
   | ({ type: "huggingface" } & HubDatasetRequest);
 
@@ -65,6 +80,11 @@ export interface TrainerOptions extends TrainerHyperparameters {
    * or ["all-linear"], the default; checked against the server's model at start().
    */
   lora?: JobHyperparameters["lora"];
+  /**
+   * "sft" (default): supervised fine-tuning on chat rows; "dpo": preference
+   * tuning on pairs, with beta, labelSmoothing, loss and gamma (docs/post-training.md).
+   */
+  method?: TrainingMethod;
   dryRun?: boolean;
   /**
    * The training backend (docs/gpu-training.md): "auto" (default, any worker),
@@ -124,7 +144,25 @@ function validateHubDataset(field: string, ds: Record<string, unknown>): void {
   }
 }
 
-function validateDataset(field: string, d: unknown): void {
+/** The API's range (wire-limits.ts), checked before anything is sent. */
+function withinRange(field: string, v: unknown, range: NumericRange): void {
+  if (v === undefined) return;
+  const low = range.exclusiveMin ?? range.min ?? 0;
+  const ok =
+    typeof v === "number" &&
+    Number.isFinite(v) &&
+    (range.exclusiveMin !== undefined ? v > low : v >= low) &&
+    v <= range.max &&
+    (!range.integer || Number.isInteger(v));
+  if (!ok)
+    fail(field, `a number ${range.exclusiveMin !== undefined ? ">" : ">="} ${low} and <= ${range.max}`, v);
+}
+
+const isPreferencePair = (row: Record<string, unknown>) =>
+  ("input" in row && "preferred_output" in row && "non_preferred_output" in row) ||
+  ("prompt" in row && "chosen" in row && "rejected" in row);
+
+function validateDataset(field: string, d: unknown, method: TrainingMethod = "sft"): void {
   const ds = d as Record<string, unknown> | undefined;
   if (!ds || typeof ds !== "object")
     fail(field, '{ type: "file" | "url" | "inline" | "huggingface", ... }', d);
@@ -139,6 +177,16 @@ function validateDataset(field: string, d: unknown): void {
     if (!Array.isArray(ds.rows) || ds.rows.length === 0)
       fail(`${field}.rows`, "a non-empty array of { messages }", ds.rows);
     ds.rows.forEach((row: unknown, i: number) => {
+      // The rows' content is checked by the server as an uploaded file's (errors name the row's line).
+      if (method === "dpo") {
+        if (typeof row !== "object" || row === null || !isPreferencePair(row as Record<string, unknown>))
+          fail(
+            `${field}.rows[${i}]`,
+            '{ input, preferred_output, non_preferred_output } or { prompt, chosen, rejected } (method "dpo")',
+            row,
+          );
+        return;
+      }
       const messages = (row as { messages?: unknown })?.messages;
       if (!Array.isArray(messages) || messages.length === 0)
         fail(`${field}.rows[${i}].messages`, "a non-empty array", messages);
@@ -155,8 +203,11 @@ export function validateTrainerOptions(o: TrainerOptions): void {
   if (typeof o.name !== "string" || o.name.trim() === "" || o.name.length > 200)
     fail("name", "a non-empty string", o.name);
   assertSupportedModel(o.model, "createTrainer: model");
-  validateDataset("dataset", o.dataset);
-  if (o.evalDataset !== undefined) validateDataset("evalDataset", o.evalDataset);
+  if (o.method !== undefined && !TRAINING_METHODS.includes(o.method))
+    fail("method", '"sft" or "dpo"', o.method);
+  validateDataset("dataset", o.dataset, o.method);
+  if (o.evalDataset !== undefined) validateDataset("evalDataset", o.evalDataset, o.method);
+  validatePreference(o);
   if (o.lora !== undefined) {
     if (typeof o.lora !== "object" || o.lora === null)
       fail("lora", "{ r, alpha, targetModules?, maxLength? }", o.lora);
@@ -213,6 +264,22 @@ export function validateTrainerOptions(o: TrainerOptions): void {
     fail("abortSignal", "an AbortSignal", "?");
 }
 
+/** DPO's settings: in their ranges, only with method "dpo", gamma only with loss "simpo" (as POST /v1/jobs). */
+function validatePreference(o: TrainerOptions): void {
+  if (o.method !== "dpo") {
+    const stray = PREFERENCE_HYPERPARAMETERS.find((key) => o[key] !== undefined);
+    if (stray) fail(stray, 'to be left out unless method is "dpo"', o[stray]);
+    return;
+  }
+  const range = hyperparameterRanges();
+  if (o.loss !== undefined && !PREFERENCE_LOSSES.includes(o.loss))
+    fail("loss", '"sigmoid" or "simpo"', o.loss);
+  withinRange("beta", o.beta, range.beta);
+  withinRange("labelSmoothing", o.labelSmoothing, range.labelSmoothing);
+  withinRange("gamma", o.gamma, range.gamma);
+  if (o.gamma !== undefined && o.loss !== "simpo") fail("gamma", 'to be set only with loss "simpo"', o.gamma);
+}
+
 export function hyperparametersOf(o: TrainerOptions): JobHyperparameters {
   const h: JobHyperparameters = { lora: { ...DEFAULT_LORA, ...o.lora } };
   const keys: readonly (keyof TrainerHyperparameters)[] = [
@@ -230,6 +297,7 @@ export function hyperparametersOf(o: TrainerOptions): JobHyperparameters {
     "exactMatchMaxTokens",
     "exactMatchSamples",
     "torchModel",
+    ...PREFERENCE_HYPERPARAMETERS,
   ];
   for (const k of keys) if (o[k] !== undefined) (h as unknown as Record<string, unknown>)[k] = o[k];
   return h;

@@ -14,6 +14,7 @@ import {
   type Job,
   type JobBackend,
   type JobEvent,
+  type TrainingMethod,
 } from "@svc/server/wire";
 import { type ApiNotice, apiRecovery, formatApiNotice } from "./api-recovery.js";
 import { type CloudApiClient, CloudApiError } from "./client.js";
@@ -67,6 +68,8 @@ export interface HubDatasetNotice {
 export interface StartOverrides {
   /** Overrides the trainer's backend (svc start --backend). */
   backend?: JobBackend;
+  /** Overrides the trainer's method (svc start --method). */
+  method?: TrainingMethod;
   /** Hears about Hub datasets as they are read (svc start prints them). */
   onHubDataset?: (notice: HubDatasetNotice) => void;
 }
@@ -144,17 +147,20 @@ class SvcTrainer implements Trainer {
   }
 
   start(overrides: StartOverrides = {}): Promise<{ jobId: string }> {
-    this.submitted ??= this.submit(overrides.backend ?? this.options.backend, overrides.onHubDataset).catch(
-      (err) => {
-        this.submitted = null;
-        throw err;
-      },
-    );
+    this.submitted ??= this.submit(
+      overrides.backend ?? this.options.backend,
+      overrides.method ?? this.options.method,
+      overrides.onHubDataset,
+    ).catch((err) => {
+      this.submitted = null;
+      throw err;
+    });
     return this.submitted;
   }
 
   private async submit(
     backend: JobBackend | undefined,
+    method: TrainingMethod | undefined,
     onHubDataset?: (notice: HubDatasetNotice) => void,
   ): Promise<{ jobId: string }> {
     const projectDir = defaultProjectDir();
@@ -189,6 +195,7 @@ class SvcTrainer implements Trainer {
       hyperparameters: hyperparametersOf(this.options),
       dryRun: this.options.dryRun,
       ...(backend ? { backend } : {}),
+      ...(method ? { method } : {}),
     });
     this.id = job.id;
     return { jobId: job.id };

@@ -56,6 +56,7 @@ export const jobsCommand: Command = {
           `name        ${job.name}`,
           `status      ${job.status}`,
           `base model  ${job.baseModel}`,
+          `method      ${job.method ?? "sft"}`,
           `backend     ${job.backend}`,
           `created     ${job.createdAt}`,
           `started     ${job.startedAt ?? "-"}`,

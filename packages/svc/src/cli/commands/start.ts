@@ -1,6 +1,6 @@
 // svc start: run the project's trainer. Reuses .svc/build/index.mjs when present
 // (svc build refreshes it), submits the job and prints its progress until it ends.
-import { JOB_BACKENDS, type JobBackend } from "@svc/server/wire";
+import { JOB_BACKENDS, type JobBackend, TRAINING_METHODS, type TrainingMethod } from "@svc/server/wire";
 import { ensureLocalServer } from "../../sdk/local-server.js";
 import { loadProject, ManifestBuildError } from "../../sdk/manifest.js";
 import { defaultProjectDir, openExistingScopedSession } from "../../sdk/session.js";
@@ -18,7 +18,7 @@ export const startCommand: Command = {
   name: "start",
   summary: "run the project's trainer and follow its progress",
   usage: [
-    "Usage: svc start [--rebuild] [--detach] [--backend auto|engine|torch]",
+    "Usage: svc start [--rebuild] [--detach] [--backend auto|engine|torch] [--method sft|dpo]",
     "",
     "Runs the trainer that src/svc/index.ts registers with createSvc. Uses",
     ".svc/build/index.mjs when it exists (svc build refreshes it), builds otherwise.",
@@ -38,16 +38,26 @@ export const startCommand: Command = {
     "  --detach   submit and exit without following the job",
     "  --backend  the training backend, overriding the trainer's (docs/gpu-training.md):",
     "             auto (any worker), engine (svc's CPU engine) or torch (svc worker --backend torch)",
+    "  --method   the training method, overriding the trainer's (docs/post-training.md):",
+    "             sft (chat rows) or dpo (preference pairs)",
   ].join("\n"),
   async run(argv) {
     const { values } = parse(
       argv,
-      { rebuild: { type: "boolean" }, detach: { type: "boolean" }, backend: { type: "string" } },
+      {
+        rebuild: { type: "boolean" },
+        detach: { type: "boolean" },
+        backend: { type: "string" },
+        method: { type: "string" },
+      },
       0,
     );
     const backend = stringOption(values, "backend") as JobBackend | undefined;
     if (backend !== undefined && !JOB_BACKENDS.includes(backend))
       throw new UsageError(`--backend must be auto, engine or torch (got ${JSON.stringify(backend)})`);
+    const method = stringOption(values, "method") as TrainingMethod | undefined;
+    if (method !== undefined && !TRAINING_METHODS.includes(method))
+      throw new UsageError(`--method must be sft or dpo (got ${JSON.stringify(method)})`);
     const projectDir = defaultProjectDir();
     let manifest: Awaited<ReturnType<typeof loadProject>>;
     try {
@@ -74,6 +84,7 @@ export const startCommand: Command = {
     });
     const { jobId } = await trainer.start({
       backend,
+      method,
       onHubDataset: (notice) => process.stdout.write(`${formatHubDatasetNotice(notice)}\n`),
     });
     process.stdout.write(`job ${jobId} submitted: ${trainer.name} on ${trainer.model}\n`);
