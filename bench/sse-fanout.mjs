@@ -1,49 +1,57 @@
-// SSE fan-out: training speed of one job while 200 clients follow its event
-// stream (GET /v1/jobs/:id/events) versus while nobody watches. Runs
-// none / watched alternately and compares the engine's reported training
-// tokens/s and the job's wall-clock training time.
+// SSE fan-out: how `svc server` holds up while many clients open a job's
+// event stream (GET /v1/jobs/:id/events) at once, half of them never reading,
+// on a completed job with a long history (20,000 stored events, about 6.6 MB,
+// by default). For each crowd size it reports the cloud API's and the edge's
+// /healthz (p50, p99, max, probed every 50 ms from a separate process), the
+// server's peak RSS, how long the readers took to get every event, and how
+// many of them the server disconnected (and they resumed with Last-Event-ID).
 //
-//   npm run build && nice -n 10 node bench/sse-fanout.mjs [--subscribers 200] [--steps 200] [--rounds 2]
+//   npm run build && nice -n 10 node bench/sse-fanout.mjs [--subscribers 100,500,2000] [--events 20000] [--database-url postgres://...]
+import { mkdtempSync, rmSync } from "node:fs";
+import { availableParallelism, loadavg, tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { allEvents, api, identity, startServer, tinyModel } from "./serve-harness.mjs";
+import { api, identity, startServer, tinyModel } from "./serve-harness.mjs";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+const dist = (path) => import(join(root, "packages/server/dist", path));
+const { DataDir } = await dist("src/data-dir.js");
+const { openDatabase } = await dist("src/db/connect.js");
+const { Store } = await dist("src/store/store.js");
+const { drain, follow, openNonReader, probeHealth, watchRss } = await dist("test/sse-load.js");
 
 const { values } = parseArgs({
   options: {
-    subscribers: { type: "string", default: "200" },
-    steps: { type: "string", default: "200" },
-    rounds: { type: "string", default: "2" },
+    subscribers: { type: "string", default: "100,500,2000" },
+    events: { type: "string", default: "20000" },
+    "database-url": { type: "string" },
   },
 });
-const subscribers = Number(values.subscribers);
-const steps = Number(values.steps);
+const crowds = values.subscribers.split(",").map(Number);
+const events = Number(values.events);
+const databaseUrl = values["database-url"] ?? null;
 
-/** Reads one SSE stream to its end; returns the number of frames. */
-async function follow(url, token) {
-  const response = await fetch(url, { headers: { authorization: `Bearer ${token}` } });
-  const reader = response.body.getReader();
-  const decoder = new TextDecoder();
-  let text = "";
-  let frames = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    text += decoder.decode(value, { stream: true });
-    const parts = text.split("\n\n");
-    text = parts.pop();
-    frames += parts.filter((p) => /^id: /m.test(p)).length;
-  }
-  return frames;
-}
-
+const dataDir = mkdtempSync(join(tmpdir(), "svc-bench-sse-"));
 const model = await tinyModel({ hiddenSize: 64, intermediateSize: 128, numHiddenLayers: 2 });
-const server = await startServer(model);
-process.on("exit", () => server.kill());
+const most = String(Math.max(...crowds) * 2);
+const server = await startServer(model, [
+  "--data-dir",
+  dataDir,
+  "--workers",
+  "0",
+  "--event-streams-per-identity",
+  most,
+  "--event-streams-per-job",
+  most,
+  ...(databaseUrl ? ["--database-url", databaseUrl] : []),
+]);
 const who = await identity(server.apiUrl);
-const rows = Array.from({ length: 64 }, (_, i) =>
+const rows = Array.from({ length: 16 }, (_, i) =>
   JSON.stringify({
     messages: [
-      { role: "user", content: `Count from ${i} to ${i + 5}.` },
-      { role: "assistant", content: `${i} ${i + 1} ${i + 2} ${i + 3} ${i + 4} ${i + 5}` },
+      { role: "user", content: `Count from ${i}.` },
+      { role: "assistant", content: `${i} ${i + 1}` },
     ],
   }),
 );
@@ -51,54 +59,81 @@ const { dataset } = await api(server.apiUrl, "POST", `/v1/datasets?${who.scope}&
   token: who.token,
   body: rows.join("\n"),
 });
+const { job } = await api(server.apiUrl, "POST", `/v1/jobs?${who.scope}`, {
+  token: who.token,
+  json: { name: "fanout", baseModel: "bench/tiny", datasetId: dataset.id, hyperparameters: { maxSteps: 1 } },
+});
 
-async function run(watchers) {
-  const { job } = await api(server.apiUrl, "POST", `/v1/jobs?${who.scope}`, {
-    token: who.token,
-    json: {
-      name: `fanout-${watchers}`,
-      baseModel: "bench/tiny",
-      datasetId: dataset.id,
-      hyperparameters: { lora: { r: 8, alpha: 16 }, maxSteps: steps, batchSize: 4 },
-    },
-  });
-  const url = `${server.apiUrl}/v1/jobs/${job.id}/events`;
-  const followers = Array.from({ length: watchers }, () => follow(url, who.token));
-  if (watchers === 0) {
-    for (;;) {
-      const { job: now } = await api(server.apiUrl, "GET", `/v1/jobs/${job.id}`, { token: who.token });
-      if (now.status !== "queued" && now.status !== "running") break;
-      await new Promise((r) => setTimeout(r, 250));
-    }
-  }
-  const frameCounts = await Promise.all(followers);
-  const events = await allEvents(server.apiUrl, who.token, job.id);
-  if (frameCounts.some((n) => n !== events.length))
-    throw new Error(`a subscriber missed events: ${frameCounts} vs ${events.length}`);
-  const logs = events.filter((e) => e.type === "training.log").slice(1);
-  const tokensPerSecond = logs.reduce((s, e) => s + e.tokensPerSecond, 0) / logs.length;
-  const completed = events.find((e) => e.type === "training.completed");
-  return { tokensPerSecond, trainSeconds: completed.metrics.trainSeconds, frames: events.length };
-}
+// The history, written straight to the store: a run's events as the engine reports them.
+const store = new Store(await openDatabase({ databaseUrl, sqlitePath: new DataDir(dataDir).sqlitePath }));
+const log = (step) => ({
+  type: "training.log",
+  step,
+  loss: 2.345678 - step * 1e-5,
+  evalLoss: null,
+  evalTokenAccuracy: null,
+  evalExactMatch: null,
+  learningRate: 0.00019876,
+  epoch: step / 1000,
+  tokensPerSecond: 5210.5,
+});
+const history = [
+  {
+    type: "training.started",
+    baseModel: "bench/tiny",
+    totalSteps: events,
+    trainExamples: 16,
+    evalExamples: 0,
+  },
+  ...Array.from({ length: events - 3 }, (_, i) => log(i + 1)),
+];
+for (let at = 0; at < history.length; at += 1000)
+  await store.jobs.appendEvents(job.id, history.slice(at, at + 1000));
+await store.jobs.transition(job.id, { status: ["queued"] }, { status: "completed" }, [
+  {
+    type: "training.completed",
+    artifacts: [],
+    metrics: { steps: events - 3, finalLoss: null, evalLoss: null },
+  },
+  { type: "end" },
+]);
+await store.close();
 
-await run(0); // warm-up: model load and JIT
-const results = { 0: [], [subscribers]: [] };
-for (let round = 0; round < Number(values.rounds); round++) {
-  for (const watchers of [0, subscribers]) results[watchers].push(await run(watchers));
-}
-const mean = (list, key) => list.reduce((s, r) => s + r[key], 0) / list.length;
+const probe = probeHealth(server.apiUrl, server.edgeUrl);
+await new Promise((resolve) => setTimeout(resolve, 1000));
+const at = (list, q) => list[Math.min(list.length - 1, Math.floor(q * list.length))];
+const stats = (samples, key) => {
+  const list = samples.map((s) => s[key]).sort((a, b) => a - b);
+  return `p50 ${at(list, 0.5)} p99 ${at(list, 0.99)} max ${list.at(-1)} ms`;
+};
+const mib = (bytes) => `${Math.round(bytes / 1024 / 1024)} MiB`;
+
 console.log(
-  `SSE fan-out: one job of ${steps} steps, ${values.rounds} rounds, ${results[subscribers][0].frames} events per job`,
+  `SSE fan-out on ${databaseUrl ? "PostgreSQL" : "SQLite"}: a completed job with ${events} stored events; half of each crowd never reads, the other half reads every byte (4 of them parse every frame); ${availableParallelism()} cores`,
 );
-for (const watchers of [0, subscribers]) {
-  const list = results[watchers];
+for (const n of crowds) {
+  const rss = watchRss(server.pid);
+  const since = Date.now();
+  const nonReaders = Array.from({ length: n / 2 }, () => openNonReader(server.apiUrl, job.id, who.token));
+  const followers = Array.from({ length: 4 }, () => follow(server.apiUrl, job.id, who.token, 600_000));
+  const drainers = Array.from({ length: n / 2 - 4 }, () => drain(server.apiUrl, job.id, who.token, 600_000));
+  const followed = await Promise.all(followers);
+  const drained = await Promise.all(drainers);
+  const seconds = (Date.now() - since) / 1000;
+  const samples = probe.since(since);
+  const peak = rss.peak();
+  rss.stop();
+  for (const f of followed)
+    if (f.ids.length !== events || f.ids.some((id, i) => id !== i + 1))
+      throw new Error("a reader missed events");
+  if (drained.some((d) => !d.ended)) throw new Error("a reader did not reach the end");
+  const resumed = [...followed, ...drained].reduce((sum, r) => sum + r.reconnects, 0);
+  for (const s of nonReaders) s.destroy();
   console.log(
-    `  ${String(watchers).padStart(4)} subscribers: ${mean(list, "tokensPerSecond").toFixed(0).padStart(7)} training tokens/s   ${mean(list, "trainSeconds").toFixed(2)} s training`,
+    `  ${String(n).padStart(5)} subscribers: readers done in ${seconds.toFixed(1)} s (resumed ${resumed} times); /healthz over ${samples.length} rounds: api ${stats(samples, "api")}, edge ${stats(samples, "edge")}, bare control server ${stats(samples, "control")}; server RSS peak ${mib(peak)}; load average ${loadavg()[0].toFixed(1)}`,
   );
+  await new Promise((resolve) => setTimeout(resolve, 2000));
 }
-const ratio = mean(results[subscribers], "tokensPerSecond") / mean(results[0], "tokensPerSecond");
-const timeRatio = mean(results[subscribers], "trainSeconds") / mean(results[0], "trainSeconds");
-console.log(
-  `  with/without ${subscribers} subscribers: tokens/s ratio ${ratio.toFixed(3)}   training time ratio ${timeRatio.toFixed(3)}`,
-);
+probe.stop();
 await server.stop();
+rmSync(dataDir, { recursive: true, force: true });

@@ -17,6 +17,7 @@ import { KeyUsageRecorder } from "./edge/key-usage-recorder.js";
 import { type Upstream, UpstreamRegistry } from "./edge/upstreams.js";
 import { JobEventHub } from "./events/job-event-hub.js";
 import { PgNotifications } from "./events/pg-notifications.js";
+import { admitEventStreamsInTurn } from "./events/stream-admission.js";
 import {
   DEFAULT_EVENT_STREAM_LIMITS,
   EventStreamCaps,
@@ -224,7 +225,7 @@ export async function startServer(options: ServerOptions = {}): Promise<ServerHa
     const usage = new KeyUsageRecorder(store.deployments, store.keyUsage);
     const apiApp = createApiApp(ctx);
     const edgeApp = createEdgeApp(ctx, directory, usage);
-    apiServer.on("request", getRequestListener(apiApp.fetch));
+    apiServer.on("request", admitEventStreamsInTurn(getRequestListener(apiApp.fetch)));
     edgeServer.on("request", getRequestListener(edgeApp.fetch));
     await sweeper.start();
     if ((options.workers ?? 1) > 0) runner.start();

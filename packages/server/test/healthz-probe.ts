@@ -4,7 +4,8 @@
 // same request to a control: a bare Node HTTP server in a process of its own
 // that does nothing else. What the control waits is what the machine's other
 // work costs any process; prints one JSON line per round:
-// { at, api, edge, control } in milliseconds (-1: it failed).
+// { at, api, apiConnect (of api, to the TCP connection), edge, control } in
+// milliseconds (-1: it failed).
 //
 //   node healthz-probe.js <api url> <edge url> [interval ms]
 import { spawn } from "node:child_process";
@@ -26,13 +27,15 @@ const controlUrl = await new Promise<string>((resolve) =>
   control.stdout.once("data", (chunk: Buffer) => resolve(`http://127.0.0.1:${chunk.toString().trim()}`)),
 );
 
-function probe(base: string, path: string): Promise<number> {
+/** Milliseconds to the answer (-1: it failed); `connected` gets the milliseconds to the TCP connection. */
+function probe(base: string, path: string, connected: (ms: number) => void = () => {}): Promise<number> {
   const started = performance.now();
   return new Promise((resolve) => {
     const req = get(`${base}${path}`, { agent: false, timeout: 30_000 }, (res) => {
       res.resume();
       res.on("end", () => resolve(res.statusCode === 200 ? performance.now() - started : -1));
     });
+    req.on("socket", (socket) => socket.once("connect", () => connected(performance.now() - started)));
     req.on("timeout", () => req.destroy());
     req.on("error", () => resolve(-1));
   });
@@ -41,11 +44,14 @@ function probe(base: string, path: string): Promise<number> {
 const round = (ms: number) => Math.round(ms * 10) / 10;
 for (;;) {
   const at = Date.now();
-  const api = await probe(apiUrl, "/healthz");
+  let apiConnect = -1;
+  const api = await probe(apiUrl, "/healthz", (ms) => {
+    apiConnect = ms;
+  });
   const edge = await probe(edgeUrl, "/healthz");
   const bare = await probe(controlUrl, "/");
   process.stdout.write(
-    `${JSON.stringify({ at, api: round(api), edge: round(edge), control: round(bare) })}\n`,
+    `${JSON.stringify({ at, api: round(api), apiConnect: round(apiConnect), edge: round(edge), control: round(bare) })}\n`,
   );
   await new Promise((resolve) => setTimeout(resolve, Number(interval)));
 }

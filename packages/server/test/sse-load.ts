@@ -174,6 +174,8 @@ export interface HealthSample {
   at: number;
   /** Milliseconds for GET /healthz (-1: it failed). */
   api: number;
+  /** Of `api`, the milliseconds until the TCP connection was up. */
+  apiConnect: number;
   edge: number;
   /** The same request to a bare HTTP server in its own process: what the machine's load costs anyone. */
   control: number;
