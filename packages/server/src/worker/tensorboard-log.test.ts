@@ -82,7 +82,22 @@ test("every numeric training.log field becomes a tagged scalar; null, absent and
     { tag: "eval/token_accuracy", value: 0.625 },
     { tag: "eval/exact_match", value: 0.25 },
   ]);
-  assert.equal(SCALAR_TAGS.length, 7);
+  assert.equal(SCALAR_TAGS.length, 15);
+  const rewards = { chosenReward: 0.5, rejectedReward: -0.25, margin: 0.75, accuracy: 1 };
+  assert.deepEqual(
+    scalarsOf({ step: 2, loss: 0.6, rewards, evalRewards: null }).map((s) => [s.tag, s.value]),
+    [
+      ["train/loss", 0.6],
+      ["rewards/chosen", 0.5],
+      ["rewards/rejected", -0.25],
+      ["rewards/margins", 0.75],
+      ["rewards/accuracies", 1],
+    ],
+  );
+  assert.deepEqual(
+    scalarsOf({ step: 2, evalRewards: { ...rewards, loss: 0.4 } }).map((s) => s.tag),
+    ["eval/rewards/chosen", "eval/rewards/rejected", "eval/rewards/margins", "eval/rewards/accuracies"],
+  );
   assert.deepEqual(
     scalarsOf({ step: 1, loss: null, evalLoss: 2, learningRate: Number.NaN, evalTokenAccuracy: null }).map(
       (s) => s.tag,

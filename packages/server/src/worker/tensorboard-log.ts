@@ -30,7 +30,11 @@ import {
 
 export const TENSORBOARD_ARTIFACT = "tensorboard";
 
-/** The training.log fields written as scalars, with their TensorBoard tags (null values are left out). */
+/**
+ * The training.log fields written as scalars, with their TensorBoard tags
+ * (null values are left out). A DPO job's rewards are nested fields
+ * ("rewards.margin"), tagged as TRL tags them.
+ */
 export const SCALAR_TAGS: readonly (readonly [field: string, tag: string])[] = [
   ["loss", "train/loss"],
   ["learningRate", "train/learning_rate"],
@@ -39,6 +43,14 @@ export const SCALAR_TAGS: readonly (readonly [field: string, tag: string])[] = [
   ["evalLoss", "eval/loss"],
   ["evalTokenAccuracy", "eval/token_accuracy"],
   ["evalExactMatch", "eval/exact_match"],
+  ["rewards.chosenReward", "rewards/chosen"],
+  ["rewards.rejectedReward", "rewards/rejected"],
+  ["rewards.margin", "rewards/margins"],
+  ["rewards.accuracy", "rewards/accuracies"],
+  ["evalRewards.chosenReward", "eval/rewards/chosen"],
+  ["evalRewards.rejectedReward", "eval/rewards/rejected"],
+  ["evalRewards.margin", "eval/rewards/margins"],
+  ["evalRewards.accuracy", "eval/rewards/accuracies"],
 ];
 
 /** One training.log frame as an event of the file. */
@@ -52,7 +64,12 @@ export interface ScalarRecord {
 export function scalarsOf(payload: Record<string, unknown>): Scalar[] {
   const scalars: Scalar[] = [];
   for (const [field, tag] of SCALAR_TAGS) {
-    const value = payload[field];
+    const value = field
+      .split(".")
+      .reduce<unknown>(
+        (v, key) => (typeof v === "object" && v !== null ? (v as Record<string, unknown>)[key] : undefined),
+        payload,
+      );
     if (typeof value === "number" && Number.isFinite(value)) scalars.push({ tag, value });
   }
   return scalars;
