@@ -67,28 +67,48 @@ static void bf16_pack_x(const float* x, long ldx, long m, long kk, unsigned int*
 
 // Columns j0..j0+nc of op(W) as pairs along the contraction into panels [nc/BF_NR][kp][BF_NR]:
 // forward (y = x·Wᵀ) column j is W's row j, pairs along it; backward (dx = dy·W) column j
-// is W's column j, pairs across two rows.
+// is W's column j, pairs across two rows. Each loop reads W front to back (a strided
+// walk across rows left the backward's packing latency-bound: 4x the forward's).
 static void bf16_pack_w(const unsigned short* w, long n, long k, bool transW, long j0, long nc,
                         unsigned int* out, long kp) {
   long panels = ceil_div(nc, BF_NR);
-  long tasks = min_l(panels, svc_num_threads() * 2L);
-  par(tasks, [&](long t) {
-    for (long pn = panels * t / tasks; pn < panels * (t + 1) / tasks; pn++) {
-      unsigned int* o = out + pn * kp * BF_NR;
-      for (long p = 0; p < kp; p++) {
+  if (!transW) {  // W [n, k]: column j of Wᵀ is row j, read along; a panel (kp x 128 B) stays cached
+    long tasks = min_l(panels, svc_num_threads() * 2L);
+    par(tasks, [&](long t) {
+      for (long pn = panels * t / tasks; pn < panels * (t + 1) / tasks; pn++) {
+        unsigned int* o = out + pn * kp * BF_NR;
         for (int jj = 0; jj < BF_NR; jj++) {
           long j = j0 + pn * BF_NR + jj;
-          unsigned int lo = 0, hi = 0;
-          if (j < j0 + nc) {
-            if (!transW) {  // W [n, k]: column j of op(W)=Wᵀ is row j, contraction over k
-              lo = w[j * k + 2 * p];
-              hi = 2 * p + 1 < k ? w[j * k + 2 * p + 1] : 0u;
-            } else {  // contraction over n: rows 2p and 2p+1 of W at column j
-              lo = w[2 * p * k + j];
-              hi = 2 * p + 1 < n ? w[(2 * p + 1) * k + j] : 0u;
-            }
+          if (j >= j0 + nc) {
+            for (long p = 0; p < kp; p++) o[p * BF_NR + jj] = 0;
+            continue;
           }
-          o[p * BF_NR + jj] = lo | (hi << 16);
+          const unsigned short* row = w + j * k;
+          for (long p = 0; p < k / 2; p++)
+            o[p * BF_NR + jj] = (unsigned int)row[2 * p] | ((unsigned int)row[2 * p + 1] << 16);
+          if (k % 2) o[(kp - 1) * BF_NR + jj] = row[k - 1];
+        }
+      }
+    });
+    return;
+  }
+  // W [n, k], contraction over n: pair p is rows 2p and 2p+1, each read along its columns j0..j0+nc
+  long tasks = min_l(kp, svc_num_threads() * 4L);
+  par(tasks, [&](long t) {
+    for (long p = kp * t / tasks; p < kp * (t + 1) / tasks; p++) {
+      const unsigned short* r0 = w + 2 * p * k + j0;
+      const unsigned short* r1 = 2 * p + 1 < n ? r0 + k : nullptr;
+      for (long pn = 0; pn < panels; pn++) {
+        unsigned int* __restrict o = out + pn * kp * BF_NR + p * BF_NR;
+        long c0 = pn * BF_NR, cols = min_l(BF_NR, nc - c0);
+        if (cols == BF_NR && r1) {
+          for (int jj = 0; jj < BF_NR; jj++)
+            o[jj] = (unsigned int)r0[c0 + jj] | ((unsigned int)r1[c0 + jj] << 16);
+          continue;
+        }
+        for (int jj = 0; jj < BF_NR; jj++) {
+          unsigned int lo = jj < cols ? r0[c0 + jj] : 0u, hi = jj < cols && r1 ? r1[c0 + jj] : 0u;
+          o[jj] = lo | (hi << 16);
         }
       }
     }
