@@ -19,6 +19,8 @@ test("item and sample variables are filled as OpenAI documents them", () => {
     render(parseTemplate("{{sample.output_text}}!", "x"), { item, sample: sampleOf("hi") }),
     "hi!",
   );
+  const choice = parseTemplate("{{sample.choices[0].message.content}} {{sample.output_tools}}", "x");
+  assert.equal(render(choice, { item, sample: sampleOf("hi") }), "hi []");
 });
 
 test("malformed placeholders, other namespaces and unknown sample variables are refused when validated", () => {

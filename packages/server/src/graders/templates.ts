@@ -88,9 +88,13 @@ export interface Sample {
   choices?: unknown[];
 }
 
-/** A completion text as the sample namespace sees it: output_json is its JSON value when it parses. */
+/**
+ * A completion text as the sample namespace sees it: output_json is its JSON value when it parses,
+ * choices one Chat Completions choice holding it, output_tools its tool calls ([] unless given).
+ */
 export function sampleOf(text: string, extra: Partial<Sample> = {}): Sample {
-  const sample: Sample = { output_text: text, output_tools: [], ...extra };
+  const choices = [{ index: 0, finish_reason: "stop", message: { role: "assistant", content: text } }];
+  const sample: Sample = { output_text: text, output_tools: [], choices, ...extra };
   try {
     sample.output_json = JSON.parse(text);
   } catch {}
