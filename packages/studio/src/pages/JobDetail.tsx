@@ -121,6 +121,10 @@ export function JobDetail({ jobId }: { jobId: string }) {
                     </div>
                   )}
                 </dd>
+                <dt>Method</dt>
+                <dd data-testid="method">
+                  {job.method === "dpo" ? "DPO (preference pairs)" : "SFT (supervised fine-tuning)"}
+                </dd>
                 <dt>Backend</dt>
                 <dd data-testid="backend">{formatBackend(job.backend, ev.runtime, ev.lastStep !== null)}</dd>
                 {formatMemory(ev.runtime) && (
