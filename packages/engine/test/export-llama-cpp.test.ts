@@ -26,6 +26,7 @@ import { tensorType } from "../src/export/gguf-export.js";
 import type { GgmlTypeName } from "../src/export/gguf-file.js";
 import { decode, encode } from "../src/export/gguf-quant.js";
 import { exportModel } from "../src/export/index.js";
+import { FAMILY_BY_NAME } from "../src/families/index.js";
 import { LoadedModel, loadModel } from "../src/load.js";
 import { argmax, LLAMA_CPP_SKIP, openLlamaCpp, weightsAs } from "../src/testing/llama-cpp-peer.js";
 import { createRandomModel } from "../src/testing/random-model.js";
@@ -39,7 +40,7 @@ const skip = LLAMA_CPP_SKIP;
 // itself saved it at its config class's defaults (with peft's adapter); Phi-3's
 // without its sliding window (llama.cpp's phi3 attends to the whole context,
 // which the export says)
-const FAMILIES = ["llama", "mistral", "qwen2", "qwen3", "gemma3", "phi3", "smollm3", "olmo2", "granite"];
+const FAMILIES = Object.keys(FAMILY_BY_NAME);
 // A case's last field is the warning its export must give, where llama.cpp
 // computes differently from svc beyond these prompts: Mistral's default window
 // of 4096 positions (llama.cpp's llama has none), longrope's factor switch.

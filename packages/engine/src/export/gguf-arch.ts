@@ -1,20 +1,14 @@
-// How each engine family maps onto a llama.cpp architecture: the name
-// (general.architecture), its hyperparameter keys, and its tensors by
-// llama.cpp's names with the layouts llama.cpp reads (facts from llama.cpp's
-// model loaders and convert_hf_to_gguf.py):
-//   - llama, mistral (as "llama"), granite and smollm3 rotate adjacent pairs
-//     (rope "norm"): the q/k rows of each head are interleaved from
-//     Hugging Face's rotate-half order; the others rotate half-offset pairs
-//     (rope "neox") and keep Hugging Face's order.
-//   - norms are written as the weight they apply (Gemma's 1 + w).
-//   - phi3's MLP is one ffn_up tensor with the gate rows first.
-//   - llama.cpp fixes some things per architecture (Gemma 3's attention scale
-//     1/√head_dim, SmolLM3's no-rope step 4, no sliding window for llama,
-//     qwen2 or phi3): what a config says otherwise is either folded into the
-//     weights (an attention scale into Gemma 3's q norm) or refused, so a
-//     file never computes something else than svc does.
+// A model as llama.cpp reads it: the architecture (general.architecture),
+// its hyperparameter keys, and its tensors by llama.cpp's names with the
+// layouts llama.cpp reads. What differs per family is data in its module
+// (Family.gguf, families/family.ts: the architecture's name, rope layout,
+// what its loader reads and what it fixes); this file reads those facts and
+// the parsed config, never config.json or a family's name. Norms are written
+// as the weight they apply (Gemma's 1 + w). What llama.cpp fixes and a config
+// sets otherwise is folded into the weights (an attention scale into a q
+// norm) or refused, so a file never computes something else than svc does.
 import { EngineError } from "../errors.js";
-import type { FamilyName, ModelConfig, RopeSpec, Slot } from "../families/index.js";
+import { FAMILIES, familyOf, type ModelConfig, type RopeSpec, type Slot } from "../families/index.js";
 import { concatSlots, type ModelWeights } from "../weights.js";
 import { f32, type GgufValue, str, u32 } from "./gguf-file.js";
 
@@ -37,20 +31,6 @@ export interface ArchModel {
   warnings: string[];
 }
 
-const ARCH: Record<FamilyName, string> = {
-  llama: "llama",
-  mistral: "llama",
-  qwen2: "qwen2",
-  qwen3: "qwen3",
-  gemma3: "gemma3",
-  phi3: "phi3",
-  smollm3: "smollm3",
-  olmo2: "olmo2",
-  granite: "granite",
-};
-const ADJACENT_PAIRS = new Set(["llama", "granite", "smollm3"]);
-/** Architectures whose loader reads a rope_freqs tensor (per-frequency factors, e.g. Llama 3's). */
-const FREQ_FACTORS = new Set(["llama", "granite"]);
 const GGUF_SLOT: Record<Slot, string> = {
   q: "attn_q",
   k: "attn_k",
@@ -61,21 +41,11 @@ const GGUF_SLOT: Record<Slot, string> = {
   down: "ffn_down",
 };
 
-type Json = Record<string, unknown>;
-const isObject = (v: unknown): v is Json => typeof v === "object" && v !== null && !Array.isArray(v);
+/** The architectures whose loader reads a rope type's factors, for a refusal's text. */
+const readersOf = (type: "llama3" | "longrope") =>
+  [...new Set(FAMILIES.filter((f) => f.gguf.ropeFactors.includes(type)).map((f) => f.gguf.arch))].join(", ");
 
-/** The rope parameter object of a layer type, from rope_parameters or the classic keys. */
-function ropeParams(raw: Json, type: "full_attention" | "sliding_attention"): Json {
-  const v5 = raw.rope_parameters;
-  if (isObject(v5)) {
-    const perType = isObject(v5.full_attention) || isObject(v5.sliding_attention);
-    return ((perType ? v5[type] : v5) as Json) ?? {};
-  }
-  if (type === "sliding_attention" && raw.rope_local_base_freq != null) {
-    return { rope_type: "default", rope_theta: raw.rope_local_base_freq };
-  }
-  return { ...(isObject(raw.rope_scaling) ? raw.rope_scaling : {}), rope_theta: raw.rope_theta ?? 10000 };
-}
+const ordinal = (n: number) => `${n}${n === 1 ? "st" : n === 2 ? "nd" : n === 3 ? "rd" : "th"}`;
 
 /** Permutes q/k rows (and bias entries) per head from rotate-half order to adjacent pairs. */
 function interleaveHeads(data: Float32Array, heads: number, headDim: number, cols: number): Float32Array {
@@ -94,10 +64,11 @@ function interleaveHeads(data: Float32Array, heads: number, headDim: number, col
 }
 
 /** Builds the llama.cpp view of a model: its architecture, hyperparameter keys and tensors. */
-export function archModel(config: ModelConfig, raw: Json, weights: ModelWeights, file: string): ArchModel {
+export function archModel(config: ModelConfig, weights: ModelWeights, file: string): ArchModel {
   const refuse = (why: string) =>
     new EngineError("unsupported_architecture", `${file}: cannot export to GGUF: ${why}`, file);
-  const arch = ARCH[config.family];
+  const facts = familyOf(config).gguf;
+  const arch = facts.arch;
   const A = (key: string) => `${arch}.${key}`;
   const m = new Map<string, GgufValue>();
   const { hiddenSize: C, numAttentionHeads: Hq, numKeyValueHeads: Hkv, headDim: D } = config;
@@ -122,9 +93,9 @@ export function archModel(config: ModelConfig, raw: Json, weights: ModelWeights,
   const ropeLayer = config.layers.find((l) => l.rope >= 0 && (l.window === 0 || fullLayer < 0));
   if (!ropeLayer) throw refuse("no layer has rotary embeddings");
   const rope = config.ropes[ropeLayer.rope];
-  const params = ropeParams(raw, ropeLayer.window === 0 ? "full_attention" : "sliding_attention");
-  const theta = Number(params.rope_theta ?? 10000);
-  const type = String(params.rope_type ?? params.type ?? "default");
+  const params = rope.params;
+  const theta = params.rope_theta;
+  const type = params.rope_type;
   m.set(A("rope.freq_base"), f32(theta));
   m.set(A("rope.dimension_count"), u32(rope.rotaryDim));
   const baseInv = (spec: RopeSpec, base: number) =>
@@ -152,15 +123,17 @@ export function archModel(config: ModelConfig, raw: Json, weights: ModelWeights,
     if (params.truncate === false) throw refuse("yarn truncate: false");
     m.set(A("rope.scaling.type"), str("yarn"));
     m.set(A("rope.scaling.factor"), f32(Number(params.factor)));
-    const original = params.original_max_position_embeddings ?? raw.original_max_position_embeddings;
+    const original = params.original_max_position_embeddings;
     if (original != null) m.set(A("rope.scaling.original_context_length"), u32(Number(original)));
   } else if (type === "llama3") {
-    if (!FREQ_FACTORS.has(arch))
+    if (!facts.ropeFactors.includes("llama3"))
       throw refuse(`rope type llama3 on ${arch}, whose llama.cpp loader reads no rope_freqs`);
     tensors.push({ name: "rope_freqs.weight", shape: [ratios.length], data: ratios, role: "vector" });
   } else if (type === "longrope") {
     // llama.cpp picks the long factors by the context size it runs with, not by each sequence's length
-    if (arch !== "phi3") throw refuse(`rope type longrope on ${arch} (llama.cpp reads it for phi3)`);
+    if (!facts.ropeFactors.includes("longrope")) {
+      throw refuse(`rope type longrope on ${arch} (llama.cpp reads it for ${readersOf("longrope")})`);
+    }
     const long = rope.long;
     if (!long) throw refuse("longrope without long factors");
     const longRatios = baseInv(rope, theta).map((b, i) => b / long.invFreq[i]);
@@ -181,9 +154,8 @@ export function archModel(config: ModelConfig, raw: Json, weights: ModelWeights,
   }
 
   // --- what llama.cpp fixes per architecture must match the config
-  const family = config.family;
   if (sliding) {
-    if (family === "gemma3" || family === "olmo2") {
+    if (facts.slidingWindow) {
       const window = Math.max(...windows);
       if (windows.some((w) => w !== 0 && w !== window)) throw refuse("layers have different sliding windows");
       m.set(A("attention.sliding_window"), u32(window));
@@ -195,8 +167,7 @@ export function archModel(config: ModelConfig, raw: Json, weights: ModelWeights,
       });
       const slidingRope = config.layers.find((l) => l.window > 0);
       if (slidingRope && slidingRope.rope >= 0) {
-        const p = ropeParams(raw, "sliding_attention");
-        m.set(A("rope.freq_base_swa"), f32(Number(p.rope_theta ?? 10000)));
+        m.set(A("rope.freq_base_swa"), f32(config.ropes[slidingRope.rope].params.rope_theta));
       }
     } else {
       warnings.push(
@@ -204,35 +175,37 @@ export function archModel(config: ModelConfig, raw: Json, weights: ModelWeights,
       );
     }
   }
-  if (family === "smollm3") {
-    const expected = config.layers.map((_, l) => ((l + 1) % 4 === 0 ? -1 : 0));
+  const every = facts.noRopeEvery;
+  if (every > 0) {
+    const expected = config.layers.map((_, l) => ((l + 1) % every === 0 ? -1 : 0));
     if (config.layers.some((layer, l) => layer.rope < 0 !== expected[l] < 0)) {
       throw refuse(
-        "llama.cpp's smollm3 skips rotary embeddings on every 4th layer; this config skips others",
+        `llama.cpp's ${arch} skips rotary embeddings on every ${ordinal(every)} layer; this config skips others`,
       );
     }
   }
-  if (family === "granite") {
+  if (facts.scales) {
     m.set(A("attention.scale"), f32(config.attentionScale));
     m.set(A("embedding_scale"), f32(config.embeddingScale));
     m.set(A("residual_scale"), f32(config.residualScale));
     m.set(A("logit_scale"), f32(1 / config.logitScale));
   } else {
-    if (config.embeddingScale !== 1 && family !== "gemma3") throw refuse("an embedding scale");
+    if (config.embeddingScale !== 1 && !facts.embeddingScaled) throw refuse("an embedding scale");
     if (config.residualScale !== 1 || config.logitScale !== 1) throw refuse("residual or logit scales");
   }
   if (config.finalLogitSoftcap > 0) {
-    if (family !== "gemma3") throw refuse("a final logit softcap");
+    if (!facts.finalLogitSoftcap) throw refuse("a final logit softcap");
     m.set(A("final_logit_softcapping"), f32(config.finalLogitSoftcap));
   }
   const defaultScale = 1 / Math.sqrt(D);
-  const qScale = family === "granite" ? 1 : config.attentionScale / defaultScale;
+  // a loader that reads the attention scale computes it; any other fixes 1/√head_dim
+  const qScale = facts.scales ? 1 : config.attentionScale / defaultScale;
   if (Math.abs(qScale - 1) > 1e-7 && config.block.qkNorm === "none") {
     throw refuse(`attention scale ${config.attentionScale} (llama.cpp's ${arch} uses 1/√head_dim)`);
   }
 
   // --- tensors
-  const interleave = ADJACENT_PAIRS.has(arch);
+  const interleave = facts.rope === "norm";
   tensors.push({
     name: "token_embd.weight",
     shape: [config.vocabSize, C],
@@ -240,7 +213,7 @@ export function archModel(config: ModelConfig, raw: Json, weights: ModelWeights,
     role: "embed",
   });
   tensors.push({ name: "output_norm.weight", shape: [C], data: weights.finalNorm, role: "vector" });
-  if (!config.tieWordEmbeddings || family === "olmo2") {
+  if (!config.tieWordEmbeddings || facts.writesTiedOutput) {
     tensors.push({
       name: "output.weight",
       shape: [config.vocabSize, C],
@@ -257,7 +230,7 @@ export function archModel(config: ModelConfig, raw: Json, weights: ModelWeights,
     const matrix = (name: string, rows: number, data: Float32Array, role: TensorRole = "matrix") =>
       tensors.push({ name: `${p}.${name}`, shape: [rows, data.length / rows], data, role, layer: l });
     vector("attn_norm.weight", w.attnNorm);
-    if (family === "gemma3" || family === "olmo2") vector("post_attention_norm.weight", w.attnOutNorm);
+    vector("post_attention_norm.weight", w.attnOutNorm);
     vector("ffn_norm.weight", w.mlpNorm);
     if (w.mlpOutNorm) vector("post_ffw_norm.weight", w.mlpOutNorm);
     if (b.qkNorm !== "none") {
@@ -273,7 +246,7 @@ export function archModel(config: ModelConfig, raw: Json, weights: ModelWeights,
     matrix("attn_k.weight", kvRows, permute(w.k, Hkv, C));
     matrix("attn_v.weight", kvRows, w.v, "attn_v");
     matrix("attn_output.weight", C, w.o);
-    if (family === "phi3") {
+    if (facts.fusedGateUp) {
       matrix("ffn_up.weight", 2 * config.intermediateSize, concatSlots([w.gate, w.up]));
     } else {
       matrix("ffn_gate.weight", config.intermediateSize, w.gate);
@@ -281,12 +254,12 @@ export function archModel(config: ModelConfig, raw: Json, weights: ModelWeights,
     }
     matrix("ffn_down.weight", C, w.down, "ffn_down");
     for (const slot of b.biases) {
-      if (family === "phi3") throw refuse("phi3 projection biases");
+      if (!facts.biases) throw refuse(`${arch} projection biases`);
       const bias = w.bias[slot] as Float32Array;
       const heads = slot === "q" ? Hq : Hkv;
       vector(`${GGUF_SLOT[slot]}.bias`, slot === "q" || slot === "k" ? permute(bias, heads, 1) : bias);
     }
   });
-  if (!b.attnNorm && family !== "olmo2") throw refuse("no norm before attention");
+  if (!b.attnNorm && !facts.attentionWithoutNorm) throw refuse("no norm before attention");
   return { arch, metadata: m, tensors, warnings };
 }

@@ -10,7 +10,6 @@
 //           third between); rows that are not whole 256-value blocks fall
 //           back as llama.cpp's quantizer does (Q4_K → Q5_0, Q6_K → Q8_0,
 //           then F16)
-import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { ModelConfig } from "../families/index.js";
 import type { Tokenizer } from "../types.js";
@@ -61,9 +60,7 @@ export interface GgufExportInput {
 /** Writes the GGUF file; returns its size in bytes and the architecture model (for tests). */
 export function writeModelGguf(file: string, input: GgufExportInput): { bytes: number; model: ArchModel } {
   const { config, quant } = input;
-  const configFile = join(input.dir, "config.json");
-  const raw = JSON.parse(readFileSync(configFile, "utf8"));
-  const model = archModel(config, raw, input.weights, configFile);
+  const model = archModel(config, input.weights, join(input.dir, "config.json"));
   const metadata = new Map<string, GgufValue>();
   metadata.set("general.architecture", str(model.arch));
   metadata.set("general.name", str(input.name));

@@ -1,6 +1,8 @@
 // Gemma 3 text: GeGLU (gelu, tanh approximation), (1 + w) RMSNorm, four norms
 // per layer, √hidden embedding scale, query_pre_attn_scalar, per-head q/k norms,
 // sliding-window layers with their own rope base, optional final logit softcap.
+
+import type { ChatFormat } from "./chat-format.js";
 import {
   assemble,
   classicRope,
@@ -13,6 +15,17 @@ import {
 import type { ConfigKeys } from "./config-keys.js";
 import { type Family, SEPARATE_PROJECTIONS } from "./family.js";
 import type { Slot } from "./types.js";
+
+export const GEMMA_CHAT: ChatFormat = {
+  name: "Gemma",
+  marker: "<start_of_turn>",
+  // Gemma has no system role: its template puts the system text at the start of the first user turn
+  system: ["<start_of_turn>user\n", "\n\n"],
+  user: ["<start_of_turn>user\n", "<end_of_turn>\n"],
+  assistant: ["<start_of_turn>model\n", "<end_of_turn>\n"],
+  stop: ["<end_of_turn>"],
+  systemJoinsUser: true,
+};
 
 export const gemma3: Family = {
   name: "gemma3",
@@ -28,6 +41,22 @@ export const gemma3: Family = {
   },
   normPlusOne: true,
   modules: SEPARATE_PROJECTIONS,
+  // llama.cpp's gemma3 fixes the attention scale at 1/√head_dim: the export folds query_pre_attn_scalar into the q norm
+  gguf: {
+    arch: "gemma3",
+    rope: "neox",
+    ropeFactors: [],
+    slidingWindow: true,
+    noRopeEvery: 0,
+    scales: false,
+    embeddingScaled: true,
+    finalLogitSoftcap: true,
+    fusedGateUp: false,
+    biases: true,
+    writesTiedOutput: false,
+    attentionWithoutNorm: false,
+  },
+  ollama: { chatFormats: [GEMMA_CHAT] },
   parse(keys: ConfigKeys, architecture: string) {
     const sizes = readSizes(keys, { headDim: 256, tieWordEmbeddings: true, maxPositionEmbeddings: 131072 });
     requireActivation(keys, "hidden_activation", ["gelu_pytorch_tanh"], "gelu_pytorch_tanh");

@@ -1,18 +1,21 @@
 // The families the engine computes, found by config.json's architecture.
 import { EngineError } from "../errors.js";
+import { CHATML, type ChatFormat } from "./chat-format.js";
 import { ConfigKeys } from "./config-keys.js";
 import type { Family } from "./family.js";
-import { gemma3 } from "./gemma3.js";
-import { llama, mistral } from "./llama.js";
-import { granite, olmo2, smollm3 } from "./others.js";
-import { phi3 } from "./phi3.js";
+import { GEMMA_CHAT, gemma3 } from "./gemma3.js";
+import { LLAMA3_CHAT, llama, mistral } from "./llama.js";
+import { GRANITE_CHAT, granite, OLMO2_CHAT, olmo2, smollm3 } from "./others.js";
+import { PHI3_CHAT, PHI4_CHAT, phi3 } from "./phi3.js";
 import { qwen2, qwen3 } from "./qwen.js";
 import type { FamilyName, LoraModule, ModelConfig } from "./types.js";
 
-export type { Family } from "./family.js";
+export type { ChatFormat } from "./chat-format.js";
+export type { Family, GgufArchitecture } from "./family.js";
 export * from "./types.js";
 
-export const FAMILIES: readonly Family[] = [
+/** Every family by its name: a FamilyName without its module does not compile. */
+export const FAMILY_BY_NAME = {
   llama,
   mistral,
   qwen2,
@@ -22,6 +25,25 @@ export const FAMILIES: readonly Family[] = [
   smollm3,
   olmo2,
   granite,
+} as const satisfies Record<FamilyName, Family>;
+
+export const FAMILIES: readonly Family[] = Object.values(FAMILY_BY_NAME);
+
+/**
+ * The families' chat formats in the order a Jinja template is matched
+ * against their markers: the first whose marker the template contains is its
+ * format. Order matters where one format's marker also occurs in another's
+ * template (Phi-3's "<|end|>" in Phi-4-mini's, OLMo 2's "<|user|>" in both
+ * Phi's). A test holds this list equal to the formats the families name.
+ */
+export const CHAT_FORMATS: readonly ChatFormat[] = [
+  CHATML,
+  LLAMA3_CHAT,
+  GEMMA_CHAT,
+  GRANITE_CHAT,
+  PHI4_CHAT,
+  PHI3_CHAT,
+  OLMO2_CHAT,
 ];
 
 /** Every LoRA module name some family has, and "all-linear" (a model's own list: loraModulesOf). */
@@ -30,10 +52,8 @@ export const LORA_MODULE_NAMES: readonly string[] = [
   "all-linear",
 ];
 
-const byName = new Map<FamilyName, Family>(FAMILIES.map((f) => [f.name, f]));
-
 export function familyOf(config: ModelConfig): Family {
-  return byName.get(config.family) as Family;
+  return FAMILY_BY_NAME[config.family];
 }
 
 /** Parses a Hugging Face config.json object; `file` is named in errors. */

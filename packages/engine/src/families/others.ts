@@ -1,6 +1,8 @@
 // SmolLM3 (layers without rotary embeddings), OLMo 2 (norms after attention
 // and MLP instead of before, q/k norms over the whole projection) and Granite
 // (embedding, attention, residual and logit multipliers).
+
+import { CHATML, type ChatFormat, turns } from "./chat-format.js";
 import {
   assemble,
   type LayerType,
@@ -11,14 +13,37 @@ import {
   requireActivation,
 } from "./common.js";
 import type { ConfigKeys } from "./config-keys.js";
-import { type Family, LLAMA_LAYOUT } from "./family.js";
+import { type Family, type GgufArchitecture, LLAMA_LAYOUT } from "./family.js";
+import { LLAMA_GGUF } from "./llama.js";
 import type { Slot } from "./types.js";
+
+export const OLMO2_CHAT: ChatFormat = {
+  name: "OLMo 2",
+  marker: "<|user|>",
+  system: ["<|system|>\n", "\n"],
+  user: ["<|user|>\n", "\n"],
+  assistant: ["<|assistant|>\n", "<|endoftext|>\n"],
+  stop: ["<|endoftext|>", "<|user|>"],
+};
+
+export const GRANITE_CHAT: ChatFormat = {
+  name: "Granite",
+  marker: "<|start_of_role|>",
+  ...turns((role) => `<|start_of_role|>${role}<|end_of_role|>`, "<|end_of_text|>\n"),
+  stop: ["<|end_of_text|>", "<|start_of_role|>"],
+};
+
+/** llama.cpp's smollm3, olmo2 and granite differ from its llama where they say so. */
+const LLAMA_LIKE: Omit<GgufArchitecture, "arch"> = { ...LLAMA_GGUF, ropeFactors: [] };
 
 export const smollm3: Family = {
   name: "smollm3",
   architectures: ["SmolLM3ForCausalLM"],
   modelTypes: ["smollm3"],
   ...LLAMA_LAYOUT,
+  gguf: { ...LLAMA_LIKE, arch: "smollm3", noRopeEvery: 4 },
+  // SmolLM3's templates write system metadata ChatML's affixes do not: CHATML leaves them to the GGUF
+  ollama: { chatFormats: [CHATML] },
   parse(keys: ConfigKeys, architecture: string) {
     const sizes = readSizes(keys);
     requireActivation(keys, "hidden_act", ["silu"], "silu");
@@ -61,6 +86,15 @@ export const olmo2: Family = {
   architectures: ["Olmo2ForCausalLM"],
   modelTypes: ["olmo2"],
   ...LLAMA_LAYOUT,
+  gguf: {
+    ...LLAMA_LIKE,
+    arch: "olmo2",
+    rope: "neox",
+    slidingWindow: true,
+    writesTiedOutput: true,
+    attentionWithoutNorm: true,
+  },
+  ollama: { chatFormats: [OLMO2_CHAT] },
   norms: {
     attnOutNorm: "post_attention_layernorm",
     mlpOutNorm: "post_feedforward_layernorm",
@@ -93,6 +127,8 @@ export const granite: Family = {
   architectures: ["GraniteForCausalLM"],
   modelTypes: ["granite"],
   ...LLAMA_LAYOUT,
+  gguf: { ...LLAMA_LIKE, arch: "granite", ropeFactors: ["llama3"], scales: true },
+  ollama: { chatFormats: [GRANITE_CHAT] },
   parse(keys: ConfigKeys, architecture: string) {
     const sizes = readSizes(keys);
     requireActivation(keys, "hidden_act", ["silu"], "silu");

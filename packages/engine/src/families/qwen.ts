@@ -1,9 +1,10 @@
 // Qwen2 / Qwen2.5 (q/k/v biases) and Qwen3 (per-head q/k RMSNorm, explicit
 // head_dim). Both window layers from max_window_layers on when
 // use_sliding_window is set, as transformers 5 derives layer_types.
+import { CHATML } from "./chat-format.js";
 import { assemble, type LayerType, LLAMA_BLOCK, layerTypes, readSizes, requireActivation } from "./common.js";
 import type { ConfigKeys } from "./config-keys.js";
-import { type Family, LLAMA_LAYOUT, LLAMA_NORMS, type NormNames } from "./family.js";
+import { type Family, type GgufArchitecture, LLAMA_LAYOUT, LLAMA_NORMS, type NormNames } from "./family.js";
 import type { BlockSpec, FamilyName, Slot } from "./types.js";
 
 /** sliding_window counts only with use_sliding_window; it then applies from layer max_window_layers on. */
@@ -20,6 +21,21 @@ export function qwenWindows(keys: ConfigKeys, L: number): { types: LayerType[]; 
   return { types, window };
 }
 
+/** llama.cpp's qwen2 and qwen3 (each its own architecture): half-offset rope, no sliding window. */
+const QWEN_GGUF: Omit<GgufArchitecture, "arch"> = {
+  rope: "neox",
+  ropeFactors: [],
+  slidingWindow: false,
+  noRopeEvery: 0,
+  scales: false,
+  embeddingScaled: false,
+  finalLogitSoftcap: false,
+  fusedGateUp: false,
+  biases: true,
+  writesTiedOutput: false,
+  attentionWithoutNorm: false,
+};
+
 function qwenFamily(
   name: FamilyName,
   architecture: string,
@@ -33,6 +49,8 @@ function qwenFamily(
     modelTypes: [modelType],
     ...LLAMA_LAYOUT,
     norms,
+    gguf: { ...QWEN_GGUF, arch: name },
+    ollama: { chatFormats: [CHATML] },
     parse(keys: ConfigKeys, arch: string) {
       const sizes = readSizes(keys);
       requireActivation(keys, "hidden_act", ["silu"], "silu");

@@ -3,7 +3,7 @@
 // the Hub's classic keys (rope_theta + rope_scaling) or transformers 5's
 // rope_parameters. Values follow torch's float32 arithmetic step by step.
 import { EngineError } from "../errors.js";
-import type { RopeSpec } from "./types.js";
+import type { RopeParams, RopeSpec } from "./types.js";
 
 const f32 = Math.fround;
 
@@ -63,6 +63,14 @@ export function parseRope(params: Record<string, unknown>, ctx: RopeContext): Ro
     );
   }
   const half = dim / 2;
+  const { type: _older, ...given } = params;
+  const givenOriginal = given.original_max_position_embeddings ?? ctx.originalMaxPositionEmbeddings;
+  const source: RopeParams = {
+    ...given,
+    ...(givenOriginal === undefined ? {} : { original_max_position_embeddings: givenOriginal }),
+    rope_type: type,
+    rope_theta: theta,
+  };
   // base ** (2i / dim), in float32 as torch computes it
   const posFreq = (i: number) => f32(theta ** f32((2 * i) / dim));
   const invFreq = new Float32Array(half);
@@ -162,12 +170,13 @@ export function parseRope(params: Record<string, unknown>, ctx: RopeContext): Ro
         invFreq,
         attentionFactor,
         long: { invFreq: longInv, originalMaxPositions: original },
+        params: source,
       };
     }
     default:
       throw refuse(`rope type "${type}" is not supported (default, linear, llama3, yarn, longrope)`);
   }
-  return { rotaryDim: dim, invFreq, attentionFactor };
+  return { rotaryDim: dim, invFreq, attentionFactor, params: source };
 }
 
 /** cos/sin tables [maxPos, rotaryDim/2] of a rope: angle = pos·invFreq in float32, times the attention factor. */

@@ -32,7 +32,17 @@ export interface RopeSpec {
    * pass of a sequence longer than originalMaxPositions (its long_factor).
    */
   long?: { invFreq: Float32Array; originalMaxPositions: number };
+  /**
+   * The parameters this rope was computed from, as config.json gave them:
+   * rope_type and rope_theta filled in (the older "type" key folded into
+   * rope_type), and original_max_position_embeddings from the config's top
+   * level where the family reads it there (Phi-3). Writers of other formats
+   * (the GGUF export) read these instead of config.json again.
+   */
+  params: RopeParams;
 }
+
+export type RopeParams = Readonly<Record<string, unknown>> & { rope_type: string; rope_theta: number };
 
 /** What differs between layers: their rotary embedding (or none) and attention window. */
 export interface LayerSpec {
