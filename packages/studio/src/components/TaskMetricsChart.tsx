@@ -3,7 +3,8 @@
 // indigo) and Eval exact match (dashed amber), a marker at each eval, y fixed
 // at 0–100% (the metrics are fractions), x the loss chart's step range so the
 // two charts line up. Hidden until the first metric point; each legend entry
-// appears with its series' first point.
+// appears with its series' first point. A DPO job's held-out preference
+// accuracy (dotted teal) shares the chart: also a fraction, per eval.
 import { useMemo, useState } from "react";
 import { linePath, pointerX, stepAxis } from "../lib/chart-axis.js";
 import { type LossPoint, type LossSeries, ticks } from "../lib/loss-series.js";
@@ -17,6 +18,7 @@ import {
 
 export const TOKEN_ACCURACY_COLOR = "#4f46e5";
 export const EXACT_MATCH_COLOR = "#d97706";
+export const PREFERENCE_ACCURACY_COLOR = "#0d9488";
 
 const W = 720;
 const H = 150;
@@ -66,6 +68,12 @@ export function TaskMetricsChart({ series }: { series: LossSeries }) {
       testId: "token-accuracy-line",
     },
     { points: series.exactMatch, color: EXACT_MATCH_COLOR, dash: "6 4", testId: "exact-match-line" },
+    {
+      points: series.preferenceAccuracy,
+      color: PREFERENCE_ACCURACY_COLOR,
+      dash: "2 3",
+      testId: "preference-accuracy-line",
+    },
   ];
 
   return (
@@ -82,6 +90,12 @@ export function TaskMetricsChart({ series }: { series: LossSeries }) {
             <span className="legend-item" data-testid="legend-exact-match">
               <LegendSwatch color={EXACT_MATCH_COLOR} dashed={true} />
               Eval exact match
+            </span>
+          )}
+          {series.preferenceAccuracy.length > 0 && (
+            <span className="legend-item" data-testid="legend-preference-accuracy">
+              <LegendSwatch color={PREFERENCE_ACCURACY_COLOR} dashed={true} />
+              Eval preference accuracy
             </span>
           )}
         </div>
@@ -159,6 +173,11 @@ export function TaskMetricsChart({ series }: { series: LossSeries }) {
             )}
             {hover.exactMatch !== null && (
               <span style={{ color: EXACT_MATCH_COLOR }}>exact match {formatPercent(hover.exactMatch)}</span>
+            )}
+            {hover.preferenceAccuracy !== null && (
+              <span style={{ color: PREFERENCE_ACCURACY_COLOR }}>
+                preference accuracy {formatPercent(hover.preferenceAccuracy)}
+              </span>
             )}
           </>
         ) : (

@@ -69,9 +69,54 @@ test("task metrics hover and formatting", () => {
   );
   assert.equal(hasTaskMetrics(series), true);
   assert.equal(hasTaskMetrics(emptySeries()), false);
-  assert.deepEqual(nearestTaskMetrics(series, 2), { step: 10, tokenAccuracy: 0.8125, exactMatch: 0.5 });
-  assert.deepEqual(nearestTaskMetrics(series, 18), { step: 20, tokenAccuracy: 0.875, exactMatch: null });
+  assert.deepEqual(nearestTaskMetrics(series, 2), {
+    step: 10,
+    tokenAccuracy: 0.8125,
+    exactMatch: 0.5,
+    preferenceAccuracy: null,
+  });
+  assert.deepEqual(nearestTaskMetrics(series, 18), {
+    step: 20,
+    tokenAccuracy: 0.875,
+    exactMatch: null,
+    preferenceAccuracy: null,
+  });
   assert.deepEqual(metricsStepExtent(series), { min: 1, max: 20 }, "the loss chart's step range");
   assert.equal(formatPercent(0.8125), "81.3%");
   assert.equal(formatPercent(1), "100.0%");
+});
+
+test("a DPO job's held-out preference accuracy is a task metric series and a CSV column only when present", () => {
+  const rewards = (accuracy: number) => ({ chosenReward: 0, rejectedReward: 0, margin: 0, accuracy });
+  const series = frames(
+    emptySeries(),
+    {
+      step: 1,
+      loss: 0.69,
+      evalLoss: 0.7,
+      rewards: rewards(0.5),
+      evalRewards: { ...rewards(0.5625), loss: 0.7 },
+    },
+    { step: 2, loss: 0.6, rewards: rewards(1), evalRewards: null },
+    { step: 3, loss: 0.5, evalLoss: 0.4, evalRewards: { ...rewards(0.9375), loss: 0.4 } },
+  );
+  assert.deepEqual(series.preferenceAccuracy, [
+    { step: 1, value: 0.5625 },
+    { step: 3, value: 0.9375 },
+  ]);
+  assert.equal(hasTaskMetrics(series), true);
+  assert.deepEqual(nearestTaskMetrics(series, 3), {
+    step: 3,
+    tokenAccuracy: null,
+    exactMatch: null,
+    preferenceAccuracy: 0.9375,
+  });
+  assert.equal(
+    seriesToCsv(series),
+    "step,loss,evalLoss,evalTokenAccuracy,evalExactMatch,evalRewards.accuracy\n1,0.69,0.7,,,0.5625\n2,0.6,,,,\n3,0.5,0.4,,,0.9375\n",
+  );
+  assert.match(
+    seriesToCsv(frames(emptySeries(), { step: 1, loss: 1 })),
+    /^step,loss,evalLoss,evalTokenAccuracy,evalExactMatch\n/,
+  );
 });

@@ -2,8 +2,9 @@
 // numeric loss, an Eval loss point per frame with a numeric evalLoss (eval-only
 // frames included), plus the geometry helpers the SVG chart uses. The eval task
 // metrics (evalTokenAccuracy, evalExactMatch: fractions) ride along for their
-// own chart (TaskMetricsChart) and the CSV; the loss chart's scale, hover and
-// placeholder read the two loss series only.
+// own chart (TaskMetricsChart) and the CSV, and so does a DPO job's held-out
+// preference accuracy (evalRewards.accuracy, docs/post-training.md); the loss
+// chart's scale, hover and placeholder read the two loss series only.
 export interface LossPoint {
   step: number;
   value: number;
@@ -16,9 +17,11 @@ export interface LossSeries {
   tokenAccuracy: LossPoint[];
   /** Points of frames with a numeric evalExactMatch. */
   exactMatch: LossPoint[];
+  /** A DPO job's: points of frames with a numeric evalRewards.accuracy. */
+  preferenceAccuracy: LossPoint[];
 }
 
-const SERIES_KEYS = ["train", "eval", "tokenAccuracy", "exactMatch"] as const;
+const SERIES_KEYS = ["train", "eval", "tokenAccuracy", "exactMatch", "preferenceAccuracy"] as const;
 
 /** The training.log field each series is drawn from. */
 const FIELD_OF: Record<(typeof SERIES_KEYS)[number], string> = {
@@ -26,22 +29,31 @@ const FIELD_OF: Record<(typeof SERIES_KEYS)[number], string> = {
   eval: "evalLoss",
   tokenAccuracy: "evalTokenAccuracy",
   exactMatch: "evalExactMatch",
+  preferenceAccuracy: "evalRewards.accuracy",
 };
 
 const isNumber = (v: unknown): v is number => typeof v === "number" && Number.isFinite(v);
 
+/** A payload's field by its FIELD_OF path ("evalRewards.accuracy" reads a nested object). */
+function fieldOf(payload: Record<string, unknown>, path: string): unknown {
+  let value: unknown = payload;
+  for (const key of path.split("."))
+    value = typeof value === "object" && value !== null ? (value as Record<string, unknown>)[key] : undefined;
+  return value;
+}
+
 export function emptySeries(): LossSeries {
-  return { train: [], eval: [], tokenAccuracy: [], exactMatch: [] };
+  return { train: [], eval: [], tokenAccuracy: [], exactMatch: [], preferenceAccuracy: [] };
 }
 
 /** Adds the points of one training.log payload; returns the same object when nothing numeric arrived. */
 export function addLogFrame(series: LossSeries, payload: Record<string, unknown>): LossSeries {
   const step = payload.step;
   if (!isNumber(step)) return series;
-  if (!SERIES_KEYS.some((key) => isNumber(payload[FIELD_OF[key]]))) return series;
+  if (!SERIES_KEYS.some((key) => isNumber(fieldOf(payload, FIELD_OF[key])))) return series;
   const next = { ...series };
   for (const key of SERIES_KEYS) {
-    const value = payload[FIELD_OF[key]];
+    const value = fieldOf(payload, FIELD_OF[key]);
     if (isNumber(value)) next[key] = [...series[key], { step, value }];
   }
   return next;
@@ -120,18 +132,20 @@ export function ticks(min: number, max: number, count = 5): number[] {
 
 /**
  * CSV with one row per step: step,loss,evalLoss,evalTokenAccuracy,evalExactMatch
- * (the training.log field names; empty cells where a series has no point).
+ * (the training.log field names; empty cells where a series has no point),
+ * and for a DPO job evalRewards.accuracy.
  */
 export function seriesToCsv(series: LossSeries): string {
   const rows = new Map<number, (number | null)[]>();
-  SERIES_KEYS.forEach((key, column) => {
+  const keys = SERIES_KEYS.filter((key) => key !== "preferenceAccuracy" || series[key].length > 0);
+  keys.forEach((key, column) => {
     for (const p of series[key]) {
-      const row = rows.get(p.step) ?? SERIES_KEYS.map(() => null);
+      const row = rows.get(p.step) ?? keys.map(() => null);
       row[column] = p.value;
       rows.set(p.step, row);
     }
   });
-  const lines = [["step", ...SERIES_KEYS.map((key) => FIELD_OF[key])].join(",")];
+  const lines = [["step", ...keys.map((key) => FIELD_OF[key])].join(",")];
   for (const step of [...rows.keys()].sort((a, b) => a - b))
     lines.push([step, ...rows.get(step)!.map((v) => v ?? "")].join(","));
   return `${lines.join("\n")}\n`;

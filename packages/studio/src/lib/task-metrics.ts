@@ -4,19 +4,23 @@
 import type { Extent, LossPoint, LossSeries } from "./loss-series.js";
 
 export function hasTaskMetrics(series: LossSeries): boolean {
-  return series.tokenAccuracy.length > 0 || series.exactMatch.length > 0;
+  return (
+    series.tokenAccuracy.length > 0 || series.exactMatch.length > 0 || series.preferenceAccuracy.length > 0
+  );
 }
 
 export interface TaskMetricsHover {
   step: number;
   tokenAccuracy: number | null;
   exactMatch: number | null;
+  /** A DPO job's held-out preference accuracy. */
+  preferenceAccuracy: number | null;
 }
 
 /** The step nearest to x among the task metric points, with whichever metrics exist at that step. */
 export function nearestTaskMetrics(series: LossSeries, x: number): TaskMetricsHover | null {
   let best: number | null = null;
-  for (const p of [...series.tokenAccuracy, ...series.exactMatch]) {
+  for (const p of [...series.tokenAccuracy, ...series.exactMatch, ...series.preferenceAccuracy]) {
     if (best === null || Math.abs(p.step - x) < Math.abs(best - x)) best = p.step;
   }
   if (best === null) return null;
@@ -24,13 +28,21 @@ export function nearestTaskMetrics(series: LossSeries, x: number): TaskMetricsHo
     for (let i = points.length - 1; i >= 0; i--) if (points[i].step === best) return points[i].value;
     return null;
   };
-  return { step: best, tokenAccuracy: at(series.tokenAccuracy), exactMatch: at(series.exactMatch) };
+  return {
+    step: best,
+    tokenAccuracy: at(series.tokenAccuracy),
+    exactMatch: at(series.exactMatch),
+    preferenceAccuracy: at(series.preferenceAccuracy),
+  };
 }
 
 /** The step range of the loss chart when it has points (so the two charts line up), else the metrics' own. */
 export function metricsStepExtent(series: LossSeries): Extent {
   const points = series.train.length + series.eval.length > 0 ? [...series.train, ...series.eval] : [];
-  const all = points.length > 0 ? points : [...series.tokenAccuracy, ...series.exactMatch];
+  const all =
+    points.length > 0
+      ? points
+      : [...series.tokenAccuracy, ...series.exactMatch, ...series.preferenceAccuracy];
   let min = Number.POSITIVE_INFINITY;
   let max = Number.NEGATIVE_INFINITY;
   for (const p of all) {
