@@ -9,7 +9,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import OpenAI, { APIError } from "openai";
-import { call, newIdentity, serverFor } from "./harness.js";
+import { call, newIdentity, serverFor, TINY_MODEL } from "./harness.js";
 
 type Server = Awaited<ReturnType<typeof serverFor>>;
 // biome-ignore lint/suspicious/noExplicitAny: graders are sent as OpenAI's JSON, some of them svc's own
@@ -200,6 +200,95 @@ describe("OpenAI graders API with the official client", () => {
       param: "model_sample",
       message: /is required/,
     });
+  });
+
+  it("score_model: the judge is a model this server serves, answering {result} as chat completions would", async (t) => {
+    const messages = [
+      { role: "system" as const, content: 'Score the answer from 0 to 1 as {"result": <score>}.' },
+      { role: "user" as const, content: "Question: capital of France? Answer: Paris" },
+    ];
+    const judge: AnyGrader = {
+      type: "score_model",
+      name: "judge",
+      model: TINY_MODEL,
+      input: [
+        messages[0],
+        { role: "user", content: "Question: {{item.question}} Answer: {{sample.output_text}}" },
+      ],
+      range: [-1e308, 1e308],
+      sampling_params: { temperature: 0, max_completions_tokens: 24 },
+    };
+    assert.deepEqual(await client.fineTuning.alpha.graders.validate({ grader: judge }), { grader: judge });
+    // the same prompt through chat completions, under the same grammar: what the judge must have answered
+    const chat = await client.chat.completions.create({
+      model: TINY_MODEL,
+      messages,
+      temperature: 0,
+      max_tokens: 24,
+      response_format: {
+        type: "json_schema",
+        json_schema: {
+          name: "judge",
+          strict: true,
+          schema: {
+            type: "object",
+            properties: { result: { type: "number" } },
+            required: ["result"],
+            additionalProperties: false,
+          },
+        },
+      },
+    });
+    const text = chat.choices[0].message.content ?? "";
+    t.diagnostic(`the judge answers ${text}`);
+    let expected: number | null = null;
+    try {
+      expected = JSON.parse(text).result;
+    } catch {}
+    const run = client.fineTuning.alpha.graders.run({
+      grader: judge,
+      model_sample: "Paris",
+      item: { question: "capital of France?" },
+    });
+    if (typeof expected === "number" && Number.isFinite(expected)) {
+      const graded = await run;
+      assert.equal(graded.reward, expected, text);
+      assert.deepEqual(graded.metadata.scores, { judge: expected });
+      if (expected < 0 || expected > 1)
+        await refused(
+          client.fineTuning.alpha.graders.run({
+            grader: { ...judge, range: [0, 1] },
+            model_sample: "Paris",
+            item: { question: "capital of France?" },
+          }),
+          { status: 400, code: "invalid_reward", param: "grader.range", message: /outside "range" \[0, 1\]/ },
+        );
+    } else {
+      // cut off by max_completions_tokens: no score, and the sample is not graded
+      await refused(run, {
+        status: 400,
+        code: "invalid_reward",
+        param: "grader.model",
+        message: /the judge answered/,
+      });
+    }
+    await refused(client.fineTuning.alpha.graders.validate({ grader: { ...judge, model: "svc/unknown" } }), {
+      status: 400,
+      code: "unknown_base_model",
+      param: "grader.model",
+      message: /svc\/unknown/,
+    });
+    await refused(
+      client.fineTuning.alpha.graders.validate({
+        grader: { ...judge, model: "ft:test/tiny:org:x:ftjob-nope" },
+      }),
+      {
+        status: 400,
+        code: "invalid_grader",
+        param: "grader.model",
+        message: /ft:test\/tiny/,
+      },
+    );
   });
 
   it("a grader needs credentials like every route of the API", async () => {

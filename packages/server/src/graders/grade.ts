@@ -1,10 +1,12 @@
 // Grading one sample with a checked grader (grader-schema.ts): the reward and
 // what OpenAI's run response reports beside it (each sub-grader's score, the
-// error flags). A GradeError escapes: the sample is not graded at all.
+// error flags). A GradeError escapes: the sample is not graded at all. A
+// score_model grader asks its judge (score-model.ts), which the caller gives.
 import { schemaMismatch } from "@svc/engine";
 import { evaluateFormula } from "./formula.js";
 import { SampleParseError } from "./grade-errors.js";
 import type { Grader, LeafGrader } from "./grader-schema.js";
+import { type Judge, judgeScore } from "./score-model.js";
 import { render, type TemplateContext } from "./templates.js";
 import { similarity } from "./text-similarity.js";
 
@@ -16,7 +18,16 @@ export interface Grade {
   sampleParseError: string | null;
 }
 
-function leafReward(grader: LeafGrader, ctx: TemplateContext): number {
+/** Who runs a score_model grader's judge (absent: no judge, a score_model grader is refused). */
+export interface GradeOptions {
+  judge?: Judge;
+}
+
+async function leafReward(grader: LeafGrader, ctx: TemplateContext, path: string, options: GradeOptions) {
+  if (grader.type === "score_model") {
+    if (!options.judge) throw new Error("grade: a score_model grader needs a judge");
+    return judgeScore(grader, ctx, options.judge, path);
+  }
   const input = render(grader.input, ctx);
   switch (grader.type) {
     case "string_check": {
@@ -48,9 +59,14 @@ function leafReward(grader: LeafGrader, ctx: TemplateContext): number {
 }
 
 /** A leaf's reward, 0 with the reason when the completion is not what its templates read. */
-function leafGrade(grader: LeafGrader, ctx: TemplateContext): { reward: number; parseError: string | null } {
+async function leafGrade(
+  grader: LeafGrader,
+  ctx: TemplateContext,
+  path: string,
+  options: GradeOptions,
+): Promise<{ reward: number; parseError: string | null }> {
   try {
-    return { reward: leafReward(grader, ctx), parseError: null };
+    return { reward: await leafReward(grader, ctx, path, options), parseError: null };
   } catch (error) {
     if (error instanceof SampleParseError) return { reward: 0, parseError: error.message };
     throw error;
@@ -58,15 +74,20 @@ function leafGrade(grader: LeafGrader, ctx: TemplateContext): { reward: number; 
 }
 
 /** The sample's grade; throws GradeError when it cannot be graded (docs/graders.md). */
-export function grade(grader: Grader, ctx: TemplateContext): Grade {
+export async function grade(
+  grader: Grader,
+  ctx: TemplateContext,
+  options: GradeOptions = {},
+  path = "grader",
+): Promise<Grade> {
   if (grader.type !== "multi") {
-    const { reward, parseError } = leafGrade(grader, ctx);
+    const { reward, parseError } = await leafGrade(grader, ctx, path, options);
     return { reward, subRewards: {}, sampleParseError: parseError };
   }
   const subRewards: Record<string, number> = {};
   let sampleParseError: string | null = null;
   for (const [key, sub] of Object.entries(grader.graders)) {
-    const { reward, parseError } = leafGrade(sub, ctx);
+    const { reward, parseError } = await leafGrade(sub, ctx, `${path}.graders.${key}`, options);
     subRewards[key] = reward;
     sampleParseError ??= parseError;
   }

@@ -26,7 +26,24 @@ function refusal(grader: unknown): { param: string | null; message: string } {
   return assert.fail("the grader was accepted");
 }
 
+const judge = {
+  type: "score_model",
+  name: "judge",
+  model: "svc/pico-llama",
+  input: [
+    { role: "system", content: "Score the answer from 0 to 1." },
+    {
+      role: "user",
+      content: { type: "input_text", text: "{{item.question}}: {{sample.output_text}}" },
+      type: "message",
+    },
+  ],
+  range: [0, 1],
+  sampling_params: { temperature: 0, seed: 1, max_completions_tokens: 32 },
+};
+
 test("every served type parses and is written back as OpenAI's JSON", () => {
+  assert.deepEqual(graderJson(parseGrader(judge)), judge);
   const multi = {
     type: "multi",
     name: "both",
@@ -81,11 +98,24 @@ test("refusals name the field: unknown types, keys, operations, metrics, templat
       "grader.type",
       /does not run Python graders/,
     ],
+    [{ type: "score_model", name: "j", model: "x", input: [] }, "grader.input", /must not be empty/],
+    [{ ...judge, range: [1, 0] }, "grader.range", /low below high/],
     [
-      { type: "score_model", name: "j", model: "x", input: [] },
-      "grader.type",
-      /score_model .* not served yet/,
+      { ...judge, sampling_params: { reasoning_effort: "low" } },
+      "grader.sampling_params.reasoning_effort",
+      /not reasoning models/,
     ],
+    [
+      { ...judge, input: [{ role: "user", content: [{ type: "input_image", image_url: "x" }] }] },
+      "grader.input[0].content",
+      /read text only/,
+    ],
+    [
+      { ...judge, input: [{ role: "user", content: "{{ sample.output_audio }}" }] },
+      "grader.input[0].content",
+      /sample's variables/,
+    ],
+    [{ type: "label_model", name: "l" }, "grader.type", /label_model is not served/],
     [
       { type: "json_schema", name: "s", schema: { type: "string", pattern: "^a" } },
       "grader.schema.pattern",

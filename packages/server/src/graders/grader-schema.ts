@@ -6,12 +6,13 @@
 // exist, formulas that do not parse or name no sub-grader, schemas outside
 // what svc's constrained decoding supports. Each refusal is a 400 naming the
 // field ("grader.graders.name.reference"). What svc does not evaluate
-// (python, score_model, label_model, the cosine and meteor metrics) is
+// (python, label_model, the cosine and meteor metrics) is
 // refused by name, never accepted and then scored 0 (docs/graders.md).
 import { checkJsonSchema, type JsonSchema, SchemaError } from "@svc/engine";
 import { ApiError, badRequest, quoteInput } from "../http/api-error.js";
 import { type Check, describe, number, object, oneOf, optional, string } from "../http/validate.js";
 import { type Formula, parseFormula } from "./formula.js";
+import { type ScoreModelGrader, scoreModelCheck, scoreModelJson } from "./score-model.js";
 import { parseTemplate, type Template } from "./templates.js";
 import { SIMILARITY_METRICS, type SimilarityMetric, UNSERVED_METRICS } from "./text-similarity.js";
 
@@ -43,7 +44,7 @@ export interface JsonSchemaGrader {
   schema: JsonSchema;
 }
 
-export type LeafGrader = StringCheckGrader | TextSimilarityGrader | JsonSchemaGrader;
+export type LeafGrader = StringCheckGrader | TextSimilarityGrader | JsonSchemaGrader | ScoreModelGrader;
 
 export interface MultiGrader {
   type: "multi";
@@ -53,6 +54,7 @@ export interface MultiGrader {
 }
 
 export type Grader = LeafGrader | MultiGrader;
+export type { ScoreModelGrader };
 
 /** Longest template, name and formula a grader may hold. */
 const MAX_TEMPLATE = 20_000;
@@ -76,9 +78,8 @@ const template: Check<Template> = (value, path) =>
 const UNSERVED_TYPES: Record<string, string> = {
   python:
     "svc does not run Python graders: user code never runs inside the shared server; write the reward as a TypeScript function in the trainer (docs/graders.md)",
-  score_model:
-    "score_model (an LLM judge) is not served yet; use string_check, text_similarity, json_schema or multi",
-  label_model: "label_model is not served; use string_check, text_similarity, json_schema or multi",
+  label_model:
+    "label_model is not served; use score_model, string_check, text_similarity, json_schema or multi",
   endpoint: "svc does not call out to grader endpoints",
 };
 
@@ -131,6 +132,7 @@ const LEAVES: Record<string, Check<LeafGrader>> = {
   string_check: stringCheck,
   text_similarity: textSimilarity,
   json_schema: jsonSchema,
+  score_model: scoreModelCheck,
 };
 
 /** The grader type a value names, refused when it names none svc evaluates. */
@@ -198,6 +200,7 @@ export function graderJson(grader: Grader): Record<string, unknown> {
     const graders = Object.fromEntries(Object.entries(grader.graders).map(([k, g]) => [k, graderJson(g)]));
     return { type: "multi", name: grader.name, graders, calculate_output: grader.calculate_output.source };
   }
+  if (grader.type === "score_model") return scoreModelJson(grader);
   const out: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(grader))
     out[key] = typeof value === "object" && value !== null && "source" in value ? value.source : value;
