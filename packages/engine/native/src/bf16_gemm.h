@@ -14,6 +14,7 @@
 constexpr int BF_MR = 12, BF_NR = 32;
 constexpr long BF_KC = 256;  // pairs per pass: a B micro-panel of 32 KB stays in L1
 constexpr long BF_NC = 512;  // columns of W packed per block
+constexpr long BF_XC = 4096; // pairs of the contraction per chunk (x packed 16 KB a row)
 
 static bool svc_cpu_has_bf16_dot() {
   static const bool has = [] {
@@ -69,9 +70,10 @@ static void bf16_pack_x(const float* x, long ldx, long m, long kk, unsigned int*
 // forward (y = x·Wᵀ) column j is W's row j, pairs along it; backward (dx = dy·W) column j
 // is W's column j, pairs across two rows. Each loop reads W front to back (a strided
 // walk across rows left the backward's packing latency-bound: 4x the forward's).
-static void bf16_pack_w(const unsigned short* w, long n, long k, bool transW, long j0, long nc,
-                        unsigned int* out, long kp) {
-  long panels = ceil_div(nc, BF_NR);
+// Only pairs p0.. of the contraction, kk of its elements (kp = ceil(kk/2) pairs): a chunk of it.
+static void bf16_pack_w(const unsigned short* w, long n, long k, bool transW, long j0, long nc, long p0, long kk,
+                        unsigned int* out) {
+  long panels = ceil_div(nc, BF_NR), kp = (kk + 1) / 2;
   if (!transW) {  // W [n, k]: column j of Wᵀ is row j, read along; a panel (kp x 128 B) stays cached
     long tasks = min_l(panels, svc_num_threads() * 2L);
     par(tasks, [&](long t) {
@@ -83,10 +85,10 @@ static void bf16_pack_w(const unsigned short* w, long n, long k, bool transW, lo
             for (long p = 0; p < kp; p++) o[p * BF_NR + jj] = 0;
             continue;
           }
-          const unsigned short* row = w + j * k;
-          for (long p = 0; p < k / 2; p++)
+          const unsigned short* row = w + j * k + 2 * p0;
+          for (long p = 0; p < kk / 2; p++)
             o[p * BF_NR + jj] = (unsigned int)row[2 * p] | ((unsigned int)row[2 * p + 1] << 16);
-          if (k % 2) o[(kp - 1) * BF_NR + jj] = row[k - 1];
+          if (kk % 2) o[(kp - 1) * BF_NR + jj] = row[kk - 1];
         }
       }
     });
@@ -96,8 +98,8 @@ static void bf16_pack_w(const unsigned short* w, long n, long k, bool transW, lo
   long tasks = min_l(kp, svc_num_threads() * 4L);
   par(tasks, [&](long t) {
     for (long p = kp * t / tasks; p < kp * (t + 1) / tasks; p++) {
-      const unsigned short* r0 = w + 2 * p * k + j0;
-      const unsigned short* r1 = 2 * p + 1 < n ? r0 + k : nullptr;
+      const unsigned short* r0 = w + 2 * (p0 + p) * k + j0;
+      const unsigned short* r1 = 2 * (p0 + p) + 1 < n ? r0 + k : nullptr;
       for (long pn = 0; pn < panels; pn++) {
         unsigned int* __restrict o = out + pn * kp * BF_NR + p * BF_NR;
         long c0 = pn * BF_NR, cols = min_l(BF_NR, nc - c0);
@@ -149,28 +151,36 @@ __attribute__((target("avx512bf16"))) static void bf16_micro(const unsigned int*
 static void bf16_gemm_weights(const unsigned short* w, const float* x, float* y, long m, long n, long k,
                               bool transW, float alpha, bool accumulate) {
   long inner = transW ? n : k, cols = transW ? k : n;
-  long kp = (inner + 1) / 2, mpanels = ceil_div(m, BF_MR);
-  unsigned int* xp = reinterpret_cast<unsigned int*>(svc_scratch(SVC_SLOT_QUANT_X, (size_t)mpanels * BF_MR * kp));
-  bf16_pack_x(x, inner, m, inner, xp, kp);
-  unsigned int* wp = reinterpret_cast<unsigned int*>(svc_scratch(SVC_SLOT_QUANT, (size_t)BF_NC * kp));
-  for (long jc = 0; jc < cols; jc += BF_NC) {
-    long nc = min_l(BF_NC, cols - jc), npanels = ceil_div(nc, BF_NR);
-    bf16_pack_w(w, n, k, transW, jc, nc, wp, kp);
-    // A task: one W micro-panel against a share of the row panels; two shares
-    // per panel when there are fewer panels than threads.
-    long splits = npanels >= 2L * svc_num_threads() ? 1 : 2;
-    par(npanels * splits, [&](long t) {
-      long q = t / splits, s = t % splits;
-      long r0 = mpanels * s / splits, r1 = mpanels * (s + 1) / splits;
-      int ncols = (int)min_l(BF_NR, nc - q * BF_NR);
-      for (long pc = 0; pc < kp; pc += BF_KC) {
-        long kc = min_l(BF_KC, kp - pc);
-        for (long r = r0; r < r1; r++) {
-          int rows = (int)min_l(BF_MR, m - r * BF_MR);
-          bf16_micro(xp + r * kp * BF_MR + pc * BF_MR, wp + q * kp * BF_NR + pc * BF_NR, kc,
-                     y + r * BF_MR * cols + jc + q * BF_NR, cols, rows, ncols, alpha, accumulate || pc > 0);
+  long mpanels = ceil_div(m, BF_MR);
+  // The contraction a chunk at a time (one chunk below BF_XC pairs: every projection),
+  // so x's packed copy stays small where it is long (the LM head's input gradient,
+  // whose contraction is the vocabulary).
+  long kpAll = (inner + 1) / 2, kpMax = min_l(kpAll, BF_XC);
+  unsigned int* xp = reinterpret_cast<unsigned int*>(svc_scratch(SVC_SLOT_QUANT_X, (size_t)mpanels * BF_MR * kpMax));
+  unsigned int* wp = reinterpret_cast<unsigned int*>(svc_scratch(SVC_SLOT_QUANT, (size_t)BF_NC * kpMax));
+  for (long p0 = 0; p0 < kpAll; p0 += BF_XC) {
+    long kk = min_l(inner - 2 * p0, 2 * BF_XC), kp = (kk + 1) / 2;
+    bool load = accumulate || p0 > 0;
+    bf16_pack_x(x + 2 * p0, inner, m, kk, xp, kp);
+    for (long jc = 0; jc < cols; jc += BF_NC) {
+      long nc = min_l(BF_NC, cols - jc), npanels = ceil_div(nc, BF_NR);
+      bf16_pack_w(w, n, k, transW, jc, nc, p0, kk, wp);
+      // A task: one W micro-panel against a share of the row panels; two shares
+      // per panel when there are fewer panels than threads.
+      long splits = npanels >= 2L * svc_num_threads() ? 1 : 2;
+      par(npanels * splits, [&](long t) {
+        long q = t / splits, s = t % splits;
+        long r0 = mpanels * s / splits, r1 = mpanels * (s + 1) / splits;
+        int ncols = (int)min_l(BF_NR, nc - q * BF_NR);
+        for (long pc = 0; pc < kp; pc += BF_KC) {
+          long kc = min_l(BF_KC, kp - pc);
+          for (long r = r0; r < r1; r++) {
+            int rows = (int)min_l(BF_MR, m - r * BF_MR);
+            bf16_micro(xp + r * kp * BF_MR + pc * BF_MR, wp + q * kp * BF_NR + pc * BF_NR, kc,
+                       y + r * BF_MR * cols + jc + q * BF_NR, cols, rows, ncols, alpha, load || pc > 0);
+          }
         }
-      }
-    });
+      });
+    }
   }
 }

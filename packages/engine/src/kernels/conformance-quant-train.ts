@@ -3,7 +3,7 @@
 // input gradient), every format, GEMV row counts and the many-row path,
 // shapes on and across the native bf16 GEMM's tile edges (12 rows, 32
 // columns, 256 pairs = 512 of the contraction per pass, 512 columns per
-// packed block), odd contractions (a half pair), views at non-zero offsets,
+// packed block, 4096 pairs per chunk of x), odd contractions (a half pair), views at non-zero offsets,
 // accumulate and alpha, y between guards that must come back untouched.
 //
 // Where an implementation multiplies bf16 weights with bf16 dot products
@@ -137,6 +137,7 @@ export function quantTrainCases(): KernelCase[] {
     [48, 130, 1030], // three passes over the contraction, a ragged last
     [70, 520, 96], // a second packed block of columns
     [100, 96, 577],
+    [40, 8195, 40], // transW: a contraction of two chunks (4096 pairs each) and an odd tail; else 17 blocks of columns
   ];
   const out: KernelCase[] = [];
   let seed = 900;
