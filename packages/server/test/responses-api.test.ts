@@ -2,7 +2,10 @@
 // npm client, unmodified: text, streaming (client.responses.stream, the
 // semantic events, agreeing with the whole answer at temperature 0), a tool
 // call round trip with function_call / function_call_output items, JSON
-// Schema output by constrained decoding, refusals naming their param, keys
+// Schema output by constrained decoding, logprobs (include
+// message.output_text.logprobs, top_logprobs) equal to chat completions' for
+// the same conversation and streamed token for token as answered whole,
+// refusals naming their param, keys
 // and usage as on chat completions, the cloud API's route, and the official
 // Python client's responses.create (skipped, counted, where python3 has no
 // openai package).
@@ -101,6 +104,82 @@ describe("the Responses API (POST /v1/responses)", () => {
     assert.deepEqual(final.usage, whole.usage);
   });
 
+  it("logprobs: include message.output_text.logprobs and top_logprobs give chat completions' logprobs for the same conversation", async () => {
+    const response = await openai.responses.create({
+      model: "x",
+      instructions: "Answer briefly.",
+      input: "Tell me about the sea.",
+      max_output_tokens: 8,
+      temperature: 0,
+      include: ["message.output_text.logprobs"],
+      top_logprobs: 3,
+    });
+    assert.equal((response as unknown as { top_logprobs: number }).top_logprobs, 3, "echoed");
+    const part = response.output[0].type === "message" ? response.output[0].content[0] : null;
+    assert.ok(part?.type === "output_text");
+    const logprobs = part.logprobs ?? [];
+    assert.equal(logprobs.length, response.usage?.output_tokens, "one entry per token");
+    assert.equal(Buffer.from(logprobs.flatMap((e) => e.bytes)).toString("utf8"), response.output_text);
+    for (const entry of logprobs) {
+      assert.equal(entry.top_logprobs.length, 3);
+      assert.equal(entry.top_logprobs[0].logprob, entry.logprob, "greedy takes the most likely token");
+    }
+    // chat-parameters.test.ts checks chat's logprobs against the engine's log-softmax (1e-4)
+    const chat = await openai.chat.completions.create({
+      model: "x",
+      messages: [
+        { role: "system", content: "Answer briefly." },
+        { role: "user", content: "Tell me about the sea." },
+      ],
+      max_tokens: 8,
+      temperature: 0,
+      logprobs: true,
+      top_logprobs: 3,
+    });
+    assert.deepEqual(logprobs, chat.choices[0].logprobs?.content);
+    const plain = await openai.responses.create({ model: "x", input: "hi", max_output_tokens: 2 });
+    assert.deepEqual(
+      plain.output[0].type === "message" && plain.output[0].content[0].type === "output_text"
+        ? plain.output[0].content[0].logprobs
+        : null,
+      [],
+      "no logprobs unless asked",
+    );
+  });
+
+  it("streaming and non-streaming agree token for token at temperature 0, logprobs included", async () => {
+    const params = {
+      model: "x",
+      input: "Tell me about the sea.",
+      max_output_tokens: 10,
+      temperature: 0,
+      include: ["message.output_text.logprobs" as const],
+      top_logprobs: 2,
+    };
+    const whole = await openai.responses.create(params);
+    const wholePart = whole.output[0].type === "message" ? whole.output[0].content[0] : null;
+    assert.ok(wholePart?.type === "output_text");
+    const stream = openai.responses.stream(params);
+    let deltas = "";
+    const streamed: unknown[] = [];
+    let done: unknown[] = [];
+    for await (const event of stream) {
+      if (event.type === "response.output_text.delta") {
+        deltas += event.delta;
+        streamed.push(...event.logprobs);
+      }
+      if (event.type === "response.output_text.done") done = event.logprobs;
+    }
+    const final = await stream.finalResponse();
+    assert.equal(deltas, whole.output_text);
+    assert.equal(streamed.length, wholePart.logprobs?.length);
+    assert.deepEqual(streamed, wholePart.logprobs);
+    assert.deepEqual(done, wholePart.logprobs);
+    const finalPart = final.output[0].type === "message" ? final.output[0].content[0] : null;
+    assert.deepEqual(finalPart?.type === "output_text" ? finalPart.logprobs : null, wholePart.logprobs);
+    assert.deepEqual(final.usage, whole.usage);
+  });
+
   it("a tool call round trip: function_call out, function_call_output back, streamed and not", async () => {
     const first = await openai.responses.create({
       model: "x",
@@ -193,7 +272,16 @@ describe("the Responses API (POST /v1/responses)", () => {
       [{ reasoning: { effort: "low" } }, "reasoning"],
       [{ background: true }, "background"],
       [{ truncation: "auto" }, "truncation"],
-      [{ include: ["message.output_text.logprobs"] }, "include"],
+      [{ conversation: "conv_1" }, "conversation"],
+      [{ prompt: { id: "pmpt_1" } }, "prompt"],
+      [{ max_tool_calls: 1 }, "max_tool_calls"],
+      [{ service_tier: "flex" }, "service_tier"],
+      [{ text: { verbosity: "low" } }, "text.verbosity"],
+      [{ include: ["reasoning.encrypted_content"] }, "include[0]"],
+      [{ include: ["message.output_text.logprobs", "web_search_call.results"] }, "include[1]"],
+      [{ top_logprobs: 2 }, "top_logprobs"],
+      [{ include: ["message.output_text.logprobs"], top_logprobs: 21 }, "top_logprobs"],
+      [{ include: ["message.output_text.logprobs"], tools: [ORDER_TOOL] }, "include"],
       [{ tools: [{ type: "web_search" }] }, "tools[0].type"],
       [
         { input: [{ role: "user", content: [{ type: "input_image", image_url: "x" }] }] },
@@ -293,7 +381,7 @@ describe("the Responses API (POST /v1/responses)", () => {
     );
   });
 
-  it("the official Python client's responses.create", async (t) => {
+  it("the official Python client's responses.create, logprobs included", async (t) => {
     const python = process.env.SVC_PYTHON ?? "python3";
     const probe = await run(python, ["-c", "import openai"]).then(
       () => true,
@@ -306,8 +394,10 @@ describe("the Responses API (POST /v1/responses)", () => {
     const script = `
 import json, sys, openai
 client = openai.OpenAI(base_url=sys.argv[1], api_key=sys.argv[2], max_retries=0)
-r = client.responses.create(model="x", input="Tell me about the sea.", max_output_tokens=5, temperature=0)
-print(json.dumps({"text": r.output_text, "status": r.status, "tokens": r.usage.output_tokens}))
+r = client.responses.create(model="x", input="Tell me about the sea.", max_output_tokens=5, temperature=0,
+    include=["message.output_text.logprobs"], top_logprobs=2)
+lp = [{"bytes": e.bytes, "logprob": e.logprob, "top": len(e.top_logprobs)} for e in r.output[0].content[0].logprobs]
+print(json.dumps({"text": r.output_text, "status": r.status, "tokens": r.usage.output_tokens, "logprobs": lp}))
 `;
     const { stdout } = await run(python, ["-c", script, openai.baseURL, openai.apiKey ?? ""]);
     const node = await openai.responses.create({
@@ -315,7 +405,21 @@ print(json.dumps({"text": r.output_text, "status": r.status, "tokens": r.usage.o
       input: "Tell me about the sea.",
       max_output_tokens: 5,
       temperature: 0,
+      include: ["message.output_text.logprobs"],
+      top_logprobs: 2,
     });
-    assert.deepEqual(JSON.parse(stdout), { text: node.output_text, status: node.status, tokens: 5 });
+    const part = node.output[0].type === "message" ? node.output[0].content[0] : null;
+    const logprobs = (part?.type === "output_text" ? (part.logprobs ?? []) : []).map((e) => ({
+      bytes: e.bytes,
+      logprob: e.logprob,
+      top: e.top_logprobs.length,
+    }));
+    assert.equal(logprobs.length, 5);
+    assert.deepEqual(JSON.parse(stdout), {
+      text: node.output_text,
+      status: node.status,
+      tokens: 5,
+      logprobs,
+    });
   });
 });

@@ -74,6 +74,29 @@ describe("responses request", () => {
     assert.equal(echo.instructions, "Be brief.");
   });
 
+  it("include message.output_text.logprobs asks the generation for logprobs, with top_logprobs alternatives", async () => {
+    const asked = await parseResponsesRequest({
+      input: "hi",
+      include: ["message.output_text.logprobs"],
+      top_logprobs: 4,
+    });
+    assert.equal(asked.params.logprobs, 4);
+    assert.equal(asked.echo.topLogprobs, 4);
+    const bare = await parseResponsesRequest({ input: "hi", include: ["message.output_text.logprobs"] });
+    assert.equal(bare.params.logprobs, 0);
+    const none = await parseResponsesRequest({ input: "hi", include: [] });
+    assert.equal(none.params.logprobs, undefined);
+    assert.equal(none.echo.topLogprobs, null);
+    // tool_choice "none": the text is not read for calls, so its tokens are the message's
+    const noCalls = await parseResponsesRequest({
+      input: "hi",
+      include: ["message.output_text.logprobs"],
+      tools: [{ type: "function", name: "f" }],
+      tool_choice: "none",
+    });
+    assert.equal(noCalls.params.logprobs, 0);
+  });
+
   it("refuses with the parameter's path first in the message", async () => {
     for (const [body, param] of [
       [{ input: "hi", previous_response_id: "resp_1" }, "previous_response_id"],

@@ -6,6 +6,7 @@
 // parameter is honoured, accepted, or refused with 400 naming it; an unknown
 // key is refused too (docs/api.md#responses-parameters). svc stores no
 // response, so `previous_response_id` is refused.
+import { MAX_TOP_LOGPROBS } from "@svc/engine";
 import { badRequest } from "../http/api-error.js";
 import {
   array,
@@ -194,6 +195,13 @@ const formatCheck: Check<ResponseFormat> = (value, path) => {
   throw badRequest(`"${path}.type" must be one of "text", "json_object", "json_schema"`);
 };
 
+/** What `include` may ask for: the output text's logprobs; svc has none of the other outputs (search results, images, reasoning). */
+const LOGPROBS = "message.output_text.logprobs";
+const includeCheck: Check<string> = (value, path) =>
+  value === LOGPROBS
+    ? value
+    : refused(`the only extra output svc has is ${JSON.stringify(LOGPROBS)}`)(value, path);
+
 const SHAPE = {
   model: optional(string()),
   input: inputCheck,
@@ -234,7 +242,7 @@ const SHAPE = {
       ? value
       : refused('svc never drops input to fit the context; the only truncation is "disabled"')(value, path),
   ),
-  include: optional(array(refused("svc has no extra output to include"), { max: 0 })),
+  include: optional(array(includeCheck, { max: 16 })),
   service_tier: optional((value: unknown, path: string) =>
     value === "auto" || value === "default"
       ? value
@@ -242,7 +250,7 @@ const SHAPE = {
   ),
   reasoning: optional(refused("svc's models have no reasoning settings")),
   prompt: optional(refused("svc stores no prompt templates")),
-  top_logprobs: optional(refused("logprobs are served by chat completions (logprobs, top_logprobs)")),
+  top_logprobs: optional(number({ integer: true, min: 0, max: MAX_TOP_LOGPROBS })),
   max_tool_calls: optional(refused("svc does not cap tool calls; parallel_tool_calls: false allows one")),
 };
 
@@ -261,6 +269,7 @@ export interface ResponsesRequest {
     tools: unknown[];
     toolChoice: unknown;
     textFormat: unknown;
+    topLogprobs: number | null;
   };
 }
 
@@ -288,6 +297,15 @@ export async function parseResponsesRequest(body: unknown): Promise<ResponsesReq
     toolParameters: (i) => `tools[${i}].parameters`,
     formatSchema: "text.format.schema",
   });
+  const logprobs = r.include?.includes(LOGPROBS) ?? false;
+  if (r.top_logprobs !== undefined && !logprobs)
+    throw badRequest(`"top_logprobs" needs "include": [${JSON.stringify(LOGPROBS)}]`);
+  // Logprobs belong to the output_text; a text read for function calls has no token boundary between the two.
+  if (logprobs && (r.tools?.length ?? 0) > 0 && r.tool_choice !== "none")
+    throw badRequest(
+      `"include" ${JSON.stringify(LOGPROBS)} is not supported with tools the model may call; send tool_choice: "none", or ask /v1/chat/completions for logprobs`,
+      "unsupported_parameter",
+    );
   const params: ChatParams = {
     ...tooling,
     toolsField: "tools",
@@ -296,6 +314,7 @@ export async function parseResponsesRequest(body: unknown): Promise<ResponsesReq
     temperature: r.temperature,
     topP: r.top_p,
     maxTokens: r.max_output_tokens,
+    logprobs: logprobs ? (r.top_logprobs ?? 0) : undefined,
     n: 1,
     stream: r.stream ?? false,
     streamUsage: "none",
@@ -312,6 +331,7 @@ export async function parseResponsesRequest(body: unknown): Promise<ResponsesReq
       toolChoice: present.tool_choice ?? "auto",
       textFormat:
         r.text?.format === undefined ? { type: "text" } : (present.text as { format: unknown }).format,
+      topLogprobs: r.top_logprobs ?? null,
     },
   };
 }

@@ -2,7 +2,10 @@
 // `output` items (an assistant message with output_text, function_call items
 // read from the text with the model's tool syntax), or, streamed, OpenAI's
 // semantic events (response.created … response.output_text.delta …
-// response.completed) as SSE `event:` / `data:` lines. Nothing is stored.
+// response.completed) as SSE `event:` / `data:` lines. With include
+// message.output_text.logprobs the output_text carries its tokens' logprobs,
+// streamed in the delta that carries each token's text (as chat-stream.ts
+// does), so a stream's logprobs are the whole answer's. Nothing is stored.
 import { randomUUID } from "node:crypto";
 import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
 import {
@@ -13,7 +16,8 @@ import {
   ToolCallStream,
 } from "@svc/engine";
 import type { Context } from "hono";
-import { abandon } from "./chat-choices.js";
+import type { ChatTokenLogprob } from "../wire.js";
+import { abandon, wireLogprob } from "./chat-choices.js";
 import { checkPromptFits, nodeResponse } from "./chat-completions.js";
 import { planTools } from "./chat-tools.js";
 import type { ChatGeneration } from "./inference-protocol.js";
@@ -27,7 +31,7 @@ type MessageItem = {
   id: string;
   status: "in_progress" | "completed";
   role: "assistant";
-  content: { type: "output_text"; text: string; annotations: []; logprobs: [] }[];
+  content: { type: "output_text"; text: string; annotations: []; logprobs: ChatTokenLogprob[] }[];
 };
 type CallItem = {
   type: "function_call";
@@ -39,18 +43,22 @@ type CallItem = {
 };
 type OutputItem = MessageItem | CallItem;
 
-const textPart = (text: string) => ({
+const textPart = (text: string, logprobs: ChatTokenLogprob[] = []) => ({
   type: "output_text" as const,
   text,
   annotations: [] as [],
-  logprobs: [] as [],
+  logprobs,
 });
-const messageItem = (text: string, status: MessageItem["status"] = "completed"): MessageItem => ({
+const messageItem = (
+  text: string,
+  status: MessageItem["status"] = "completed",
+  logprobs: ChatTokenLogprob[] = [],
+): MessageItem => ({
   type: "message",
   id: newId("msg"),
   status,
   role: "assistant",
-  content: status === "completed" ? [textPart(text)] : [],
+  content: status === "completed" ? [textPart(text, logprobs)] : [],
 });
 
 /** The Response object: what the request asked for, echoed as OpenAI does, and what came of it. */
@@ -81,6 +89,7 @@ function responseObject(
     text: { format: echo.textFormat },
     tool_choice: echo.toolChoice,
     tools: echo.tools,
+    top_logprobs: echo.topLogprobs,
     top_p: params.topP ?? 1,
     truncation: "disabled",
     usage:
@@ -117,6 +126,7 @@ export async function respondWithResponse(
     maxTokens: params.maxTokens,
     maxTokensPolicy: params.maxTokensPolicy,
     tools: params.tools,
+    logprobs: params.logprobs,
   };
   if (plan.grammar !== undefined) chat.grammar = plan.grammar;
   const res = nodeResponse(c);
@@ -127,6 +137,7 @@ export async function respondWithResponse(
   const generation = prepared.generate(chat, controller.signal);
   if (!params.stream) {
     let result: GenerationResult;
+    const logprobs: ChatTokenLogprob[] = [];
     try {
       for (;;) {
         const next = await generation.next();
@@ -134,6 +145,7 @@ export async function respondWithResponse(
           result = next.value;
           break;
         }
+        if (next.value.logprob) logprobs.push(wireLogprob(next.value.logprob));
       }
     } catch (error) {
       await abandon([generation]);
@@ -143,7 +155,9 @@ export async function respondWithResponse(
     const parsed = plan.syntax === null ? null : parseToolCalls(plan.syntax, result.text);
     const calls = parsed?.toolCalls ?? [];
     const content = calls.length > 0 ? (parsed?.content ?? "") : result.text;
-    const output: OutputItem[] = calls.length > 0 && content === "" ? [] : [messageItem(content)];
+    // The parser refuses logprobs where the text is read for calls: every token is the message's.
+    const output: OutputItem[] =
+      calls.length > 0 && content === "" ? [] : [messageItem(content, "completed", logprobs)];
     for (const call of calls)
       output.push({
         type: "function_call",
@@ -187,11 +201,10 @@ export async function respondWithResponse(
     open = null;
     item.status = "completed";
     if (item.type === "message") {
-      const text = item.content.length === 0 ? "" : item.content[0].text;
-      item.content = [textPart(text)];
+      const part = item.content[0] ?? textPart("");
       const at = { item_id: item.id, output_index: index, content_index: 0 };
-      await send("response.output_text.done", { ...at, text, logprobs: [] });
-      await send("response.content_part.done", { ...at, part: textPart(text) });
+      await send("response.output_text.done", { ...at, text: part.text, logprobs: part.logprobs });
+      await send("response.content_part.done", { ...at, part });
     } else {
       await send("response.function_call_arguments.done", {
         item_id: item.id,
@@ -218,16 +231,21 @@ export async function respondWithResponse(
       });
     }
   };
+  // Logprobs of tokens whose text has not gone out yet (part of a character, a possible stop string).
+  let pending: ChatTokenLogprob[] = [];
   const content = async (text: string) => {
     if (open?.item.type !== "message") await openItem(messageItem("", "in_progress"));
     const { index, item } = open as unknown as { index: number; item: MessageItem };
+    const logprobs = pending;
+    pending = [];
     item.content[0].text += text;
+    item.content[0].logprobs.push(...logprobs);
     await send("response.output_text.delta", {
       item_id: item.id,
       output_index: index,
       content_index: 0,
       delta: text,
-      logprobs: [],
+      logprobs,
     });
   };
   const onEvent = async (event: ToolCallEvent) => {
@@ -257,6 +275,7 @@ export async function respondWithResponse(
     await send("response.in_progress", { response: started });
     for (;;) {
       if (next.done) break;
+      if (next.value.logprob) pending.push(wireLogprob(next.value.logprob));
       const text = next.value.text;
       if (text !== "") {
         if (calls === null) await content(text);
@@ -267,7 +286,8 @@ export async function respondWithResponse(
     const result = next.value;
     onResult?.(result);
     if (calls !== null) for (const event of calls.end()) await onEvent(event);
-    if (output.length === 0) await content("");
+    // Tokens whose text never went out (held back to the end) still report their logprobs.
+    if (output.length === 0 || pending.length > 0) await content("");
     await close();
     const done = responseObject(meta, request, output, result);
     await send(done.status === "incomplete" ? "response.incomplete" : "response.completed", {
