@@ -157,6 +157,13 @@ test("refusals name the field: unknown types, keys, operations, metrics, templat
       /must be one of/,
     ],
     [[check], "grader", /must be a grader object/],
+    [
+      JSON.parse(
+        `{"type":"multi","name":"m","graders":{"__proto__":${JSON.stringify(check)}},"calculate_output":"1"}`,
+      ),
+      "grader.graders.__proto__",
+      /formula variable/,
+    ],
   ];
   for (const [grader, param, message] of cases) {
     const got = refusal(grader);

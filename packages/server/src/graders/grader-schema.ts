@@ -164,7 +164,8 @@ function multi(value: unknown, path: string): MultiGrader {
       const out: Record<string, LeafGrader> = {};
       for (const [key, sub] of entries) {
         const at = `${p}.${key}`;
-        if (!KEY.test(key))
+        // "__proto__" would set the prototype of the map, not name a grader
+        if (!KEY.test(key) || key === "__proto__")
           refuse(at, "is not a usable name: a sub-grader's key is a formula variable (letters, digits, _)");
         const type = typeOf(sub, at, Object.keys(LEAVES));
         out[key] = LEAVES[type](sub, at);

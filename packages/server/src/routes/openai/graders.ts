@@ -5,25 +5,18 @@
 // grader is svc's (packages/server/src/graders, docs/graders.md). A sample
 // that cannot be graded (its item lacks a field a template names, a formula
 // gives no finite number) is refused with 400 naming the field, never
-// answered with a made-up 0. A score_model grader's judge runs through the
-// inference service as chat completions do: a base model this server serves,
-// or an ft: model of the caller's org (resolved, and refused naming
-// grader…model, when the grader is validated).
-import type { ChatMessage } from "@svc/engine";
-import { type Context, Hono } from "hono";
+// answered with a made-up 0. A score_model grader's judge is resolved
+// (graders/judge.ts) before anything is graded.
+import { Hono } from "hono";
 import type { ApiEnv, ServerContext } from "../../context.js";
 import { grade } from "../../graders/grade.js";
 import { GradeError } from "../../graders/grade-errors.js";
-import { type Grader, graderJson, parseGrader, type ScoreModelGrader } from "../../graders/grader-schema.js";
-import { JUDGE_GRAMMAR, type Judge } from "../../graders/score-model.js";
+import { type Grader, graderJson, parseGrader } from "../../graders/grader-schema.js";
+import { judgeFor } from "../../graders/judge.js";
 import { sampleOf } from "../../graders/templates.js";
-import { ApiError, badRequest } from "../../http/api-error.js";
 import { readJson } from "../../http/body.js";
 import { OpenAiError } from "../../http/openai-error.js";
 import { object, optional, parseBody, string } from "../../http/validate.js";
-import type { ResolvedTarget } from "../../inference/inference-service.js";
-import type { AdapterRef } from "../../wire.js";
-import { fineTunedModelOr404 } from "./models.js";
 
 /** Longest model sample a run grades (characters). */
 const MAX_SAMPLE = 1_000_000;
@@ -53,50 +46,6 @@ function errorFlags(sampleParseError: boolean) {
   flags.python_grader_runtime_error_details = null;
   flags.python_grader_server_error_type = null;
   return flags;
-}
-
-/** Each score_model grader of the grader with the field it sits at. */
-function judgesOf(grader: Grader, path = "grader"): [ScoreModelGrader, string][] {
-  if (grader.type === "score_model") return [[grader, path]];
-  if (grader.type !== "multi") return [];
-  return Object.entries(grader.graders).flatMap(([key, sub]) => judgesOf(sub, `${path}.graders.${key}`));
-}
-
-/** The judge's model as the inference service runs it; an unknown model is the grader's field's fault. */
-async function judgeTarget(ctx: ServerContext, c: Context<ApiEnv>, model: string, field: string) {
-  try {
-    if (!model.startsWith("ft:")) return ctx.inference.baseModel(model, field);
-    const { job, step } = await fineTunedModelOr404(ctx, c, model);
-    const ref: AdapterRef =
-      step === null ? { kind: "final", jobId: job.id } : { kind: "checkpoint", jobId: job.id, step };
-    return await ctx.inference.adapter(job, ref, field);
-  } catch (error) {
-    if (error instanceof ApiError && error.status === 404)
-      throw badRequest(`"${field}": ${error.message}`, "invalid_grader");
-    throw error;
-  }
-}
-
-/** Resolves every judge's model now (validation); the judge then asks it, answering under JUDGE_GRAMMAR. */
-async function judgeFor(ctx: ServerContext, c: Context<ApiEnv>, grader: Grader): Promise<Judge> {
-  const targets = new Map<ScoreModelGrader, ResolvedTarget>();
-  for (const [judge, path] of judgesOf(grader))
-    targets.set(judge, await judgeTarget(ctx, c, judge.model, `${path}.model`));
-  return async (judge: ScoreModelGrader, messages: ChatMessage[]) => {
-    const target = targets.get(judge);
-    if (!target) throw new Error("graders: a judge that was not resolved");
-    const prepared = await ctx.inference.prepare(target);
-    const sampling = judge.sampling_params ?? {};
-    const result = await prepared.complete({
-      messages,
-      temperature: sampling.temperature ?? 0,
-      ...(sampling.top_p !== undefined ? { topP: sampling.top_p } : {}),
-      ...(sampling.seed !== undefined ? { seed: sampling.seed } : {}),
-      maxTokens: sampling.max_completions_tokens ?? 64,
-      grammar: JUDGE_GRAMMAR,
-    });
-    return result.text;
-  };
 }
 
 export function graderRoutes(ctx: ServerContext) {
