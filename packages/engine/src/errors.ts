@@ -10,7 +10,9 @@ export type EngineErrorCode =
   | "shape_mismatch"
   | "invalid_dataset"
   | "invalid_argument"
-  | "context_length_exceeded";
+  | "context_length_exceeded"
+  /** A GRPO reward that is not a finite number, or a scorer that failed (grpo-rewards.ts). */
+  | "invalid_reward";
 
 export class EngineError extends Error {
   readonly code: EngineErrorCode;

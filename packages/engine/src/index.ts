@@ -50,6 +50,24 @@ export {
   parseModelConfig,
 } from "./families/index.js";
 export { createGenerator, type GeneratorOptions } from "./generate.js";
+export {
+  DEFAULT_GRPO,
+  type GrpoNormalization,
+  type GrpoSettings,
+  groupAdvantages,
+  grpoLoss,
+} from "./grpo-objective.js";
+export type { GrpoSample, GrpoScoreItem, GrpoScorer } from "./grpo-rewards.js";
+export type { GrpoRow } from "./grpo-step.js";
+export {
+  type GrpoHyperparameters,
+  type GrpoMetrics,
+  type GrpoProgress,
+  type GrpoTrainHyperparameters,
+  type GrpoTrainOptions,
+  resolveGrpo,
+  trainGrpo,
+} from "./grpo-train.js";
 export { getKernels } from "./kernels/index.js";
 export type { Kernels } from "./kernels/types.js";
 export { LoadedModel, loadModel, loadServingModel } from "./load.js";
