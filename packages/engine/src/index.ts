@@ -50,6 +50,7 @@ export {
   parseModelConfig,
 } from "./families/index.js";
 export { createGenerator, type GeneratorOptions } from "./generate.js";
+export { isPromptRow, parsePromptDataset, readPromptDataset } from "./grpo-dataset.js";
 export {
   DEFAULT_GRPO,
   type GrpoNormalization,
