@@ -1,7 +1,8 @@
 // Deployments forwarded to an external OpenAI-compatible server. The upstream
 // is a second real `svc server` (its edge speaks the OpenAI API) and, to see
 // exactly what is sent, a loopback HTTP server that records each request. The
-// edge in front keeps auth, the enabled switch and key accounting.
+// edge in front keeps auth, the enabled switch and key accounting, on chat
+// completions and on the Responses API alike.
 import assert from "node:assert/strict";
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -16,6 +17,7 @@ import {
   serverFor,
   startServerProcess,
   TINY_MODEL,
+  until,
 } from "./harness.js";
 import { uniqueSlug } from "./suites/deployments.js";
 
@@ -182,6 +184,42 @@ for (const backend of ["sqlite", "postgres"] as Backend[]) {
       }
       assert.ok(text.length > 0);
       assert.equal(finish, "length");
+    });
+
+    it("forwards POST /v1/responses to the upstream's /responses, whole and streamed, and meters the usage it reports", async () => {
+      const issued = await api("POST", `/v1/endpoints/${deployment.id}/keys`, { label: "responses" });
+      const responses = client(issued.body.key.plaintext).responses;
+      const whole = await responses.create({
+        model: "x",
+        input: "Say something.",
+        max_output_tokens: 4,
+        temperature: 0,
+      });
+      // the upstream svc edge names its answers after its own slug
+      assert.equal(whole.model, upstreamSlug);
+      assert.equal(whole.usage?.output_tokens, 4);
+      const stream = responses.stream({ model: "x", input: "Say something.", max_output_tokens: 3 });
+      let deltas = "";
+      stream.on("response.output_text.delta", (event) => {
+        deltas += event.delta;
+      });
+      const streamed = await stream.finalResponse();
+      assert.equal(streamed.model, upstreamSlug);
+      assert.equal(deltas, streamed.output_text);
+      const expected = {
+        requests: 2,
+        promptTokens: (whole.usage?.input_tokens ?? 0) + (streamed.usage?.input_tokens ?? 0),
+        completionTokens: 4 + (streamed.usage?.output_tokens ?? 0),
+      };
+      await until("the forwarded responses' usage is on the key", async () => {
+        const listed = await api("GET", `/v1/endpoints/${deployment.id}/keys`);
+        const usage = listed.body.keys.find((k: { id: string }) => k.id === issued.body.key.id)?.usage;
+        return (
+          usage?.requests === expected.requests &&
+          usage.promptTokens === expected.promptTokens &&
+          usage.completionTokens === expected.completionTokens
+        );
+      });
     });
 
     it("keeps auth at the front edge: no key, or the upstream's own key, is a 401", async () => {

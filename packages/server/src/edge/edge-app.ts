@@ -22,7 +22,7 @@ import { parseResponsesRequest, RESPONSES_PARAMETERS } from "../inference/respon
 import { targetOf, upstreamOf } from "../store/deployment-store.js";
 import { type DeploymentDirectory, deploymentSlugKey } from "./deployment-directory.js";
 import type { KeyUsageRecorder, TokenMeter } from "./key-usage-recorder.js";
-import { forwardChat } from "./upstream-forwarding.js";
+import { forwardToUpstream } from "./upstream-forwarding.js";
 
 function openAiError(
   c: Context,
@@ -116,13 +116,6 @@ export function createEdgeApp(
       );
     }
     const upstream = upstreamOf(deployment);
-    if (upstream && route === "responses")
-      return openAiError(
-        c,
-        400,
-        `deployment ${slug} is forwarded to an upstream server's chat completions; POST /v1/chat/completions instead`,
-        "unsupported_route",
-      );
     if (upstream) {
       const raw = await readJson(c);
       if (typeof raw !== "object" || raw === null || Array.isArray(raw))
@@ -135,7 +128,8 @@ export function createEdgeApp(
           `deployment ${slug} is served by upstream ${upstream.name}, which this server does not declare`,
           "upstream_unavailable",
         );
-      return forwardChat(c, declared, upstream.model, raw as Record<string, unknown>, meter);
+      const path = route === "chat" ? "chat/completions" : "responses";
+      return forwardToUpstream(c, declared, path, upstream.model, raw as Record<string, unknown>, meter);
     }
     const body = await readJson(c);
     const request =

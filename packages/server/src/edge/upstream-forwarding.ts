@@ -1,11 +1,14 @@
-// Forwards one chat-completions request to the external server a deployment
-// names and relays the answer as it arrives: status, JSON, or the SSE stream
-// chunk by chunk. The edge has already done auth, the enabled check and key
+// Forwards one chat-completions or Responses API request to the external
+// server a deployment names, at the same route under its base URL
+// (…/chat/completions, …/responses), and relays the answer as it arrives:
+// status, JSON, or the SSE stream chunk by chunk. An upstream that does not
+// serve the Responses API answers with its own error (often 404), relayed as
+// it is (docs/server.md#forwarding-deployments-to-an-external-inference-server). The edge has already done auth, the enabled check and key
 // accounting; the client's Authorization (a key of this deployment) stays
 // here and the operator's key for the upstream goes instead. The request's
 // "model" becomes the name the upstream serves the target under; every other
 // field passes through untouched, so the upstream's own features (tools,
-// response_format, logprobs) work. The tokens the upstream reports in its
+// response_format, logprobs, the Responses API's items) work. The tokens the upstream reports in its
 // answer's `usage` go to the key's meter (none reported: 0 tokens).
 import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
 import type { Context } from "hono";
@@ -18,9 +21,13 @@ import { type Upstream, upstreamKeyVariable } from "./upstreams.js";
 /** Response headers worth relaying; the body arrives already decoded, so no encoding or length headers. */
 const RELAYED_HEADERS = ["content-type", "cache-control"];
 
-export async function forwardChat(
+/** The OpenAI routes a deployment serves, by their path under a base URL. */
+export type ForwardedRoute = "chat/completions" | "responses";
+
+export async function forwardToUpstream(
   c: Context,
   upstream: Upstream,
+  route: ForwardedRoute,
   model: string,
   body: Record<string, unknown>,
   meter?: TokenMeter,
@@ -34,7 +41,7 @@ export async function forwardChat(
   res.once("close", onClose);
   let answer: Response;
   try {
-    answer = await fetch(`${upstream.baseUrl}/chat/completions`, {
+    answer = await fetch(`${upstream.baseUrl}/${route}`, {
       method: "POST",
       headers: {
         "content-type": "application/json",

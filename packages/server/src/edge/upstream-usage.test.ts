@@ -61,3 +61,21 @@ it("skips an SSE line too long to hold and reads the lines after it", () => {
   });
   assert.equal(read("text/event-stream", long, 64 * 1024), null);
 });
+
+it("reads a Responses API answer's usage: the response's, or the response.completed event's", () => {
+  const usage = { input_tokens: 7, output_tokens: 3, total_tokens: 10 };
+  assert.deepEqual(read("application/json", JSON.stringify({ object: "response", output: [], usage })), {
+    promptTokens: 7,
+    completionTokens: 3,
+  });
+  const event = (type: string, payload: unknown) =>
+    `event: ${type}\ndata: ${JSON.stringify({ type, ...(payload as object) })}`;
+  const stream = [
+    event("response.created", { response: { object: "response", usage: null } }),
+    event("response.output_text.delta", { delta: 'a "usage" in the text' }),
+    event("response.completed", { response: { object: "response", usage } }),
+    "",
+  ];
+  assert.deepEqual(read("text/event-stream", stream.join("\n\n")), { promptTokens: 7, completionTokens: 3 });
+  assert.equal(read("text/event-stream", stream.slice(0, 2).join("\n\n")), null, "cut before it completed");
+});

@@ -1,7 +1,9 @@
 // Reads the token counts an upstream reports (`usage` in OpenAI's format)
 // from its answer while the edge relays it unchanged: from the JSON body of a
 // chat.completion, or from the last SSE chunk that carries `usage` (OpenAI
-// sends one only when the client asked for stream_options.include_usage).
+// sends one only when the client asked for stream_options.include_usage);
+// for the Responses API, a response's usage (input_tokens, output_tokens),
+// streamed in the response.completed event's response.
 // An answer without usage, or one too large to hold, counts 0 tokens.
 
 export interface ReportedUsage {
@@ -21,13 +23,23 @@ function usageIn(text: string): ReportedUsage | null {
   } catch {
     return null;
   }
-  const usage = (parsed as { usage?: unknown } | null)?.usage as
-    | { prompt_tokens?: unknown; completion_tokens?: unknown }
+  const answer = parsed as { usage?: unknown; response?: { usage?: unknown } } | null;
+  // A Responses API event (response.completed) holds the response, and its usage, in `response`.
+  const usage = (answer?.usage ?? answer?.response?.usage) as
+    | {
+        prompt_tokens?: unknown;
+        completion_tokens?: unknown;
+        input_tokens?: unknown;
+        output_tokens?: unknown;
+      }
     | null
     | undefined;
   if (typeof usage !== "object" || usage === null) return null;
   const tokens = (n: unknown) => (typeof n === "number" && Number.isSafeInteger(n) && n > 0 ? n : 0);
-  return { promptTokens: tokens(usage.prompt_tokens), completionTokens: tokens(usage.completion_tokens) };
+  return {
+    promptTokens: tokens(usage.prompt_tokens ?? usage.input_tokens),
+    completionTokens: tokens(usage.completion_tokens ?? usage.output_tokens),
+  };
 }
 
 export class UpstreamUsageReader {
