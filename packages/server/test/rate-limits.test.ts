@@ -1,7 +1,8 @@
 // Request rate limits, set by the operator: the edge per deployment key (open
 // deployments per client address), the cloud API per identity, anonymous
 // sign-ups per client address. Over the limit: 429 with Retry-After, in the
-// OpenAI error shape at the edge and the cloud API's shape elsewhere; other
+// OpenAI error shape at the edge and the cloud API's shape elsewhere; chat
+// completions and the Responses API share a key's budget; other
 // keys and identities are not held up.
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
@@ -60,9 +61,14 @@ for (const backend of ["sqlite", "postgres"] as Backend[]) {
           messages: [{ role: "user", content: "hi" }],
           max_tokens: 1,
         });
+      const respond = (openai: OpenAI) =>
+        openai.responses.create({ model: "x", input: "hi", max_output_tokens: 1 });
       const first = client(await newKey());
-      for (let i = 0; i < 3; i++) assert.equal((await chat(first)).object, "chat.completion");
-      const refused = await chat(first).catch((error) => error as InstanceType<typeof OpenAI.APIError>);
+      // Chat completions and the Responses API share the key's budget.
+      assert.equal((await chat(first)).object, "chat.completion");
+      assert.equal((await respond(first)).object, "response");
+      assert.equal((await chat(first)).object, "chat.completion");
+      const refused = await respond(first).catch((error) => error as InstanceType<typeof OpenAI.APIError>);
       assert.ok(refused instanceof OpenAI.RateLimitError, String(refused));
       assert.equal(refused.status, 429);
       assert.equal(refused.code, "rate_limit_exceeded");
@@ -96,6 +102,15 @@ for (const backend of ["sqlite", "postgres"] as Backend[]) {
       assert.equal(refused.body.error.code, "rate_limit_exceeded");
       assert.match(refused.body.error.message, /too many requests for this identity \(limit 12\/min\)/);
       assert.ok(Number(refused.headers.get("retry-after")) >= 1);
+      // The cloud API's Responses route counts against the same budget.
+      const respond = () =>
+        call(server.apiUrl, "POST", "/v1/responses", {
+          token: a.token,
+          json: { model: TINY_MODEL, input: "hi", max_output_tokens: 1 },
+        });
+      let responses = await respond();
+      for (let i = 0; i < 3 && responses.status !== 429; i++) responses = await respond();
+      assert.equal(responses.status, 429);
       assert.equal((await call(server.apiUrl, "GET", "/v1/me", { token: b.token })).status, 200);
     });
 
