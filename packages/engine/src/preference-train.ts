@@ -52,7 +52,11 @@ export interface PreferenceProgress extends TrainProgress {
 }
 
 export interface PreferenceTrainOptions
-  extends Omit<TrainOptions, "trainSet" | "evalSet" | "hyperparameters" | "prepared" | "onProgress"> {
+  // No startAdapter yet: a DPO run from an adapter needs that adapter as its frozen reference, not the base.
+  extends Omit<
+    TrainOptions,
+    "trainSet" | "evalSet" | "hyperparameters" | "prepared" | "onProgress" | "startAdapter"
+  > {
   trainSet: PreferenceRow[];
   evalSet?: PreferenceRow[];
   hyperparameters: PreferenceTrainHyperparameters;

@@ -52,6 +52,32 @@ export function writeOptimizerState(file: string, adapter: LoraAdapter, optimize
   writeSafetensors(file, tensors, { metadata: { step: String(optimizer.step) } });
 }
 
+/** Whether two adapters have the same rank, alpha and target modules (so one's tensors fit the other). */
+function sameLoraShape(a: LoraAdapter, b: LoraAdapter): boolean {
+  return (
+    a.spec.r === b.spec.r &&
+    a.spec.alpha === b.spec.alpha &&
+    [...a.spec.targetModules].sort().join() === [...b.spec.targetModules].sort().join()
+  );
+}
+
+/**
+ * Starts a run from a PEFT adapter (TrainOptions.startAdapter): copies its
+ * weights into `adapter`, which must have its shape. Unlike resuming, nothing
+ * else carries over: the optimizer is fresh and the run starts at step 0.
+ */
+export function loadStartAdapter(dir: string, adapter: LoraAdapter): void {
+  const saved = loadAdapter(dir);
+  if (!sameLoraShape(saved, adapter)) {
+    throw new EngineError(
+      "invalid_argument",
+      `${dir}: the start adapter has LoRA ${JSON.stringify(saved.spec)}, this run has ${JSON.stringify(adapter.spec)}`,
+      dir,
+    );
+  }
+  for (const [name, t] of adapter.tensors) t.set(saved.tensors.get(name) as Float32Array);
+}
+
 export function restoreCheckpoint(
   dir: string,
   adapter: LoraAdapter,
@@ -85,14 +111,7 @@ export function restoreCheckpoint(
   }
   if (state.seed !== expect.seed) throw mismatch("seed", state.seed, expect.seed);
   const saved = loadAdapter(dir);
-  const spec = adapter.spec;
-  if (
-    saved.spec.r !== spec.r ||
-    saved.spec.alpha !== spec.alpha ||
-    [...saved.spec.targetModules].sort().join() !== [...spec.targetModules].sort().join()
-  ) {
-    throw mismatch("LoRA", saved.spec, spec);
-  }
+  if (!sameLoraShape(saved, adapter)) throw mismatch("LoRA", saved.spec, adapter.spec);
   for (const [name, t] of adapter.tensors) t.set(saved.tensors.get(name) as Float32Array);
 
   const optimFile = join(dir, "optimizer.safetensors");

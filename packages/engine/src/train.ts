@@ -20,7 +20,12 @@ import {
   ExactMatchRunner,
   exactMatchSample,
 } from "./task-metrics.js";
-import { restoreCheckpoint, type TrainerState, writeOptimizerState } from "./train-checkpoint.js";
+import {
+  loadStartAdapter,
+  restoreCheckpoint,
+  type TrainerState,
+  writeOptimizerState,
+} from "./train-checkpoint.js";
 import { resolvePrecision, trainingWeights } from "./train-precision.js";
 import { prepareSet, TRUNCATION_MODES } from "./truncation.js";
 import type {
@@ -198,7 +203,7 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
       samplesPerStep,
       seed: settings.seed,
     });
-  }
+  } else if (options.startAdapter) loadStartAdapter(options.startAdapter, adapter);
 
   const graph = new ModelGraph(config, trainingWeights(model.weights, config, precision));
   // The exact-match sample is fixed for the run; its generator is made at the first eval that needs it.

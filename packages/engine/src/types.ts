@@ -186,6 +186,11 @@ export interface TrainOptions {
   signal?: AbortSignal;
   /** Resume from a checkpoint folder written by an earlier run with the same data and hyperparameters. */
   resumeFrom?: string;
+  /**
+   * Start from this PEFT adapter folder's weights (same rank, alpha and targets
+   * as hyperparameters.lora) with a fresh optimizer at step 0; resumeFrom wins when both are set.
+   */
+  startAdapter?: string;
   /** prepareSets' result for these sets and hyperparameters (a caller that reports it first); train() prepares them otherwise. */
   prepared?: PreparedSets;
   onProgress?: (progress: TrainProgress) => void | Promise<void>;
