@@ -1,8 +1,9 @@
 // Every OpenAI chat-completions parameter through a real server process, with
 // the official openai npm client: logprobs against the engine's own
 // log-softmax for the same prefix (the test loads the same model), n, the
-// penalties' formula, logit_bias, streaming agreeing with non-streaming, the
-// accepted pass-through parameters, and each refused one naming its param;
+// penalties' formula (greedy, and sampled at a temperature), logit_bias,
+// streaming agreeing with non-streaming, the accepted pass-through
+// parameters, and each refused one naming its param;
 // the cloud API's /v1/inference/chat takes the same parameters by svc's
 // names; and the official Python client reads logprobs (skipped, counted,
 // where python3 has no openai package).
@@ -230,6 +231,44 @@ describe("chat parameters (OpenAI's chat-completions parameters, each honoured o
       for (const t of completionIds) counts.set(t, (counts.get(t) ?? 0) + 1);
       for (const [t, c] of counts) row[t] -= c * frequency + presence;
     });
+  });
+
+  it("sampled at a temperature, each token's logprob is that of the penalised logits divided by it", async () => {
+    const temperature = 0.7;
+    const frequency = 1;
+    const presence = 0.8;
+    const completion = await create({
+      temperature,
+      seed: 5,
+      max_tokens: 10,
+      logprobs: true,
+      top_logprobs: 2,
+      frequency_penalty: frequency,
+      presence_penalty: presence,
+    });
+    const content = completion.choices[0].logprobs?.content;
+    assert.ok(content && content.length > 1);
+    const table = model.tokenizer.tokenBytes();
+    const ids = [...promptIds];
+    for (const [i, entry] of content.entries()) {
+      const expected = logSoftmax(ids, (row) => {
+        const counts = new Map<number, number>();
+        for (const t of ids.slice(promptIds.length)) counts.set(t, (counts.get(t) ?? 0) + 1);
+        for (const [t, c] of counts) row[t] -= c * frequency + presence;
+        for (let t = 0; t < row.length; t++) row[t] /= temperature;
+      });
+      const drawn = table.findIndex(
+        (b) => b !== null && Buffer.from(b).equals(Buffer.from(entry.bytes ?? [])),
+      );
+      assert.ok(drawn >= 0, `token ${i} is in the vocabulary`);
+      assert.ok(
+        Math.abs(entry.logprob - expected[drawn]) < 1e-4,
+        `token ${i}: ${entry.logprob} vs ${expected[drawn]}`,
+      );
+      const best = Array.from(expected).sort((a, b) => b - a)[0];
+      assert.ok(Math.abs(entry.top_logprobs[0].logprob - best) < 1e-4, `token ${i}'s most likely`);
+      ids.push(drawn);
+    }
   });
 
   it("under response_format json_schema a biased token never breaks the JSON", async () => {
