@@ -364,6 +364,38 @@ describe("the Responses API (POST /v1/responses)", () => {
     const fromAdapter = await cloud.responses.create({ model: tuned, input: "hi", max_output_tokens: 2 });
     assert.equal(fromAdapter.model, tuned);
     assert.equal(fromAdapter.usage?.output_tokens, 2);
+    // a project API key is its project's scope here as on the cloud API's chat completions
+    const issued = await call(server.apiUrl, "POST", `/v1/project-keys?${owner.scope}`, {
+      token: owner.token,
+      json: { label: "responses" },
+    });
+    assert.equal(issued.status, 201, JSON.stringify(issued.body));
+    const keyed = new OpenAI({
+      apiKey: issued.body.key.plaintext,
+      baseURL: `${server.apiUrl}/v1`,
+      maxRetries: 0,
+    });
+    const byKey = await keyed.responses.create({
+      model: tuned,
+      input: "hi",
+      max_output_tokens: 2,
+      temperature: 0,
+    });
+    const byChat = await keyed.chat.completions.create({
+      model: tuned,
+      messages: [{ role: "user", content: "hi" }],
+      max_tokens: 2,
+      temperature: 0,
+    });
+    assert.equal(byKey.output_text, byChat.choices[0].message.content, "the same generation as chat");
+    await call(server.apiUrl, "DELETE", `/v1/project-keys/${issued.body.key.id}?${owner.scope}`, {
+      token: owner.token,
+    });
+    await assert.rejects(
+      keyed.responses.create({ model: tuned, input: "hi" }),
+      (e: unknown) => e instanceof OpenAI.AuthenticationError,
+      "a revoked key fails on its next request",
+    );
     await assert.rejects(
       cloud.responses.create({ model: "no/such-model-here", input: "hi" }),
       (e: unknown) => e instanceof OpenAI.BadRequestError && e.param === "model",
