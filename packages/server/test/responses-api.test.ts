@@ -180,6 +180,46 @@ describe("the Responses API (POST /v1/responses)", () => {
     assert.deepEqual(final.usage, whole.usage);
   });
 
+  it("at temperature 0 a streamed function call and a streamed JSON output are the whole answer's", async () => {
+    const called = {
+      model: "x",
+      input: "Where is order B2?",
+      tools: [ORDER_TOOL],
+      tool_choice: { type: "function" as const, name: "lookup_order" },
+      temperature: 0,
+    };
+    const callsOf = (response: OpenAI.Responses.Response) =>
+      response.output.flatMap((item) =>
+        item.type === "function_call" ? [[item.name, item.arguments, item.status]] : [],
+      );
+    const whole = await openai.responses.create(called);
+    const streamed = await openai.responses.stream(called).finalResponse();
+    assert.ok(callsOf(whole).length >= 1);
+    assert.deepEqual(callsOf(streamed), callsOf(whole));
+    assert.deepEqual(streamed.usage, whole.usage);
+    const json = {
+      model: "x",
+      input: "Rate the sea.",
+      temperature: 0,
+      text: {
+        format: {
+          type: "json_schema" as const,
+          name: "rating",
+          schema: {
+            type: "object",
+            properties: { mood: { type: "string", enum: ["calm", "rough"] } },
+            required: ["mood"],
+            additionalProperties: false,
+          },
+        },
+      },
+    };
+    const wholeJson = await openai.responses.create(json);
+    const streamedJson = await openai.responses.stream(json).finalResponse();
+    assert.equal(streamedJson.output_text, wholeJson.output_text);
+    assert.ok(["calm", "rough"].includes(JSON.parse(wholeJson.output_text).mood));
+  });
+
   it("a tool call round trip: function_call out, function_call_output back, streamed and not", async () => {
     const first = await openai.responses.create({
       model: "x",
