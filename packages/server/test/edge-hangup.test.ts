@@ -1,7 +1,8 @@
 // A streaming client that hangs up at the edge leaves the batch at once,
 // through a real `svc server`: its generation stops within one decode step of
 // the hang-up, which the tokens its API key is billed for show (key usage,
-// GET /v1/endpoints/:id/keys), since the edge meters what was generated.
+// GET /v1/endpoints/:id/keys), since the edge meters what was generated;
+// on chat completions and on the Responses API alike.
 //
 // The model is random, with an output head that can only pick printable ASCII
 // characters, each one token (the test tokenizer's byte tokens; no
@@ -65,12 +66,27 @@ interface Streamed {
   elapsedMs: number;
 }
 
-/** Streams a chat from the edge; with `hangUpAt`, destroys the connection as soon as that many tokens arrived. */
+/** What one SSE event adds: chat.completion.chunk deltas, or the Responses API's output_text deltas. */
+function readEvent(event: string, out: Streamed): void {
+  const payload = /^data: (.*)$/m.exec(event)?.[1] ?? "";
+  if (payload === "[DONE]" || payload === "") return;
+  const data = JSON.parse(payload);
+  if (data.object === "chat.completion.chunk") {
+    const choice = data.choices[0];
+    out.text += choice.delta.content ?? "";
+    out.finishReason = choice.finish_reason ?? out.finishReason;
+  } else if (data.type === "response.output_text.delta") out.text += data.delta;
+  else if (data.type === "response.incomplete") out.finishReason = "length";
+}
+
+/** Streams a chat (or a response) from the edge; with `hangUpAt`, destroys the connection as soon as that many tokens arrived. */
 function stream(url: string, apiKey: string, hangUpAt?: number): Promise<Streamed> {
+  const responses = url.endsWith("/responses");
   const body = JSON.stringify({
     model: "x",
-    messages: [{ role: "user", content: "Write." }],
-    max_tokens: MAX_TOKENS,
+    ...(responses
+      ? { input: "Write.", max_output_tokens: MAX_TOKENS }
+      : { messages: [{ role: "user", content: "Write." }], max_tokens: MAX_TOKENS }),
     temperature: 0,
     stream: true,
   });
@@ -89,13 +105,7 @@ function stream(url: string, apiKey: string, hangUpAt?: number): Promise<Streame
           pending += data;
           const events = pending.split("\n\n");
           pending = events.pop() ?? "";
-          for (const event of events) {
-            const payload = event.replace(/^data: /, "");
-            if (payload === "[DONE]") continue;
-            const choice = JSON.parse(payload).choices[0];
-            out.text += choice.delta.content ?? "";
-            out.finishReason = choice.finish_reason ?? out.finishReason;
-          }
+          for (const event of events) readEvent(event, out);
           out.tokens = out.text.length;
           if (hangUpAt !== undefined && out.tokens >= hangUpAt) {
             req.destroy();
@@ -118,6 +128,7 @@ describe("a streaming client that hangs up at the edge", () => {
   let id: Identity;
   let deploymentId: string;
   let url: string;
+  let responsesUrl: string;
   const newKey = async () =>
     (
       await call(server.apiUrl, "POST", `/v1/endpoints/${deploymentId}/keys`, {
@@ -156,6 +167,7 @@ describe("a streaming client that hangs up at the edge", () => {
     assert.equal(created.status, 201, JSON.stringify(created.body));
     deploymentId = created.body.deployment.id;
     url = `${server.edgeUrl}/d/${created.body.deployment.slug}/v1/chat/completions`;
+    responsesUrl = `${server.edgeUrl}/d/${created.body.deployment.slug}/v1/responses`;
   });
   after(() => server?.cleanup());
 
@@ -178,6 +190,23 @@ describe("a streaming client that hangs up at the edge", () => {
       `received ${partial.tokens} tokens, then hung up; ${generated} generated (a step ~${stepMs.toFixed(1)} ms)`,
     );
     // One step may be running when the hang-up arrives, and one token may be on its way to the client.
+    assert.ok(
+      generated >= partial.tokens && generated <= partial.tokens + 2,
+      `${generated} tokens generated for a client that hung up after ${partial.tokens}`,
+    );
+  });
+
+  it("a Responses API stream leaves the batch the same way: billed at most 2 tokens past those received", async () => {
+    const whole = await newKey();
+    const full = await stream(responsesUrl, whole.plaintext);
+    assert.equal(full.finishReason, "length");
+    assert.equal(full.tokens, MAX_TOKENS);
+    assert.equal(await billed(whole.id), MAX_TOKENS);
+    const hungUp = await newKey();
+    const partial = await stream(responsesUrl, hungUp.plaintext, HANG_UP_AT);
+    assert.ok(partial.tokens >= HANG_UP_AT && partial.tokens < MAX_TOKENS);
+    assert.equal(partial.text, full.text.slice(0, partial.tokens), "greedy: the same tokens");
+    const generated = await billed(hungUp.id);
     assert.ok(
       generated >= partial.tokens && generated <= partial.tokens + 2,
       `${generated} tokens generated for a client that hung up after ${partial.tokens}`,
