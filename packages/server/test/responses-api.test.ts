@@ -351,6 +351,32 @@ describe("the Responses API (POST /v1/responses)", () => {
     }
   });
 
+  it("prompt limits apply as on chat completions: context_length_exceeded, streamed or not, before any event", async () => {
+    const models = await call(server.apiUrl, "GET", "/v1/models", { token: id.token });
+    const contextLength = models.body.models.find((m: { name: string }) => m.name === TINY_MODEL)
+      .contextLength as number;
+    const refusal = async (params: Omit<OpenAI.Responses.ResponseCreateParamsNonStreaming, "model">) => {
+      for (const stream of [false, true]) {
+        const error = await openai.responses
+          .create({ model: "x", ...params, stream } as OpenAI.Responses.ResponseCreateParamsNonStreaming)
+          .then(
+            () => assert.fail("answered 200"),
+            (e: unknown) => e,
+          );
+        assert.ok(error instanceof OpenAI.BadRequestError, String(error));
+        assert.equal(error.code, "context_length_exceeded", error.message);
+      }
+    };
+    // by its bytes, before tokenizing (five items under the 200,000-character limit of one)
+    await refusal({
+      input: Array.from({ length: 5 }, () => ({ role: "user", content: "x".repeat(190_000) })),
+    });
+    // in tokens, after tokenizing (the tiny model's tokens are single bytes)
+    await refusal({ input: "x".repeat(contextLength) });
+    // an explicit max_output_tokens that does not fit beside the input
+    await refusal({ input: "hi", max_output_tokens: contextLength });
+  });
+
   it("keys and usage apply as on chat completions", async () => {
     await assert.rejects(
       edgeClient(server.edgeUrl, deployment.slug, "svc_live_wrong").responses.create({
