@@ -447,12 +447,13 @@ for (const backend of ["sqlite", "postgres"] as Backend[]) {
         code: "invalid_request",
         message: /is not a known field/,
       });
+      // Chat rows in a dpo job (openai-dpo.test.ts trains one on preference pairs).
       await refused(
         client.fineTuning.jobs.create({
           ...base,
           method: { type: "dpo", dpo: { hyperparameters: { beta: 0.1 } } },
         }),
-        { status: 400, param: "method.type", code: "unsupported_method", message: /post-training/ },
+        { status: 400, param: "training_file", code: "invalid_training_file", message: /preference pairs/ },
       );
       await refused(client.fineTuning.jobs.create({ ...base, method: { type: "reinforcement" } } as never), {
         status: 400,

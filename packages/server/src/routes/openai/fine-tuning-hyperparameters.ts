@@ -5,7 +5,8 @@
 // - batch_size "auto": the engine's default batch (4), or the training file's
 //   rows when it has fewer;
 // - learning_rate_multiplier "auto": 1. svc's learning rate is the multiplier
-//   times BASE_LEARNING_RATE, the engine's default rate for LoRA.
+//   times BASE_LEARNING_RATE, the engine's default rate for LoRA (a DPO job's:
+//   DPO_BASE_LEARNING_RATE, fine-tuning-method.ts).
 // A checkpoint is saved at the end of each epoch, as OpenAI does, and a
 // validation file is evaluated then too.
 import { resolveHyperparameters } from "@svc/engine";
@@ -51,11 +52,12 @@ export function svcHyperparameters(
   rows: number,
   withValidation: boolean,
   limits: JobLimits,
+  baseRate = BASE_LEARNING_RATE,
 ): JobHyperparameters {
   // An epoch longer than the server's step limit is refused by the job's step bound, which names n_epochs.
   const stepsPerEpoch = Math.min(Math.max(1, Math.ceil(rows / hp.batch_size)), limits.maxSteps);
   // learningRate is bounded at 1 (wire-limits): a larger multiplier is refused where it is read.
-  const learningRate = hp.learning_rate_multiplier * BASE_LEARNING_RATE;
+  const learningRate = hp.learning_rate_multiplier * baseRate;
   return {
     lora: { ...DEFAULT_LORA },
     numTrainEpochs: hp.n_epochs,
@@ -71,12 +73,15 @@ export function svcHyperparameters(
 export const MAX_MULTIPLIER = (hyperparameterRanges().learningRate.max as number) / BASE_LEARNING_RATE;
 
 /** What any svc job (svc start, POST /v1/jobs, this API) trains with, in OpenAI's terms. */
-export function supervisedOf(hp: JobHyperparameters): SupervisedHyperparameters {
+export function supervisedOf(
+  hp: JobHyperparameters,
+  baseRate = BASE_LEARNING_RATE,
+): SupervisedHyperparameters {
   const s = resolveHyperparameters(engineHyperparameters(hp));
   return {
     n_epochs: s.numTrainEpochs,
     batch_size: s.batchSize,
-    learning_rate_multiplier: s.learningRate / BASE_LEARNING_RATE,
+    learning_rate_multiplier: s.learningRate / baseRate,
   };
 }
 

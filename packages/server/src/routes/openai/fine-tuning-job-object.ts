@@ -3,7 +3,8 @@
 
 import type { OpenAiJobFacts } from "../../store/openai-job-store.js";
 import type { Job, JobStatus } from "../../wire.js";
-import { type SupervisedHyperparameters, seedOf, supervisedOf } from "./fine-tuning-hyperparameters.js";
+import { type SupervisedHyperparameters, seedOf } from "./fine-tuning-hyperparameters.js";
+import { hyperparametersOf, type JobMethodObject, methodObjectOf } from "./fine-tuning-method.js";
 import {
   type FineTunedModelName,
   fileId,
@@ -33,7 +34,7 @@ export interface FineTuningJobObject {
   organization_id: string;
   status: string;
   hyperparameters: SupervisedHyperparameters;
-  method: { type: "supervised"; supervised: { hyperparameters: SupervisedHyperparameters } };
+  method: JobMethodObject;
   training_file: string;
   validation_file: string | null;
   result_files: string[];
@@ -54,7 +55,7 @@ export const modelNameOf = (job: Job, orgSlug: string, facts: OpenAiJobFacts): F
 });
 
 export function fineTuningJobObject(job: Job, orgSlug: string, facts: OpenAiJobFacts): FineTuningJobObject {
-  const hyperparameters = supervisedOf(job.hyperparameters);
+  const hyperparameters = hyperparametersOf(job);
   // A dry run completes without training: it has no model and no metrics.
   const succeeded = job.status === "completed" && !job.dryRun;
   return {
@@ -67,7 +68,7 @@ export function fineTuningJobObject(job: Job, orgSlug: string, facts: OpenAiJobF
     organization_id: orgSlug,
     status: STATUS[job.status],
     hyperparameters,
-    method: { type: "supervised", supervised: { hyperparameters } },
+    method: methodObjectOf(job),
     training_file: fileId(job.datasetId),
     validation_file: job.evalDatasetId ? fileId(job.evalDatasetId) : null,
     result_files: succeeded ? [resultFileId(job.id)] : [],

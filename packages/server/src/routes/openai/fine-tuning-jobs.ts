@@ -8,72 +8,21 @@ import type { ApiEnv, ServerContext } from "../../context.js";
 import { ApiError } from "../../http/api-error.js";
 import { readJson } from "../../http/body.js";
 import { noSuch, OpenAiError } from "../../http/openai-error.js";
-import {
-  type Check,
-  inRange,
-  nullable,
-  object,
-  oneOf,
-  optional,
-  parseBody,
-  string,
-} from "../../http/validate.js";
+import { inRange, nullable, object, optional, parseBody, string } from "../../http/validate.js";
 import { metadataCheck } from "../../inference/chat-params.js";
 import type { JobRow } from "../../store/job-store.js";
 import { toJob } from "../../store/job-store.js";
 import { OpenAiJobStore } from "../../store/openai-job-store.js";
 import { type Job, type JobLimits, type Project, SEED_RANGE } from "../../wire.js";
 import { cancelJob, createJob, createJobBody } from "../jobs.js";
-import {
-  MAX_EPOCHS,
-  MAX_MULTIPLIER,
-  type RequestedHyperparameters,
-  resolveSupervised,
-  svcHyperparameters,
-} from "./fine-tuning-hyperparameters.js";
 import { fineTuningJobObject } from "./fine-tuning-job-object.js";
+import { fileRefusal, hyperparametersCheck, methodCheck, svcTraining } from "./fine-tuning-method.js";
 import { datasetIdOf, fineTuningJobId, jobIdOf } from "./openai-ids.js";
 import { checkQuery, limitQuery, metadataFilters, pageAfter } from "./openai-list.js";
 import { canSee, scopedProject } from "./openai-scope.js";
 
 const refuse = (param: string, message: string, code = "invalid_request") =>
   new OpenAiError(400, code, message, param);
-
-/** A number within its check, or "auto". */
-const autoOr =
-  (check: Check<number>): Check<number | "auto"> =>
-  (value, path) =>
-    value === "auto" ? "auto" : check(value, path);
-
-const hyperparametersCheck = (limits: JobLimits) =>
-  object({
-    n_epochs: optional(autoOr(inRange({ integer: true, min: 1, max: MAX_EPOCHS }))),
-    batch_size: optional(autoOr(inRange({ integer: true, min: 1, max: limits.batchSize }))),
-    learning_rate_multiplier: optional(
-      autoOr(inRange({ integer: false, exclusiveMin: 0, max: MAX_MULTIPLIER })),
-    ),
-    reasoning_effort: optional((_value: unknown, path: string): never => {
-      throw refuse(path, `"${path}": svc's models are not reasoning models; leave reasoning_effort out`);
-    }),
-  });
-
-/** method: only "supervised" trains here; DPO and reinforcement come with post-training. */
-const methodCheck =
-  (limits: JobLimits): Check<{ hyperparameters?: RequestedHyperparameters }> =>
-  (value, path) => {
-    const type = typeof value === "object" && value !== null ? (value as { type?: unknown }).type : undefined;
-    if (type === "dpo" || type === "reinforcement")
-      throw refuse(
-        `${path}.type`,
-        `"${path}.type": ${JSON.stringify(type)} is not served yet: svc trains "supervised" jobs; DPO and reinforcement come with post-training`,
-        "unsupported_method",
-      );
-    const method = object({
-      type: oneOf(["supervised"] as const),
-      supervised: optional(object({ hyperparameters: optional(hyperparametersCheck(limits)) })),
-    })(value, path);
-    return { hyperparameters: method.supervised?.hyperparameters };
-  };
 
 const SUFFIX = /^[A-Za-z0-9._-]+$/;
 
@@ -90,7 +39,7 @@ const createBody = (limits: JobLimits) =>
     seed: nullable(optional(inRange(SEED_RANGE))),
     metadata: nullable(optional(metadataCheck)),
     method: optional(methodCheck(limits)),
-    hyperparameters: optional(hyperparametersCheck(limits)),
+    hyperparameters: optional(object(hyperparametersCheck(limits))),
     integrations: nullable(
       optional((value: unknown, path: string) => {
         if (Array.isArray(value) && value.length === 0) return value;
@@ -108,6 +57,7 @@ function openAiParams(hyperparametersPath: string): [string, string][] {
     ["hyperparameters.numTrainEpochs", `${hyperparametersPath}.n_epochs`],
     ["hyperparameters.batchSize", `${hyperparametersPath}.batch_size`],
     ["hyperparameters.learningRate", `${hyperparametersPath}.learning_rate_multiplier`],
+    ["hyperparameters.beta", `${hyperparametersPath}.beta`],
   ];
 }
 
@@ -116,7 +66,7 @@ function inOpenAiTerms(error: unknown, hyperparametersPath: string): unknown {
   if (!(error instanceof ApiError) || error.status !== 400) return error;
   for (const [svc, openAi] of openAiParams(hyperparametersPath)) {
     if (error.message.startsWith(`"${svc}`))
-      return new OpenAiError(400, error.code, error.message.replace(`"${svc}`, `"${openAi}`), openAi);
+      return fileRefusal(error.code, error.message.replace(`"${svc}`, `"${openAi}`), openAi);
   }
   return error;
 }
@@ -160,25 +110,15 @@ export function fineTuningJobRoutes(ctx: ServerContext) {
     const validation = request.validation_file
       ? await datasetOf(project, "validation_file", request.validation_file)
       : undefined;
-    const hpPath = request.hyperparameters ? "hyperparameters" : "method.supervised.hyperparameters";
-    const resolved = resolveSupervised(
-      request.method?.hyperparameters ?? request.hyperparameters ?? {},
-      train.rows,
-      ctx.jobLimits,
-    );
+    const method = request.method ?? { type: "supervised", hyperparameters: request.hyperparameters ?? {} };
+    const hpPath = request.hyperparameters ? "hyperparameters" : `method.${method.type}.hyperparameters`;
     const seed = request.seed ?? randomInt(0, (SEED_RANGE.max as number) + 1);
     const svcRequest = parseBody(svcBody, {
       name: request.suffix ?? "fine-tuning job",
       baseModel: request.model,
       datasetId: train.id,
       ...(validation ? { evalDatasetId: validation.id } : {}),
-      hyperparameters: svcHyperparameters(
-        resolved,
-        seed,
-        train.rows,
-        validation !== undefined,
-        ctx.jobLimits,
-      ),
+      ...svcTraining(method, seed, train.rows, validation !== undefined, ctx.jobLimits),
     });
     let job: Job;
     try {
