@@ -334,6 +334,33 @@ describe("chat parameters (OpenAI's chat-completions parameters, each honoured o
       assert.equal(chunk.usage ?? null, null, "no usage unless asked");
   });
 
+  it("messages: text content parts read as their joined text, and developer as system", async () => {
+    const plain = await create({
+      temperature: 0,
+      max_tokens: 6,
+      messages: [
+        { role: "system", content: "Be brief." },
+        { role: "user", content: "Tell me about the sea." },
+      ],
+    });
+    const parts = await create({
+      temperature: 0,
+      max_tokens: 6,
+      messages: [
+        { role: "developer", content: [{ type: "text", text: "Be brief." }] },
+        {
+          role: "user",
+          content: [
+            { type: "text", text: "Tell me " },
+            { type: "text", text: "about the sea." },
+          ],
+        },
+      ],
+    });
+    assert.equal(parts.choices[0].message.content, plain.choices[0].message.content);
+    assert.deepEqual(parts.usage, plain.usage, "the same prompt");
+  });
+
   it("refuses what a text model cannot honour, and unknown keys, with 400 naming the param", async () => {
     const cases: [Record<string, unknown>, string][] = [
       [{ modalities: ["text", "audio"] }, "modalities"],
@@ -359,6 +386,12 @@ describe("chat parameters (OpenAI's chat-completions parameters, each honoured o
       [{ max_tokens: 4, max_completion_tokens: 5 }, "max_completion_tokens"],
       [{ stream_options: { include_usage: true } }, "stream_options"],
       [{ metadata: { k: 5 } }, "metadata.k"],
+      [{ messages: [{ role: "user", content: "hi", name: "ann" }] }, "messages[0].name"],
+      [
+        { messages: [{ role: "user", content: [{ type: "image_url", image_url: { url: "x" } }] }] },
+        "messages[0].content[0].type",
+      ],
+      [{ messages: [{ role: "user", content: [] }] }, "messages[0].content"],
     ];
     for (const [extra, param] of cases) {
       await assert.rejects(create(extra), (e: unknown) => {

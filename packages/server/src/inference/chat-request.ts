@@ -71,14 +71,40 @@ const toolCallCheck: Check<ToolCall> = (value, path) => {
   return call;
 };
 
+/** A message's content: a string, or an array of text parts ({ type: "text", text }) read as their joined text. */
+const contentCheck: Check<string> = (value, path) => {
+  const text = string({ max: MAX_CONTENT, allowNul: true });
+  if (!Array.isArray(value)) return text(value, path);
+  const joined = array(
+    (part, p) => {
+      const type = (part as { type?: unknown } | null)?.type;
+      if (type !== "text")
+        throw badRequest(
+          `"${p}.type" ${type === undefined ? describe(part) : JSON.stringify(type)} is not supported: svc serves text models; content parts are "text"`,
+          "unsupported_parameter",
+        );
+      return object({ type: literal("text"), text })(part, p).text;
+    },
+    { min: 1, max: 500 },
+  )(value, path).join("");
+  return text(joined, path);
+};
+
 const messageCheck: Check<ChatMessage> = (value, path) => {
   const message = object({
-    role: oneOf(["system", "user", "assistant", "tool"]),
-    content: optional(nullable(string({ max: MAX_CONTENT, allowNul: true }))),
+    // "developer" is OpenAI's newer name of the system role.
+    role: oneOf(["system", "developer", "user", "assistant", "tool"]),
+    content: optional(nullable(contentCheck)),
     name: optional(string({ max: 256 })),
     tool_calls: optional(array(toolCallCheck, { min: 1, max: MAX_TOOLS })),
     tool_call_id: optional(string({ min: 1, max: 256 })),
   })(value, path);
+  // A tool result's name is the function's, which templates show; no template shows a participant's.
+  if (message.name !== undefined && message.role !== "tool")
+    throw badRequest(
+      `"${path}.name" is not supported on ${message.role} messages: svc's chat templates do not show participant names; leave it out`,
+      "unsupported_parameter",
+    );
   if (message.tool_calls !== undefined && message.role !== "assistant")
     throw badRequest(`"${path}.tool_calls" is only allowed on assistant messages`);
   if (message.tool_call_id !== undefined && message.role !== "tool")
@@ -88,7 +114,8 @@ const messageCheck: Check<ChatMessage> = (value, path) => {
   // Content may be null or absent only where the message calls tools instead.
   if ((message.content === undefined || message.content === null) && message.tool_calls === undefined)
     throw badRequest(`"${path}.content" is required`);
-  return { ...message, content: message.content ?? null };
+  const role = message.role === "developer" ? "system" : message.role;
+  return { ...message, role, content: message.content ?? null };
 };
 
 /** The conversation: tool messages answer a call an earlier assistant message made. */
