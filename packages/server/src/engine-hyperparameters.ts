@@ -5,11 +5,12 @@
 // "all-linear": every linear layer of the model's family but the output head.
 // A DPO job's stored hyperparameters carry its method (routes/jobs.ts), which
 // passes through to the training process.
-import type { PreferenceTrainHyperparameters } from "@svc/engine";
-import type { JobHyperparameters, TorchModel, TrainingMethod } from "./wire.js";
+import type { GrpoHyperparameters, PreferenceTrainHyperparameters } from "@svc/engine";
+import type { JobGrader, JobHyperparameters, TorchModel, TrainingMethod } from "./wire.js";
 
-/** What a training process trains with: the engine's hyperparameters, DPO's, and the method. */
-export type EngineJobHyperparameters = PreferenceTrainHyperparameters & { method?: TrainingMethod };
+/** What a training process trains with: the engine's hyperparameters, DPO's, GRPO's, the method and graders. */
+export type EngineJobHyperparameters = PreferenceTrainHyperparameters &
+  GrpoHyperparameters & { method?: TrainingMethod; graders?: JobGrader[] };
 
 /** What builds the model on the torch backend (hyperparameters.torchModel; default svc's decoder). */
 export function torchModelOf(hp: JobHyperparameters): TorchModel {

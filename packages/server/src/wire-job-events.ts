@@ -68,6 +68,32 @@ export interface TrainingLogEvent extends JobEventBase {
   rewards?: PreferenceFigures;
   /** Method "dpo": the same on the eval set (with its loss, also in evalLoss) when an eval ran; else null. */
   evalRewards?: (PreferenceFigures & { loss: number }) | null;
+  /** Method "grpo": the step's reward figures and a few sampled completions (docs/post-training.md#grpo). */
+  grpo?: GrpoFigures;
+}
+
+/** A GRPO step's figures (the engine's GrpoMetrics) and where its time went. */
+export interface GrpoFigures {
+  /** Mean combined reward of the step's completions, and the mean of its groups' standard deviations. */
+  reward: number;
+  rewardStd: number;
+  /** Each grader's own mean reward, by name. */
+  rewards: Record<string, number>;
+  /** Mean k3 KL to the reference over the trained tokens; null when beta is 0 (no reference pass). */
+  kl: number | null;
+  completionLength: number;
+  /** Share of groups whose completions all scored the same (they train nothing). */
+  zeroAdvantageFraction: number;
+  clipFraction: number;
+  samples: {
+    rowNumber: number;
+    completion: string;
+    rewards: Record<string, number>;
+    reward: number;
+    advantage: number;
+  }[];
+  /** Seconds spent sampling, scoring and updating. */
+  seconds?: { generation: number; scoring: number; update: number };
 }
 
 /**

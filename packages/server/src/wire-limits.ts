@@ -54,9 +54,18 @@ export function hyperparameterRanges(limits: JobLimits = DEFAULT_JOB_LIMITS) {
     exactMatchMaxTokens: { integer: true, min: 0, max: 256 },
     exactMatchSamples: { integer: true, min: 0, max: 512 },
     // method "dpo" (docs/post-training.md); the engine checks the same (preference-loss.ts)
-    beta: { integer: false, exclusiveMin: 0, max: 100 },
+    // beta is also GRPO's KL weight, where 0 is allowed (no reference); DPO's must be > 0 (routes/jobs.ts)
+    beta: { integer: false, min: 0, max: 100 },
     labelSmoothing: { integer: false, min: 0, max: 0.5 },
     gamma: { integer: false, min: 0, max: 100 },
+    // method "grpo" (docs/post-training.md#grpo); the engine checks the same (grpo-train.ts resolveGrpo)
+    numGenerations: { integer: true, min: 2, max: 64 },
+    temperature: { integer: false, min: 0, max: 2 },
+    topP: { integer: false, exclusiveMin: 0, max: 1 },
+    maxCompletionTokens: { integer: true, min: 1, max: 4096 },
+    epsilon: { integer: false, min: 0, max: 0.9 },
+    // a GRPO job's graders[i].weight (negative: a penalty)
+    graderWeight: { integer: false, min: -100, max: 100 },
   } satisfies Record<string, NumericRange | Record<string, NumericRange>>;
 }
 

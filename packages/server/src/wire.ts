@@ -246,16 +246,48 @@ export interface JobHyperparameters {
   labelSmoothing?: number;
   /** SimPO's target reward margin γ (default 0.5); only with loss "simpo". */
   gamma?: number;
+  /** GRPO (method "grpo", docs/post-training.md#grpo): completions sampled per prompt, the group (default 8). */
+  numGenerations?: number;
+  /** GRPO: the sampling temperature (default 1) and nucleus topP (default 1). */
+  temperature?: number;
+  topP?: number;
+  /** GRPO: the most tokens of one sampled completion (default 64). */
+  maxCompletionTokens?: number;
+  /** GRPO: the ratio's clip ε (default 0.2). beta is GRPO's KL weight to the reference (default 0; 0 allowed). */
+  epsilon?: number;
+  /** GRPO: divide each advantage by its group's reward standard deviation (default true). */
+  scaleRewards?: boolean;
+  /**
+   * Method "grpo": the job's graders as the request's top-level `graders` gave them; they are stored
+   * with the hyperparameters and read back here (not accepted inside a request's hyperparameters).
+   */
+  graders?: JobGrader[];
 }
 
+
 /** How a job trains (docs/post-training.md): supervised fine-tuning on chat rows, or preference tuning on pairs. */
-export type TrainingMethod = "sft" | "dpo";
-export const TRAINING_METHODS: readonly TrainingMethod[] = ["sft", "dpo"];
+export type TrainingMethod = "sft" | "dpo" | "grpo";
+export const TRAINING_METHODS: readonly TrainingMethod[] = ["sft", "dpo", "grpo"];
 /** The preference losses of method "dpo" (hyperparameters.loss). */
 export type PreferenceLoss = "sigmoid" | "simpo";
 export const PREFERENCE_LOSSES: readonly PreferenceLoss[] = ["sigmoid", "simpo"];
 /** The hyperparameters only method "dpo" reads (a "sft" job naming one is refused). */
 export const PREFERENCE_HYPERPARAMETERS = ["loss", "beta", "labelSmoothing", "gamma"] as const;
+/** The hyperparameters only method "grpo" reads (beta too, as its KL weight). */
+export const GRPO_HYPERPARAMETERS = [
+  "numGenerations",
+  "temperature",
+  "topP",
+  "maxCompletionTokens",
+  "epsilon",
+  "scaleRewards",
+] as const;
+
+/** One reward of a GRPO job: an OpenAI grader object (docs/graders.md) and its weight in the sum (default 1). */
+export interface JobGrader {
+  grader: Record<string, unknown>;
+  weight?: number;
+}
 
 /** The torch backend's model implementation (hyperparameters.torchModel). */
 export type TorchModel = "svc" | "transformers";
@@ -269,8 +301,10 @@ export interface CreateJobRequest {
   /** Fraction (0, 0.5] of the training set held out for eval when no eval dataset is given. */
   evalFraction?: number;
   hyperparameters?: JobHyperparameters;
-  /** "sft" (default) trains on chat rows; "dpo" on preference pairs (docs/post-training.md). */
+  /** "sft" (default) trains on chat rows; "dpo" on preference pairs; "grpo" on prompts with graders (docs/post-training.md). */
   method?: TrainingMethod;
+  /** Method "grpo": the rewards, graders run by the server (docs/post-training.md#grpo). */
+  graders?: JobGrader[];
   /** Validate everything and run the data pipeline without training. */
   dryRun?: boolean;
   /** Which training backend runs the job (docs/gpu-training.md); default "auto": any worker's. */
@@ -292,7 +326,7 @@ export interface Job {
   datasetId: string;
   evalDatasetId: string | null;
   hyperparameters: JobHyperparameters;
-  /** How the job trains: "sft" or "dpo" (jobs made before methods existed: "sft"). */
+  /** How the job trains: "sft", "dpo" or "grpo" (jobs made before methods existed: "sft"). */
   method: TrainingMethod;
   dryRun: boolean;
   backend: JobBackend;

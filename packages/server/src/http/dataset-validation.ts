@@ -1,18 +1,27 @@
 // Validates an uploaded JSONL file: every line a training row (the engine's
 // parseDataset), or, when its first row is a preference pair, every line a pair
-// (parsePreferenceDataset: method "dpo", docs/post-training.md). A large file takes a while to parse, and its rows are garbage
+// (parsePreferenceDataset: method "dpo", docs/post-training.md), or, when its
+// first row's messages end before the answer, every line a GRPO prompt
+// (parsePromptDataset: method "grpo"). A large file takes a while to parse, and its rows are garbage
 // at once, so files over INLINE_LIMIT are parsed on a worker thread: an upload
 // never holds the event loop (and its collector) for the other requests.
 import { createReadStream } from "node:fs";
 import { Worker } from "node:worker_threads";
-import { isEngineError, isPreferenceRow, parseDataset, parsePreferenceDataset } from "@svc/engine";
+import {
+  isEngineError,
+  isPreferenceRow,
+  isPromptRow,
+  parseDataset,
+  parsePreferenceDataset,
+  parsePromptDataset,
+} from "@svc/engine";
 import { lineOfInvalidUtf8, utf8Text } from "./body.js";
 
 /** Files up to this size are parsed on the event loop (a few milliseconds). */
 export const INLINE_LIMIT = 1024 * 1024;
 
-/** The format a file's first row declares: chat rows (SFT) or preference pairs (DPO). */
-export type DatasetFormat = "sft" | "preference";
+/** The format a file's first row declares: chat rows (SFT), preference pairs (DPO) or prompts (GRPO). */
+export type DatasetFormat = "sft" | "preference" | "prompts";
 
 /** The format of JSONL text, read from its first non-blank line (the whole file is checked under it). */
 export function datasetFormatOf(text: string): DatasetFormat {
@@ -23,7 +32,8 @@ export function datasetFormatOf(text: string): DatasetFormat {
     start = end < 0 ? text.length : end + 1;
     if (line.trim().length === 0) continue;
     try {
-      return isPreferenceRow(JSON.parse(line)) ? "preference" : "sft";
+      const row: unknown = JSON.parse(line);
+      return isPreferenceRow(row) ? "preference" : isPromptRow(row) ? "prompts" : "sft";
     } catch {
       return "sft"; // not JSON: parseDataset names the line
     }
@@ -47,10 +57,10 @@ export function checkDataset({ bytes, name }: DatasetCheckRequest): DatasetCheck
   if (text === null) return { problem: "invalid_utf8", line: lineOfInvalidUtf8(Buffer.from(bytes)) };
   try {
     const format = datasetFormatOf(text);
-    const rows =
-      format === "preference"
-        ? parsePreferenceDataset(text, { source: name }).length
-        : parseDataset(text, { source: name }).length;
+    const parse = { preference: parsePreferenceDataset, prompts: parsePromptDataset, sft: parseDataset }[
+      format
+    ];
+    const rows = parse(text, { source: name }).length;
     return { rows, format };
   } catch (error) {
     if (!isEngineError(error)) throw error;

@@ -26,6 +26,7 @@ import {
   type BaseModelInfo,
   DEFAULT_LORA,
   EVAL_FRACTION_RANGE,
+  GRPO_HYPERPARAMETERS,
   hyperparameterRanges,
   JOB_BACKENDS,
   type Job,
@@ -41,6 +42,7 @@ import {
   type TrainingMethod,
 } from "../wire.js";
 import { jobOr404, projectFromQuery } from "./access.js";
+import { checkGradersOnDataset, jobGradersCheck } from "./job-grpo.js";
 
 /** hyperparameters, ranged by wire-limits.ts under this server's job limits; a missing `lora` is DEFAULT_LORA (as documented). */
 function hyperparametersCheck(limits: JobLimits): Check<JobHyperparameters> {
@@ -74,6 +76,12 @@ function hyperparametersCheck(limits: JobLimits): Check<JobHyperparameters> {
     beta: optional(inRange(range.beta)),
     labelSmoothing: optional(inRange(range.labelSmoothing)),
     gamma: optional(inRange(range.gamma)),
+    numGenerations: optional(inRange(range.numGenerations)),
+    temperature: optional(inRange(range.temperature)),
+    topP: optional(inRange(range.topP)),
+    maxCompletionTokens: optional(inRange(range.maxCompletionTokens)),
+    epsilon: optional(inRange(range.epsilon)),
+    scaleRewards: optional(boolean()),
   });
   return (value, path) => {
     const parsed = check(value, path);
@@ -110,6 +118,7 @@ export const createJobBody = (limits: JobLimits) =>
     evalFraction: optional(inRange(EVAL_FRACTION_RANGE)),
     hyperparameters: optional(hyperparametersCheck(limits)),
     method: optional(oneOf(TRAINING_METHODS)),
+    graders: optional(jobGradersCheck),
     dryRun: optional(boolean()),
     backend: optional(oneOf(JOB_BACKENDS)),
   });
@@ -151,14 +160,10 @@ export async function createJob(ctx: ServerContext, project: Project, body: Crea
       );
     if (field === "datasetId") trainRows = dataset.rows;
     const format = await storedDatasetFormat(ctx.dataDir.abs(dataset.path));
-    const wants = method === "dpo" ? "preference" : "sft";
-    if (format !== wants)
-      throw badRequest(
-        format === "preference"
-          ? `"${field}": dataset ${id} holds preference pairs; train it with "method": "dpo" (docs/post-training.md)`
-          : `"${field}": method "dpo" trains on preference pairs, and dataset ${id} holds chat rows (docs/post-training.md#datasets)`,
-        "invalid_dataset",
-      );
+    const wants = method === "dpo" ? "preference" : method === "grpo" ? "prompts" : "sft";
+    if (format !== wants) throw badRequest(datasetMismatch(field, id, format, method), "invalid_dataset");
+    if (method === "grpo" && body.graders)
+      await checkGradersOnDataset(body.graders, ctx.dataDir.abs(dataset.path));
   }
   const hyperparameters: JobHyperparameters = body.hyperparameters ?? { lora: { ...DEFAULT_LORA } };
   // Without maxSteps, epochs × batches decide the length: bound that too (all rows: an eval split only shortens it).
@@ -178,7 +183,11 @@ export async function createJob(ctx: ServerContext, project: Project, body: Crea
     eval_dataset_id: body.evalDatasetId ?? null,
     eval_fraction: body.evalFraction ?? null,
     // The method rides in the stored hyperparameters (no column: jobs before methods are "sft"); toJob lifts it out.
-    hyperparameters: JSON.stringify(method === "sft" ? hyperparameters : { ...hyperparameters, method }),
+    hyperparameters: JSON.stringify({
+      ...hyperparameters,
+      ...(method === "sft" ? {} : { method }),
+      ...(body.graders ? { graders: body.graders } : {}),
+    }),
     dry_run: body.dryRun ? 1 : 0,
     error: null,
     created_at: nowIso(),
@@ -189,8 +198,8 @@ export async function createJob(ctx: ServerContext, project: Project, body: Crea
     lease_expires_at: null,
     resume_from: null,
     attempts: 0,
-    // Only the engine trains method "dpo" so far: such a job is the engine's, so a torch worker never claims it.
-    backend: method === "dpo" ? "engine" : (body.backend ?? "auto"),
+    // Only the engine trains methods "dpo" and "grpo" so far: such a job is the engine's, so a torch worker never claims it.
+    backend: method !== "sft" ? "engine" : (body.backend ?? "auto"),
   });
   ctx.wakeWorkers();
   return (await withQueuedReasons(ctx.store.db, [job]))[0];
@@ -199,6 +208,12 @@ export async function createJob(ctx: ServerContext, project: Project, body: Crea
 /** The method's rules across fields: its hyperparameters only with it, and the backends that train it. */
 function checkMethod(method: TrainingMethod, body: CreateJobRequest): void {
   const hp = body.hyperparameters;
+  if (method !== "grpo") {
+    const stray = GRPO_HYPERPARAMETERS.find((key) => hp?.[key] !== undefined);
+    if (stray)
+      throw badRequest(`"hyperparameters.${stray}" is a GRPO setting: set "method": "grpo" to use it`);
+    if (body.graders) throw badRequest(`"graders" reward a GRPO job: set "method": "grpo" to use them`);
+  }
   if (method === "sft") {
     const stray = PREFERENCE_HYPERPARAMETERS.find((key) => hp?.[key] !== undefined);
     if (stray)
@@ -207,12 +222,48 @@ function checkMethod(method: TrainingMethod, body: CreateJobRequest): void {
       );
     return;
   }
+  if (method === "grpo") {
+    const stray = PREFERENCE_HYPERPARAMETERS.find((key) => key !== "beta" && hp?.[key] !== undefined);
+    if (stray)
+      throw badRequest(`"hyperparameters.${stray}" is a DPO setting: method "grpo" does not read it`);
+    if (!body.graders)
+      throw badRequest(
+        `"graders": method "grpo" needs at least one grader to reward its completions (docs/post-training.md#grpo)`,
+      );
+    if (body.backend === "torch")
+      throw badRequest(
+        `"backend": the torch backend does not train method "grpo" yet; leave "backend" out or set "engine"`,
+      );
+    const evalField = body.evalDatasetId
+      ? "evalDatasetId"
+      : body.evalFraction !== undefined
+        ? "evalFraction"
+        : null;
+    if (evalField)
+      throw badRequest(
+        `"${evalField}": method "grpo" has no eval set yet; its steps log the rewards of what they sample`,
+      );
+    return;
+  }
+  if (hp?.beta === 0) throw badRequest(`"hyperparameters.beta": DPO's beta must be greater than 0`);
   if (hp?.gamma !== undefined && hp.loss !== "simpo")
     throw badRequest(`"hyperparameters.gamma" is SimPO's margin: it needs "hyperparameters.loss": "simpo"`);
   if (body.backend === "torch")
     throw badRequest(
       `"backend": the torch backend does not train method "dpo" yet; leave "backend" out or set "engine"`,
     );
+}
+
+/** Why a dataset does not fit the job's method, naming the field. */
+function datasetMismatch(field: string, id: string, format: string, method: TrainingMethod): string {
+  const holds =
+    { preference: "preference pairs", prompts: "GRPO prompts", sft: "chat rows" }[format] ?? format;
+  if (method === "sft" || format === "preference") {
+    const fits = format === "preference" ? "dpo" : "grpo";
+    return `"${field}": dataset ${id} holds ${holds}; train it with "method": "${fits}" (docs/post-training.md)`;
+  }
+  const wants = method === "dpo" ? "preference pairs" : "prompts (messages ending before the answer)";
+  return `"${field}": method "${method}" trains on ${wants}, and dataset ${id} holds ${holds} (docs/post-training.md#datasets)`;
 }
 
 /** Cancels a job that has not finished (a queued one at once, a running one at its next step). */

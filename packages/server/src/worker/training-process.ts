@@ -1,7 +1,8 @@
 // Runs one training job in a child process of the server (forked by the job
 // runner), so a crash in the native kernels costs this job's process only:
 // reads the datasets and the base model (training-sets.ts), calls the engine's train()
-// (trainPreference() for method "dpo") and reports progress, checkpoints and the
+// (trainPreference() for method "dpo", trainGrpo() with the job's graders for
+// method "grpo") and reports progress, checkpoints and the
 // result as IPC messages.
 import {
   type CheckpointInfo,
@@ -9,9 +10,11 @@ import {
   type TrainProgress,
   type TrainResult,
   train,
+  trainGrpo,
   trainPreference,
 } from "@svc/engine";
 import { exitWithParent } from "../process/engine-process.js";
+import { graderScorer, readGrpoTrainingSet } from "./training-grpo.js";
 import { postToRunner as post, trainingInput } from "./training-protocol.js";
 import { readPreferenceTrainingSets, readTrainingSets } from "./training-sets.js";
 
@@ -44,6 +47,11 @@ async function main(): Promise<void> {
       const { model, trainSet, evalSet, prepared, started } = await readPreferenceTrainingSets(input);
       await post(started);
       run = () => trainPreference({ ...common(model), trainSet, evalSet, prepared });
+    } else if (input.hyperparameters.method === "grpo") {
+      const { model, trainSet, started } = await readGrpoTrainingSet(input);
+      const scorer = graderScorer(input.hyperparameters.graders ?? []);
+      await post(started);
+      run = () => trainGrpo({ ...common(model), trainSet, ...scorer });
     } else {
       const { model, trainSet, evalSet, prepared, started } = await readTrainingSets(input);
       await post(started);

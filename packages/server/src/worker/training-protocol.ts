@@ -1,6 +1,6 @@
 // Messages between a job runner and its training process, and the training
 // process's end of them.
-import type { PreferenceProgress, TrainProgress, TrainResult } from "@svc/engine";
+import type { GrpoProgress, PreferenceProgress, TrainProgress, TrainResult } from "@svc/engine";
 import type { EngineJobHyperparameters } from "../engine-hyperparameters.js";
 import type { TorchModel, TruncationRowNote } from "../wire.js";
 
@@ -60,7 +60,8 @@ export type TrainingProcessMessage =
       type: "progress";
       progress: TrainProgress &
         BackendFigures &
-        Partial<Pick<PreferenceProgress, "preference" | "evalPreference">>;
+        Partial<Pick<PreferenceProgress, "preference" | "evalPreference">> &
+        Partial<Pick<GrpoProgress, "grpo" | "timing">>;
     }
   | { type: "checkpoint"; step: number; dir: string }
   | { type: "result"; result: TrainResult | null; trainSeconds: number }

@@ -121,6 +121,7 @@ export async function runTrainingProcess(
             ...(p.device ? { device: p.device } : {}),
             ...(p.memoryBytes !== undefined ? { memoryBytes: p.memoryBytes } : {}),
             ...(p.preference ? { rewards: p.preference, evalRewards: p.evalPreference ?? null } : {}),
+            ...(p.grpo ? { grpo: { ...p.grpo, ...(p.timing ? { seconds: p.timing } : {}) } } : {}),
           },
         ]);
         return;

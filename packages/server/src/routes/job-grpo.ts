@@ -1,0 +1,82 @@
+// What POST /v1/jobs checks for method "grpo" (docs/post-training.md#grpo):
+// its graders, each an OpenAI grader object (graders/grader-schema.ts) with a
+// weight, checked whole at job creation with the field named; then run once
+// against the dataset's first row, so a template naming a field the rows do
+// not have ({{item.answer}}) is refused here, before any training, and not at
+// the first step. score_model graders are refused for now: the training
+// process has no inference service to judge with.
+import { createReadStream } from "node:fs";
+import { grade } from "../graders/grade.js";
+import { GradeError } from "../graders/grade-errors.js";
+import { type Grader, parseGrader } from "../graders/grader-schema.js";
+import { sampleOf } from "../graders/templates.js";
+import { badRequest } from "../http/api-error.js";
+import { array, type Check, inRange, object, optional } from "../http/validate.js";
+import { hyperparameterRanges, type JobGrader } from "../wire.js";
+
+/** Most graders one job sums. */
+export const MAX_JOB_GRADERS = 16;
+
+function refuseJudges(grader: Grader, path: string): void {
+  const judged =
+    grader.type === "score_model"
+      ? path
+      : grader.type === "multi"
+        ? Object.entries(grader.graders).find(([, g]) => g.type === "score_model")?.[0]
+        : undefined;
+  if (judged !== undefined)
+    throw badRequest(
+      `"${judged === path ? path : `${path}.graders.${judged}`}": score_model graders cannot reward a GRPO job yet (the training process has no model to judge with); use string_check, text_similarity, json_schema or multi`,
+      "invalid_grader",
+    );
+}
+
+/** The request's graders: each checked whole (its JSON kept as given, to be parsed again where it runs). */
+export const jobGradersCheck: Check<JobGrader[]> = array(
+  object({
+    grader: (value, path) => {
+      refuseJudges(parseGrader(value, path), path);
+      return value as Record<string, unknown>;
+    },
+    weight: optional(inRange(hyperparameterRanges().graderWeight)),
+  }),
+  { min: 1, max: MAX_JOB_GRADERS },
+);
+
+/** The graders parsed for grading, in order, with their weights. */
+export function parsedGraders(graders: readonly JobGrader[]): { grader: Grader; weight: number }[] {
+  return graders.map((g, i) => ({
+    grader: parseGrader(g.grader, `graders[${i}].grader`),
+    weight: g.weight ?? 1,
+  }));
+}
+
+/** The first row of a stored JSONL file (uploads were checked whole, so it parses). */
+async function firstRow(path: string): Promise<unknown> {
+  let head = "";
+  for await (const chunk of createReadStream(path, { encoding: "utf8", highWaterMark: 64 * 1024 })) {
+    head += chunk as string;
+    const row = /\S[^\n]*/.exec(head);
+    if (row && row.index + row[0].length < head.length) return JSON.parse(row[0]);
+  }
+  const row = /\S[^\n]*/.exec(head);
+  return row ? JSON.parse(row[0]) : {};
+}
+
+/** Grades an empty completion against the dataset's first row: a grader that cannot be evaluated there is refused. */
+export async function checkGradersOnDataset(
+  graders: readonly JobGrader[],
+  datasetPath: string,
+): Promise<void> {
+  const item = await firstRow(datasetPath);
+  for (const { grader } of parsedGraders(graders)) {
+    try {
+      await grade(grader, { item, sample: sampleOf("") });
+    } catch (error) {
+      // a formula may be undefined on an empty completion only; a missing item field is missing everywhere
+      if (error instanceof GradeError && error.code === "invalid_variable")
+        throw badRequest(`${error.message} (checked against the dataset's first row)`, error.code);
+      if (!(error instanceof GradeError)) throw error;
+    }
+  }
+}
