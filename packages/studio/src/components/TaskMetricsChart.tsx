@@ -4,7 +4,8 @@
 // at 0–100% (the metrics are fractions), x the loss chart's step range so the
 // two charts line up. Hidden until the first metric point; each legend entry
 // appears with its series' first point. A DPO job's held-out preference
-// accuracy (dotted teal) shares the chart: also a fraction, per eval.
+// accuracy (dotted teal) shares the chart: also a fraction, per eval; so does
+// its preference accuracy on each step's training pairs (solid, lighter teal).
 import { useMemo, useState } from "react";
 import { linePath, pointerX, stepAxis } from "../lib/chart-axis.js";
 import { type LossPoint, type LossSeries, ticks } from "../lib/loss-series.js";
@@ -19,6 +20,7 @@ import {
 export const TOKEN_ACCURACY_COLOR = "#4f46e5";
 export const EXACT_MATCH_COLOR = "#d97706";
 export const PREFERENCE_ACCURACY_COLOR = "#0d9488";
+export const TRAIN_PREFERENCE_ACCURACY_COLOR = "#5eead4";
 
 const W = 720;
 const H = 150;
@@ -69,6 +71,12 @@ export function TaskMetricsChart({ series }: { series: LossSeries }) {
     },
     { points: series.exactMatch, color: EXACT_MATCH_COLOR, dash: "6 4", testId: "exact-match-line" },
     {
+      points: series.trainPreferenceAccuracy,
+      color: TRAIN_PREFERENCE_ACCURACY_COLOR,
+      dash: undefined,
+      testId: "train-preference-accuracy-line",
+    },
+    {
       points: series.preferenceAccuracy,
       color: PREFERENCE_ACCURACY_COLOR,
       dash: "2 3",
@@ -90,6 +98,12 @@ export function TaskMetricsChart({ series }: { series: LossSeries }) {
             <span className="legend-item" data-testid="legend-exact-match">
               <LegendSwatch color={EXACT_MATCH_COLOR} dashed={true} />
               Eval exact match
+            </span>
+          )}
+          {series.trainPreferenceAccuracy.length > 0 && (
+            <span className="legend-item" data-testid="legend-train-preference-accuracy">
+              <LegendSwatch color={TRAIN_PREFERENCE_ACCURACY_COLOR} dashed={false} />
+              Preference accuracy
             </span>
           )}
           {series.preferenceAccuracy.length > 0 && (
@@ -174,14 +188,19 @@ export function TaskMetricsChart({ series }: { series: LossSeries }) {
             {hover.exactMatch !== null && (
               <span style={{ color: EXACT_MATCH_COLOR }}>exact match {formatPercent(hover.exactMatch)}</span>
             )}
+            {hover.trainPreferenceAccuracy !== null && (
+              <span style={{ color: TRAIN_PREFERENCE_ACCURACY_COLOR }}>
+                preference accuracy {formatPercent(hover.trainPreferenceAccuracy)}
+              </span>
+            )}
             {hover.preferenceAccuracy !== null && (
               <span style={{ color: PREFERENCE_ACCURACY_COLOR }}>
-                preference accuracy {formatPercent(hover.preferenceAccuracy)}
+                eval preference accuracy {formatPercent(hover.preferenceAccuracy)}
               </span>
             )}
           </>
         ) : (
-          <span className="muted">Hover to read an eval step's task metrics</span>
+          <span className="muted">Hover to read a step's task metrics</span>
         )}
       </div>
     </div>

@@ -74,19 +74,21 @@ test("task metrics hover and formatting", () => {
     tokenAccuracy: 0.8125,
     exactMatch: 0.5,
     preferenceAccuracy: null,
+    trainPreferenceAccuracy: null,
   });
   assert.deepEqual(nearestTaskMetrics(series, 18), {
     step: 20,
     tokenAccuracy: 0.875,
     exactMatch: null,
     preferenceAccuracy: null,
+    trainPreferenceAccuracy: null,
   });
   assert.deepEqual(metricsStepExtent(series), { min: 1, max: 20 }, "the loss chart's step range");
   assert.equal(formatPercent(0.8125), "81.3%");
   assert.equal(formatPercent(1), "100.0%");
 });
 
-test("a DPO job's held-out preference accuracy is a task metric series and a CSV column only when present", () => {
+test("a DPO job's preference accuracy (training and held out) is a task metric series and a CSV column only when present", () => {
   const rewards = (accuracy: number) => ({ chosenReward: 0, rejectedReward: 0, margin: 0, accuracy });
   const series = frames(
     emptySeries(),
@@ -105,15 +107,21 @@ test("a DPO job's held-out preference accuracy is a task metric series and a CSV
     { step: 3, value: 0.9375 },
   ]);
   assert.equal(hasTaskMetrics(series), true);
+  assert.deepEqual(series.trainPreferenceAccuracy, [
+    { step: 1, value: 0.5 },
+    { step: 2, value: 1 },
+  ]);
   assert.deepEqual(nearestTaskMetrics(series, 3), {
     step: 3,
     tokenAccuracy: null,
     exactMatch: null,
     preferenceAccuracy: 0.9375,
+    trainPreferenceAccuracy: null,
   });
   assert.equal(
     seriesToCsv(series),
-    "step,loss,evalLoss,evalTokenAccuracy,evalExactMatch,evalRewards.accuracy\n1,0.69,0.7,,,0.5625\n2,0.6,,,,\n3,0.5,0.4,,,0.9375\n",
+    "step,loss,evalLoss,evalTokenAccuracy,evalExactMatch,evalRewards.accuracy,rewards.accuracy,rewards.chosenReward,rewards.rejectedReward,rewards.margin,evalRewards.chosenReward,evalRewards.rejectedReward,evalRewards.margin\n" +
+      "1,0.69,0.7,,,0.5625,0.5,0,0,0,0,0,0\n2,0.6,,,,,1,0,0,0,,,\n3,0.5,0.4,,,0.9375,,,,,0,0,0\n",
   );
   assert.match(
     seriesToCsv(frames(emptySeries(), { step: 1, loss: 1 })),

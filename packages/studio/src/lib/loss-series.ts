@@ -3,8 +3,10 @@
 // frames included), plus the geometry helpers the SVG chart uses. The eval task
 // metrics (evalTokenAccuracy, evalExactMatch: fractions) ride along for their
 // own chart (TaskMetricsChart) and the CSV, and so does a DPO job's held-out
-// preference accuracy (evalRewards.accuracy, docs/post-training.md); the loss
-// chart's scale, hover and placeholder read the two loss series only.
+// preference accuracy (evalRewards.accuracy, docs/post-training.md), and its
+// per-step figures (rewards: chosen and rejected reward, margin, accuracy) and
+// their eval counterparts for the rewards chart (preference-rewards.ts); the
+// loss chart's scale, hover and placeholder read the two loss series only.
 export interface LossPoint {
   step: number;
   value: number;
@@ -19,18 +21,54 @@ export interface LossSeries {
   exactMatch: LossPoint[];
   /** A DPO job's: points of frames with a numeric evalRewards.accuracy. */
   preferenceAccuracy: LossPoint[];
+  /** A DPO job's training figures (rewards.accuracy, .chosenReward, .rejectedReward, .margin). */
+  trainPreferenceAccuracy: LossPoint[];
+  chosenReward: LossPoint[];
+  rejectedReward: LossPoint[];
+  margin: LossPoint[];
+  /** The same on the eval set (evalRewards.*). */
+  evalChosenReward: LossPoint[];
+  evalRejectedReward: LossPoint[];
+  evalMargin: LossPoint[];
 }
 
-const SERIES_KEYS = ["train", "eval", "tokenAccuracy", "exactMatch", "preferenceAccuracy"] as const;
+const SERIES_KEYS = [
+  "train",
+  "eval",
+  "tokenAccuracy",
+  "exactMatch",
+  "preferenceAccuracy",
+  "trainPreferenceAccuracy",
+  "chosenReward",
+  "rejectedReward",
+  "margin",
+  "evalChosenReward",
+  "evalRejectedReward",
+  "evalMargin",
+] as const;
+
+type SeriesKey = (typeof SERIES_KEYS)[number];
 
 /** The training.log field each series is drawn from. */
-const FIELD_OF: Record<(typeof SERIES_KEYS)[number], string> = {
+const FIELD_OF: Record<SeriesKey, string> = {
   train: "loss",
   eval: "evalLoss",
   tokenAccuracy: "evalTokenAccuracy",
   exactMatch: "evalExactMatch",
   preferenceAccuracy: "evalRewards.accuracy",
+  trainPreferenceAccuracy: "rewards.accuracy",
+  chosenReward: "rewards.chosenReward",
+  rejectedReward: "rewards.rejectedReward",
+  margin: "rewards.margin",
+  evalChosenReward: "evalRewards.chosenReward",
+  evalRejectedReward: "evalRewards.rejectedReward",
+  evalMargin: "evalRewards.margin",
 };
+
+/** A DPO job's series (read from rewards and evalRewards): a CSV column only when the job logged them. */
+const PREFERENCE_KEYS: ReadonlySet<SeriesKey> = new Set(
+  SERIES_KEYS.filter((key) => /^(evalR|r)ewards\./.test(FIELD_OF[key])),
+);
 
 const isNumber = (v: unknown): v is number => typeof v === "number" && Number.isFinite(v);
 
@@ -43,7 +81,20 @@ function fieldOf(payload: Record<string, unknown>, path: string): unknown {
 }
 
 export function emptySeries(): LossSeries {
-  return { train: [], eval: [], tokenAccuracy: [], exactMatch: [], preferenceAccuracy: [] };
+  return {
+    train: [],
+    eval: [],
+    tokenAccuracy: [],
+    exactMatch: [],
+    preferenceAccuracy: [],
+    trainPreferenceAccuracy: [],
+    chosenReward: [],
+    rejectedReward: [],
+    margin: [],
+    evalChosenReward: [],
+    evalRejectedReward: [],
+    evalMargin: [],
+  };
 }
 
 /** Adds the points of one training.log payload; returns the same object when nothing numeric arrived. */
@@ -133,11 +184,11 @@ export function ticks(min: number, max: number, count = 5): number[] {
 /**
  * CSV with one row per step: step,loss,evalLoss,evalTokenAccuracy,evalExactMatch
  * (the training.log field names; empty cells where a series has no point),
- * and for a DPO job evalRewards.accuracy.
+ * and for a DPO job evalRewards.accuracy, then rewards.* and evalRewards.*.
  */
 export function seriesToCsv(series: LossSeries): string {
   const rows = new Map<number, (number | null)[]>();
-  const keys = SERIES_KEYS.filter((key) => key !== "preferenceAccuracy" || series[key].length > 0);
+  const keys = SERIES_KEYS.filter((key) => !PREFERENCE_KEYS.has(key) || series[key].length > 0);
   keys.forEach((key, column) => {
     for (const p of series[key]) {
       const row = rows.get(p.step) ?? keys.map(() => null);

@@ -1,12 +1,19 @@
 // The eval task metrics of training.log (evalTokenAccuracy, evalExactMatch:
 // fractions in [0, 1], docs/api.md#task-metrics) as the task metrics chart and
-// its readout show them. The points live in LossSeries (loss-series.ts).
+// its readout show them, with a DPO job's preference accuracy (training, each
+// step, and eval). The points live in LossSeries (loss-series.ts).
 import type { Extent, LossPoint, LossSeries } from "./loss-series.js";
 
+/** Every point the chart draws. */
+const metricPoints = (series: LossSeries): LossPoint[] => [
+  ...series.tokenAccuracy,
+  ...series.exactMatch,
+  ...series.preferenceAccuracy,
+  ...series.trainPreferenceAccuracy,
+];
+
 export function hasTaskMetrics(series: LossSeries): boolean {
-  return (
-    series.tokenAccuracy.length > 0 || series.exactMatch.length > 0 || series.preferenceAccuracy.length > 0
-  );
+  return metricPoints(series).length > 0;
 }
 
 export interface TaskMetricsHover {
@@ -15,12 +22,14 @@ export interface TaskMetricsHover {
   exactMatch: number | null;
   /** A DPO job's held-out preference accuracy. */
   preferenceAccuracy: number | null;
+  /** A DPO job's preference accuracy on the step's training pairs. */
+  trainPreferenceAccuracy: number | null;
 }
 
 /** The step nearest to x among the task metric points, with whichever metrics exist at that step. */
 export function nearestTaskMetrics(series: LossSeries, x: number): TaskMetricsHover | null {
   let best: number | null = null;
-  for (const p of [...series.tokenAccuracy, ...series.exactMatch, ...series.preferenceAccuracy]) {
+  for (const p of metricPoints(series)) {
     if (best === null || Math.abs(p.step - x) < Math.abs(best - x)) best = p.step;
   }
   if (best === null) return null;
@@ -33,16 +42,14 @@ export function nearestTaskMetrics(series: LossSeries, x: number): TaskMetricsHo
     tokenAccuracy: at(series.tokenAccuracy),
     exactMatch: at(series.exactMatch),
     preferenceAccuracy: at(series.preferenceAccuracy),
+    trainPreferenceAccuracy: at(series.trainPreferenceAccuracy),
   };
 }
 
 /** The step range of the loss chart when it has points (so the two charts line up), else the metrics' own. */
 export function metricsStepExtent(series: LossSeries): Extent {
   const points = series.train.length + series.eval.length > 0 ? [...series.train, ...series.eval] : [];
-  const all =
-    points.length > 0
-      ? points
-      : [...series.tokenAccuracy, ...series.exactMatch, ...series.preferenceAccuracy];
+  const all = points.length > 0 ? points : metricPoints(series);
   let min = Number.POSITIVE_INFINITY;
   let max = Number.NEGATIVE_INFINITY;
   for (const p of all) {

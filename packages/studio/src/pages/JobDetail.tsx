@@ -1,5 +1,6 @@
-// Job detail: live status, failure banner, loss chart with the Advanced
-// statistics, the event log, and a Metadata sidebar (artifact count).
+// Job detail: live status, failure banner, loss chart (and a DPO job's
+// preference accuracy and rewards charts) with the Advanced statistics, the
+// event log, and a Metadata sidebar (artifact count).
 import type { Job } from "@svc/server/wire";
 import { useEffect, useState } from "react";
 import { errorMessage, getJson, sendJson } from "../api.js";
@@ -9,6 +10,7 @@ import { DownloadProgressCard } from "../components/DownloadProgressCard.js";
 import { EventLog } from "../components/EventLog.js";
 import { ExportCard } from "../components/ExportCard.js";
 import { LossChart } from "../components/LossChart.js";
+import { PreferenceRewardsChart } from "../components/PreferenceRewardsChart.js";
 import { StatsCards } from "../components/StatsCards.js";
 import { TaskMetricsChart } from "../components/TaskMetricsChart.js";
 import { useJobEvents } from "../components/useJobEvents.js";
@@ -91,6 +93,7 @@ export function JobDetail({ jobId }: { jobId: string }) {
             </div>
             <LossChart series={ev.series} fileName={`loss-${shortId(jobId)}`} />
             <TaskMetricsChart series={ev.series} />
+            <PreferenceRewardsChart series={ev.series} />
             {advanced && <StatsCards series={ev.series} />}
           </section>
           {status === "completed" && <ExportCard jobId={jobId} />}
