@@ -11,6 +11,7 @@ import { type GrpoProgress, type GrpoTrainHyperparameters, trainGrpo } from "./g
 import { loadModel } from "./load.js";
 import { initLoraAdapter, loraLayersOf, loraParams, zerosLike } from "./lora.js";
 import { ModelGraph } from "./model.js";
+import { loadAdapter } from "./peft.js";
 import { Rng } from "./rng.js";
 import { createRandomModel } from "./testing/random-model.js";
 import type { Model, TokenizedExample } from "./types.js";
@@ -215,4 +216,38 @@ test("a NaN reward or a throwing scorer fails the step naming the row and the re
   );
   // the first step failed before its update: no adapter and no checkpoint was written
   for (const dir of ["nan", "throw", "shape"]) assert.equal(existsSync(join(root, dir)), false, dir);
+});
+
+test("a run resumed from a checkpoint samples and trains as the uninterrupted run did", async () => {
+  const base = {
+    model,
+    trainSet: rows,
+    rewardNames: ["lowercase"],
+    score: (batch: { completion: string }[]) => batch.map((item) => [lowercase(item.completion)]),
+  };
+  const full: number[] = [];
+  const first = await trainGrpo({
+    ...base,
+    hyperparameters: { ...hyper, maxSteps: 6, saveSteps: 3 },
+    outputDir: join(root, "full"),
+    onProgress: (p) => {
+      full.push(p.grpo.reward);
+    },
+  });
+  const resumed: number[] = [];
+  const second = await trainGrpo({
+    ...base,
+    hyperparameters: { ...hyper, maxSteps: 6, saveSteps: 3 },
+    outputDir: join(root, "resumed"),
+    resumeFrom: join(root, "full", "checkpoint-3"),
+    onProgress: (p) => {
+      resumed.push(p.grpo.reward);
+    },
+  });
+  assert.equal(first.steps, 6);
+  assert.equal(second.steps, 6);
+  assert.deepEqual(resumed, full.slice(3), "steps 4-6 sample and score the same completions");
+  const a = loadAdapter(first.adapterDir);
+  const b = loadAdapter(second.adapterDir);
+  for (const [name, t] of a.tensors) assert.deepEqual(b.tensors.get(name), t, name);
 });
