@@ -4,7 +4,10 @@
 //
 //   npm run build
 //   nice -n 10 node bench/template-accuracy.mjs [--model models/pico-llama] [--template ticket-triage]
-//        [--limit N] [--steps N] [--out results.json]
+//        [--limit N] [--steps N] [--out results.json] [--precision fp32|bf16|auto] [--base-weights int8]
+//
+// --precision and --base-weights train the adapter that way (docs/training-precision.md);
+// the report records them with what the run resolved.
 //
 // The training settings come from templates/<name>/src/svc/index.ts through the
 // SDK and server mapping `svc start` uses (template-accuracy/template-config.mjs).
@@ -120,6 +123,8 @@ const { values: args } = parseArgs({
     limit: { type: "string" },
     steps: { type: "string" },
     out: { type: "string" },
+    precision: { type: "string", default: "fp32" },
+    "base-weights": { type: "string" },
   },
 });
 const limit = positiveInt("limit", args.limit);
@@ -242,6 +247,8 @@ async function runTemplate(model, generator, name) {
       evalSet: evalRows,
       hyperparameters,
       outputDir,
+      precision: args.precision,
+      baseWeights: args["base-weights"],
       onProgress: (p) => {
         if (p.loss !== null) tokensPerSecond.push(p.tokensPerSecond);
         if (p.evalLoss !== null) evalLoss = p.evalLoss;
@@ -274,6 +281,7 @@ async function runTemplate(model, generator, name) {
         finalLoss: result.finalLoss,
         evalLoss,
         lossHistory,
+        precision: result.precision,
       },
       trivial: { name: reference.name, ...score(examples, reference.completions) },
       base: { ...score(examples, base.completions), decode: decodeStats(base) },
@@ -348,6 +356,8 @@ if (args.out) {
     loadAverageAtEnd: loadavg()[0],
     limit: limit ?? null,
     stepsOverride: stepsOverride ?? null,
+    precision: args.precision,
+    baseWeights: args["base-weights"] ?? null,
     results,
   };
   writeFileSync(args.out, `${JSON.stringify(report, null, 2)}\n`);
