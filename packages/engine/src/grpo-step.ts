@@ -12,7 +12,8 @@
 //
 // The old policy is the current one at sampling time (one update per batch of
 // generations): the ratio is 1 but its gradient is not. The reference (β > 0)
-// is the same graph with the adapter off: no second copy of the weights.
+// is the same graph with the adapter off (no second copy of the weights), or
+// with the run's start adapter, frozen, when it started from one.
 import { makeBatch } from "./batching.js";
 import type { OutputGrammar } from "./constrained/grammar.js";
 import { EngineError } from "./errors.js";
@@ -149,6 +150,8 @@ export interface GrpoPassOptions {
   graph: ModelGraph;
   lora: LoraLayers;
   grads: LoraLayers;
+  /** The reference policy's adapter (the start adapter, frozen); null: the adapter switched off. */
+  reference: LoraLayers | null;
   settings: GrpoSettings;
   pad: number;
   /** The batch's normaliser: kept completion tokens ("token") or kept completions ("sequence"). */
@@ -191,7 +194,7 @@ export function grpoPass(
   const rowLoss = new Float32Array(B * T);
   let reference: Float64Array[] | null = null;
   if (o.settings.beta > 0) {
-    o.graph.forward(batch, null, null, rowLoss); // the reference: the adapter switched off
+    o.graph.forward(batch, o.reference, null, rowLoss);
     reference = tokenLogProbs(rowLoss, targets, B, T);
   }
   o.graph.forward(batch, o.lora, 1, rowLoss);

@@ -11,7 +11,7 @@ import { type GrpoProgress, type GrpoTrainHyperparameters, trainGrpo } from "./g
 import { loadModel } from "./load.js";
 import { initLoraAdapter, loraLayersOf, loraParams, zerosLike } from "./lora.js";
 import { ModelGraph } from "./model.js";
-import { loadAdapter } from "./peft.js";
+import { loadAdapter, saveAdapter } from "./peft.js";
 import { Rng } from "./rng.js";
 import { createRandomModel } from "./testing/random-model.js";
 import type { Model, TokenizedExample } from "./types.js";
@@ -89,6 +89,7 @@ test("a whole update with fixed completions: grpoPass's adapter gradient matches
         graph,
         lora,
         grads,
+        reference: null,
         settings,
         pad,
         batchTokens,
@@ -250,4 +251,47 @@ test("a run resumed from a checkpoint samples and trains as the uninterrupted ru
   const a = loadAdapter(first.adapterDir);
   const b = loadAdapter(second.adapterDir);
   for (const [name, t] of a.tensors) assert.deepEqual(b.tensors.get(name), t, name);
+});
+
+test("from a start adapter: training starts at its weights and, with beta > 0, it is the frozen reference (KL 0 at step 1)", async () => {
+  const config = model.config;
+  const start = initLoraAdapter(config, hyper.lora!, 2);
+  const rng = new Rng(4);
+  for (const t of start.tensors.values()) for (let i = 0; i < t.length; i++) t[i] = (rng.next() - 0.5) * 0.2;
+  saveAdapter(start, join(root, "start"), { baseModelName: "random" });
+  const reports: GrpoProgress[] = [];
+  const result = await trainGrpo({
+    model,
+    trainSet: rows,
+    hyperparameters: { ...hyper, maxSteps: 3, beta: 0.1 },
+    outputDir: join(root, "from-start"),
+    startAdapter: join(root, "start"),
+    rewardNames: ["lowercase"],
+    score: (batch) => batch.map((item) => [lowercase(item.completion)]),
+    onProgress: (p) => {
+      reports.push(p);
+    },
+  });
+  assert.equal(result.steps, 3);
+  // step 1 samples and trains the start adapter itself: the policy is the reference exactly
+  assert.equal(reports[0].grpo.kl, 0);
+  assert.ok((reports[2].grpo.kl as number) > 0, `KL at step 3 ${reports[2].grpo.kl}`);
+  const final = loadAdapter(result.adapterDir);
+  let moved = 0;
+  for (const [name, t] of start.tensors) {
+    const f = final.tensors.get(name) as Float32Array;
+    for (let i = 0; i < t.length; i++) moved = Math.max(moved, Math.abs(f[i] - t[i]));
+  }
+  assert.ok(moved > 0 && moved < 0.5, `the adapter moved from its start by at most ${moved}`);
+  await assert.rejects(
+    trainGrpo({
+      model,
+      trainSet: rows,
+      hyperparameters: { ...hyper, lora: { ...hyper.lora!, r: 8 }, maxSteps: 1 },
+      outputDir: join(root, "bad-start"),
+      startAdapter: join(root, "start"),
+      score: (batch) => batch.map(() => [0]),
+    }),
+    /the start adapter has LoRA/,
+  );
 });

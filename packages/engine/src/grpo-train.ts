@@ -30,7 +30,12 @@ import { AdamW, clipGradNorm } from "./optim.js";
 import { saveAdapter } from "./peft.js";
 import { learningRateAt } from "./schedule.js";
 import { epochOrder, plannedSteps, resolveHyperparameters } from "./train.js";
-import { restoreCheckpoint, type TrainerState, writeOptimizerState } from "./train-checkpoint.js";
+import {
+  loadStartAdapter,
+  restoreCheckpoint,
+  type TrainerState,
+  writeOptimizerState,
+} from "./train-checkpoint.js";
 import { resolvePrecision, trainingWeights } from "./train-precision.js";
 import type {
   CheckpointInfo,
@@ -39,6 +44,7 @@ import type {
   TrainProgress,
   TrainResult,
 } from "./types.js";
+import type { LoraLayers } from "./weights.js";
 
 export interface GrpoHyperparameters {
   /** Completions sampled per prompt, the group (default 8, at least 2). */
@@ -119,10 +125,7 @@ export interface GrpoProgress extends TrainProgress {
 }
 
 export interface GrpoTrainOptions
-  extends Omit<
-    TrainOptions,
-    "trainSet" | "evalSet" | "hyperparameters" | "prepared" | "onProgress" | "startAdapter"
-  > {
+  extends Omit<TrainOptions, "trainSet" | "evalSet" | "hyperparameters" | "prepared" | "onProgress"> {
   trainSet: GrpoRow[];
   /** 1-based numbers of the train rows in their file (errors name them), default their index + 1. */
   rowNumbers?: number[];
@@ -179,6 +182,13 @@ export async function trainGrpo(options: GrpoTrainOptions): Promise<TrainResult>
       samplesPerStep,
       seed: settings.seed,
     });
+  } else if (options.startAdapter) loadStartAdapter(options.startAdapter, adapter);
+  // From a start adapter, that adapter, frozen, is the reference (kept also on resume); else the adapter off.
+  let reference: LoraLayers | null = null;
+  if (options.startAdapter && grpo.beta > 0) {
+    const frozen = initLoraAdapter(config, settings.lora, settings.seed);
+    loadStartAdapter(options.startAdapter, frozen);
+    reference = loraLayersOf(frozen, config);
   }
   const graph = new ModelGraph(config, trainingWeights(model.weights, config, precision));
   // samples under the adapter object the optimizer updates in place: always the current policy
@@ -282,7 +292,7 @@ export async function trainGrpo(options: GrpoTrainOptions): Promise<TrainResult>
       const part = grpoPass(
         members.map((i) => examples[i]),
         members.map((i) => advantages[i]),
-        { graph, lora, grads, settings: grpo, pad, batchTokens, batchKept },
+        { graph, lora, grads, reference, settings: grpo, pad, batchTokens, batchKept },
       );
       loss += part.loss;
       klSum += part.klSum;
