@@ -69,12 +69,16 @@ function grammarOf(row: GrpoRow, where: string): OutputGrammar | undefined {
   );
 }
 
-/** Every row's prompt tokenized; a row without messages is refused by number. */
+/**
+ * Every row's prompt tokenized; a row without messages, or whose prompt leaves
+ * no room for a completion within maxLength (prompt + completion), is refused by number.
+ */
 export function preparePrompts(
   tokenizer: Tokenizer,
   rows: GrpoRow[],
   set: string,
   rowNumbers?: number[],
+  maxLength = Number.POSITIVE_INFINITY,
 ): GrpoPrompt[] {
   return rows.map((row, i) => {
     const where = `${set} row ${rowNumbers?.[i] ?? i + 1}`;
@@ -87,6 +91,11 @@ export function preparePrompts(
     const promptIds = tokenizer.encode(text);
     if (promptIds.length === 0)
       throw new EngineError("invalid_dataset", `${where}: the prompt has no tokens`);
+    if (promptIds.length >= maxLength)
+      throw new EngineError(
+        "invalid_dataset",
+        `${where}: the prompt has ${promptIds.length} tokens, and maxLength ${maxLength} (prompt plus completion) leaves no room for a completion; raise maxLength or shorten the prompt`,
+      );
     const grammar = grammarOf(row, where);
     return grammar ? { promptIds, grammar } : { promptIds };
   });
@@ -97,6 +106,8 @@ export interface SamplingSettings {
   temperature: number;
   topP: number;
   maxCompletionTokens: number;
+  /** Most tokens of prompt plus completion (hyperparameters.maxLength): a completion stops there. */
+  maxLength: number;
   /** Each completion's seed is derived from this, the step and its place in the batch. */
   seed: number;
 }
@@ -119,7 +130,7 @@ export async function sampleGroups(
         adapter,
         temperature: s.temperature,
         topP: s.topP,
-        maxTokens: s.maxCompletionTokens,
+        maxTokens: Math.min(s.maxCompletionTokens, s.maxLength - prompt.promptIds.length),
         seed: (s.seed * 1_000_003 + step * 7919 + k * s.numGenerations + g) >>> 0,
         grammar: prompt.grammar,
         signal,

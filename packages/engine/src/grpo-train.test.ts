@@ -215,8 +215,17 @@ test("a NaN reward or a throwing scorer fails the step naming the row and the re
     (error: unknown) =>
       isEngineError(error, "invalid_reward") && /expected 2 \(len, bad\)/.test((error as Error).message),
   );
+  await assert.rejects(
+    trainGrpo({
+      ...base,
+      hyperparameters: { ...hyper, maxLength: 8 },
+      outputDir: join(root, "long"),
+      score: () => [],
+    }),
+    /trainSet row 1: the prompt has \d+ tokens, and maxLength 8 \(prompt plus completion\) leaves no room/,
+  );
   // the first step failed before its update: no adapter and no checkpoint was written
-  for (const dir of ["nan", "throw", "shape"]) assert.equal(existsSync(join(root, dir)), false, dir);
+  for (const dir of ["nan", "throw", "shape", "long"]) assert.equal(existsSync(join(root, dir)), false, dir);
 });
 
 test("a run resumed from a checkpoint samples and trains as the uninterrupted run did", async () => {

@@ -152,7 +152,13 @@ export async function trainGrpo(options: GrpoTrainOptions): Promise<TrainResult>
   const config = model.config;
   if (!Array.isArray(options.trainSet) || options.trainSet.length === 0)
     bad("trainSet is empty: GRPO needs at least one prompt");
-  const prompts = preparePrompts(model.tokenizer, options.trainSet, "trainSet", options.rowNumbers);
+  const prompts = preparePrompts(
+    model.tokenizer,
+    options.trainSet,
+    "trainSet",
+    options.rowNumbers,
+    settings.maxLength,
+  );
   const rowNumber = (i: number) => options.rowNumbers?.[i] ?? i + 1;
   const n = prompts.length;
   const G = grpo.numGenerations;
@@ -256,7 +262,7 @@ export async function trainGrpo(options: GrpoTrainOptions): Promise<TrainResult>
       prompts,
       rows,
       step,
-      { ...grpo, seed: settings.seed },
+      { ...grpo, maxLength: settings.maxLength, seed: settings.seed },
       signal,
     );
     if (signal?.aborted) return cancelled();
