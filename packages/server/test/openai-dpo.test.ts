@@ -131,9 +131,29 @@ for (const backend of ["sqlite", "postgres"] as Backend[]) {
         metrics.map((e) => (e.data as { step: number }).step),
         [4, 3, 2, 1],
       );
-      for (const e of metrics) assert.equal(typeof (e.data as Record<string, number>).train_loss, "number");
-      // An eval at the end of each epoch (steps 2 and 4): DPO's loss on the validation pairs.
-      assert.equal(typeof (metrics[0].data as Record<string, number>).valid_loss, "number");
+      for (const e of metrics) {
+        const data = e.data as Record<string, number>;
+        for (const key of [
+          "train_loss",
+          "train_chosen_reward",
+          "train_rejected_reward",
+          "train_reward_margin",
+        ])
+          assert.equal(typeof data[key], "number", key);
+        assert.ok(data.train_preference_accuracy >= 0 && data.train_preference_accuracy <= 1);
+        assert.ok(
+          Math.abs(data.train_reward_margin - (data.train_chosen_reward - data.train_rejected_reward)) < 1e-9,
+        );
+      }
+      // The first step trains from the reference: every reward 0, a tie (accuracy 0.5).
+      const first = metrics.at(-1)?.data as Record<string, number>;
+      assert.deepEqual([first.train_reward_margin, first.train_preference_accuracy], [0, 0.5]);
+      // An eval at the end of each epoch (steps 2 and 4): DPO's loss and figures on the validation pairs.
+      const evals = metrics
+        .filter((e) => "valid_loss" in (e.data as object))
+        .map((e) => (e.data as { step: number }).step);
+      assert.deepEqual(evals, [4, 2]);
+      assert.equal(typeof (metrics[0].data as Record<string, number>).valid_preference_accuracy, "number");
 
       const checkpoints = (await client.fineTuning.jobs.checkpoints.list(job.id)).data;
       assert.deepEqual(
@@ -143,6 +163,7 @@ for (const backend of ["sqlite", "postgres"] as Backend[]) {
       const atStep2 = checkpoints[1];
       assert.equal(atStep2.fine_tuned_model_checkpoint, `${job.fine_tuned_model}:ckpt-step-2`);
       assert.equal(typeof atStep2.metrics.train_loss, "number");
+      assert.equal(typeof (atStep2.metrics as Record<string, number>).valid_reward_margin, "number");
 
       for (const model of [job.fine_tuned_model as string, atStep2.fine_tuned_model_checkpoint]) {
         const completion = await client.chat.completions.create({

@@ -11,6 +11,7 @@ import { OpenAiJobStore } from "../../store/openai-job-store.js";
 import type { JobEvent, TrainingLogEvent } from "../../wire.js";
 import { modelNameOf, unixSeconds } from "./fine-tuning-job-object.js";
 import { fineTuningJobOr404 } from "./fine-tuning-jobs.js";
+import { preferenceMetricsOf } from "./fine-tuning-method.js";
 import { checkpointId, checkpointModelId, eventId, eventSeqOf, fineTuningJobId } from "./openai-ids.js";
 import { checkQuery, limitQuery, pageAfter } from "./openai-list.js";
 
@@ -33,7 +34,10 @@ function metricsOf(log: TrainingLogEvent): Record<string, number> {
     ["learning_rate", log.learningRate],
     ["epoch", log.epoch],
   ];
-  return Object.fromEntries(named.filter((entry): entry is [string, number] => entry[1] !== null));
+  return {
+    ...Object.fromEntries(named.filter((entry): entry is [string, number] => entry[1] !== null)),
+    ...preferenceMetricsOf(log),
+  };
 }
 
 /** What OpenAI's event says for an svc event: level, message, and for a step its metrics. */

@@ -16,6 +16,7 @@ import {
   type Job,
   type JobHyperparameters,
   type JobLimits,
+  type TrainingLogEvent,
   type TrainingMethod,
 } from "../../wire.js";
 import {
@@ -167,4 +168,25 @@ export function fileRefusal(code: string, message: string, param: string): OpenA
     message.replace(/dataset ([0-9a-f-]{36})/g, (_, id) => `file ${fileId(id)}`),
     param,
   );
+}
+
+/**
+ * What a DPO step adds to its metrics event and checkpoint (svc's names in
+ * OpenAI's style; OpenAI documents none for DPO): the mean chosen and rejected
+ * rewards, their margin and the preference accuracy, train_ over the step's
+ * pairs and valid_ over the validation file when it was evaluated.
+ */
+export function preferenceMetricsOf(log: TrainingLogEvent): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [prefix, figures] of [
+    ["train", log.rewards],
+    ["valid", log.evalRewards],
+  ] as const) {
+    if (!figures) continue;
+    out[`${prefix}_chosen_reward`] = figures.chosenReward;
+    out[`${prefix}_rejected_reward`] = figures.rejectedReward;
+    out[`${prefix}_reward_margin`] = figures.margin;
+    out[`${prefix}_preference_accuracy`] = figures.accuracy;
+  }
+  return out;
 }
