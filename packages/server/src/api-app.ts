@@ -16,6 +16,7 @@ import { endpointRoutes } from "./routes/endpoints.js";
 import { eventRoutes } from "./routes/events.js";
 import { exportRoutes } from "./routes/exports.js";
 import { inferenceRoutes } from "./routes/inference.js";
+import { jobPauseRoutes } from "./routes/job-pause.js";
 import { jobRoutes } from "./routes/jobs.js";
 import { keyRoutes } from "./routes/keys.js";
 import { modelPullRoutes } from "./routes/model-pulls.js";
@@ -60,6 +61,7 @@ export function createApiApp(ctx: ServerContext): Hono<ApiEnv> {
     datasetRoutes,
     datasetProfileRoutes,
     jobRoutes,
+    jobPauseRoutes,
     eventRoutes,
     artifactRoutes,
     inferenceRoutes,

@@ -42,6 +42,8 @@ export interface ServerContext {
   wakeWorkers: () => void;
   /** Aborts a job running in this process right away (others poll their cancel flag). */
   cancelRunning: (jobId: string) => void;
+  /** Pauses a job running in this process right away: it checkpoints and stops (others poll their pause flag). */
+  pauseRunning: (jobId: string) => void;
 }
 
 /** Routes run on @hono/node-server: `c.env.outgoing` is the Node response (the event stream writes to it directly). */

@@ -221,6 +221,7 @@ export async function startServer(options: ServerOptions = {}): Promise<ServerHa
       rateLimiters: new RateLimiters(options.rateLimits),
       wakeWorkers: () => runner.nudge(),
       cancelRunning: (jobId) => runner.cancel(jobId),
+      pauseRunning: (jobId) => runner.pause(jobId),
     };
     const usage = new KeyUsageRecorder(store.deployments, store.keyUsage);
     const apiApp = createApiApp(ctx);

@@ -131,6 +131,17 @@ export interface TrainingCancelledEvent extends JobEventBase {
   step: number | null;
 }
 
+/** The job was paused (POST /v1/jobs/:id/pause): `step` is where it stopped (its checkpoint), null when it had not started. */
+export interface TrainingPausedEvent extends JobEventBase {
+  type: "training.paused";
+  step: number | null;
+}
+
+/** A paused job was resumed: it is queued again, to go on from its latest checkpoint. */
+export interface TrainingResumedEvent extends JobEventBase {
+  type: "training.resumed";
+}
+
 /** A file of a Hub download: bytes on disk so far (a resumed file starts above 0) and its size. */
 export interface DownloadFileProgress {
   name: string;
@@ -174,6 +185,8 @@ export type JobEvent =
   | TrainingCompletedEvent
   | TrainingFailedEvent
   | TrainingCancelledEvent
+  | TrainingPausedEvent
+  | TrainingResumedEvent
   | EndEvent;
 
 export type JobEventType = JobEvent["type"];

@@ -203,7 +203,8 @@ export interface HubDatasetSource {
 
 // ---------------------------------------------------------------- jobs
 
-export type JobStatus = "queued" | "running" | "completed" | "failed" | "cancelled";
+/** "paused": stopped at a checkpoint by POST /v1/jobs/:id/pause, not claimed until resumed (docs/api.md#pause-and-resume). */
+export type JobStatus = "queued" | "running" | "paused" | "completed" | "failed" | "cancelled";
 
 export const LR_SCHEDULER_TYPES = ["linear", "cosine", "constant"] as const;
 export type LrSchedulerType = (typeof LR_SCHEDULER_TYPES)[number];
@@ -264,7 +265,6 @@ export interface JobHyperparameters {
   graders?: JobGrader[];
 }
 
-
 /** How a job trains (docs/post-training.md): supervised fine-tuning on chat rows, or preference tuning on pairs. */
 export type TrainingMethod = "sft" | "dpo" | "grpo";
 export const TRAINING_METHODS: readonly TrainingMethod[] = ["sft", "dpo", "grpo"];
@@ -300,7 +300,8 @@ export interface CreateJobRequest {
   evalDatasetId?: string;
   /** Fraction (0, 0.5] of the training set held out for eval when no eval dataset is given. */
   evalFraction?: number;
-  hyperparameters?: JobHyperparameters;
+  /** A missing `lora` is DEFAULT_LORA, or the start adapter's shape for a job with startAdapter. */
+  hyperparameters?: Omit<JobHyperparameters, "lora"> & Partial<Pick<JobHyperparameters, "lora">>;
   /** "sft" (default) trains on chat rows; "dpo" on preference pairs; "grpo" on prompts with graders (docs/post-training.md). */
   method?: TrainingMethod;
   /** Method "grpo": the rewards, graders run by the server (docs/post-training.md#grpo). */
@@ -309,6 +310,11 @@ export interface CreateJobRequest {
   dryRun?: boolean;
   /** Which training backend runs the job (docs/gpu-training.md); default "auto": any worker's. */
   backend?: JobBackend;
+  /**
+   * Start from this adapter of an earlier job on the same base model (its weights, a fresh optimizer, step 0);
+   * the LoRA shape is the adapter's (docs/api.md#starting-from-an-adapter).
+   */
+  startAdapter?: AdapterRef;
 }
 
 /** A job's training backend: the engine (CPU), PyTorch (svc worker --backend torch), or any. */
@@ -328,6 +334,8 @@ export interface Job {
   hyperparameters: JobHyperparameters;
   /** How the job trains: "sft", "dpo" or "grpo" (jobs made before methods existed: "sft"). */
   method: TrainingMethod;
+  /** The adapter the job started from (CreateJobRequest.startAdapter); null: a fresh LoRA. */
+  startAdapter: AdapterRef | null;
   dryRun: boolean;
   backend: JobBackend;
   /** Why a queued job waits: no running worker offers its backend; null when it will be claimed. */

@@ -243,6 +243,17 @@ const doubleFractions: Migration = {
   },
 };
 
+// Pause and resume (POST /v1/jobs/:id/pause|resume): a running job's pause is
+// a flag its worker polls, as cancel_requested is; the job then waits as "paused".
+const jobPause: Migration = {
+  async up(db: Kysely<unknown>) {
+    await db.schema
+      .alterTable("jobs")
+      .addColumn("pause_requested", "integer", (c) => c.notNull().defaultTo(0))
+      .execute();
+  },
+};
+
 export const migrationProvider: MigrationProvider = {
   async getMigrations() {
     return {
@@ -257,6 +268,7 @@ export const migrationProvider: MigrationProvider = {
       "0009_openai_jobs": openAiJobsMigration,
       "0010_double_fractions": doubleFractions,
       "0011_project_keys": projectKeysMigration,
+      "0012_job_pause": jobPause,
     };
   },
 };

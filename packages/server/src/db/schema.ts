@@ -73,7 +73,7 @@ export interface JobsTable {
   id: string;
   project_id: string;
   name: string;
-  status: "queued" | "running" | "completed" | "failed" | "cancelled";
+  status: "queued" | "running" | "paused" | "completed" | "failed" | "cancelled";
   base_model: string;
   /** The commit sha of a Hub base model (docs/hub.md); null until resolved and for bundled/local models. */
   base_model_revision: string | null;
@@ -87,6 +87,8 @@ export interface JobsTable {
   started_at: string | null;
   finished_at: string | null;
   cancel_requested: number;
+  /** 1 while a pause waits for the job's worker to checkpoint and stop (routes/job-pause.ts). */
+  pause_requested: number;
   lease_owner: string | null;
   lease_expires_at: string | null;
   /** Checkpoint folder (relative to the data dir) the next run resumes from. */

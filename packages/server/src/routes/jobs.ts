@@ -42,7 +42,9 @@ import {
   type TrainingMethod,
 } from "../wire.js";
 import { jobOr404, projectFromQuery } from "./access.js";
+import { adapterRefCheck } from "./inference.js";
 import { checkGradersOnDataset, jobGradersCheck } from "./job-grpo.js";
+import { setsLora, startAdapterLora } from "./job-start-adapter.js";
 
 /** hyperparameters, ranged by wire-limits.ts under this server's job limits; a missing `lora` is DEFAULT_LORA (as documented). */
 function hyperparametersCheck(limits: JobLimits): Check<JobHyperparameters> {
@@ -121,10 +123,14 @@ export const createJobBody = (limits: JobLimits) =>
     graders: optional(jobGradersCheck),
     dryRun: optional(boolean()),
     backend: optional(oneOf(JOB_BACKENDS)),
+    startAdapter: optional(adapterRefCheck),
   });
 
 /** A POST /v1/jobs body as createJobBody parsed it. */
-export type CreateJobRequest = ReturnType<ReturnType<typeof createJobBody>>;
+export type CreateJobRequest = ReturnType<ReturnType<typeof createJobBody>> & {
+  /** Whether the caller set hyperparameters.lora (job-start-adapter.ts setsLora); else it is DEFAULT_LORA. */
+  loraGiven?: boolean;
+};
 
 /**
  * Checks a parsed job request against the server (base model, LoRA targets,
@@ -148,6 +154,19 @@ export async function createJob(ctx: ServerContext, project: Project, body: Crea
     throw badRequest(`"evalFraction" cannot be combined with "evalDatasetId"`);
   const method = body.method ?? "sft";
   checkMethod(method, body);
+  let hyperparameters: JobHyperparameters = body.hyperparameters ?? { lora: { ...DEFAULT_LORA } };
+  if (body.startAdapter) {
+    const lora = await startAdapterLora(ctx, project, {
+      ref: body.startAdapter,
+      baseModel: body.baseModel,
+      lora: hyperparameters.lora,
+      loraGiven: body.loraGiven ?? false,
+      method,
+      backend: body.backend ?? "auto",
+      field: "startAdapter",
+    });
+    hyperparameters = { ...hyperparameters, lora };
+  }
   let trainRows = 0;
   for (const field of ["datasetId", "evalDatasetId"] as const) {
     const id = body[field];
@@ -165,7 +184,6 @@ export async function createJob(ctx: ServerContext, project: Project, body: Crea
     if (method === "grpo" && body.graders)
       await checkGradersOnDataset(body.graders, ctx.dataDir.abs(dataset.path));
   }
-  const hyperparameters: JobHyperparameters = body.hyperparameters ?? { lora: { ...DEFAULT_LORA } };
   // Without maxSteps, epochs × batches decide the length: bound that too (all rows: an eval split only shortens it).
   const steps = plannedSteps(trainRows, engineHyperparameters(hyperparameters));
   if (steps > ctx.jobLimits.maxSteps)
@@ -183,10 +201,12 @@ export async function createJob(ctx: ServerContext, project: Project, body: Crea
     eval_dataset_id: body.evalDatasetId ?? null,
     eval_fraction: body.evalFraction ?? null,
     // The method rides in the stored hyperparameters (no column: jobs before methods are "sft"); toJob lifts it out.
+    // So does the start adapter (toJob lifts it out too).
     hyperparameters: JSON.stringify({
       ...hyperparameters,
       ...(method === "sft" ? {} : { method }),
       ...(body.graders ? { graders: body.graders } : {}),
+      ...(body.startAdapter ? { startAdapter: body.startAdapter } : {}),
     }),
     dry_run: body.dryRun ? 1 : 0,
     error: null,
@@ -199,7 +219,8 @@ export async function createJob(ctx: ServerContext, project: Project, body: Crea
     resume_from: null,
     attempts: 0,
     // Only the engine trains methods "dpo" and "grpo" so far: such a job is the engine's, so a torch worker never claims it.
-    backend: method !== "sft" ? "engine" : (body.backend ?? "auto"),
+    // So is a job from an adapter, until the torch backend loads start adapters (job-start-adapter.ts).
+    backend: method !== "sft" || body.startAdapter ? "engine" : (body.backend ?? "auto"),
   });
   ctx.wakeWorkers();
   return (await withQueuedReasons(ctx.store.db, [job]))[0];
@@ -281,7 +302,8 @@ export function jobRoutes(ctx: ServerContext) {
 
   app.post("/v1/jobs", async (c) => {
     const project = await projectFromQuery(ctx, c);
-    const job = await createJob(ctx, project, parseBody(createBody, await readJson(c)));
+    const raw = await readJson(c);
+    const job = await createJob(ctx, project, { ...parseBody(createBody, raw), loraGiven: setsLora(raw) });
     return c.json({ job }, 201);
   });
 

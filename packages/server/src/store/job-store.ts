@@ -6,14 +6,22 @@ import { type Kysely, sql, type Transaction } from "kysely";
 import type { DatabaseKind } from "../db/connect.js";
 import type { ArtifactsTable, Database, JobsTable } from "../db/schema.js";
 import { nowIso } from "../ids.js";
-import type { Artifact, Job, JobEvent, JobEventType, JobHyperparameters, TrainingMethod } from "../wire.js";
+import type {
+  AdapterRef,
+  Artifact,
+  Job,
+  JobEvent,
+  JobEventType,
+  JobHyperparameters,
+  TrainingMethod,
+} from "../wire.js";
 import { isUniqueViolation } from "./unique.js";
 
 export type JobRow = JobsTable;
 
-/** A new job's row: its attempt columns start at their defaults (attempt 1, no crash). */
-export type NewJobRow = Omit<JobRow, "attempt" | "crash_streak" | "last_crash"> &
-  Partial<Pick<JobRow, "attempt" | "crash_streak" | "last_crash">>;
+/** A new job's row: its attempt and pause columns start at their defaults (attempt 1, no crash, no pause). */
+export type NewJobRow = Omit<JobRow, "attempt" | "crash_streak" | "last_crash" | "pause_requested"> &
+  Partial<Pick<JobRow, "attempt" | "crash_streak" | "last_crash" | "pause_requested">>;
 
 /** An event as the producer hands it over: type and fields, without jobId/timestamp. */
 export type NewJobEvent = {
@@ -27,12 +35,20 @@ export interface StoredJobEvent {
   data: string;
 }
 
-/** The stored hyperparameters and the job's method, which rides in them (routes/jobs.ts; absent: "sft"). */
-function hyperparametersAndMethod(json: string): Pick<Job, "hyperparameters" | "method"> {
-  const { method = "sft", ...hyperparameters } = JSON.parse(json) as JobHyperparameters & {
-    method?: TrainingMethod;
-  };
-  return { hyperparameters, method };
+/** The job's settings riding in its stored hyperparameters (routes/jobs.ts): its method (absent: "sft") and start adapter. */
+export type StoredHyperparameters = JobHyperparameters & {
+  method?: TrainingMethod;
+  startAdapter?: AdapterRef;
+};
+
+/** The stored hyperparameters, the job's method and its start adapter, which ride in them. */
+function hyperparametersAndMethod(json: string): Pick<Job, "hyperparameters" | "method" | "startAdapter"> {
+  const {
+    method = "sft",
+    startAdapter = null,
+    ...hyperparameters
+  } = JSON.parse(json) as StoredHyperparameters;
+  return { hyperparameters, method, startAdapter };
 }
 
 export const toJob = (r: JobRow): Job => ({
@@ -76,7 +92,7 @@ export class JobStore {
   ) {}
 
   async insert(row: NewJobRow): Promise<Job> {
-    const full: JobRow = { attempt: 1, crash_streak: 0, last_crash: null, ...row };
+    const full: JobRow = { attempt: 1, crash_streak: 0, last_crash: null, pause_requested: 0, ...row };
     await this.db.insertInto("jobs").values(full).execute();
     return toJob(full);
   }
@@ -182,7 +198,7 @@ export class JobStore {
     const now = nowIso();
     const cancelledNow = await this.transition(
       id,
-      { status: ["queued"] },
+      { status: ["queued", "paused"] },
       { status: "cancelled", finished_at: now, cancel_requested: 1 },
       [{ type: "training.cancelled", step: null }, { type: "end" }],
     );
@@ -195,6 +211,40 @@ export class JobStore {
         .execute();
     }
     return this.get(id);
+  }
+
+  /**
+   * Pauses a queued job at once (with its event); flags a running one for its
+   * worker, which checkpoints and stops it (job-transitions.ts paused). Returns the job afterwards.
+   */
+  async requestPause(id: string): Promise<JobRow | undefined> {
+    const pausedNow = await this.transition(id, { status: ["queued"] }, { status: "paused" }, [
+      { type: "training.paused", step: null },
+    ]);
+    if (!pausedNow)
+      await this.db
+        .updateTable("jobs")
+        .set({ pause_requested: 1 })
+        .where("id", "=", id)
+        .where("status", "=", "running")
+        .execute();
+    return this.get(id);
+  }
+
+  /** Queues a paused job again (it resumes from its resume_from checkpoint); false when it was not paused. */
+  async resume(id: string): Promise<boolean> {
+    return this.transition(id, { status: ["paused"] }, { status: "queued", pause_requested: 0 }, [
+      { type: "training.resumed" },
+    ]);
+  }
+
+  async isPauseRequested(id: string): Promise<boolean> {
+    const r = await this.db
+      .selectFrom("jobs")
+      .select("pause_requested")
+      .where("id", "=", id)
+      .executeTakeFirst();
+    return r?.pause_requested === 1;
   }
 
   /**

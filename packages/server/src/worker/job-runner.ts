@@ -11,11 +11,11 @@ import type { DataDir } from "../data-dir.js";
 import { engineHyperparameters, torchModelOf } from "../engine-hyperparameters.js";
 import { parseHubName } from "../hub/index.js";
 import type { ModelRegistry, RegisteredModel } from "../models/model-registry.js";
+import { startAdapterDir } from "../routes/job-start-adapter.js";
 import { JobRecoveryStore } from "../store/job-recovery-store.js";
-import type { JobRow } from "../store/job-store.js";
+import type { JobRow, StoredHyperparameters } from "../store/job-store.js";
 import type { Store } from "../store/store.js";
 import { RunnerRecord } from "../store/worker-store.js";
-import type { JobHyperparameters } from "../wire.js";
 import { downloadBaseModel } from "./base-model-download.js";
 import { type CrashPolicy, crashFailure, crashVerdict } from "./crash-policy.js";
 import { JobTransitions } from "./job-transitions.js";
@@ -86,7 +86,14 @@ export class JobRunner {
   /** Aborts a job running here after its cancel flag was set. */
   cancel(jobId: string): void {
     const job = this.running.get(jobId);
-    if (job && !job.stopReason) this.stopProcess(job, "cancel");
+    // A cancel overrides a pause under way: the job ends cancelled, not paused.
+    if (job && (!job.stopReason || job.stopReason === "pause")) this.stopProcess(job, "cancel");
+  }
+
+  /** Checkpoints and stops a job running here after its pause flag was set; it waits as "paused". */
+  pause(jobId: string): void {
+    const job = this.running.get(jobId);
+    if (job && !job.stopReason) this.stopProcess(job, "pause");
   }
 
   /** Stops claiming, aborts running jobs (they checkpoint and are re-queued) and waits for them. */
@@ -200,7 +207,14 @@ export class JobRunner {
       ));
     if (!dataset) return void (await this.jobs.fail(row, `dataset ${row.dataset_id} no longer exists`, null));
 
-    const hyperparameters = JSON.parse(row.hyperparameters) as JobHyperparameters;
+    const { startAdapter, ...hyperparameters } = JSON.parse(row.hyperparameters) as StoredHyperparameters;
+    const startDir = startAdapter ? await startAdapterDir({ store: this.store }, startAdapter) : null;
+    if (startAdapter && !startDir)
+      return void (await this.jobs.fail(
+        row,
+        `the adapter this job starts from (job ${startAdapter.jobId}, ${startAdapter.kind === "final" ? "final" : `checkpoint ${startAdapter.step}`}) no longer exists`,
+        null,
+      ));
     const input: TrainingProcessInput = {
       modelDir: model.dir,
       // A Hub model's adapter names its Hub id and commit (adapter_config.json), not the cache folder.
@@ -217,6 +231,7 @@ export class JobRunner {
       torchModel: torchModelOf(hyperparameters),
       outputDir: this.dataDir.abs(this.dataDir.jobOutputPath(row.id)),
       resumeFrom: null,
+      ...(startDir ? { startAdapter: this.dataDir.abs(startDir) } : {}),
       dryRun: row.dry_run === 1,
       ...(this.backend === "torch" && this.options.torch ? { torch: this.options.torch } : {}),
     };
@@ -247,6 +262,10 @@ export class JobRunner {
         }
         if (job.stopReason === "cancel") {
           await this.jobs.cancelled(row, progress.lastStep);
+          break;
+        }
+        if (job.stopReason === "pause") {
+          await this.jobs.paused(row, progress.latestCheckpoint, progress.lastStep);
           break;
         }
         if (!exit) break;
@@ -310,8 +329,13 @@ export class JobRunner {
         try {
           if (!(await this.store.jobs.heartbeat(row.id, this.owner, this.options.leaseMs))) {
             if (!job.stopReason) this.stopProcess(job, "lease_lost");
-          } else if (!job.stopReason && (await this.store.jobs.isCancelRequested(row.id))) {
+          } else if (
+            (!job.stopReason || job.stopReason === "pause") &&
+            (await this.store.jobs.isCancelRequested(row.id))
+          ) {
             this.stopProcess(job, "cancel");
+          } else if (!job.stopReason && (await this.store.jobs.isPauseRequested(row.id))) {
+            this.stopProcess(job, "pause");
           }
         } catch (error) {
           console.error(`svc worker: heartbeat of job ${row.id} failed:`, (error as Error).message);
@@ -336,6 +360,7 @@ export class JobRunner {
     } catch (error) {
       if (job.stopReason === "shutdown") await this.jobs.requeue(row, row.resume_from);
       else if (job.stopReason === "cancel") await this.jobs.cancelled(row, null);
+      else if (job.stopReason === "pause") await this.jobs.paused(row, row.resume_from, null);
       else if (job.stopReason !== "lease_lost") await this.jobs.fail(row, (error as Error).message, null);
       return null;
     } finally {

@@ -50,6 +50,25 @@ export class JobTransitions {
     );
   }
 
+  /** A paused job: it waits, not claimable, to resume from `checkpoint` (POST /v1/jobs/:id/resume). */
+  async paused(row: JobRow, checkpoint: string | null, step: number | null): Promise<void> {
+    // A cancel that came while the job was pausing wins.
+    if (await this.store.jobs.isCancelRequested(row.id)) return this.cancelled(row, step);
+    await this.recordEventFile(row);
+    await this.store.jobs.transition(
+      row.id,
+      this.held(),
+      {
+        status: "paused",
+        lease_owner: null,
+        lease_expires_at: null,
+        resume_from: checkpoint,
+        pause_requested: 0,
+      },
+      [{ type: "training.paused", step }],
+    );
+  }
+
   async cancelled(row: JobRow, step: number | null): Promise<void> {
     await this.recordEventFile(row);
     await this.store.jobs.transition(

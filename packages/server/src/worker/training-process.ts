@@ -55,7 +55,7 @@ async function main(): Promise<void> {
     } else {
       const { model, trainSet, evalSet, prepared, started } = await readTrainingSets(input);
       await post(started);
-      run = () => train({ ...common(model), trainSet, evalSet, prepared });
+      run = () => train({ ...common(model), trainSet, evalSet, prepared, startAdapter: input.startAdapter });
     }
     if (input.dryRun) {
       await post({ type: "result", result: null, trainSeconds: 0 });

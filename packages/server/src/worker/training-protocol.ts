@@ -12,6 +12,8 @@ export interface TrainingProcessInput {
   hyperparameters: EngineJobHyperparameters;
   outputDir: string;
   resumeFrom: string | null;
+  /** The adapter folder whose weights start a job from an adapter (engine TrainOptions.startAdapter). */
+  startAdapter?: string;
   dryRun: boolean;
   /** A Hub base model's id and commit, written into the adapters' adapter_config.json. */
   baseModelName?: string;

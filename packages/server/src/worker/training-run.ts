@@ -24,8 +24,8 @@ export interface TrainingRunner {
 
 export interface RunningJob {
   process: EngineProcess | null;
-  /** Why the process was asked to stop: a user's cancel or this process shutting down. */
-  stopReason: "cancel" | "shutdown" | "lease_lost" | null;
+  /** Why the process was asked to stop: a user's cancel or pause, or this process shutting down. */
+  stopReason: "cancel" | "pause" | "shutdown" | "lease_lost" | null;
   stopTimer: NodeJS.Timeout | null;
   /** Aborts the download of the job's Hub base model while one runs. */
   download: AbortController | null;
@@ -134,6 +134,8 @@ export async function runTrainingProcess(
         reported = true;
         if (job.stopReason === "shutdown") return runner.transitions.requeue(row, progress.latestCheckpoint);
         if (job.stopReason === "cancel") return runner.transitions.cancelled(row, progress.lastStep);
+        if (job.stopReason === "pause")
+          return runner.transitions.paused(row, progress.latestCheckpoint, progress.lastStep);
         await runner.transitions.fail(row, message.message, message.step ?? progress.lastStep);
         return;
       case "result":
@@ -164,6 +166,8 @@ function settle(
 ): Promise<void> {
   const result = message.result;
   if (result?.status === "cancelled" || (job.stopReason && !result)) {
+    if (job.stopReason === "pause")
+      return transitions.paused(row, progress.latestCheckpoint, result?.steps ?? progress.lastStep);
     // Stopped without a user's cancel (shutdown, or a signal to the process): resume later.
     if (job.stopReason !== "cancel") return transitions.requeue(row, progress.latestCheckpoint);
     return transitions.cancelled(row, result?.steps ?? progress.lastStep);

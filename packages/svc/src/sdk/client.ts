@@ -176,6 +176,17 @@ export class CloudApiClient implements CloudApi {
     return (await this.json<{ job: Job }>("GET", `/v1/jobs/${seg(jobId)}`, { scoped: true })).job;
   }
 
+  async pauseJob(jobId: string): Promise<Job> {
+    return (await this.json<{ job: Job }>("POST", `/v1/jobs/${seg(jobId)}/pause`, { scoped: true, body: {} }))
+      .job;
+  }
+
+  async resumeJob(jobId: string): Promise<Job> {
+    return (
+      await this.json<{ job: Job }>("POST", `/v1/jobs/${seg(jobId)}/resume`, { scoped: true, body: {} })
+    ).job;
+  }
+
   async cancelJob(jobId: string): Promise<Job> {
     return (
       await this.json<{ job: Job }>("POST", `/v1/jobs/${seg(jobId)}/cancel`, { scoped: true, body: {} })

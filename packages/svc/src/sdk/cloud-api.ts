@@ -84,6 +84,10 @@ export interface CloudApi {
   listJobs(): Promise<Job[]>;
   getJob(jobId: string): Promise<Job>;
   cancelJob(jobId: string): Promise<Job>;
+  /** POST /v1/jobs/:id/pause: a running job checkpoints and stops, and waits as "paused" (docs/api.md#pause-and-resume). */
+  pauseJob(jobId: string): Promise<Job>;
+  /** POST /v1/jobs/:id/resume: a paused job is queued again, to go on from its checkpoint. */
+  resumeJob(jobId: string): Promise<Job>;
   /** The raw SSE response of GET /v1/jobs/:id/events (for proxies and the SDK's event reader). */
   openJobEvents(jobId: string, options?: { lastEventId?: string; signal?: AbortSignal }): Promise<Response>;
   listArtifacts(jobId: string): Promise<Artifact[]>;

@@ -209,3 +209,22 @@ test('method "dpo" takes inline preference pairs in either form, and refuses cha
     /dataset\.rows\[0\]: expected \{ input, preferred_output, non_preferred_output \} or \{ prompt, chosen, rejected \}/,
   );
 });
+
+test("startAdapter: checked at construction; without lora the job takes the adapter's shape", () => {
+  const final = { kind: "final", jobId: "0192f2a4-7b1c-7d3e-8f00-0123456789ab" } as const;
+  assert.equal("lora" in hyperparametersOf({ ...ok, startAdapter: final }), false);
+  assert.deepEqual(hyperparametersOf({ ...ok, startAdapter: final, lora: { r: 4, alpha: 8 } }).lora, {
+    r: 4,
+    alpha: 8,
+  });
+  assert.deepEqual(hyperparametersOf(ok).lora, { r: 8, alpha: 16 });
+  assert.throws(() => createTrainer({ ...ok, startAdapter: { kind: "last" } as never }), /startAdapter/);
+  assert.throws(
+    () => createTrainer({ ...ok, startAdapter: { kind: "final" } as never }),
+    /startAdapter\.jobId/,
+  );
+  assert.throws(
+    () => createTrainer({ ...ok, startAdapter: { ...final, kind: "checkpoint", step: 1.5 } }),
+    /startAdapter\.step/,
+  );
+});

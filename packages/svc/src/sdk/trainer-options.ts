@@ -1,8 +1,10 @@
 // createTrainer's options: their types, and the checks that make a bad value
 // fail at construction with the field's name.
 import {
+  type AdapterRef,
   type Artifact,
   type ChatMessage,
+  type CreateJobRequest,
   DEFAULT_LORA,
   type HubDatasetRequest,
   hyperparameterRanges,
@@ -91,6 +93,11 @@ export interface TrainerOptions extends TrainerHyperparameters {
    * "engine" (svc's CPU engine) or "torch" (PyTorch: svc worker --backend torch).
    */
   backend?: JobBackend;
+  /**
+   * Start from an earlier job's adapter on the same base model: `{ kind: "final", jobId }` or
+   * `{ kind: "checkpoint", jobId, step }` (docs/api.md#starting-from-an-adapter). Its LoRA shape is the job's.
+   */
+  startAdapter?: AdapterRef;
   callbacks?: TrainerCallbacks;
   /** Stops only the local wait(); the job keeps running (use cancel() to stop it). */
   abortSignal?: AbortSignal;
@@ -251,6 +258,7 @@ export function validateTrainerOptions(o: TrainerOptions): void {
   if (o.dryRun !== undefined && typeof o.dryRun !== "boolean") fail("dryRun", "a boolean", o.dryRun);
   if (o.backend !== undefined && !JOB_BACKENDS.includes(o.backend))
     fail("backend", '"auto", "engine" or "torch"', o.backend);
+  if (o.startAdapter !== undefined) validateStartAdapter(o.startAdapter);
   if (o.callbacks !== undefined) {
     if (typeof o.callbacks !== "object" || o.callbacks === null)
       fail("callbacks", "an object of functions", o.callbacks);
@@ -280,8 +288,18 @@ function validatePreference(o: TrainerOptions): void {
   if (o.gamma !== undefined && o.loss !== "simpo") fail("gamma", 'to be set only with loss "simpo"', o.gamma);
 }
 
-export function hyperparametersOf(o: TrainerOptions): JobHyperparameters {
-  const h: JobHyperparameters = { lora: { ...DEFAULT_LORA, ...o.lora } };
+function validateStartAdapter(ref: AdapterRef): void {
+  const kinds = '{ kind: "final", jobId } or { kind: "checkpoint", jobId, step }';
+  if (typeof ref !== "object" || ref === null || (ref.kind !== "final" && ref.kind !== "checkpoint"))
+    fail("startAdapter", kinds, ref);
+  if (typeof ref.jobId !== "string" || ref.jobId === "") fail("startAdapter.jobId", "a job id", ref.jobId);
+  if (ref.kind === "checkpoint" && !(Number.isInteger(ref.step) && ref.step >= 1))
+    fail("startAdapter.step", "a checkpoint's step (an integer ≥ 1)", ref.step);
+}
+
+export function hyperparametersOf(o: TrainerOptions): NonNullable<CreateJobRequest["hyperparameters"]> {
+  // From an adapter without `lora`, the job takes the adapter's shape: DEFAULT_LORA would ask for another.
+  const h = o.startAdapter && !o.lora ? {} : { lora: { ...DEFAULT_LORA, ...o.lora } };
   const keys: readonly (keyof TrainerHyperparameters)[] = [
     "maxSteps",
     "numTrainEpochs",

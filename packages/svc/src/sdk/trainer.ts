@@ -91,6 +91,10 @@ export interface Trainer {
   datasetProfile(options?: { timeoutMs?: number; signal?: AbortSignal }): Promise<DatasetProfile | null>;
   wait(options?: WaitOptions): Promise<TrainerResult>;
   cancel(): Promise<void>;
+  /** Pauses the job: it checkpoints and stops, and wait() goes on waiting until it is resumed and ends. */
+  pause(): Promise<void>;
+  /** Resumes a paused job from its checkpoint. */
+  resume(): Promise<void>;
 }
 
 /** wait() rejects with this when the job failed (after onFailed ran). */
@@ -196,6 +200,7 @@ class SvcTrainer implements Trainer {
       dryRun: this.options.dryRun,
       ...(backend ? { backend } : {}),
       ...(method ? { method } : {}),
+      ...(this.options.startAdapter ? { startAdapter: this.options.startAdapter } : {}),
     });
     this.id = job.id;
     return { jobId: job.id };
@@ -311,6 +316,18 @@ class SvcTrainer implements Trainer {
     if (!this.submitted) return;
     const { jobId } = await this.submitted;
     await this.session!.scoped.cancelJob(jobId);
+  }
+
+  async pause(): Promise<void> {
+    if (!this.submitted) return;
+    const { jobId } = await this.submitted;
+    await this.session!.scoped.pauseJob(jobId);
+  }
+
+  async resume(): Promise<void> {
+    if (!this.submitted) return;
+    const { jobId } = await this.submitted;
+    await this.session!.scoped.resumeJob(jobId);
   }
 }
 

@@ -77,6 +77,10 @@ function describeEvent(
       return message(`The job failed: ${event.error}`, "error");
     case "training.cancelled":
       return message("The job was cancelled");
+    case "training.paused":
+      return message(event.step === null ? "The job was paused" : `The job was paused at step ${event.step}`);
+    case "training.resumed":
+      return message("The job was resumed");
     case "download.progress":
       return message(`Downloading ${event.repo}: ${event.bytesDone} of ${event.bytesTotal} bytes`);
     case "download.completed":

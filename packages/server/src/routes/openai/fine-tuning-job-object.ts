@@ -17,6 +17,7 @@ import {
 const STATUS: Record<JobStatus, string> = {
   queued: "queued",
   running: "running",
+  paused: "paused",
   completed: "succeeded",
   failed: "failed",
   cancelled: "cancelled",

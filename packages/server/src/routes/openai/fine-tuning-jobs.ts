@@ -13,11 +13,13 @@ import { metadataCheck } from "../../inference/chat-params.js";
 import type { JobRow } from "../../store/job-store.js";
 import { toJob } from "../../store/job-store.js";
 import { OpenAiJobStore } from "../../store/openai-job-store.js";
-import { type Job, type JobLimits, type Project, SEED_RANGE } from "../../wire.js";
+import { type AdapterRef, type Job, type JobLimits, type Project, SEED_RANGE } from "../../wire.js";
+import { pauseJob, resumeJob } from "../job-pause.js";
 import { cancelJob, createJob, createJobBody } from "../jobs.js";
 import { fineTuningJobObject } from "./fine-tuning-job-object.js";
 import { fileRefusal, hyperparametersCheck, methodCheck, svcTraining } from "./fine-tuning-method.js";
-import { datasetIdOf, fineTuningJobId, jobIdOf } from "./openai-ids.js";
+import { fineTunedModelOr404 } from "./models.js";
+import { datasetIdOf, jobIdOf } from "./openai-ids.js";
 import { checkQuery, limitQuery, metadataFilters, pageAfter } from "./openai-list.js";
 import { canSee, scopedProject } from "./openai-scope.js";
 
@@ -52,6 +54,7 @@ const createBody = (limits: JobLimits) =>
 function openAiParams(hyperparametersPath: string): [string, string][] {
   return [
     ["baseModel", "model"],
+    ["startAdapter", "model"],
     ["datasetId", "training_file"],
     ["evalDatasetId", "validation_file"],
     ["hyperparameters.numTrainEpochs", `${hyperparametersPath}.n_epochs`],
@@ -59,6 +62,28 @@ function openAiParams(hyperparametersPath: string): [string, string][] {
     ["hyperparameters.learningRate", `${hyperparametersPath}.learning_rate_multiplier`],
     ["hyperparameters.beta", `${hyperparametersPath}.beta`],
   ];
+}
+
+/** The base model and adapter an ft: model names (400 model_not_available when it names none the caller may see). */
+async function startingModel(
+  ctx: ServerContext,
+  c: Context<ApiEnv>,
+  model: string,
+): Promise<{ baseModel: string; adapter: AdapterRef }> {
+  try {
+    const { job, step } = await fineTunedModelOr404(ctx, c, model);
+    return {
+      baseModel: job.base_model,
+      adapter: step === null ? { kind: "final", jobId: job.id } : { kind: "checkpoint", jobId: job.id, step },
+    };
+  } catch (error) {
+    if (!(error instanceof OpenAiError)) throw error;
+    throw refuse(
+      "model",
+      `Model ${model} is not available for fine-tuning or does not exist.`,
+      "model_not_available",
+    );
+  }
 }
 
 /** A refusal of createJob's, naming the OpenAI request's field instead of svc's. */
@@ -95,12 +120,8 @@ export function fineTuningJobRoutes(ctx: ServerContext) {
   app.post("/v1/fine_tuning/jobs", async (c) => {
     const project = await scopedProject(ctx, c);
     const request = parseBody(body, await readJson(c));
-    if (request.model.startsWith("ft:"))
-      throw refuse(
-        "model",
-        `"model": continuing from a fine-tuned model (${request.model}) is not supported by svc jobs yet; name its base model`,
-        "model_not_supported",
-      );
+    // An ft: model continues from that job's final adapter, or a checkpoint's (:ckpt-step-N).
+    const start = request.model.startsWith("ft:") ? await startingModel(ctx, c, request.model) : null;
     if (request.method && request.hyperparameters)
       throw refuse(
         "hyperparameters",
@@ -115,7 +136,8 @@ export function fineTuningJobRoutes(ctx: ServerContext) {
     const seed = request.seed ?? randomInt(0, (SEED_RANGE.max as number) + 1);
     const svcRequest = parseBody(svcBody, {
       name: request.suffix ?? "fine-tuning job",
-      baseModel: request.model,
+      baseModel: start?.baseModel ?? request.model,
+      ...(start ? { startAdapter: start.adapter } : {}),
       datasetId: train.id,
       ...(validation ? { evalDatasetId: validation.id } : {}),
       ...svcTraining(method, seed, train.rows, validation !== undefined, ctx.jobLimits),
@@ -158,18 +180,13 @@ export function fineTuningJobRoutes(ctx: ServerContext) {
     return c.json(await objectOf(await cancelJob(ctx, await fineTuningJobOr404(ctx, c, c.req.param("id")))));
   });
 
-  // svc jobs have no pause yet: refused, as docs/openai-fine-tuning.md says, after the job is found.
-  for (const action of ["pause", "resume"]) {
-    app.post(`/v1/fine_tuning/jobs/:id/${action}`, async (c) => {
-      const job = await fineTuningJobOr404(ctx, c, c.req.param("id"));
-      throw new OpenAiError(
-        400,
-        "not_supported",
-        `svc jobs cannot be paused or resumed yet (${fineTuningJobId(job.id)} is ${job.status}); cancel the job and start a new one`,
-        null,
-      );
-    });
-  }
+  app.post("/v1/fine_tuning/jobs/:id/pause", async (c) => {
+    return c.json(await objectOf(await pauseJob(ctx, await fineTuningJobOr404(ctx, c, c.req.param("id")))));
+  });
+
+  app.post("/v1/fine_tuning/jobs/:id/resume", async (c) => {
+    return c.json(await objectOf(await resumeJob(ctx, await fineTuningJobOr404(ctx, c, c.req.param("id")))));
+  });
   return app;
 }
 
