@@ -18,6 +18,8 @@ export const JOB_EVENT_NAMES = [
   "training.completed",
   "training.failed",
   "training.cancelled",
+  "training.paused",
+  "training.resumed",
 ] as const;
 
 export interface JobEventState {
@@ -108,6 +110,12 @@ function reduce(s: JobEventState, event: string, raw: string, id: string): JobEv
       break;
     case "training.cancelled":
       next.status = "cancelled";
+      break;
+    case "training.paused":
+      next.status = "paused";
+      break;
+    case "training.resumed":
+      next.status = "queued";
       break;
   }
   return next;

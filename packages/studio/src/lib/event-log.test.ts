@@ -76,3 +76,9 @@ test("a download's progress rows update one row while they follow one another; i
     "model org/m: in the cache (1 MB)",
   );
 });
+
+test("pause and resume read as what happened", () => {
+  assert.equal(msg("training.paused", { step: 3 }), "paused at step=3");
+  assert.equal(msg("training.paused", { step: null }), "paused");
+  assert.equal(msg("training.resumed", {}), "resumed from the latest checkpoint");
+});

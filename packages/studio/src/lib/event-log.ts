@@ -54,6 +54,10 @@ export function formatEventMessage(event: string, payload: Payload, raw: string)
       return formatDownloadMessage(event, payload);
     case "training.cancelled":
       return payload.step == null ? "cancelled" : `cancelled at step=${payload.step}`;
+    case "training.paused":
+      return payload.step == null ? "paused" : `paused at step=${payload.step}`;
+    case "training.resumed":
+      return "resumed from the latest checkpoint";
     default:
       return raw;
   }

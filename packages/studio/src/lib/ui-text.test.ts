@@ -41,6 +41,19 @@ test("jobs: case-insensitive search on name or id, one chip at a time", () => {
     ["support bot v2"],
   );
   assert.deepEqual(filterJobs(jobs, "", "cancelled"), []);
+  // A paused job has no chip of its own (the spec's chips stay as they are): it shows under All.
+  const paused = [
+    ...jobs,
+    { id: "dddd4444-0000-0000-0000-000000000000", name: "Paused run", status: "paused" as const },
+  ];
+  assert.deepEqual(
+    filterJobs(paused, "paused", "all").map((j) => j.name),
+    ["Paused run"],
+  );
+  assert.deepEqual(
+    filterJobs(paused, "", "running").map((j) => j.name),
+    ["support bot v2"],
+  );
   assert.equal(jobsEmptyText(0, 0), "No jobs yet");
   assert.equal(jobsEmptyText(3, 0), "No matches");
   assert.equal(jobsEmptyText(3, 1), null);
