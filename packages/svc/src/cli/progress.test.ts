@@ -229,3 +229,18 @@ test("printer redraws one bar line on a TTY", () => {
   );
   assert.ok(s.text().endsWith("\n"));
 });
+
+test("a pause and a resume print what happened", () => {
+  assert.equal(
+    formatEventLine({ ...base, type: "training.paused", step: 12 }, 60),
+    "paused at step 12 (POST /v1/jobs/:id/resume resumes it)",
+  );
+  assert.equal(
+    formatEventLine({ ...base, type: "training.paused", step: null }, 60),
+    "paused (POST /v1/jobs/:id/resume resumes it)",
+  );
+  assert.equal(
+    formatEventLine({ ...base, type: "training.resumed" }, 60),
+    "resumed: queued to go on from its latest checkpoint",
+  );
+});

@@ -85,6 +85,10 @@ export function formatEventLine(event: JobEvent, totalSteps: number | null): str
       return `failed${event.step === null ? "" : ` at step ${event.step}`}: ${event.error}`;
     case "training.cancelled":
       return `cancelled${event.step === null ? "" : ` at step ${event.step}`}`;
+    case "training.paused":
+      return `paused${event.step === null ? "" : ` at step ${event.step}`} (POST /v1/jobs/:id/resume resumes it)`;
+    case "training.resumed":
+      return "resumed: queued to go on from its latest checkpoint";
     default:
       return null;
   }
