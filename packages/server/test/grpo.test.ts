@@ -4,7 +4,9 @@
 // {{item.word}}) trains from the base model, its training.log frames carry the
 // reward figures and samples, and the mean reward rises, on the training
 // prompts and on held-out prompts sampled through /v1/inference/chat before
-// and after. Bad graders, stray settings and mismatched datasets are refused
+// and after; a GRPO job started from a short SFT run's adapter holds it as its
+// frozen reference (KL exactly 0 at step 1) and raises the held-out reward
+// beyond the SFT adapter's. Bad graders, stray settings and mismatched datasets are refused
 // with the field named (docs/post-training.md#grpo). On SQLite and PostgreSQL.
 import assert from "node:assert/strict";
 import { join } from "node:path";
@@ -149,6 +151,64 @@ for (const backend of ["sqlite", "postgres"] as const)
       );
       assert.ok(last > first + 0.3, `training reward ${first} -> ${last}`);
       assert.ok(afterward > before + 0.3, `held-out reward ${before} -> ${afterward}`);
+    });
+
+    it("a GRPO job started from a short SFT run holds that adapter as its reference and raises the reward further", async () => {
+      // half the SFT answers say " the ": the SFT adapter answers in that style some of the time
+      const answers = ["It is near the water.", "It is big and old.", "I saw the light.", "It was fine."];
+      const sftRows = TOPICS.map((topic, i) => ({
+        messages: [...row(topic).messages, { role: "assistant", content: answers[i % 4] }],
+      }));
+      const sftSet = await uploadDataset(server.apiUrl, id, jsonl(sftRows), "sft.jsonl");
+      const sft = await postJob({
+        datasetId: sftSet.id,
+        hyperparameters: {
+          lora: { r: 8, alpha: 16 },
+          maxSteps: 6,
+          batchSize: 4,
+          learningRate: 3e-3,
+          seed: 5,
+        },
+      });
+      assert.equal(sft.status, 201, JSON.stringify(sft.body));
+      const sftEvents = await eventsUntilEnd(server.apiUrl, id.token, sft.body.job.id, 300_000);
+      assert.ok(sftEvents.some((f) => f.event === "training.completed"));
+      const startAdapter = { kind: "final", jobId: sft.body.job.id };
+      const created = await postJob({
+        datasetId: train.id,
+        method: "grpo",
+        startAdapter,
+        graders: [{ grader: GRADER }],
+        hyperparameters: {
+          maxSteps: 12,
+          batchSize: 4,
+          learningRate: 5e-3,
+          seed: 5,
+          numGenerations: 8,
+          maxCompletionTokens: MAX_TOKENS,
+          beta: 0.04,
+        },
+      });
+      assert.equal(created.status, 201, JSON.stringify(created.body));
+      assert.deepEqual(created.body.job.startAdapter, startAdapter);
+      assert.deepEqual(created.body.job.hyperparameters.lora.r, 8, "the LoRA shape is the start adapter's");
+      const frames = await eventsUntilEnd(server.apiUrl, id.token, created.body.job.id, 300_000);
+      const events = frames.filter((f) => f.event !== "ping").map((f) => JSON.parse(f.data));
+      assert.ok(
+        events.some((e) => e.type === "training.completed"),
+        JSON.stringify(events.at(-2)),
+      );
+      const logs = events.filter((e) => e.type === "training.log");
+      // step 1 samples and trains the start adapter itself: the policy is the reference exactly
+      assert.equal(logs[0].grpo.kl, 0);
+      assert.ok(logs.at(-1).grpo.kl > 0, `KL at the last step ${logs.at(-1).grpo.kl}`);
+      const base = await heldOutReward(null);
+      const fromSft = await heldOutReward(startAdapter);
+      const after = await heldOutReward({ kind: "final", jobId: created.body.job.id });
+      console.log(
+        `# ${backend}: from SFT: step rewards ${logs.map((l) => l.grpo.reward.toFixed(2)).join(" ")}; KL ${logs.map((l) => l.grpo.kl.toFixed(4)).join(" ")}; held-out base ${base.toFixed(3)}, SFT ${fromSft.toFixed(3)}, SFT + GRPO ${after.toFixed(3)}`,
+      );
+      assert.ok(after > fromSft + 0.2, `held-out reward from SFT ${fromSft} -> ${after}`);
     });
 
     it("graders are checked at job creation with the field named; GRPO settings need method grpo", async () => {

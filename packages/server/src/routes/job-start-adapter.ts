@@ -58,9 +58,10 @@ export async function startAdapterLora(
   },
 ): Promise<Lora> {
   const { ref, field } = request;
-  if (request.method !== "sft")
+  // a GRPO run holds its start adapter, frozen, as its reference (engine grpo-train.ts); DPO does not yet
+  if (request.method === "dpo")
     throw badRequest(
-      `"${field}": method "${request.method}" cannot start from an adapter yet (its reference policy would have to be that adapter); only "sft" jobs can`,
+      `"${field}": method "dpo" cannot start from an adapter yet (its reference policy would have to be that adapter); "sft" and "grpo" jobs can`,
     );
   if (request.backend === "torch")
     throw badRequest(

@@ -51,7 +51,7 @@ async function main(): Promise<void> {
       const { model, trainSet, started } = await readGrpoTrainingSet(input);
       const scorer = graderScorer(input.hyperparameters.graders ?? []);
       await post(started);
-      run = () => trainGrpo({ ...common(model), trainSet, ...scorer });
+      run = () => trainGrpo({ ...common(model), trainSet, ...scorer, startAdapter: input.startAdapter });
     } else {
       const { model, trainSet, evalSet, prepared, started } = await readTrainingSets(input);
       await post(started);
