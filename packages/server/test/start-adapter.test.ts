@@ -92,7 +92,7 @@ for (const backend of ["sqlite", "postgres"] as const)
       assert.deepEqual(job.startAdapter, { kind: "final", jobId: first.id });
       assert.deepEqual(job.hyperparameters.lora.r, 4, "the adapter's rank, not DEFAULT_LORA's");
       assert.equal(job.hyperparameters.lora.alpha, 8);
-      assert.equal(job.backend, "engine");
+      assert.equal(job.backend, "auto", "either backend starts from an adapter");
       const logs = await trainedLogs(server, id, job.id);
       assert.deepEqual(
         logs.map((l) => l.step),
@@ -118,7 +118,7 @@ for (const backend of ["sqlite", "postgres"] as const)
       close(logs[0].loss, atStep3, "the first step's loss is checkpoint 3's eval loss");
     });
 
-    it("refuses another base model, another LoRA shape, method dpo, the torch backend and missing adapters", async () => {
+    it("refuses another base model, another LoRA shape, method dpo and missing adapters", async () => {
       const refused = async (body: Record<string, unknown>, message: RegExp) => {
         const reply = await post({ hyperparameters: { maxSteps: 1 }, ...body });
         assert.equal(reply.status, 400, JSON.stringify(reply.body));
@@ -143,7 +143,17 @@ for (const backend of ["sqlite", "postgres"] as const)
         /^"hyperparameters.lora.targetModules"/,
       );
       await refused({ method: "dpo", startAdapter: final }, /^"startAdapter": method "dpo"/);
-      await refused({ backend: "torch", startAdapter: final }, /^"startAdapter": the torch backend/);
+      const torch = await post({ hyperparameters: { maxSteps: 1 }, backend: "torch", startAdapter: final });
+      assert.equal(
+        torch.status,
+        201,
+        "the torch backend starts from an adapter too (torch-start-adapter.test.ts)",
+      );
+      assert.equal(torch.body.job.backend, "torch");
+      await call(server.apiUrl, "POST", `/v1/jobs/${torch.body.job.id}/cancel`, {
+        token: id.token,
+        json: {},
+      });
       const missing = await refused(
         { startAdapter: { kind: "checkpoint", jobId: first.id, step: 4 } },
         /^"startAdapter.step": .* no checkpoint at step 4/,

@@ -27,6 +27,20 @@ def write_checkpoint(directory, spec, params, optimizer, state, base_model):
     write_safetensors(os.path.join(directory, "optimizer.safetensors"), moments, {"step": str(step)})
 
 
+def load_start_adapter(directory, spec, params, any_module=False):
+    """Copies a PEFT adapter's weights into params (a job's startAdapter): the run keeps its fresh
+    optimizer and starts at step 0. An adapter of another LoRA shape is refused naming both."""
+    saved_spec, tensors = load_adapter(directory, any_module)
+    if (saved_spec["r"] != spec["r"] or saved_spec["alpha"] != spec["alpha"]
+            or sorted(saved_spec["targetModules"]) != sorted(spec["targetModules"])):
+        raise ValueError(f"{directory}: the start adapter has LoRA {json.dumps(saved_spec)}, this run has {json.dumps(spec)}")
+    with torch.no_grad():
+        for name, p in params:
+            if name not in tensors:
+                raise ValueError(f"{directory}/adapter_model.safetensors: no {name} (an adapter of another model?)")
+            p.copy_(tensors[name].view_as(p))
+
+
 def restore_checkpoint(directory, spec, params, optimizer, expect, any_module=False):
     """Loads the adapter and the optimizer's moments into params/optimizer; returns the trainer state.
     A checkpoint of another run (examples, batch, seed, LoRA) is refused naming what differs.

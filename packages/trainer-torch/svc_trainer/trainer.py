@@ -31,7 +31,7 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
-from .checkpoint import restore_checkpoint, write_checkpoint
+from .checkpoint import load_start_adapter, restore_checkpoint, write_checkpoint
 from .fsdp import shard_base
 from .lora import attach, init_adapter, save_adapter
 from .rng import epoch_order
@@ -173,6 +173,8 @@ class Trainer:
                                        any_module=peft_model)
             step = state["global_step"]
             history = list(state["log_history"])
+        elif job.get("startAdapter"):
+            load_start_adapter(job["startAdapter"], spec, params, any_module=peft_model)
         checkpoints = []
         out_dir = job["outputDir"]
         base_model = (job.get("baseModelName"), job.get("baseModelRevision"))

@@ -63,10 +63,6 @@ export async function startAdapterLora(
     throw badRequest(
       `"${field}": method "dpo" cannot start from an adapter yet (its reference policy would have to be that adapter); "sft" and "grpo" jobs can`,
     );
-  if (request.backend === "torch")
-    throw badRequest(
-      `"${field}": the torch backend does not start jobs from an adapter yet; leave "backend" out or set "engine"`,
-    );
   const job = await ctx.store.jobs.get(ref.jobId);
   if (!job || job.project_id !== project.id)
     throw badRequest(

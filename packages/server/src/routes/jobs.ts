@@ -219,8 +219,7 @@ export async function createJob(ctx: ServerContext, project: Project, body: Crea
     resume_from: null,
     attempts: 0,
     // Only the engine trains methods "dpo" and "grpo" so far: such a job is the engine's, so a torch worker never claims it.
-    // So is a job from an adapter, until the torch backend loads start adapters (job-start-adapter.ts).
-    backend: method !== "sft" || body.startAdapter ? "engine" : (body.backend ?? "auto"),
+    backend: method !== "sft" ? "engine" : (body.backend ?? "auto"),
   });
   ctx.wakeWorkers();
   return (await withQueuedReasons(ctx.store.db, [job]))[0];

@@ -54,6 +54,8 @@ export interface TorchJobOptions {
   hyperparameters: TrainHyperparameters;
   outputDir: string;
   resumeFrom: string | null;
+  /** A PEFT adapter folder whose weights start the run (a job's startAdapter; resumeFrom wins). */
+  startAdapter?: string;
   /** Torch's intra-op threads (unset: torch's default). */
   threads?: number;
   /** Recompute each decoder layer's activations in the backward pass, trading compute for memory. */
@@ -136,6 +138,7 @@ export function writeTorchJob(dir: string, options: TorchJobOptions): TorchJobFi
     evalTokens,
     outputDir: options.outputDir,
     resumeFrom: options.resumeFrom,
+    ...(options.startAdapter ? { startAdapter: options.startAdapter } : {}),
     ...(options.threads ? { threads: options.threads } : {}),
     ...(options.gradientCheckpointing ? { gradientCheckpointing: true } : {}),
     ...(options.packing ? { packing: true } : {}),

@@ -122,6 +122,7 @@ async function main(): Promise<void> {
       hyperparameters: input.hyperparameters,
       outputDir: input.outputDir,
       resumeFrom: input.resumeFrom,
+      startAdapter: input.startAdapter,
       gradientCheckpointing: launch.gradientCheckpointing,
       packing: launch.packing,
       fsdp: launch.fsdp,
