@@ -1,35 +1,22 @@
-// Supervised fine-tuning with LoRA: tokenize, shuffle per epoch from the seed,
-// run micro-batches (gradient accumulation), clip, AdamW, schedule, evaluate,
-// checkpoint, cancel and resume. The data order is a pure function of
-// (seed, epoch) and the learning rate of the step number, so a checkpoint that
-// holds the adapter, the optimizer moments and the step resumes exactly.
-import { writeFileSync } from "node:fs";
-import { join } from "node:path";
+// Supervised fine-tuning with LoRA: the hyperparameters' rules, the sets fitted
+// to maxLength, and the SFT objective (token cross-entropy over micro-batches,
+// eval loss, token accuracy and exact match) run by the shared loop
+// (training-loop.ts: accumulation, clip, AdamW, schedule, checkpoint, cancel and
+// resume). The data order is a pure function of (seed, epoch) and the learning
+// rate of the step number, so a checkpoint that holds the adapter, the
+// optimizer moments and the step resumes exactly.
 import { countTargets, countTokens, makeBatch } from "./batching.js";
 import { EngineError } from "./errors.js";
-import { getKernels } from "./kernels/index.js";
-import { initLoraAdapter, loraLayersOf, loraParams, zerosLike } from "./lora.js";
-import { type Batch, ModelGraph } from "./model.js";
-import { AdamW, clipGradNorm } from "./optim.js";
-import { saveAdapter } from "./peft.js";
-import { Rng } from "./rng.js";
-import { learningRateAt } from "./schedule.js";
+import type { Batch, ModelGraph } from "./model.js";
 import {
   DEFAULT_EXACT_MATCH_MAX_TOKENS,
   DEFAULT_EXACT_MATCH_SAMPLES,
   ExactMatchRunner,
   exactMatchSample,
 } from "./task-metrics.js";
-import {
-  loadStartAdapter,
-  restoreCheckpoint,
-  type TrainerState,
-  writeOptimizerState,
-} from "./train-checkpoint.js";
-import { resolvePrecision, trainingWeights } from "./train-precision.js";
+import { nextTick, runTrainingLoop, startTrainingRun, type TrainingObjective } from "./training-loop.js";
 import { prepareSet, TRUNCATION_MODES } from "./truncation.js";
 import type {
-  CheckpointInfo,
   DatasetRow,
   LrSchedulerType,
   PreparedSets,
@@ -42,12 +29,18 @@ import type {
 } from "./types.js";
 import type { LoraLayers } from "./weights.js";
 
-type Settings = Required<Omit<TrainHyperparameters, "maxSteps" | "evalSteps" | "saveSteps">> &
+// epochOrder lives with the loop that uses it; it stays importable from here for the other trainers.
+export { epochOrder } from "./training-loop.js";
+
+/** Hyperparameters with their defaults applied (resolveHyperparameters). */
+export type ResolvedHyperparameters = Required<
+  Omit<TrainHyperparameters, "maxSteps" | "evalSteps" | "saveSteps">
+> &
   Pick<TrainHyperparameters, "maxSteps" | "evalSteps" | "saveSteps">;
 
 /** Hyperparameters with defaults applied; a bad value is an EngineError naming the field. */
-export function resolveHyperparameters(h: TrainHyperparameters): Settings {
-  const s: Settings = {
+export function resolveHyperparameters(h: TrainHyperparameters): ResolvedHyperparameters {
+  const s: ResolvedHyperparameters = {
     lora: h.lora,
     maxSteps: h.maxSteps,
     numTrainEpochs: h.numTrainEpochs ?? 1,
@@ -75,12 +68,12 @@ export function resolveHyperparameters(h: TrainHyperparameters): Settings {
       "invalid_argument",
       `hyperparameters.${field} must be ${want} (got ${JSON.stringify(value)})`,
     );
-  const positiveInt = (field: keyof Settings, optional = false) => {
+  const positiveInt = (field: keyof ResolvedHyperparameters, optional = false) => {
     const v = s[field];
     if (optional && v === undefined) return;
     if (typeof v !== "number" || !Number.isInteger(v) || v <= 0) throw bad(field, "a positive integer", v);
   };
-  const nonNegative = (field: keyof Settings) => {
+  const nonNegative = (field: keyof ResolvedHyperparameters) => {
     const v = s[field];
     if (typeof v !== "number" || !Number.isFinite(v) || v < 0) throw bad(field, "a number ≥ 0", v);
   };
@@ -144,14 +137,6 @@ export function prepareSets(
   };
 }
 
-/** The order of the training examples in one epoch (a pure function of seed and epoch). */
-export function epochOrder(n: number, seed: number, epoch: number): number[] {
-  const rng = new Rng((seed ^ Math.imul(epoch + 1, 0x9e3779b9)) >>> 0);
-  return rng.shuffle(Array.from({ length: n }, (_, i) => i));
-}
-
-const nextTick = () => new Promise<void>((resolve) => setImmediate(resolve));
-
 /**
  * The optimizer steps a run over `examples` training examples takes: maxSteps
  * when set, else numTrainEpochs × ceil(examples / (batchSize × accumulation)),
@@ -167,45 +152,17 @@ export function plannedSteps(examples: number, hyperparameters: TrainHyperparame
 
 export async function train(options: TrainOptions): Promise<TrainResult> {
   const settings = resolveHyperparameters(options.hyperparameters);
-  const precision = resolvePrecision(options.precision, options.baseWeights, getKernels());
-  const { model, outputDir, signal } = options;
-  const config = model.config;
+  const { model } = options;
   const prepared =
     options.prepared ??
     prepareSets(model.tokenizer, options.trainSet, options.evalSet, options.hyperparameters);
   const trainExamples = prepared.train.examples;
   const evalExamples = prepared.eval?.examples ?? [];
-
   const n = trainExamples.length;
+  const run = startTrainingRun(options, settings, n, plannedSteps(n, options.hyperparameters));
+  const { graph, lora, grads } = run;
   const B = settings.batchSize;
-  const samplesPerStep = B * settings.gradientAccumulationSteps;
-  const stepsPerEpoch = Math.ceil(n / samplesPerStep);
-  const totalSteps = plannedSteps(n, options.hyperparameters);
   const pad = model.tokenizer.padTokenId;
-
-  const adapter = initLoraAdapter(config, settings.lora, settings.seed);
-  const lora = loraLayersOf(adapter, config);
-  const gradAdapter = zerosLike(adapter);
-  const grads = loraLayersOf(gradAdapter, config);
-  const params = loraParams(adapter);
-  const gradList = loraParams(gradAdapter);
-  const optimizer = new AdamW(params, {
-    beta1: settings.adamBeta1,
-    beta2: settings.adamBeta2,
-    eps: settings.adamEpsilon,
-    weightDecay: settings.weightDecay,
-  });
-  const history: TrainerState["log_history"] = [];
-  let step = 0;
-  if (options.resumeFrom) {
-    step = restoreCheckpoint(options.resumeFrom, adapter, optimizer, history, {
-      n,
-      samplesPerStep,
-      seed: settings.seed,
-    });
-  } else if (options.startAdapter) loadStartAdapter(options.startAdapter, adapter);
-
-  const graph = new ModelGraph(config, trainingWeights(model.weights, config, precision));
   // The exact-match sample is fixed for the run; its generator is made at the first eval that needs it.
   const exactMatchRows =
     settings.lossOn === "assistant"
@@ -217,160 +174,90 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
             samples: settings.exactMatchSamples,
             seed: settings.seed,
           },
-          config.maxPositionEmbeddings,
+          model.config.maxPositionEmbeddings,
         )
       : null;
   let exactMatch: ExactMatchRunner | null = null;
-  const checkpoints: CheckpointInfo[] = [];
-  const adapterBase = {
-    baseModelName: options.baseModelName ?? model.dir,
-    baseModelRevision: options.baseModelRevision,
-  };
-  const writeCheckpoint = async (): Promise<CheckpointInfo> => {
-    const dir = join(outputDir, `checkpoint-${step}`);
-    saveAdapter(adapter, dir, adapterBase);
-    const epoch = Math.floor(step / stepsPerEpoch);
-    const state: TrainerState = {
-      global_step: step,
-      total_steps: totalSteps,
-      epoch: step / stepsPerEpoch,
-      seed: settings.seed,
-      train_examples: n,
-      samples_per_step: samplesPerStep,
-      steps_per_epoch: stepsPerEpoch,
-      data_position: { epoch, offset: (step % stepsPerEpoch) * samplesPerStep },
-      lora: { r: adapter.spec.r, alpha: adapter.spec.alpha, target_modules: adapter.spec.targetModules },
-      log_history: history,
-    };
-    writeFileSync(join(dir, "trainer_state.json"), `${JSON.stringify(state, null, 2)}\n`);
-    writeOptimizerState(join(dir, "optimizer.safetensors"), adapter, optimizer);
-    const info = { step, dir };
-    checkpoints.push(info);
-    await options.onCheckpoint?.(info);
-    return info;
-  };
-
-  let order: number[] = [];
-  let orderEpoch = -1;
-  let lastLoss: number | null = null;
-  let lastEval: number | null = null;
-
-  while (step < totalSteps) {
-    // this step's examples: a slice of the epoch's shuffled order, in micro-batches of B
-    const epoch = Math.floor(step / stepsPerEpoch);
-    if (epoch !== orderEpoch) {
-      order = epochOrder(n, settings.seed, epoch);
-      orderEpoch = epoch;
-    }
-    const start = (step % stepsPerEpoch) * samplesPerStep;
-    const indices = order.slice(start, Math.min(n, start + samplesPerStep));
-    const batches: Batch[] = [];
-    for (let i = 0; i < indices.length; i += B) {
-      batches.push(
-        makeBatch(
-          indices.slice(i, i + B).map((j) => trainExamples[j]),
-          pad,
-        ),
-      );
-    }
-    let stepTargets = 0;
-    let stepTokens = 0;
-    for (const batch of batches) {
-      stepTargets += countTargets(batch);
-      stepTokens += countTokens(batch);
-    }
-
-    const started = performance.now();
-    let lossSum = 0;
-    let cancelled = false;
-    for (const batch of batches) {
-      if (signal?.aborted) {
-        cancelled = true;
-        break;
+  const objective: TrainingObjective<null, SftEval, TrainProgress> = {
+    beginStep(indices) {
+      // micro-batches of B; each token's gradient is scaled by 1 / the step's target count
+      const batches: Batch[] = [];
+      for (let i = 0; i < indices.length; i += B) {
+        batches.push(
+          makeBatch(
+            indices.slice(i, i + B).map((j) => trainExamples[j]),
+            pad,
+          ),
+        );
       }
-      lossSum += graph.forward(batch, lora, 1 / stepTargets).lossSum;
-      graph.backward(lora, grads);
-      await nextTick();
-    }
-    if (cancelled) {
-      for (const g of gradList) g.fill(0); // the partial step is dropped; the checkpoint is the last full step
-      const info = await writeCheckpoint();
+      let stepTargets = 0;
+      let tokens = 0;
+      for (const batch of batches) {
+        stepTargets += countTargets(batch);
+        tokens += countTokens(batch);
+      }
+      let lossSum = 0;
       return {
-        status: "cancelled",
-        precision,
-        steps: step,
-        finalLoss: lastLoss,
-        evalLoss: lastEval,
-        adapterDir: info.dir,
-        checkpoints,
+        tokens,
+        microBatches: batches.length,
+        microBatch(k) {
+          lossSum += graph.forward(batches[k], lora, 1 / stepTargets).lossSum;
+          graph.backward(lora, grads);
+        },
+        result: () => ({ loss: lossSum / stepTargets, figures: null }),
       };
-    }
-
-    clipGradNorm(gradList, settings.maxGradNorm);
-    const learningRate = learningRateAt(
-      settings.lrSchedulerType,
-      settings.learningRate,
-      step,
-      settings.warmupSteps,
-      totalSteps,
-    );
-    optimizer.update(gradList, learningRate);
-    for (const g of gradList) g.fill(0);
-    step++;
-    lastLoss = lossSum / stepTargets;
-    const seconds = (performance.now() - started) / 1000;
-
-    let evalLoss: number | null = null;
-    let evalTokenAccuracy: number | null = null;
-    let evalExactMatch: number | null = null;
-    const evalNow = settings.evalSteps !== undefined && step % settings.evalSteps === 0;
-    if (evalExamples.length > 0 && (evalNow || step === totalSteps)) {
-      const result = await evaluate(graph, lora, evalExamples, B, pad, signal);
-      if (result !== null) {
-        evalLoss = lastEval = result.loss;
-        evalTokenAccuracy = result.tokenAccuracy;
-        if (exactMatchRows) {
-          exactMatch ??= new ExactMatchRunner(model, adapter, exactMatchRows, settings.exactMatchMaxTokens);
-          evalExactMatch = await exactMatch.run(signal);
-        }
-      }
-    }
-    const progress: TrainProgress = {
-      step,
-      totalSteps,
-      loss: lastLoss,
-      evalLoss,
-      evalTokenAccuracy,
-      evalExactMatch,
-      learningRate,
-      epoch: step / stepsPerEpoch,
-      tokensPerSecond: seconds > 0 ? stepTokens / seconds : 0,
-    };
-    history.push({
-      step,
-      loss: lastLoss,
-      eval_loss: evalLoss,
-      eval_token_accuracy: evalTokenAccuracy,
-      eval_exact_match: evalExactMatch,
-      learning_rate: learningRate,
-      epoch: progress.epoch,
-    });
-    await options.onProgress?.(progress);
-    if (settings.saveSteps !== undefined && step % settings.saveSteps === 0) await writeCheckpoint();
-    await nextTick();
-  }
-
-  const finalDir = join(outputDir, "final");
-  saveAdapter(adapter, finalDir, adapterBase);
-  return {
-    status: "completed",
-    precision,
-    steps: step,
-    finalLoss: lastLoss,
-    evalLoss: lastEval,
-    adapterDir: finalDir,
-    checkpoints,
+    },
+    evaluate:
+      evalExamples.length > 0
+        ? async (evalSignal) => {
+            const result = await evaluate(graph, lora, evalExamples, B, pad, evalSignal);
+            if (result === null) return null;
+            let exact: number | null = null;
+            if (exactMatchRows) {
+              exactMatch ??= new ExactMatchRunner(
+                model,
+                run.adapter,
+                exactMatchRows,
+                settings.exactMatchMaxTokens,
+              );
+              exact = await exactMatch.run(evalSignal);
+            }
+            return { loss: result.loss, tokenAccuracy: result.tokenAccuracy, exactMatch: exact };
+          }
+        : null,
+    evalLoss: (e) => e.loss,
+    report(base, _figures, e) {
+      const progress: TrainProgress = {
+        step: base.step,
+        totalSteps: base.totalSteps,
+        loss: base.loss,
+        evalLoss: e?.loss ?? null,
+        evalTokenAccuracy: e?.tokenAccuracy ?? null,
+        evalExactMatch: e?.exactMatch ?? null,
+        learningRate: base.learningRate,
+        epoch: base.epoch,
+        tokensPerSecond: base.tokensPerSecond,
+      };
+      const row = {
+        step: base.step,
+        loss: base.loss,
+        eval_loss: progress.evalLoss,
+        eval_token_accuracy: progress.evalTokenAccuracy,
+        eval_exact_match: progress.evalExactMatch,
+        learning_rate: base.learningRate,
+        epoch: base.epoch,
+      };
+      return { progress, row };
+    },
   };
+  return runTrainingLoop(run, objective, options.onProgress);
+}
+
+/** An SFT eval: mean token loss, token accuracy, and exact match when lossOn is "assistant". */
+interface SftEval {
+  loss: number;
+  tokenAccuracy: number;
+  exactMatch: number | null;
 }
 
 /**
