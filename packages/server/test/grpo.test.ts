@@ -211,6 +211,59 @@ for (const backend of ["sqlite", "postgres"] as const)
       assert.ok(after > fromSft + 0.2, `held-out reward from SFT ${fromSft} -> ${after}`);
     });
 
+    it("a grader that cannot grade a completion fails the job at step 1, naming the row and grader; nothing is trained", async () => {
+      // 0 / 0: a formula that is not finite on every completion (both checks fail on pico-llama's text)
+      const divide = {
+        type: "multi",
+        name: "ratio",
+        graders: {
+          a: {
+            type: "string_check",
+            name: "a",
+            operation: "eq",
+            input: "{{sample.output_text}}",
+            reference: "zzzz",
+          },
+          b: {
+            type: "string_check",
+            name: "b",
+            operation: "eq",
+            input: "{{sample.output_text}}",
+            reference: "qqqq",
+          },
+        },
+        calculate_output: "a / b",
+      };
+      const created = await postJob({
+        datasetId: train.id,
+        method: "grpo",
+        graders: [{ grader: divide }],
+        hyperparameters: {
+          lora: { r: 4, alpha: 8 },
+          maxSteps: 3,
+          batchSize: 2,
+          numGenerations: 2,
+          maxCompletionTokens: 4,
+          saveSteps: 1,
+        },
+      });
+      assert.equal(created.status, 201, JSON.stringify(created.body));
+      const frames = await eventsUntilEnd(server.apiUrl, id.token, created.body.job.id, 120_000);
+      const events = frames.filter((f) => f.event !== "ping").map((f) => JSON.parse(f.data));
+      const failed = events.find((e) => e.type === "training.failed");
+      assert.ok(failed, JSON.stringify(events.at(-2)));
+      assert.match(
+        failed.error,
+        /step 1: scoring failed: row \d+: graders\[0\] \("ratio"\) could not grade a completion/,
+      );
+      assert.equal(
+        events.filter((e) => e.type === "training.log" || e.type === "checkpoint.saved").length,
+        0,
+      );
+      const job = await call(server.apiUrl, "GET", `/v1/jobs/${created.body.job.id}`, { token: id.token });
+      assert.equal(job.body.job.status, "failed");
+    });
+
     it("graders are checked at job creation with the field named; GRPO settings need method grpo", async () => {
       const chat = await uploadDataset(server.apiUrl, id, chatJsonl(8));
       const refused = async (body: Record<string, unknown>, message: RegExp) => {
