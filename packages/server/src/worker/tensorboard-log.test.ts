@@ -82,7 +82,30 @@ test("every numeric training.log field becomes a tagged scalar; null, absent and
     { tag: "eval/token_accuracy", value: 0.625 },
     { tag: "eval/exact_match", value: 0.25 },
   ]);
-  assert.equal(SCALAR_TAGS.length, 15);
+  assert.equal(SCALAR_TAGS.length, 21);
+  const grpo = {
+    reward: 0.5,
+    rewardStd: 0.25,
+    rewards: { "says the": 0.5, format: 1 },
+    kl: null,
+    completionLength: 11.5,
+    zeroAdvantageFraction: 0.25,
+    clipFraction: 0,
+    samples: [],
+  };
+  assert.deepEqual(
+    scalarsOf({ step: 3, loss: 0.01, grpo }).map((s) => [s.tag, s.value]),
+    [
+      ["train/loss", 0.01],
+      ["reward", 0.5],
+      ["reward_std", 0.25],
+      ["completions/mean_length", 11.5],
+      ["frac_reward_zero_std", 0.25],
+      ["clip_ratio/region_mean", 0],
+      ["rewards/says the/mean", 0.5],
+      ["rewards/format/mean", 1],
+    ],
+  );
   const rewards = { chosenReward: 0.5, rejectedReward: -0.25, margin: 0.75, accuracy: 1 };
   assert.deepEqual(
     scalarsOf({ step: 2, loss: 0.6, rewards, evalRewards: null }).map((s) => [s.tag, s.value]),

@@ -33,7 +33,8 @@ export const TENSORBOARD_ARTIFACT = "tensorboard";
 /**
  * The training.log fields written as scalars, with their TensorBoard tags
  * (null values are left out). A DPO job's rewards are nested fields
- * ("rewards.margin"), tagged as TRL tags them.
+ * ("rewards.margin"), tagged as TRL tags them; so are a GRPO job's figures
+ * ("grpo.reward"), with each grader's mean as rewards/<name>/mean (scalarsOf).
  */
 export const SCALAR_TAGS: readonly (readonly [field: string, tag: string])[] = [
   ["loss", "train/loss"],
@@ -51,6 +52,12 @@ export const SCALAR_TAGS: readonly (readonly [field: string, tag: string])[] = [
   ["evalRewards.rejectedReward", "eval/rewards/rejected"],
   ["evalRewards.margin", "eval/rewards/margins"],
   ["evalRewards.accuracy", "eval/rewards/accuracies"],
+  ["grpo.reward", "reward"],
+  ["grpo.rewardStd", "reward_std"],
+  ["grpo.kl", "kl"],
+  ["grpo.completionLength", "completions/mean_length"],
+  ["grpo.zeroAdvantageFraction", "frac_reward_zero_std"],
+  ["grpo.clipFraction", "clip_ratio/region_mean"],
 ];
 
 /** One training.log frame as an event of the file. */
@@ -72,6 +79,11 @@ export function scalarsOf(payload: Record<string, unknown>): Scalar[] {
       );
     if (typeof value === "number" && Number.isFinite(value)) scalars.push({ tag, value });
   }
+  // a GRPO job's per-grader means, keyed by the graders' names (TRL: rewards/<reward function>/mean)
+  const perGrader = (payload.grpo as { rewards?: Record<string, unknown> } | undefined)?.rewards;
+  for (const [name, value] of Object.entries(perGrader ?? {}))
+    if (typeof value === "number" && Number.isFinite(value))
+      scalars.push({ tag: `rewards/${name}/mean`, value });
   return scalars;
 }
 
