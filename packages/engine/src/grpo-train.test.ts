@@ -304,3 +304,22 @@ test("from a start adapter: training starts at its weights and, with beta > 0, i
     /the start adapter has LoRA/,
   );
 });
+
+test("a cancelled GRPO run stops at the next step and writes a checkpoint of its last step", async () => {
+  const controller = new AbortController();
+  const result = await trainGrpo({
+    model,
+    trainSet: rows,
+    hyperparameters: { ...hyper, maxSteps: 10 },
+    outputDir: join(root, "cancel"),
+    signal: controller.signal,
+    score: (batch) => batch.map((item) => [lowercase(item.completion)]),
+    onProgress: (p) => {
+      if (p.step === 2) controller.abort();
+    },
+  });
+  assert.equal(result.status, "cancelled");
+  assert.equal(result.steps, 2);
+  assert.equal(result.adapterDir, join(root, "cancel", "checkpoint-2"));
+  assert.ok(existsSync(join(result.adapterDir, "trainer_state.json")));
+});
