@@ -5,12 +5,25 @@
 // "all-linear": every linear layer of the model's family but the output head.
 // A DPO job's stored hyperparameters carry its method (routes/jobs.ts), which
 // passes through to the training process.
-import type { GrpoHyperparameters, PreferenceTrainHyperparameters } from "@svc/engine";
+import type {
+  BaseWeightFormat,
+  GrpoHyperparameters,
+  PreferenceTrainHyperparameters,
+  TrainingPrecision,
+} from "@svc/engine";
 import type { JobGrader, JobHyperparameters, TorchModel, TrainingMethod } from "./wire.js";
 
-/** What a training process trains with: the engine's hyperparameters, DPO's, GRPO's, the method and graders. */
+/**
+ * What a training process trains with: the engine's hyperparameters, DPO's, GRPO's, the method, graders and
+ * precision (absent: a job made before precisions existed, which trained in fp32).
+ */
 export type EngineJobHyperparameters = PreferenceTrainHyperparameters &
-  GrpoHyperparameters & { method?: TrainingMethod; graders?: JobGrader[] };
+  GrpoHyperparameters & {
+    method?: TrainingMethod;
+    graders?: JobGrader[];
+    precision?: TrainingPrecision;
+    baseWeights?: BaseWeightFormat;
+  };
 
 /** What builds the model on the torch backend (hyperparameters.torchModel; default svc's decoder). */
 export function torchModelOf(hp: JobHyperparameters): TorchModel {
@@ -18,7 +31,11 @@ export function torchModelOf(hp: JobHyperparameters): TorchModel {
 }
 
 export function engineHyperparameters(
-  hp: JobHyperparameters & { method?: TrainingMethod },
+  hp: JobHyperparameters & {
+    method?: TrainingMethod;
+    precision?: TrainingPrecision;
+    baseWeights?: BaseWeightFormat;
+  },
 ): EngineJobHyperparameters {
   // torchModel is the torch backend's choice of implementation, not a training setting (torchModelOf).
   const { lora, torchModel: _, ...rest } = hp;

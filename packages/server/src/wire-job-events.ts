@@ -30,6 +30,10 @@ export interface TrainingStartedEvent extends JobEventBase {
   droppedRows?: number;
   /** The first rows cut or dropped (at most ROW_NOTES_SHOWN), dropped ones first. */
   rowNotes?: TruncationRowNote[];
+  /** What this run trains in, the job's precision resolved on its worker (absent from events before precisions). */
+  precision?: "fp32" | "bf16";
+  /** The format the run holds the frozen base weights in. */
+  baseWeights?: "fp32" | "bf16" | "int8";
 }
 
 /** One row cut or dropped; `row` is 1-based in the dataset file the row came from. */

@@ -2,6 +2,7 @@
 // and shared by the server, the SDK (packages/svc) and Studio (type-only import).
 // This module must stay free of runtime dependencies.
 
+import type { BaseWeightFormat, TrainingPrecision } from "@svc/engine";
 import type { DatasetProfileRequest } from "./wire-dataset-profiles.js";
 import type { ResponseFormat, ToolCall, ToolCallDelta, ToolChoice, ToolDefinition } from "./wire-tools.js";
 
@@ -315,6 +316,13 @@ export interface CreateJobRequest {
    * the LoRA shape is the adapter's (docs/api.md#starting-from-an-adapter).
    */
   startAdapter?: AdapterRef;
+  /**
+   * The training precision (docs/training-precision.md): "fp32", "bf16", or "auto" (default: bf16 where the
+   * CPU has native bf16 dot products, else fp32).
+   */
+  precision?: TrainingPrecision;
+  /** "int8": hold the frozen base weights in int8 (QLoRA-style memory); omitted: in the precision's format. */
+  baseWeights?: BaseWeightFormat;
 }
 
 /** A job's training backend: the engine (CPU), PyTorch (svc worker --backend torch), or any. */
@@ -336,6 +344,13 @@ export interface Job {
   method: TrainingMethod;
   /** The adapter the job started from (CreateJobRequest.startAdapter); null: a fresh LoRA. */
   startAdapter: AdapterRef | null;
+  /**
+   * The precision the job asked for (CreateJobRequest.precision; jobs made before precisions existed: "fp32").
+   * What ran ("auto" resolved) is on its training.started event.
+   */
+  precision: TrainingPrecision;
+  /** CreateJobRequest.baseWeights; null: the base weights are held in the precision's format. */
+  baseWeights: BaseWeightFormat | null;
   dryRun: boolean;
   backend: JobBackend;
   /** Why a queued job waits: no running worker offers its backend; null when it will be claimed. */

@@ -1,6 +1,6 @@
 // Jobs: POST /v1/jobs, GET /v1/jobs (newest first), GET /v1/jobs/:id,
 // POST /v1/jobs/:id/cancel.
-import { plannedSteps } from "@svc/engine";
+import { BASE_WEIGHT_FORMATS, DEFAULT_JOB_PRECISION, plannedSteps, TRAINING_PRECISIONS } from "@svc/engine";
 import { Hono } from "hono";
 import type { ApiEnv, ServerContext } from "../context.js";
 import { engineHyperparameters } from "../engine-hyperparameters.js";
@@ -124,6 +124,9 @@ export const createJobBody = (limits: JobLimits) =>
     dryRun: optional(boolean()),
     backend: optional(oneOf(JOB_BACKENDS)),
     startAdapter: optional(adapterRefCheck),
+    // The engine's values (train-precision.ts): one source of truth.
+    precision: optional(oneOf(TRAINING_PRECISIONS)),
+    baseWeights: optional(oneOf(BASE_WEIGHT_FORMATS)),
   });
 
 /** A POST /v1/jobs body as createJobBody parsed it. */
@@ -154,6 +157,14 @@ export async function createJob(ctx: ServerContext, project: Project, body: Crea
     throw badRequest(`"evalFraction" cannot be combined with "evalDatasetId"`);
   const method = body.method ?? "sft";
   checkMethod(method, body);
+  // The torch backend trains in fp32 so far: a bf16 or int8-base job is the engine's ("auto" is fp32 there).
+  const engineOnly = method !== "sft" || body.precision === "bf16" || body.baseWeights !== undefined;
+  if (body.backend === "torch" && (body.precision === "bf16" || body.baseWeights !== undefined))
+    throw badRequest(
+      body.baseWeights !== undefined
+        ? `"baseWeights": the torch backend does not train on an int8 base yet; leave "backend" out or set "engine"`
+        : `"precision": the torch backend does not train in bf16 yet (its "auto" is fp32); leave "backend" out or set "engine"`,
+    );
   let hyperparameters: JobHyperparameters = body.hyperparameters ?? { lora: { ...DEFAULT_LORA } };
   if (body.startAdapter) {
     const lora = await startAdapterLora(ctx, project, {
@@ -201,12 +212,15 @@ export async function createJob(ctx: ServerContext, project: Project, body: Crea
     eval_dataset_id: body.evalDatasetId ?? null,
     eval_fraction: body.evalFraction ?? null,
     // The method rides in the stored hyperparameters (no column: jobs before methods are "sft"); toJob lifts it out.
-    // So does the start adapter (toJob lifts it out too).
+    // So do the start adapter and the precision (toJob lifts them out too); the precision is always stored,
+    // as jobs made before precisions existed (none stored) trained in fp32.
     hyperparameters: JSON.stringify({
       ...hyperparameters,
       ...(method === "sft" ? {} : { method }),
       ...(body.graders ? { graders: body.graders } : {}),
       ...(body.startAdapter ? { startAdapter: body.startAdapter } : {}),
+      precision: body.precision ?? DEFAULT_JOB_PRECISION,
+      ...(body.baseWeights ? { baseWeights: body.baseWeights } : {}),
     }),
     dry_run: body.dryRun ? 1 : 0,
     error: null,
@@ -218,8 +232,9 @@ export async function createJob(ctx: ServerContext, project: Project, body: Crea
     lease_expires_at: null,
     resume_from: null,
     attempts: 0,
-    // Only the engine trains methods "dpo" and "grpo" so far: such a job is the engine's, so a torch worker never claims it.
-    backend: method !== "sft" ? "engine" : (body.backend ?? "auto"),
+    // Only the engine trains methods "dpo" and "grpo", bf16 and int8 bases so far: such a job is the engine's,
+    // so a torch worker never claims it.
+    backend: engineOnly ? "engine" : (body.backend ?? "auto"),
   });
   ctx.wakeWorkers();
   return (await withQueuedReasons(ctx.store.db, [job]))[0];

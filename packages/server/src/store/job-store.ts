@@ -2,6 +2,7 @@
 // queued jobs atomically (PostgreSQL: FOR UPDATE SKIP LOCKED; SQLite: one
 // UPDATE ... WHERE id = (SELECT ...) RETURNING, which SQLite runs atomically)
 // and hold a lease that they renew; a lapsed lease means the worker died.
+import type { BaseWeightFormat, TrainingPrecision } from "@svc/engine";
 import { type Kysely, sql, type Transaction } from "kysely";
 import type { DatabaseKind } from "../db/connect.js";
 import type { ArtifactsTable, Database, JobsTable } from "../db/schema.js";
@@ -35,20 +36,27 @@ export interface StoredJobEvent {
   data: string;
 }
 
-/** The job's settings riding in its stored hyperparameters (routes/jobs.ts): its method (absent: "sft") and start adapter. */
+/** The job's settings riding in its stored hyperparameters (routes/jobs.ts): its method (absent: "sft"), start adapter and precision. */
 export type StoredHyperparameters = JobHyperparameters & {
   method?: TrainingMethod;
   startAdapter?: AdapterRef;
+  precision?: TrainingPrecision;
+  baseWeights?: BaseWeightFormat;
 };
 
-/** The stored hyperparameters, the job's method and its start adapter, which ride in them. */
-function hyperparametersAndMethod(json: string): Pick<Job, "hyperparameters" | "method" | "startAdapter"> {
+/** The stored hyperparameters, and the job's method, start adapter and precision, which ride in them. */
+function hyperparametersAndMethod(
+  json: string,
+): Pick<Job, "hyperparameters" | "method" | "startAdapter" | "precision" | "baseWeights"> {
+  // Jobs made before precisions existed trained in fp32 (a new job always stores its precision).
   const {
     method = "sft",
     startAdapter = null,
+    precision = "fp32",
+    baseWeights = null,
     ...hyperparameters
   } = JSON.parse(json) as StoredHyperparameters;
-  return { hyperparameters, method, startAdapter };
+  return { hyperparameters, method, startAdapter, precision, baseWeights };
 }
 
 export const toJob = (r: JobRow): Job => ({

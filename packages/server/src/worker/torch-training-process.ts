@@ -111,7 +111,8 @@ async function main(): Promise<void> {
     const launch = input.torch;
     if (!launch) throw new Error("the torch backend's process was started without its launch settings");
     const { model, prepared, started } = await readTrainingSetsForTorch(input);
-    await post(started);
+    // The torch backend trains in fp32 (a bf16 or int8-base job is the engine's: routes/jobs.ts).
+    await post({ ...started, precision: "fp32", baseWeights: "fp32" });
     if (input.dryRun) {
       await post({ type: "result", result: null, trainSeconds: 0 });
       return;

@@ -6,7 +6,9 @@
 // result as IPC messages.
 import {
   type CheckpointInfo,
+  getKernels,
   type Model,
+  resolvePrecision,
   type TrainProgress,
   type TrainResult,
   train,
@@ -15,7 +17,7 @@ import {
 } from "@svc/engine";
 import { exitWithParent } from "../process/engine-process.js";
 import { graderScorer, readGrpoTrainingSet } from "./training-grpo.js";
-import { postToRunner as post, trainingInput } from "./training-protocol.js";
+import { postToRunner, type TrainingProcessMessage, trainingInput } from "./training-protocol.js";
 import { readPreferenceTrainingSets, readTrainingSets } from "./training-sets.js";
 
 exitWithParent();
@@ -24,10 +26,22 @@ const input = await trainingInput(() => controller.abort());
 
 async function main(): Promise<void> {
   let lastStep: number | null = null;
-  // What both methods' training takes besides the sets.
+  // A job without a stored precision was made before precisions existed and trained in fp32.
+  const { precision = "fp32", baseWeights } = input.hyperparameters;
+  // What "auto" becomes on this machine, as train() resolves it, for the training.started event
+  // (posted inside the try below, so a value the engine refuses fails the job with its message).
+  const post = (message: TrainingProcessMessage) =>
+    postToRunner(
+      message.type === "started"
+        ? { ...message, ...resolvePrecision(precision, baseWeights, getKernels()) }
+        : message,
+    );
+  // What every method's training takes besides the sets.
   const common = (model: Model) => ({
     model,
     hyperparameters: input.hyperparameters,
+    precision,
+    baseWeights,
     outputDir: input.outputDir,
     signal: controller.signal,
     resumeFrom: input.resumeFrom ?? undefined,

@@ -57,6 +57,9 @@ export type TrainingProcessMessage =
       truncatedRows: number;
       droppedRows: number;
       rowNotes: TruncationRowNote[];
+      /** What the run trains in (the job's precision resolved on this worker). */
+      precision?: "fp32" | "bf16";
+      baseWeights?: "fp32" | "bf16" | "int8";
     }
   | {
       type: "progress";

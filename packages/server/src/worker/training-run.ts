@@ -95,6 +95,7 @@ export async function runTrainingProcess(
             truncatedRows: message.truncatedRows,
             droppedRows: message.droppedRows,
             rowNotes: message.rowNotes,
+            ...(message.precision ? { precision: message.precision, baseWeights: message.baseWeights } : {}),
             ...(resumedFromStep !== null ? { resumedFromStep } : {}),
             attempt: progress.attempt,
             ...(progress.attempt > 1 && progress.restartedAfter

@@ -228,3 +228,21 @@ test("startAdapter: checked at construction; without lora the job takes the adap
     /startAdapter\.step/,
   );
 });
+
+test("precision and baseWeights: the engine's values are taken, others refused at construction naming the field", () => {
+  for (const precision of ["fp32", "bf16", "auto"] as const)
+    assert.equal(createTrainer({ ...ok, precision }).name, "t");
+  assert.equal(createTrainer({ ...ok, precision: "bf16", baseWeights: "int8" }).name, "t");
+  assert.throws(
+    () => createTrainer({ ...ok, precision: "fp16" as never }),
+    /createTrainer: precision: expected "fp32", "bf16", "auto", got "fp16"/,
+  );
+  assert.throws(() => createTrainer({ ...ok, precision: "BF16" as never }), /precision: expected/);
+  assert.throws(
+    () => createTrainer({ ...ok, baseWeights: "int4" as never }),
+    /createTrainer: baseWeights: expected "int8" or omitted, got "int4"/,
+  );
+  // Job fields beside the hyperparameters, as POST /v1/jobs takes them.
+  const h = hyperparametersOf({ ...ok, precision: "bf16", baseWeights: "int8" });
+  assert.equal("precision" in h || "baseWeights" in h, false);
+});

@@ -1,6 +1,12 @@
 // createTrainer's options: their types, and the checks that make a bad value
 // fail at construction with the field's name.
 import {
+  BASE_WEIGHT_FORMATS,
+  type BaseWeightFormat,
+  TRAINING_PRECISIONS,
+  type TrainingPrecision,
+} from "@svc/engine";
+import {
   type AdapterRef,
   type Artifact,
   type ChatMessage,
@@ -98,6 +104,13 @@ export interface TrainerOptions extends TrainerHyperparameters {
    * `{ kind: "checkpoint", jobId, step }` (docs/api.md#starting-from-an-adapter). Its LoRA shape is the job's.
    */
   startAdapter?: AdapterRef;
+  /**
+   * The training precision (docs/training-precision.md): "auto" (the server's default: bf16 where the CPU has
+   * native bf16 dot products, else fp32), "fp32" or "bf16".
+   */
+  precision?: TrainingPrecision;
+  /** "int8": hold the frozen base weights in int8 (QLoRA-style memory); omitted: in the precision's format. */
+  baseWeights?: BaseWeightFormat;
   callbacks?: TrainerCallbacks;
   /** Stops only the local wait(); the job keeps running (use cancel() to stop it). */
   abortSignal?: AbortSignal;
@@ -259,6 +272,15 @@ export function validateTrainerOptions(o: TrainerOptions): void {
   if (o.backend !== undefined && !JOB_BACKENDS.includes(o.backend))
     fail("backend", '"auto", "engine" or "torch"', o.backend);
   if (o.startAdapter !== undefined) validateStartAdapter(o.startAdapter);
+  // The engine's values, as POST /v1/jobs checks them.
+  if (o.precision !== undefined && !TRAINING_PRECISIONS.includes(o.precision))
+    fail("precision", TRAINING_PRECISIONS.map((v) => JSON.stringify(v)).join(", "), o.precision);
+  if (o.baseWeights !== undefined && !BASE_WEIGHT_FORMATS.includes(o.baseWeights))
+    fail(
+      "baseWeights",
+      `${BASE_WEIGHT_FORMATS.map((v) => JSON.stringify(v)).join(", ")} or omitted`,
+      o.baseWeights,
+    );
   if (o.callbacks !== undefined) {
     if (typeof o.callbacks !== "object" || o.callbacks === null)
       fail("callbacks", "an object of functions", o.callbacks);

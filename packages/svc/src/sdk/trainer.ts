@@ -201,6 +201,8 @@ class SvcTrainer implements Trainer {
       ...(backend ? { backend } : {}),
       ...(method ? { method } : {}),
       ...(this.options.startAdapter ? { startAdapter: this.options.startAdapter } : {}),
+      ...(this.options.precision ? { precision: this.options.precision } : {}),
+      ...(this.options.baseWeights ? { baseWeights: this.options.baseWeights } : {}),
     });
     this.id = job.id;
     return { jobId: job.id };
