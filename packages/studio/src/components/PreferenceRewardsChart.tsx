@@ -18,6 +18,7 @@ import {
   rewardsExtent,
 } from "../lib/preference-rewards.js";
 import { metricsStepExtent } from "../lib/task-metrics.js";
+import { HoverLine, LegendSwatch, StepGrid } from "./chart-parts.js";
 
 export const CHOSEN_COLOR = "#16a34a";
 export const REJECTED_COLOR = "#dc2626";
@@ -62,23 +63,6 @@ const LINES: { key: RewardSeries; color: string; eval: boolean; label: string; t
   },
 ];
 
-function LegendSwatch({ color, dashed }: { color: string; dashed: boolean }) {
-  return (
-    <svg width="22" height="10" aria-hidden="true">
-      <line
-        x1="0"
-        y1="5"
-        x2="22"
-        y2="5"
-        stroke={color}
-        strokeWidth="2"
-        strokeDasharray={dashed ? "4 3" : undefined}
-      />
-      {dashed && <circle cx="11" cy="5" r="3" fill={color} />}
-    </svg>
-  );
-}
-
 export function PreferenceRewardsChart({ series }: { series: LossSeries }) {
   const [hover, setHover] = useState<RewardsHover | null>(null);
   const geometry = useMemo(() => {
@@ -91,6 +75,7 @@ export function PreferenceRewardsChart({ series }: { series: LossSeries }) {
   }, [series]);
   if (!geometry) return null;
   const { axis, x, y, xTicks, yTicks } = geometry;
+  const frame = { width: W, height: H, pad: PAD, x, y };
   const drawn = LINES.filter((line) => series[line.key].length > 0);
 
   return (
@@ -99,7 +84,7 @@ export function PreferenceRewardsChart({ series }: { series: LossSeries }) {
         <div className="legend">
           {drawn.map((line) => (
             <span key={line.key} className="legend-item" data-testid={`legend-${line.testId}`}>
-              <LegendSwatch color={line.color} dashed={line.eval} />
+              <LegendSwatch color={line.color} dashed={line.eval} marker={line.eval} />
               {line.label}
             </span>
           ))}
@@ -116,33 +101,7 @@ export function PreferenceRewardsChart({ series }: { series: LossSeries }) {
         fontFamily="system-ui, sans-serif"
         fontSize="10.5"
       >
-        {yTicks.map((t) => (
-          <g key={`y${t}`}>
-            <line
-              x1={PAD.left}
-              x2={W - PAD.right}
-              y1={y(t)}
-              y2={y(t)}
-              stroke="currentColor"
-              strokeOpacity={t === 0 ? 0.45 : 0.1}
-            />
-            <text x={PAD.left - 8} y={y(t) + 4} textAnchor="end" fill="currentColor" fillOpacity="0.65">
-              {t}
-            </text>
-          </g>
-        ))}
-        {xTicks.map((t) => (
-          <text
-            key={`x${t}`}
-            x={x(t)}
-            y={H - PAD.bottom + 15}
-            textAnchor="middle"
-            fill="currentColor"
-            fillOpacity="0.65"
-          >
-            {t}
-          </text>
-        ))}
+        <StepGrid frame={frame} yTicks={yTicks} xTicks={xTicks} strongAt={0} />
         {drawn.map((line) => {
           const points = series[line.key];
           return (
@@ -161,18 +120,7 @@ export function PreferenceRewardsChart({ series }: { series: LossSeries }) {
             </g>
           );
         })}
-        {hover && (
-          <line
-            x1={x(hover.step)}
-            x2={x(hover.step)}
-            y1={PAD.top}
-            y2={H - PAD.bottom}
-            stroke="currentColor"
-            strokeOpacity="0.4"
-            strokeDasharray="2 2"
-            pointerEvents="none"
-          />
-        )}
+        {hover && <HoverLine frame={frame} step={hover.step} />}
       </svg>
       <div className="chart-readout" data-testid="preference-rewards-readout">
         {hover ? (

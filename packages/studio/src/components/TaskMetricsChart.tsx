@@ -16,6 +16,7 @@ import {
   nearestTaskMetrics,
   type TaskMetricsHover,
 } from "../lib/task-metrics.js";
+import { HoverLine, LegendSwatch, StepGrid } from "./chart-parts.js";
 
 export const TOKEN_ACCURACY_COLOR = "#4f46e5";
 export const EXACT_MATCH_COLOR = "#d97706";
@@ -27,23 +28,6 @@ const H = 150;
 // The loss chart's left and right padding, so steps fall at the same x in both.
 const PAD = { left: 56, right: 16, top: 10, bottom: 22 };
 const Y_TICKS = [0, 0.25, 0.5, 0.75, 1];
-
-function LegendSwatch({ color, dashed }: { color: string; dashed: boolean }) {
-  return (
-    <svg width="22" height="10" aria-hidden="true">
-      <line
-        x1="0"
-        y1="5"
-        x2="22"
-        y2="5"
-        stroke={color}
-        strokeWidth="2"
-        strokeDasharray={dashed ? "4 3" : undefined}
-      />
-      <circle cx="11" cy="5" r="3" fill={color} />
-    </svg>
-  );
-}
 
 export function TaskMetricsChart({ series }: { series: LossSeries }) {
   const [hover, setHover] = useState<TaskMetricsHover | null>(null);
@@ -58,6 +42,7 @@ export function TaskMetricsChart({ series }: { series: LossSeries }) {
   }, [series]);
   if (!geometry) return null;
   const { axis, x, y, path, xTicks } = geometry;
+  const frame = { width: W, height: H, pad: PAD, x, y };
 
   const onMove = (e: React.MouseEvent<SVGSVGElement>) => {
     setHover(nearestTaskMetrics(series, axis.stepAt(pointerX(e, W))));
@@ -90,25 +75,25 @@ export function TaskMetricsChart({ series }: { series: LossSeries }) {
         <div className="legend">
           {series.tokenAccuracy.length > 0 && (
             <span className="legend-item" data-testid="legend-token-accuracy">
-              <LegendSwatch color={TOKEN_ACCURACY_COLOR} dashed={false} />
+              <LegendSwatch color={TOKEN_ACCURACY_COLOR} dashed={false} marker />
               Eval token accuracy
             </span>
           )}
           {series.exactMatch.length > 0 && (
             <span className="legend-item" data-testid="legend-exact-match">
-              <LegendSwatch color={EXACT_MATCH_COLOR} dashed={true} />
+              <LegendSwatch color={EXACT_MATCH_COLOR} dashed={true} marker />
               Eval exact match
             </span>
           )}
           {series.trainPreferenceAccuracy.length > 0 && (
             <span className="legend-item" data-testid="legend-train-preference-accuracy">
-              <LegendSwatch color={TRAIN_PREFERENCE_ACCURACY_COLOR} dashed={false} />
+              <LegendSwatch color={TRAIN_PREFERENCE_ACCURACY_COLOR} dashed={false} marker />
               Preference accuracy
             </span>
           )}
           {series.preferenceAccuracy.length > 0 && (
             <span className="legend-item" data-testid="legend-preference-accuracy">
-              <LegendSwatch color={PREFERENCE_ACCURACY_COLOR} dashed={true} />
+              <LegendSwatch color={PREFERENCE_ACCURACY_COLOR} dashed={true} marker />
               Eval preference accuracy
             </span>
           )}
@@ -125,33 +110,14 @@ export function TaskMetricsChart({ series }: { series: LossSeries }) {
         fontFamily="system-ui, sans-serif"
         fontSize="10.5"
       >
-        {Y_TICKS.map((t) => (
-          <g key={t}>
-            <line
-              x1={PAD.left}
-              x2={W - PAD.right}
-              y1={y(t)}
-              y2={y(t)}
-              stroke="currentColor"
-              strokeOpacity={t === 0 ? 0.35 : 0.1}
-            />
-            <text x={PAD.left - 8} y={y(t) + 4} textAnchor="end" fill="currentColor" fillOpacity="0.65">
-              {`${t * 100}%`}
-            </text>
-          </g>
-        ))}
-        {xTicks.map((t) => (
-          <text
-            key={`x${t}`}
-            x={x(t)}
-            y={H - PAD.bottom + 15}
-            textAnchor="middle"
-            fill="currentColor"
-            fillOpacity="0.65"
-          >
-            {t}
-          </text>
-        ))}
+        <StepGrid
+          frame={frame}
+          yTicks={Y_TICKS}
+          xTicks={xTicks}
+          yLabel={(t) => `${t * 100}%`}
+          strongAt={0}
+          strongOpacity={0.35}
+        />
         {lines.map(
           ({ points, color, dash, testId }) =>
             points.length > 0 && (
@@ -163,18 +129,7 @@ export function TaskMetricsChart({ series }: { series: LossSeries }) {
               </g>
             ),
         )}
-        {hover && (
-          <line
-            x1={x(hover.step)}
-            x2={x(hover.step)}
-            y1={PAD.top}
-            y2={H - PAD.bottom}
-            stroke="currentColor"
-            strokeOpacity="0.4"
-            strokeDasharray="2 2"
-            pointerEvents="none"
-          />
-        )}
+        {hover && <HoverLine frame={frame} step={hover.step} />}
       </svg>
       <div className="chart-readout" data-testid="task-metrics-readout">
         {hover ? (

@@ -6,6 +6,7 @@ import { useEffect, useState } from "react";
 import { jobEventsUrl } from "../api.js";
 import { applyDownloadEvent, type Download, downloadKey } from "../lib/download-progress.js";
 import { appendLogEntry, artifactCount, type EventLogEntry, formatEventMessage } from "../lib/event-log.js";
+import { addGrpoFrame, dropGrpoStepsAfter, type GrpoStep } from "../lib/grpo-series.js";
 import { addLogFrame, dropStepsAfter, emptySeries, type LossSeries } from "../lib/loss-series.js";
 import { runtimeOfLog, type TrainingRuntime } from "../lib/training-runtime.js";
 
@@ -25,6 +26,8 @@ export const JOB_EVENT_NAMES = [
 export interface JobEventState {
   status: JobStatus | null;
   series: LossSeries;
+  /** A GRPO job's logged steps (training.log grpo): its charts and Samples panel. */
+  grpo: GrpoStep[];
   log: EventLogEntry[];
   artifacts: number | null;
   failure: string | null;
@@ -44,6 +47,7 @@ export interface JobEventState {
 const initial = (): JobEventState => ({
   status: null,
   series: emptySeries(),
+  grpo: [],
   log: [],
   artifacts: null,
   failure: null,
@@ -89,11 +93,13 @@ function reduce(s: JobEventState, event: string, raw: string, id: string): JobEv
       // A resumed run logs the steps after its checkpoint again: its frames replace the earlier ones.
       if (typeof payload.resumedFromStep === "number") {
         next.series = dropStepsAfter(s.series, payload.resumedFromStep);
+        next.grpo = dropGrpoStepsAfter(s.grpo, payload.resumedFromStep);
         next.lastStep = payload.resumedFromStep;
       }
       break;
     case "training.log":
       next.series = addLogFrame(s.series, payload);
+      next.grpo = addGrpoFrame(s.grpo, payload);
       next.runtime = runtimeOfLog(payload) ?? s.runtime;
       if (step !== null) next.lastStep = step;
       break;

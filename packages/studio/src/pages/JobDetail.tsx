@@ -1,5 +1,6 @@
 // Job detail: live status, failure banner, loss chart (and a DPO job's
-// preference accuracy and rewards charts) with the Advanced statistics, the
+// preference accuracy and rewards charts; a GRPO job's rewards and health
+// charts and its Samples panel) with the Advanced statistics, the
 // event log, and a Metadata sidebar (artifact count).
 import type { Job } from "@svc/server/wire";
 import { useEffect, useState } from "react";
@@ -9,6 +10,8 @@ import { DatasetProfileCard } from "../components/DatasetProfileCard.js";
 import { DownloadProgressCard } from "../components/DownloadProgressCard.js";
 import { EventLog } from "../components/EventLog.js";
 import { ExportCard } from "../components/ExportCard.js";
+import { GrpoHealthChart, GrpoRewardsChart } from "../components/GrpoCharts.js";
+import { GrpoSamples } from "../components/GrpoSamples.js";
 import { LossChart } from "../components/LossChart.js";
 import { PreferenceRewardsChart } from "../components/PreferenceRewardsChart.js";
 import { StatsCards } from "../components/StatsCards.js";
@@ -22,6 +25,8 @@ export function JobDetail({ jobId }: { jobId: string }) {
   const [error, setError] = useState<string | null>(null);
   const [advanced, setAdvanced] = useState(false);
   const [cancelling, setCancelling] = useState(false);
+  // The GRPO step the Samples panel shows; null follows the latest.
+  const [grpoStep, setGrpoStep] = useState<number | null>(null);
 
   // Read again as the job moves on: the resolved revision of a Hub base model is set once it is downloaded.
   // biome-ignore lint/correctness/useExhaustiveDependencies: ev.status is the trigger, not an input
@@ -96,6 +101,16 @@ export function JobDetail({ jobId }: { jobId: string }) {
             <PreferenceRewardsChart series={ev.series} />
             {advanced && <StatsCards series={ev.series} />}
           </section>
+          {ev.grpo.length > 0 && (
+            <section className="card" data-testid="grpo-charts">
+              <div className="card-head">
+                <h2>Rewards</h2>
+              </div>
+              <GrpoRewardsChart steps={ev.grpo} />
+              <GrpoHealthChart steps={ev.grpo} />
+            </section>
+          )}
+          <GrpoSamples steps={ev.grpo} picked={grpoStep} onPick={setGrpoStep} />
           {status === "completed" && <ExportCard jobId={jobId} />}
           <DatasetProfileCard jobId={jobId} />
           <section className="card">
@@ -126,7 +141,11 @@ export function JobDetail({ jobId }: { jobId: string }) {
                 </dd>
                 <dt>Method</dt>
                 <dd data-testid="method">
-                  {job.method === "dpo" ? "DPO (preference pairs)" : "SFT (supervised fine-tuning)"}
+                  {job.method === "dpo"
+                    ? "DPO (preference pairs)"
+                    : job.method === "grpo"
+                      ? "GRPO (rewards)"
+                      : "SFT (supervised fine-tuning)"}
                 </dd>
                 <dt>Backend</dt>
                 <dd data-testid="backend">{formatBackend(job.backend, ev.runtime, ev.lastStep !== null)}</dd>

@@ -1,0 +1,97 @@
+// The SVG pieces every small step chart draws the same way (task metrics, DPO
+// rewards, GRPO rewards and health): a legend swatch, the y grid with its
+// labels and the x step labels, and the dashed hover line. Each chart keeps its
+// own series, scale and readout.
+import type { ReactNode } from "react";
+
+export interface ChartFrame {
+  width: number;
+  height: number;
+  pad: { left: number; right: number; top: number; bottom: number };
+  x(step: number): number;
+  y(value: number): number;
+}
+
+/** A legend's line sample: dashed for eval series, with a dot where the chart marks points. */
+export function LegendSwatch({ color, dashed, marker }: { color: string; dashed: boolean; marker: boolean }) {
+  return (
+    <svg width="22" height="10" aria-hidden="true">
+      <line
+        x1="0"
+        y1="5"
+        x2="22"
+        y2="5"
+        stroke={color}
+        strokeWidth="2"
+        strokeDasharray={dashed ? "4 3" : undefined}
+      />
+      {marker && <circle cx="11" cy="5" r="3" fill={color} />}
+    </svg>
+  );
+}
+
+/** The y grid lines with labels (the one at `strongAt`, if any, drawn stronger) and the x step labels. */
+export function StepGrid({
+  frame,
+  yTicks,
+  xTicks,
+  yLabel = (t) => t,
+  strongAt,
+  strongOpacity = 0.45,
+}: {
+  frame: ChartFrame;
+  yTicks: number[];
+  xTicks: number[];
+  yLabel?: (t: number) => ReactNode;
+  strongAt?: number;
+  strongOpacity?: number;
+}) {
+  const { width: W, height: H, pad, x, y } = frame;
+  return (
+    <>
+      {yTicks.map((t) => (
+        <g key={`y${t}`}>
+          <line
+            x1={pad.left}
+            x2={W - pad.right}
+            y1={y(t)}
+            y2={y(t)}
+            stroke="currentColor"
+            strokeOpacity={t === strongAt ? strongOpacity : 0.1}
+          />
+          <text x={pad.left - 8} y={y(t) + 4} textAnchor="end" fill="currentColor" fillOpacity="0.65">
+            {yLabel(t)}
+          </text>
+        </g>
+      ))}
+      {xTicks.map((t) => (
+        <text
+          key={`x${t}`}
+          x={x(t)}
+          y={H - pad.bottom + 15}
+          textAnchor="middle"
+          fill="currentColor"
+          fillOpacity="0.65"
+        >
+          {t}
+        </text>
+      ))}
+    </>
+  );
+}
+
+/** The dashed vertical line at the hovered step. */
+export function HoverLine({ frame, step }: { frame: ChartFrame; step: number }) {
+  return (
+    <line
+      x1={frame.x(step)}
+      x2={frame.x(step)}
+      y1={frame.pad.top}
+      y2={frame.height - frame.pad.bottom}
+      stroke="currentColor"
+      strokeOpacity="0.4"
+      strokeDasharray="2 2"
+      pointerEvents="none"
+    />
+  );
+}
