@@ -244,3 +244,27 @@ test("a pause and a resume print what happened", () => {
     "resumed: queued to go on from its latest checkpoint",
   );
 });
+
+test("the started line says what the run trains in: its precision, and an int8 base", () => {
+  const started = (extra: Partial<Extract<JobEvent, { type: "training.started" }>>) =>
+    formatEventLine(
+      {
+        ...base,
+        type: "training.started",
+        totalSteps: 3,
+        baseModel: "m",
+        trainExamples: 8,
+        evalExamples: 0,
+        ...extra,
+      },
+      null,
+    );
+  assert.equal(
+    started({ precision: "bf16", baseWeights: "bf16" }),
+    "started: 3 steps, 8 train / 0 eval examples, base model m, in bf16",
+  );
+  assert.equal(
+    started({ precision: "fp32", baseWeights: "int8" }),
+    "started: 3 steps, 8 train / 0 eval examples, base model m, in fp32 on an int8 base",
+  );
+});

@@ -51,6 +51,13 @@ function rowsCut(e: Extract<JobEvent, { type: "training.started" }>): string {
   return `; ${rows(truncated)} truncated, ${rows(dropped)} dropped${named.length ? ` (${named.join(", ")}${dropped > named.length ? ", ..." : ""})` : ""}`;
 }
 
+/** What the run trains in (the job's precision resolved on its worker): ", in bf16", ", in fp32 on an int8 base". */
+function precisionText(e: Extract<JobEvent, { type: "training.started" }>): string {
+  if (!e.precision) return "";
+  const base = e.baseWeights && e.baseWeights !== e.precision ? ` on an ${e.baseWeights} base` : "";
+  return `, in ${e.precision}${base}`;
+}
+
 /**
  * How a training.started line begins: "started" for a job's first attempt; a
  * later one (a restart after a crash) names its attempt, the step it starts
@@ -67,7 +74,7 @@ function startedLead(e: Extract<JobEvent, { type: "training.started" }>): string
 export function formatEventLine(event: JobEvent, totalSteps: number | null): string | null {
   switch (event.type) {
     case "training.started":
-      return `${startedLead(event)}: ${event.totalSteps} steps, ${event.trainExamples} train / ${event.evalExamples} eval examples, base model ${event.baseModel}${rowsCut(event)}`;
+      return `${startedLead(event)}: ${event.totalSteps} steps, ${event.trainExamples} train / ${event.evalExamples} eval examples, base model ${event.baseModel}${precisionText(event)}${rowsCut(event)}`;
     case "training.log":
       return `${stepText(event.step, totalSteps)}${metrics(event)}`;
     case "checkpoint.saved":

@@ -3,6 +3,7 @@
 // settles with the job and its artifacts; cancel() stops the job on the backend.
 import { readFile } from "node:fs/promises";
 import { basename, resolve } from "node:path";
+import type { TrainingPrecision } from "@svc/engine";
 import {
   type Artifact,
   type Dataset,
@@ -70,6 +71,8 @@ export interface StartOverrides {
   backend?: JobBackend;
   /** Overrides the trainer's method (svc start --method). */
   method?: TrainingMethod;
+  /** Overrides the trainer's precision (svc start --precision). */
+  precision?: TrainingPrecision;
   /** Hears about Hub datasets as they are read (svc start prints them). */
   onHubDataset?: (notice: HubDatasetNotice) => void;
 }
@@ -154,6 +157,7 @@ class SvcTrainer implements Trainer {
     this.submitted ??= this.submit(
       overrides.backend ?? this.options.backend,
       overrides.method ?? this.options.method,
+      overrides.precision ?? this.options.precision,
       overrides.onHubDataset,
     ).catch((err) => {
       this.submitted = null;
@@ -165,6 +169,7 @@ class SvcTrainer implements Trainer {
   private async submit(
     backend: JobBackend | undefined,
     method: TrainingMethod | undefined,
+    precision: TrainingPrecision | undefined,
     onHubDataset?: (notice: HubDatasetNotice) => void,
   ): Promise<{ jobId: string }> {
     const projectDir = defaultProjectDir();
@@ -201,7 +206,7 @@ class SvcTrainer implements Trainer {
       ...(backend ? { backend } : {}),
       ...(method ? { method } : {}),
       ...(this.options.startAdapter ? { startAdapter: this.options.startAdapter } : {}),
-      ...(this.options.precision ? { precision: this.options.precision } : {}),
+      ...(precision ? { precision } : {}),
       ...(this.options.baseWeights ? { baseWeights: this.options.baseWeights } : {}),
     });
     this.id = job.id;

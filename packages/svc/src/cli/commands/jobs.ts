@@ -58,6 +58,8 @@ export const jobsCommand: Command = {
           `base model  ${job.baseModel}`,
           `method      ${job.method ?? "sft"}`,
           `backend     ${job.backend}`,
+          // What the job asked for; what ran ("auto" resolved) is on its started line (svc jobs follow).
+          `precision   ${job.precision}${job.baseWeights ? `, base weights ${job.baseWeights}` : ""}`,
           `created     ${job.createdAt}`,
           `started     ${job.startedAt ?? "-"}`,
           `finished    ${job.finishedAt ?? "-"}`,

@@ -1,5 +1,6 @@
 // svc start: run the project's trainer. Reuses .svc/build/index.mjs when present
 // (svc build refreshes it), submits the job and prints its progress until it ends.
+import { TRAINING_PRECISIONS, type TrainingPrecision } from "@svc/engine";
 import { JOB_BACKENDS, type JobBackend, TRAINING_METHODS, type TrainingMethod } from "@svc/server/wire";
 import { ensureLocalServer } from "../../sdk/local-server.js";
 import { loadProject, ManifestBuildError } from "../../sdk/manifest.js";
@@ -19,6 +20,7 @@ export const startCommand: Command = {
   summary: "run the project's trainer and follow its progress",
   usage: [
     "Usage: svc start [--rebuild] [--detach] [--backend auto|engine|torch] [--method sft|dpo]",
+    "                 [--precision auto|fp32|bf16]",
     "",
     "Runs the trainer that src/svc/index.ts registers with createSvc. Uses",
     ".svc/build/index.mjs when it exists (svc build refreshes it), builds otherwise.",
@@ -40,6 +42,8 @@ export const startCommand: Command = {
     "             auto (any worker), engine (svc's CPU engine) or torch (svc worker --backend torch)",
     "  --method   the training method, overriding the trainer's (docs/post-training.md):",
     "             sft (chat rows) or dpo (preference pairs)",
+    "  --precision  the training precision, overriding the trainer's (docs/training-precision.md):",
+    "             auto (default: bf16 where the CPU has bf16 dot products, else fp32), fp32 or bf16",
   ].join("\n"),
   async run(argv) {
     const { values } = parse(
@@ -49,6 +53,7 @@ export const startCommand: Command = {
         detach: { type: "boolean" },
         backend: { type: "string" },
         method: { type: "string" },
+        precision: { type: "string" },
       },
       0,
     );
@@ -58,6 +63,11 @@ export const startCommand: Command = {
     const method = stringOption(values, "method") as TrainingMethod | undefined;
     if (method !== undefined && !TRAINING_METHODS.includes(method))
       throw new UsageError(`--method must be sft or dpo (got ${JSON.stringify(method)})`);
+    const precision = stringOption(values, "precision") as TrainingPrecision | undefined;
+    if (precision !== undefined && !TRAINING_PRECISIONS.includes(precision))
+      throw new UsageError(
+        `--precision must be ${TRAINING_PRECISIONS.join(", ")} (got ${JSON.stringify(precision)})`,
+      );
     const projectDir = defaultProjectDir();
     let manifest: Awaited<ReturnType<typeof loadProject>>;
     try {
@@ -85,6 +95,7 @@ export const startCommand: Command = {
     const { jobId } = await trainer.start({
       backend,
       method,
+      precision,
       onHubDataset: (notice) => process.stdout.write(`${formatHubDatasetNotice(notice)}\n`),
     });
     process.stdout.write(`job ${jobId} submitted: ${trainer.name} on ${trainer.model}\n`);
