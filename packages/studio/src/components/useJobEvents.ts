@@ -8,6 +8,7 @@ import { applyDownloadEvent, type Download, downloadKey } from "../lib/download-
 import { appendLogEntry, artifactCount, type EventLogEntry, formatEventMessage } from "../lib/event-log.js";
 import { addGrpoFrame, dropGrpoStepsAfter, type GrpoStep } from "../lib/grpo-series.js";
 import { addLogFrame, dropStepsAfter, emptySeries, type LossSeries } from "../lib/loss-series.js";
+import { precisionOfStarted, type RanPrecision } from "../lib/training-precision.js";
 import { runtimeOfLog, type TrainingRuntime } from "../lib/training-runtime.js";
 
 export const JOB_EVENT_NAMES = [
@@ -42,6 +43,8 @@ export interface JobEventState {
   /** The attempt of the latest training.started (a restart after a crash is the next), and why the one before ended. */
   attempt: number | null;
   restartedAfter: string | null;
+  /** What the latest run trains in (training.started: the job's precision resolved on its worker). */
+  precision: RanPrecision | null;
 }
 
 const initial = (): JobEventState => ({
@@ -59,6 +62,7 @@ const initial = (): JobEventState => ({
   runtime: null,
   attempt: null,
   restartedAfter: null,
+  precision: null,
 });
 
 function reduce(s: JobEventState, event: string, raw: string, id: string): JobEventState {
@@ -86,6 +90,7 @@ function reduce(s: JobEventState, event: string, raw: string, id: string): JobEv
     case "training.started":
       next.status = "running";
       if (typeof payload.totalSteps === "number") next.totalSteps = payload.totalSteps;
+      next.precision = precisionOfStarted(payload) ?? s.precision;
       if (typeof payload.attempt === "number") {
         next.attempt = payload.attempt;
         next.restartedAfter = typeof payload.restartedAfter === "string" ? payload.restartedAfter : null;

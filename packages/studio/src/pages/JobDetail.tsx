@@ -17,6 +17,7 @@ import { PreferenceRewardsChart } from "../components/PreferenceRewardsChart.js"
 import { StatsCards } from "../components/StatsCards.js";
 import { TaskMetricsChart } from "../components/TaskMetricsChart.js";
 import { useJobEvents } from "../components/useJobEvents.js";
+import { formatPrecision } from "../lib/training-precision.js";
 import { formatBackend, formatMemory } from "../lib/training-runtime.js";
 
 export function JobDetail({ jobId }: { jobId: string }) {
@@ -149,6 +150,10 @@ export function JobDetail({ jobId }: { jobId: string }) {
                 </dd>
                 <dt>Backend</dt>
                 <dd data-testid="backend">{formatBackend(job.backend, ev.runtime, ev.lastStep !== null)}</dd>
+                <dt>Precision</dt>
+                <dd data-testid="precision">
+                  {formatPrecision(job.precision, job.baseWeights, ev.precision)}
+                </dd>
                 {formatMemory(ev.runtime) && (
                   <>
                     <dt>{formatMemory(ev.runtime)?.label}</dt>
