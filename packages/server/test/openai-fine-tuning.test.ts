@@ -458,10 +458,11 @@ for (const backend of ["sqlite", "postgres"] as Backend[]) {
         }),
         { status: 400, param: "training_file", code: "invalid_training_file", message: /preference pairs/ },
       );
+      // A reinforcement method needs its grader (openai-reinforcement.test.ts trains one).
       await refused(client.fineTuning.jobs.create({ ...base, method: { type: "reinforcement" } } as never), {
         status: 400,
-        param: "method.type",
-        code: "unsupported_method",
+        param: "method.reinforcement",
+        code: "invalid_request",
       });
       await refused(
         client.fineTuning.jobs.create({

@@ -12,6 +12,7 @@ import type { JobEvent, TrainingLogEvent } from "../../wire.js";
 import { modelNameOf, unixSeconds } from "./fine-tuning-job-object.js";
 import { fineTuningJobOr404 } from "./fine-tuning-jobs.js";
 import { preferenceMetricsOf } from "./fine-tuning-method.js";
+import { rewardMetricsOf } from "./fine-tuning-reinforcement.js";
 import { checkpointId, checkpointModelId, eventId, eventSeqOf, fineTuningJobId } from "./openai-ids.js";
 import { checkQuery, limitQuery, pageAfter } from "./openai-list.js";
 
@@ -37,6 +38,7 @@ function metricsOf(log: TrainingLogEvent): Record<string, number> {
   return {
     ...Object.fromEntries(named.filter((entry): entry is [string, number] => entry[1] !== null)),
     ...preferenceMetricsOf(log),
+    ...rewardMetricsOf(log),
   };
 }
 

@@ -61,6 +61,9 @@ function openAiParams(hyperparametersPath: string): [string, string][] {
     ["hyperparameters.batchSize", `${hyperparametersPath}.batch_size`],
     ["hyperparameters.learningRate", `${hyperparametersPath}.learning_rate_multiplier`],
     ["hyperparameters.beta", `${hyperparametersPath}.beta`],
+    ["hyperparameters.numGenerations", `${hyperparametersPath}.compute_multiplier`],
+    // a reinforcement job's one grader (its fields named whole: param is the refusal's leading path)
+    ["graders[0].grader", "method.reinforcement.grader"],
   ];
 }
 
@@ -90,8 +93,10 @@ async function startingModel(
 function inOpenAiTerms(error: unknown, hyperparametersPath: string): unknown {
   if (!(error instanceof ApiError) || error.status !== 400) return error;
   for (const [svc, openAi] of openAiParams(hyperparametersPath)) {
-    if (error.message.startsWith(`"${svc}`))
-      return fileRefusal(error.code, error.message.replace(`"${svc}`, `"${openAi}`), openAi);
+    if (!error.message.startsWith(`"${svc}`)) continue;
+    const message = error.message.replace(`"${svc}`, `"${openAi}`);
+    if (svc.startsWith("graders")) return new ApiError(400, error.code, message);
+    return fileRefusal(error.code, message, openAi);
   }
   return error;
 }
@@ -134,16 +139,17 @@ export function fineTuningJobRoutes(ctx: ServerContext) {
     const method = request.method ?? { type: "supervised", hyperparameters: request.hyperparameters ?? {} };
     const hpPath = request.hyperparameters ? "hyperparameters" : `method.${method.type}.hyperparameters`;
     const seed = request.seed ?? randomInt(0, (SEED_RANGE.max as number) + 1);
-    const svcRequest = parseBody(svcBody, {
-      name: request.suffix ?? "fine-tuning job",
-      baseModel: start?.baseModel ?? request.model,
-      ...(start ? { startAdapter: start.adapter } : {}),
-      datasetId: train.id,
-      ...(validation ? { evalDatasetId: validation.id } : {}),
-      ...svcTraining(method, seed, train.rows, validation !== undefined, ctx.jobLimits),
-    });
     let job: Job;
     try {
+      // svc's checks of the request (a grader's score_model refusal among them) are renamed too
+      const svcRequest = parseBody(svcBody, {
+        name: request.suffix ?? "fine-tuning job",
+        baseModel: start?.baseModel ?? request.model,
+        ...(start ? { startAdapter: start.adapter } : {}),
+        datasetId: train.id,
+        ...(validation ? { evalDatasetId: validation.id } : {}),
+        ...svcTraining(method, seed, train.rows, validation !== undefined, ctx.jobLimits),
+      });
       job = await createJob(ctx, project, svcRequest);
     } catch (error) {
       throw inOpenAiTerms(error, hpPath);

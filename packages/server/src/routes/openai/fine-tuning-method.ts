@@ -7,11 +7,13 @@
 //   n_epochs and batch_size resolve as supervised ones do; beta "auto" (or left
 //   out) is left out of the svc job, so the engine's default (0.1) applies, and
 //   the job shows that number; the multiplier scales DPO_BASE_LEARNING_RATE.
-// - "reinforcement" is refused by name until svc serves it.
+// - { type: "reinforcement", reinforcement: { grader, hyperparameters } } is
+//   svc's method "grpo" with that grader (fine-tuning-reinforcement.ts).
 import { DEFAULT_BETA } from "@svc/engine";
 import { OpenAiError } from "../../http/openai-error.js";
 import { type Check, inRange, object, oneOf, optional } from "../../http/validate.js";
 import {
+  type CreateJobRequest,
   hyperparameterRanges,
   type Job,
   type JobHyperparameters,
@@ -28,6 +30,14 @@ import {
   supervisedOf,
   svcHyperparameters,
 } from "./fine-tuning-hyperparameters.js";
+import {
+  GRPO_BASE_LEARNING_RATE,
+  type ReinforcementHyperparameters,
+  type RequestedReinforcementHyperparameters,
+  reinforcementCheck,
+  reinforcementOf,
+  svcReinforcement,
+} from "./fine-tuning-reinforcement.js";
 import { fileId } from "./openai-ids.js";
 
 /**
@@ -40,11 +50,10 @@ import { fileId } from "./openai-ids.js";
  */
 export const DPO_BASE_LEARNING_RATE = 1e-4;
 
-// grpo jobs are not made through this API; their rate reads back against SFT's base
 const BASE_RATE: Record<TrainingMethod, number> = {
   sft: BASE_LEARNING_RATE,
   dpo: DPO_BASE_LEARNING_RATE,
-  grpo: BASE_LEARNING_RATE,
+  grpo: GRPO_BASE_LEARNING_RATE,
 };
 const MAX_RATE = hyperparameterRanges().learningRate.max as number;
 
@@ -74,19 +83,30 @@ export type RequestedDpoHyperparameters = RequestedHyperparameters & { beta?: nu
 /** The request's method, parsed: the type and its hyperparameters as given. */
 export type RequestedMethod =
   | { type: "supervised"; hyperparameters: RequestedHyperparameters }
-  | { type: "dpo"; hyperparameters: RequestedDpoHyperparameters };
+  | { type: "dpo"; hyperparameters: RequestedDpoHyperparameters }
+  | {
+      type: "reinforcement";
+      grader: Record<string, unknown>;
+      hyperparameters: RequestedReinforcementHyperparameters;
+    };
 
-/** method: "supervised" and "dpo" train here; "reinforcement" is refused by name. */
+/** method: "supervised", "dpo" and "reinforcement", each with its own hyperparameters. */
 export const methodCheck =
   (limits: JobLimits): Check<RequestedMethod> =>
   (value, path) => {
     const type = typeof value === "object" && value !== null ? (value as { type?: unknown }).type : undefined;
-    if (type === "reinforcement")
-      throw refuse(
-        `${path}.type`,
-        `"${path}.type": "reinforcement" is not served yet: svc trains "supervised" and "dpo" jobs`,
-        "unsupported_method",
-      );
+    if (type === "reinforcement") {
+      const parsed = object({
+        type: oneOf(["reinforcement"] as const),
+        reinforcement: reinforcementCheck(hyperparametersCheck(limits, GRPO_BASE_LEARNING_RATE)),
+      })(value, path);
+      return {
+        type: "reinforcement",
+        grader: parsed.reinforcement.grader,
+        hyperparameters: (parsed.reinforcement.hyperparameters ??
+          {}) as RequestedReinforcementHyperparameters,
+      };
+    }
     if (type === "dpo") {
       const dpo = object({
         type: oneOf(["dpo"] as const),
@@ -103,9 +123,9 @@ export const methodCheck =
       })(value, path);
       return { type: "dpo", hyperparameters: dpo.dpo?.hyperparameters ?? {} };
     }
-    // "dpo" was parsed above: listed here so that an unknown type's refusal names both.
+    // "dpo" and "reinforcement" were parsed above: listed here so that an unknown type's refusal names all three.
     const supervised = object({
-      type: oneOf(["supervised", "dpo"] as const),
+      type: oneOf(["supervised", "dpo", "reinforcement"] as const),
       supervised: optional(object({ hyperparameters: optional(object(hyperparametersCheck(limits))) })),
     })(value, path);
     return { type: "supervised", hyperparameters: supervised.supervised?.hyperparameters ?? {} };
@@ -118,7 +138,9 @@ export function svcTraining(
   rows: number,
   withValidation: boolean,
   limits: JobLimits,
-): { method?: "dpo"; hyperparameters: JobHyperparameters } {
+): Pick<CreateJobRequest, "method" | "graders"> & { hyperparameters: JobHyperparameters } {
+  if (method.type === "reinforcement")
+    return svcReinforcement(method.grader, method.hyperparameters, seed, rows, withValidation, limits);
   const resolved = resolveSupervised(method.hyperparameters, rows, limits);
   if (method.type === "supervised")
     return { hyperparameters: svcHyperparameters(resolved, seed, rows, withValidation, limits) };
@@ -139,7 +161,11 @@ export function svcTraining(
 
 export type JobMethodObject =
   | { type: "supervised"; supervised: { hyperparameters: SupervisedHyperparameters } }
-  | { type: "dpo"; dpo: { hyperparameters: SupervisedHyperparameters & { beta: number } } };
+  | { type: "dpo"; dpo: { hyperparameters: SupervisedHyperparameters & { beta: number } } }
+  | {
+      type: "reinforcement";
+      reinforcement: { grader: Record<string, unknown>; hyperparameters: ReinforcementHyperparameters };
+    };
 
 /** The job's hyperparameters in OpenAI's terms (the multiplier against its method's base rate). */
 export const hyperparametersOf = (job: Job): SupervisedHyperparameters =>
@@ -147,6 +173,7 @@ export const hyperparametersOf = (job: Job): SupervisedHyperparameters =>
 
 /** The fine_tuning.job's `method`: what any svc job (svc start, POST /v1/jobs, this API) trains with. */
 export function methodObjectOf(job: Job): JobMethodObject {
+  if (job.method === "grpo") return { type: "reinforcement", reinforcement: reinforcementOf(job) };
   const hyperparameters = hyperparametersOf(job);
   if (job.method !== "dpo") return { type: "supervised", supervised: { hyperparameters } };
   const beta = job.hyperparameters.beta ?? DEFAULT_BETA[job.hyperparameters.loss ?? "sigmoid"];

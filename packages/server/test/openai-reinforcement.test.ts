@@ -1,0 +1,216 @@
+// A reinforcement job through OpenAI's fine-tuning API of a real `svc server`
+// (loopback, SQLite and PostgreSQL), driven by the official `openai` npm client
+// as a script written for OpenAI would drive it: a prompt file whose rows carry
+// an extra field (answer) goes up, a `method: { type: "reinforcement" }` job
+// with a string_check grader ({{sample.output_text}} like {{item.answer}})
+// trains svc/pico-llama as an svc GRPO job for 4 steps, the job reads back its
+// method with the grader and resolved hyperparameters, its events carry the
+// reward figures, its checkpoints are read, and its ft: model answers chat
+// completions. Hyperparameters svc cannot honour, an unknown one, and bad
+// grader fields are refused with OpenAI's error naming the param
+// (docs/openai-fine-tuning.md#methods).
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { fileURLToPath } from "node:url";
+import OpenAI, { APIError, toFile } from "openai";
+import { type Backend, call, type Identity, newIdentity, serverFor, until } from "./harness.js";
+
+const PICO = "svc/pico-llama";
+const PICO_DIR = join(fileURLToPath(new URL("../../../..", import.meta.url)), "models/pico-llama");
+const TOPICS = ["the sea", "a dog", "the king", "a city"];
+const PROMPTS = `${TOPICS.map((topic) =>
+  JSON.stringify({ messages: [{ role: "user", content: `Write about ${topic}.` }], answer: "e" }),
+).join("\n")}\n`;
+const GRADER = {
+  type: "string_check",
+  name: "has an e",
+  operation: "like",
+  input: "{{sample.output_text}}",
+  reference: "{{item.answer}}",
+} as const;
+
+type Server = Awaited<ReturnType<typeof serverFor>>;
+
+/** The client's error for `request`, checked to be OpenAI's shape with this status, param and code. */
+async function refused(
+  request: Promise<unknown>,
+  expected: { status: number; param: string | null; code: string; message?: RegExp },
+): Promise<void> {
+  const error = await request.then(
+    () => assert.fail("the request was not refused"),
+    (e: unknown) => e,
+  );
+  assert.ok(error instanceof APIError, `not an APIError: ${error}`);
+  assert.equal(error.status, expected.status, error.message);
+  const body = error.error as Record<string, unknown>;
+  assert.deepEqual(Object.keys(body).sort(), ["code", "message", "param", "type"]);
+  assert.equal(body.type, "invalid_request_error");
+  assert.equal(body.param, expected.param, String(body.message));
+  assert.equal(body.code, expected.code, String(body.message));
+  if (expected.message) assert.match(String(body.message), expected.message);
+}
+
+for (const backend of ["sqlite", "postgres"] as Backend[]) {
+  describe(`OpenAI fine-tuning API: reinforcement with the official client (${backend})`, () => {
+    let server: Server;
+    let id: Identity;
+    let client: OpenAI;
+    let prompts: { id: string };
+    before(async () => {
+      server = await serverFor(backend, ["--job-poll-ms", "100", "--model", `${PICO}=${PICO_DIR}`]);
+      id = await newIdentity(server.apiUrl);
+      client = new OpenAI({
+        apiKey: id.token,
+        baseURL: `${server.apiUrl}/v1`,
+        organization: id.orgSlug,
+        project: id.projectSlug,
+        maxRetries: 0,
+      });
+      prompts = await client.files.create({
+        file: await toFile(Buffer.from(PROMPTS), "prompts.jsonl"),
+        purpose: "fine-tune",
+      });
+    });
+    after(() => server?.cleanup());
+
+    it("trains a reinforcement job with a string_check grader, follows events, reads checkpoints, chats with its ft: model", async () => {
+      const hyperparameters = {
+        n_epochs: 2,
+        batch_size: 2,
+        learning_rate_multiplier: 10,
+        compute_multiplier: 0.25,
+      };
+      const created = await client.fineTuning.jobs.create({
+        model: PICO,
+        training_file: prompts.id,
+        suffix: "rft",
+        seed: 5,
+        method: { type: "reinforcement", reinforcement: { grader: GRADER, hyperparameters } },
+      });
+      assert.deepEqual(created.method, {
+        type: "reinforcement",
+        reinforcement: { grader: GRADER, hyperparameters },
+      });
+
+      // The same job is an svc GRPO job: one grader, 8 × 0.25 = 2 completions per prompt, 10 × 2e-4.
+      const svcJob = await call(server.apiUrl, "GET", `/v1/jobs/${created.id.slice("ftjob-".length)}`, {
+        token: id.token,
+      });
+      assert.equal(svcJob.body.job.method, "grpo");
+      assert.deepEqual(svcJob.body.job.hyperparameters.graders, [{ grader: GRADER }]);
+      assert.equal(svcJob.body.job.hyperparameters.numGenerations, 2);
+      assert.ok(Math.abs(svcJob.body.job.hyperparameters.learningRate - 2e-3) < 1e-12);
+
+      const job = await until(
+        "the reinforcement job to finish",
+        async () => {
+          const j = await client.fineTuning.jobs.retrieve(created.id);
+          return ["succeeded", "failed", "cancelled"].includes(j.status) && j;
+        },
+        240_000,
+      );
+      assert.equal(job.status, "succeeded", JSON.stringify(job.error));
+      assert.deepEqual(job.method, created.method);
+      assert.equal(job.fine_tuned_model, `ft:${PICO}:${id.orgSlug}:rft:${created.id.slice("ftjob-".length)}`);
+
+      const events = [];
+      for await (const event of client.fineTuning.jobs.listEvents(job.id, { limit: 3 })) events.push(event);
+      assert.equal(events[0].message, "The job has successfully completed");
+      assert.equal(events.at(-1)?.message, "Fine-tuning job started");
+      const metrics = events.filter((e) => e.type === "metrics");
+      assert.deepEqual(
+        metrics.map((e) => (e.data as { step: number }).step),
+        [4, 3, 2, 1],
+      );
+      for (const e of metrics) {
+        const data = e.data as Record<string, number>;
+        for (const key of ["train_reward_mean", "train_reward_std", "train_completion_length"])
+          assert.equal(typeof data[key], "number", key);
+        // a string_check scores 0 or 1: the mean and the group share lie in [0, 1]
+        assert.ok(data.train_reward_mean >= 0 && data.train_reward_mean <= 1, String(data.train_reward_mean));
+        assert.ok(data.train_zero_advantage_fraction >= 0 && data.train_zero_advantage_fraction <= 1);
+        assert.ok(data.train_completion_length > 0);
+        // beta "auto" is GRPO's 0: no reference pass, so no KL
+        assert.equal("train_kl" in data, false);
+      }
+
+      const checkpoints = (await client.fineTuning.jobs.checkpoints.list(job.id)).data;
+      assert.deepEqual(
+        checkpoints.map((c) => c.step_number),
+        [4, 2],
+      );
+      const atStep2 = checkpoints[1];
+      assert.equal(atStep2.fine_tuned_model_checkpoint, `${job.fine_tuned_model}:ckpt-step-2`);
+      assert.equal(typeof (atStep2.metrics as Record<string, number>).train_reward_mean, "number");
+
+      for (const model of [job.fine_tuned_model as string, atStep2.fine_tuned_model_checkpoint]) {
+        const completion = await client.chat.completions.create({
+          model,
+          messages: [{ role: "user", content: "Write about the moon." }],
+          max_tokens: 4,
+        });
+        assert.equal(completion.model, model);
+        assert.equal(typeof completion.choices[0].message.content, "string");
+      }
+    });
+
+    it("refuses unknown and unhonourable hyperparameters and bad graders, naming the param", async () => {
+      const before = (await client.fineTuning.jobs.list()).data.length;
+      const create = (reinforcement: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
+        client.fineTuning.jobs.create({
+          model: PICO,
+          training_file: prompts.id,
+          method: { type: "reinforcement", reinforcement } as never,
+          ...extra,
+        });
+      const hp = "method.reinforcement.hyperparameters";
+      for (const [field, value] of [
+        ["unknown_knob", 1],
+        ["reasoning_effort", "low"],
+        ["eval_interval", 5],
+        ["eval_samples", 3],
+        ["compute_multiplier", 0.3],
+        ["compute_multiplier", 16],
+        ["n_epochs", 0],
+      ] as const)
+        await refused(create({ grader: GRADER, hyperparameters: { [field]: value } }), {
+          status: 400,
+          param: `${hp}.${field}`,
+          code: "invalid_request",
+        });
+      const grader = "method.reinforcement.grader";
+      await refused(create({ hyperparameters: {} }), { status: 400, param: grader, code: "invalid_request" });
+      await refused(create({ grader: { ...GRADER, operation: "contains" } }), {
+        status: 400,
+        param: `${grader}.operation`,
+        code: "invalid_grader",
+      });
+      // a field the rows lack is refused at creation, checked on the file's first row
+      await refused(create({ grader: { ...GRADER, reference: "{{item.nope}}" } }), {
+        status: 400,
+        param: `${grader}.reference`,
+        code: "invalid_variable",
+        message: /item\.nope/,
+      });
+      await refused(
+        create({
+          grader: {
+            type: "score_model",
+            name: "judge",
+            model: PICO,
+            input: [{ role: "user", content: "Rate {{sample.output_text}}" }],
+          },
+        }),
+        { status: 400, param: grader, code: "invalid_grader", message: /score_model/ },
+      );
+      // GRPO has no eval set yet: a validation file is refused by name
+      await refused(create({ grader: GRADER }, { validation_file: prompts.id }), {
+        status: 400,
+        param: "validation_file",
+        code: "invalid_request",
+      });
+      assert.equal((await client.fineTuning.jobs.list()).data.length, before, "no refusal made a job");
+    });
+  });
+}
