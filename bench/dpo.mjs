@@ -9,7 +9,12 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { loadModel, parsePreferenceDataset, train, trainPreference } from "../packages/engine/dist/src/index.js";
+import {
+  loadModel,
+  parsePreferenceDataset,
+  train,
+  trainPreference,
+} from "../packages/engine/dist/src/index.js";
 
 const { values } = parseArgs({
   options: {
@@ -62,8 +67,16 @@ rmSync(out, { recursive: true, force: true });
 const sftRate = median(sftRates.slice(1));
 const dpoFirst = median(dpoRates.slice(1, stepsPerEpoch));
 const dpoLater = median(dpoRates.slice(stepsPerEpoch));
-console.log(`model ${values.model}, ${pairs} pairs, ${batch} pairs (${2 * batch} sequences) per step, ${epochs} epochs`);
-console.log(`SFT                               ${sftRate.toFixed(0)} tok/s (median of ${sftRates.length - 1} steps)`);
-console.log(`DPO, epoch 1 (+ reference pass)   ${dpoFirst.toFixed(0)} tok/s (${(dpoFirst / sftRate).toFixed(2)}x SFT)`);
+console.log(
+  `model ${values.model}, ${pairs} pairs, ${batch} pairs (${2 * batch} sequences) per step, ${epochs} epochs`,
+);
+console.log(
+  `SFT                               ${sftRate.toFixed(0)} tok/s (median of ${sftRates.length - 1} steps)`,
+);
+console.log(
+  `DPO, epoch 1 (+ reference pass)   ${dpoFirst.toFixed(0)} tok/s (${(dpoFirst / sftRate).toFixed(2)}x SFT)`,
+);
 if (epochs > 1)
-  console.log(`DPO, later epochs (cached ref.)   ${dpoLater.toFixed(0)} tok/s (${(dpoLater / sftRate).toFixed(2)}x SFT)`);
+  console.log(
+    `DPO, later epochs (cached ref.)   ${dpoLater.toFixed(0)} tok/s (${(dpoLater / sftRate).toFixed(2)}x SFT)`,
+  );
