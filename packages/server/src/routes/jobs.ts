@@ -157,13 +157,14 @@ export async function createJob(ctx: ServerContext, project: Project, body: Crea
     throw badRequest(`"evalFraction" cannot be combined with "evalDatasetId"`);
   const method = body.method ?? "sft";
   checkMethod(method, body);
-  // The torch backend trains in fp32 so far: a bf16 or int8-base job is the engine's ("auto" is fp32 there).
+  // The torch backend's "auto" is bf16 autocast on CUDA and fp32 on the CPU, where it has no bf16 yet: a job
+  // asking for bf16 or an int8 base is the engine's (docs/training-precision.md#the-torch-backend).
   const engineOnly = method !== "sft" || body.precision === "bf16" || body.baseWeights !== undefined;
   if (body.backend === "torch" && (body.precision === "bf16" || body.baseWeights !== undefined))
     throw badRequest(
       body.baseWeights !== undefined
         ? `"baseWeights": the torch backend does not train on an int8 base yet; leave "backend" out or set "engine"`
-        : `"precision": the torch backend does not train in bf16 yet (its "auto" is fp32); leave "backend" out or set "engine"`,
+        : `"precision": the torch backend does not train in bf16 on every device yet (its "auto" is bf16 on CUDA, fp32 on the CPU); leave "backend" out or set "engine"`,
     );
   let hyperparameters: JobHyperparameters = body.hyperparameters ?? { lora: { ...DEFAULT_LORA } };
   if (body.startAdapter) {

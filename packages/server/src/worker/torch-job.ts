@@ -20,6 +20,7 @@ import {
   resolveHyperparameters,
   type Tokenizer,
   type TrainHyperparameters,
+  type TrainingPrecision,
 } from "@svc/engine";
 import type { TorchModel } from "../wire.js";
 import type { ModelHeader } from "./training-sets.js";
@@ -66,6 +67,11 @@ export interface TorchJobOptions {
   fsdp?: boolean;
   /** "transformers": transformers + peft build the model instead of svc's decoder (svc_trainer/hf.py). */
   torchModel?: TorchModel;
+  /**
+   * The job's precision: "fp32" trains in fp32 on CUDA too; "auto" (or none) is the backend's own rule, bf16
+   * autocast on CUDA and fp32 on the CPU. "bf16" and an int8 base are the engine's (routes/jobs.ts).
+   */
+  precision?: TrainingPrecision;
   /** Written to the adapters' adapter_config.json: a Hub model's id and commit (default: the model's folder). */
   baseModelName?: string;
   baseModelRevision?: string;
@@ -144,6 +150,7 @@ export function writeTorchJob(dir: string, options: TorchJobOptions): TorchJobFi
     ...(options.packing ? { packing: true } : {}),
     ...(options.fsdp ? { fsdp: true } : {}),
     ...(options.torchModel === "transformers" ? { torchModel: "transformers" } : {}),
+    ...(options.precision === "fp32" ? { dtype: "fp32" } : {}),
     exactMatch: exactMatch && {
       prompts: exactMatch.map((row) => row.promptIds),
       maxTokens: settings.exactMatchMaxTokens,

@@ -111,8 +111,12 @@ async function main(): Promise<void> {
     const launch = input.torch;
     if (!launch) throw new Error("the torch backend's process was started without its launch settings");
     const { model, prepared, started } = await readTrainingSetsForTorch(input);
-    // The torch backend trains in fp32 (a bf16 or int8-base job is the engine's: routes/jobs.ts).
-    await post({ ...started, precision: "fp32", baseWeights: "fp32" });
+    // What svc_trainer runs (torch-job.ts precision): bf16 autocast on CUDA unless the job asked for fp32; fp32
+    // on the CPU. A bf16 or int8-base job is the engine's (routes/jobs.ts).
+    // A job from before precisions trained by the backend's own rule, which is what "auto" is here.
+    const precision = input.hyperparameters.precision ?? "auto";
+    const ran = launch.device === "cuda" && precision !== "fp32" ? "bf16" : "fp32";
+    await post({ ...started, precision: ran, baseWeights: ran });
     if (input.dryRun) {
       await post({ type: "result", result: null, trainSeconds: 0 });
       return;
@@ -128,6 +132,7 @@ async function main(): Promise<void> {
       packing: launch.packing,
       fsdp: launch.fsdp,
       torchModel: input.torchModel,
+      precision,
       baseModelName: input.baseModelName,
       baseModelRevision: input.baseModelRevision,
     });
