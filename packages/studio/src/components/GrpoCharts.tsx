@@ -6,7 +6,7 @@
 //   the share of groups whose completions all scored the same (zero advantage).
 // Hovering a chart reads that step; the Samples panel picks the step it shows.
 import { useMemo, useState } from "react";
-import { linePath, pointerX, stepAxis } from "../lib/chart-axis.js";
+import { linePath, stepAxis } from "../lib/chart-axis.js";
 import {
   GRPO_HEALTH,
   type GrpoHealthKey,
@@ -18,7 +18,7 @@ import {
   valueExtent,
 } from "../lib/grpo-series.js";
 import { type Extent, type LossPoint, ticks } from "../lib/loss-series.js";
-import { type ChartFrame, HoverLine, LegendSwatch, StepGrid } from "./chart-parts.js";
+import { type ChartFrame, ChartSvg, HoverLine, LegendSwatch, StepGrid } from "./chart-parts.js";
 
 export const MEAN_REWARD_COLOR = "#2563eb";
 /** Each reward's own line, by its position among the reward names. */
@@ -34,8 +34,9 @@ function frameOf(xs: Extent, ys: Extent, height: number): ChartFrame {
 }
 
 /** The step nearest to a pointer over one of the charts. */
-function nearestStep(steps: GrpoStep[], xs: Extent, e: React.MouseEvent<SVGSVGElement>): GrpoStep | null {
-  const at = stepAxis(xs, W, PAD).stepAt(pointerX(e, W));
+function nearestStep(steps: GrpoStep[], xs: Extent, px: number | null): GrpoStep | null {
+  if (px === null) return null;
+  const at = stepAxis(xs, W, PAD).stepAt(px);
   let best: GrpoStep | null = null;
   for (const s of steps) if (!best || Math.abs(s.step - at) < Math.abs(best.step - at)) best = s;
   return best;
@@ -81,16 +82,12 @@ export function GrpoRewardsChart({ steps }: ChartProps) {
           ))}
         </div>
       </div>
-      <svg
-        className="chart-svg"
-        viewBox={`0 0 ${W} ${H}`}
-        role="img"
-        aria-label="GRPO rewards chart"
-        data-testid="grpo-rewards-chart"
-        onMouseMove={(e) => setHover(nearestStep(steps, xs, e))}
-        onMouseLeave={() => setHover(null)}
-        fontFamily="system-ui, sans-serif"
-        fontSize="10.5"
+      <ChartSvg
+        width={W}
+        height={H}
+        label="GRPO rewards chart"
+        testId="grpo-rewards-chart"
+        onPointer={(px) => setHover(nearestStep(steps, xs, px))}
       >
         <StepGrid
           frame={frame}
@@ -121,7 +118,7 @@ export function GrpoRewardsChart({ steps }: ChartProps) {
           )}
         </g>
         {hover && <HoverLine frame={frame} step={hover.step} />}
-      </svg>
+      </ChartSvg>
       <div className="chart-readout" data-testid="grpo-rewards-readout">
         {hover ? (
           <>
@@ -181,16 +178,12 @@ function HealthPanel({
             : ""}
         </span>
       </div>
-      <svg
-        className="chart-svg"
-        viewBox={`0 0 ${W} ${H}`}
-        role="img"
-        aria-label={`${label} chart`}
-        data-testid={`${testId}-chart`}
-        onMouseMove={(e) => setHover(nearestStep(steps, xs, e))}
-        onMouseLeave={() => setHover(null)}
-        fontFamily="system-ui, sans-serif"
-        fontSize="10.5"
+      <ChartSvg
+        width={W}
+        height={H}
+        label={`${label} chart`}
+        testId={`${testId}-chart`}
+        onPointer={(px) => setHover(nearestStep(steps, xs, px))}
       >
         <StepGrid
           frame={frame}
@@ -207,7 +200,7 @@ function HealthPanel({
           )}
         </g>
         {hover && <HoverLine frame={frame} step={hover.step} />}
-      </svg>
+      </ChartSvg>
     </div>
   );
 }

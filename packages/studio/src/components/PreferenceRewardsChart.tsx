@@ -7,7 +7,7 @@
 // reward; each legend entry appears with its series' first point. Healthy:
 // the margin climbs above 0 while the chosen reward stays near or above 0.
 import { useMemo, useState } from "react";
-import { linePath, pointerX, stepAxis } from "../lib/chart-axis.js";
+import { linePath, stepAxis } from "../lib/chart-axis.js";
 import { type LossSeries, ticks } from "../lib/loss-series.js";
 import {
   formatReward,
@@ -18,7 +18,7 @@ import {
   rewardsExtent,
 } from "../lib/preference-rewards.js";
 import { metricsStepExtent } from "../lib/task-metrics.js";
-import { HoverLine, LegendSwatch, StepGrid } from "./chart-parts.js";
+import { ChartSvg, HoverLine, LegendSwatch, StepGrid } from "./chart-parts.js";
 
 export const CHOSEN_COLOR = "#16a34a";
 export const REJECTED_COLOR = "#dc2626";
@@ -90,16 +90,12 @@ export function PreferenceRewardsChart({ series }: { series: LossSeries }) {
           ))}
         </div>
       </div>
-      <svg
-        className="chart-svg"
-        viewBox={`0 0 ${W} ${H}`}
-        role="img"
-        aria-label="Preference rewards chart"
-        data-testid="preference-rewards-chart"
-        onMouseMove={(e) => setHover(nearestRewards(series, axis.stepAt(pointerX(e, W))))}
-        onMouseLeave={() => setHover(null)}
-        fontFamily="system-ui, sans-serif"
-        fontSize="10.5"
+      <ChartSvg
+        width={W}
+        height={H}
+        label="Preference rewards chart"
+        testId="preference-rewards-chart"
+        onPointer={(px) => setHover(px === null ? null : nearestRewards(series, axis.stepAt(px)))}
       >
         <StepGrid frame={frame} yTicks={yTicks} xTicks={xTicks} strongAt={0} />
         {drawn.map((line) => {
@@ -121,7 +117,7 @@ export function PreferenceRewardsChart({ series }: { series: LossSeries }) {
           );
         })}
         {hover && <HoverLine frame={frame} step={hover.step} />}
-      </svg>
+      </ChartSvg>
       <div className="chart-readout" data-testid="preference-rewards-readout">
         {hover ? (
           <>

@@ -7,7 +7,7 @@
 // accuracy (dotted teal) shares the chart: also a fraction, per eval; so does
 // its preference accuracy on each step's training pairs (solid, lighter teal).
 import { useMemo, useState } from "react";
-import { linePath, pointerX, stepAxis } from "../lib/chart-axis.js";
+import { linePath, stepAxis } from "../lib/chart-axis.js";
 import { type LossPoint, type LossSeries, ticks } from "../lib/loss-series.js";
 import {
   formatPercent,
@@ -16,7 +16,7 @@ import {
   nearestTaskMetrics,
   type TaskMetricsHover,
 } from "../lib/task-metrics.js";
-import { HoverLine, LegendSwatch, StepGrid } from "./chart-parts.js";
+import { ChartSvg, HoverLine, LegendSwatch, StepGrid } from "./chart-parts.js";
 
 export const TOKEN_ACCURACY_COLOR = "#4f46e5";
 export const EXACT_MATCH_COLOR = "#d97706";
@@ -44,9 +44,6 @@ export function TaskMetricsChart({ series }: { series: LossSeries }) {
   const { axis, x, y, path, xTicks } = geometry;
   const frame = { width: W, height: H, pad: PAD, x, y };
 
-  const onMove = (e: React.MouseEvent<SVGSVGElement>) => {
-    setHover(nearestTaskMetrics(series, axis.stepAt(pointerX(e, W))));
-  };
   const lines = [
     {
       points: series.tokenAccuracy,
@@ -99,16 +96,12 @@ export function TaskMetricsChart({ series }: { series: LossSeries }) {
           )}
         </div>
       </div>
-      <svg
-        className="chart-svg"
-        viewBox={`0 0 ${W} ${H}`}
-        role="img"
-        aria-label="Task metrics chart"
-        data-testid="task-metrics-chart"
-        onMouseMove={onMove}
-        onMouseLeave={() => setHover(null)}
-        fontFamily="system-ui, sans-serif"
-        fontSize="10.5"
+      <ChartSvg
+        width={W}
+        height={H}
+        label="Task metrics chart"
+        testId="task-metrics-chart"
+        onPointer={(px) => setHover(px === null ? null : nearestTaskMetrics(series, axis.stepAt(px)))}
       >
         <StepGrid
           frame={frame}
@@ -130,7 +123,7 @@ export function TaskMetricsChart({ series }: { series: LossSeries }) {
             ),
         )}
         {hover && <HoverLine frame={frame} step={hover.step} />}
-      </svg>
+      </ChartSvg>
       <div className="chart-readout" data-testid="task-metrics-readout">
         {hover ? (
           <>

@@ -1,8 +1,10 @@
 // The SVG pieces every small step chart draws the same way (task metrics, DPO
-// rewards, GRPO rewards and health): a legend swatch, the y grid with its
-// labels and the x step labels, and the dashed hover line. Each chart keeps its
+// rewards, GRPO rewards and health): the chart's svg element with its hover
+// handling, a legend swatch, the y grid with its labels and the x step labels,
+// and the dashed hover line. Each chart keeps its
 // own series, scale and readout.
 import type { ReactNode } from "react";
+import { pointerX } from "../lib/chart-axis.js";
 
 export interface ChartFrame {
   width: number;
@@ -93,5 +95,38 @@ export function HoverLine({ frame, step }: { frame: ChartFrame; step: number }) 
       strokeDasharray="2 2"
       pointerEvents="none"
     />
+  );
+}
+
+/** A chart's svg: viewBox width × height, its label and test id; onPointer gets the pointer's x in viewBox units, null on leave. */
+export function ChartSvg({
+  width,
+  height,
+  label,
+  testId,
+  onPointer,
+  children,
+}: {
+  width: number;
+  height: number;
+  label: string;
+  testId: string;
+  onPointer(px: number | null): void;
+  children: ReactNode;
+}) {
+  return (
+    <svg
+      className="chart-svg"
+      viewBox={`0 0 ${width} ${height}`}
+      role="img"
+      aria-label={label}
+      data-testid={testId}
+      onMouseMove={(e) => onPointer(pointerX(e, width))}
+      onMouseLeave={() => onPointer(null)}
+      fontFamily="system-ui, sans-serif"
+      fontSize="10.5"
+    >
+      {children}
+    </svg>
   );
 }
