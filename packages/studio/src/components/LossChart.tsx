@@ -13,6 +13,7 @@ import {
   seriesToCsv,
   ticks,
 } from "../lib/loss-series.js";
+import { StepGrid } from "./chart-parts.js";
 
 export const TRAIN_COLOR = "#0d9488";
 export const EVAL_COLOR = "#db2777";
@@ -150,33 +151,13 @@ export function LossChart({ series, fileName = "loss" }: { series: LossSeries; f
         fontFamily="system-ui, sans-serif"
         fontSize="10.5"
       >
-        {yTicks.map((t) => (
-          <g key={`y${t}`}>
-            <line
-              x1={PAD.left}
-              x2={W - PAD.right}
-              y1={y(t)}
-              y2={y(t)}
-              stroke="currentColor"
-              strokeOpacity="0.1"
-            />
-            <text x={PAD.left - 8} y={y(t) + 4} textAnchor="end" fill="currentColor" fillOpacity="0.65">
-              {tickLabel(t, yTicks.length > 1 ? yTicks[1] - yTicks[0] : 0)}
-            </text>
-          </g>
-        ))}
-        {xTicks.map((t) => (
-          <text
-            key={`x${t}`}
-            x={x(t)}
-            y={H - PAD.bottom + 16}
-            textAnchor="middle"
-            fill="currentColor"
-            fillOpacity="0.65"
-          >
-            {t}
-          </text>
-        ))}
+        <StepGrid
+          frame={{ width: W, height: H, pad: PAD, x, y }}
+          yTicks={yTicks}
+          xTicks={xTicks}
+          yLabel={(t) => tickLabel(t, yTicks.length > 1 ? yTicks[1] - yTicks[0] : 0)}
+          xLabelDy={16}
+        />
         <text
           x={(PAD.left + W - PAD.right) / 2}
           y={H - 4}

@@ -1,5 +1,5 @@
-// The SVG pieces every small step chart draws the same way (task metrics, DPO
-// rewards, GRPO rewards and health): the chart's svg element with its hover
+// The SVG pieces every small step chart draws the same way (loss, task
+// metrics, DPO rewards, GRPO rewards and health; the loss chart its grid only): the chart's svg element with its hover
 // handling, a legend swatch, the y grid with its labels and the x step labels,
 // and the dashed hover line. Each chart keeps its
 // own series, scale and readout.
@@ -40,6 +40,7 @@ export function StepGrid({
   yLabel = (t) => t,
   strongAt,
   strongOpacity = 0.45,
+  xLabelDy = 15,
 }: {
   frame: ChartFrame;
   yTicks: number[];
@@ -47,6 +48,8 @@ export function StepGrid({
   yLabel?: (t: number) => ReactNode;
   strongAt?: number;
   strongOpacity?: number;
+  /** How far below the plot area the step labels sit. */
+  xLabelDy?: number;
 }) {
   const { width: W, height: H, pad, x, y } = frame;
   return (
@@ -70,7 +73,7 @@ export function StepGrid({
         <text
           key={`x${t}`}
           x={x(t)}
-          y={H - pad.bottom + 15}
+          y={H - pad.bottom + xLabelDy}
           textAnchor="middle"
           fill="currentColor"
           fillOpacity="0.65"
