@@ -54,8 +54,9 @@ export function hyperparameterRanges(limits: JobLimits = DEFAULT_JOB_LIMITS) {
     exactMatchMaxTokens: { integer: true, min: 0, max: 256 },
     exactMatchSamples: { integer: true, min: 0, max: 512 },
     // method "dpo" (docs/post-training.md); the engine checks the same (preference-loss.ts)
-    // beta is also GRPO's KL weight, where 0 is allowed (no reference); DPO's must be > 0 (routes/jobs.ts)
+    // beta is also GRPO's KL weight, where 0 is allowed (no reference); DPO's must be > 0 (dpoBeta)
     beta: { integer: false, min: 0, max: 100 },
+    dpoBeta: { integer: false, exclusiveMin: 0, max: 100 },
     labelSmoothing: { integer: false, min: 0, max: 0.5 },
     gamma: { integer: false, min: 0, max: 100 },
     // method "grpo" (docs/post-training.md#grpo); the engine checks the same (grpo-train.ts resolveGrpo)

@@ -281,7 +281,8 @@ function checkMethod(method: TrainingMethod, body: CreateJobRequest): void {
       );
     return;
   }
-  if (hp?.beta === 0) throw badRequest(`"hyperparameters.beta": DPO's beta must be greater than 0`);
+  // GRPO's beta may be 0 (no KL term); DPO's must be positive: the same field, a narrower range.
+  if (hp?.beta !== undefined) inRange(hyperparameterRanges().dpoBeta)(hp.beta, "hyperparameters.beta");
   if (hp?.gamma !== undefined && hp.loss !== "simpo")
     throw badRequest(`"hyperparameters.gamma" is SimPO's margin: it needs "hyperparameters.loss": "simpo"`);
   if (body.backend === "torch")

@@ -304,7 +304,7 @@ function validatePreference(o: TrainerOptions): void {
   const range = hyperparameterRanges();
   if (o.loss !== undefined && !PREFERENCE_LOSSES.includes(o.loss))
     fail("loss", '"sigmoid" or "simpo"', o.loss);
-  withinRange("beta", o.beta, range.beta);
+  withinRange("beta", o.beta, range.dpoBeta);
   withinRange("labelSmoothing", o.labelSmoothing, range.labelSmoothing);
   withinRange("gamma", o.gamma, range.gamma);
   if (o.gamma !== undefined && o.loss !== "simpo") fail("gamma", 'to be set only with loss "simpo"', o.gamma);

@@ -115,7 +115,7 @@ export const methodCheck =
             hyperparameters: optional(
               object({
                 ...hyperparametersCheck(limits, DPO_BASE_LEARNING_RATE),
-                beta: optional(autoOr(inRange(hyperparameterRanges().beta))),
+                beta: optional(autoOr(inRange(hyperparameterRanges().dpoBeta))),
               }),
             ),
           }),
