@@ -104,7 +104,10 @@ for (const backend of ["sqlite", "postgres"] as const)
         [{ precision: "BF16" }, /precision/],
         [{ precision: 16 }, /precision/],
         [{ baseWeights: "int4" }, /"?baseWeights"? must be one of "int8"/],
-        [{ precision: "bf16", backend: "torch" }, /"precision": the torch backend does not train in bf16 on every device yet/],
+        [
+          { precision: "bf16", backend: "torch" },
+          /"precision": the torch backend does not train in bf16 on every device yet/,
+        ],
         [
           { baseWeights: "int8", backend: "torch" },
           /"baseWeights": the torch backend does not train on an int8 base/,
