@@ -14,10 +14,9 @@ import { execFile } from "node:child_process";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { needs } from "@svc/engine";
-import OpenAI, { APIError, toFile } from "openai";
+import OpenAI, { toFile } from "openai";
 import {
   type Backend,
   call,
@@ -30,45 +29,9 @@ import {
   until,
   uploadDataset,
 } from "./harness.js";
-
-const PICO = "svc/pico-llama";
-const PICO_DIR = join(fileURLToPath(new URL("../../../..", import.meta.url)), "models/pico-llama");
+import { openAiClient, PICO, PICO_DIR, refused } from "./openai-client.js";
 
 type Server = Awaited<ReturnType<typeof serverFor>>;
-
-const clientFor = (
-  server: Server,
-  id: Identity,
-  scope: { organization?: string | null; project?: string | null } = {},
-) =>
-  new OpenAI({
-    apiKey: id.token,
-    baseURL: `${server.apiUrl}/v1`,
-    organization: scope.organization === undefined ? id.orgSlug : scope.organization,
-    project: scope.project === undefined ? id.projectSlug : scope.project,
-    maxRetries: 0,
-  });
-
-/** The client's error for `request`, checked to be OpenAI's shape with this status, param and code. */
-async function refused(
-  request: Promise<unknown>,
-  expected: { status: number; param: string | null; code: string; message?: RegExp },
-): Promise<APIError> {
-  const error = await request.then(
-    () => assert.fail("the request was not refused"),
-    (e: unknown) => e,
-  );
-  assert.ok(error instanceof APIError, `not an APIError: ${error}`);
-  assert.equal(error.status, expected.status, error.message);
-  const body = error.error as Record<string, unknown>;
-  assert.deepEqual(Object.keys(body).sort(), ["code", "message", "param", "type"]);
-  // OpenAI types every client error so, a wrong API key included.
-  assert.equal(body.type, "invalid_request_error");
-  assert.equal(body.param, expected.param);
-  assert.equal(body.code, expected.code);
-  if (expected.message) assert.match(String(body.message), expected.message);
-  return error;
-}
 
 const run = promisify(execFile);
 
@@ -102,7 +65,7 @@ for (const backend of ["sqlite", "postgres"] as Backend[]) {
     before(async () => {
       server = await serverFor(backend, ["--model", `${PICO}=${PICO_DIR}`]);
       id = await newIdentity(server.apiUrl);
-      client = clientFor(server, id);
+      client = openAiClient(server, id);
     });
     after(() => server?.cleanup());
 
@@ -525,31 +488,31 @@ for (const backend of ["sqlite", "postgres"] as Backend[]) {
         code: "invalid_request",
       });
       // Scope: none, another org, another project; a bad key.
-      await refused(clientFor(server, id, { organization: null, project: null }).files.list(), {
+      await refused(openAiClient(server, id, { organization: null, project: null }).files.list(), {
         status: 400,
         param: null,
         code: "missing_scope",
       });
-      await refused(clientFor(server, id, { organization: "someone-else" }).files.list(), {
+      await refused(openAiClient(server, id, { organization: "someone-else" }).files.list(), {
         status: 401,
         param: null,
         code: "no_such_organization",
       });
-      await refused(clientFor(server, id, { project: "nothing-here" }).files.list(), {
+      await refused(openAiClient(server, id, { project: "nothing-here" }).files.list(), {
         status: 401,
         param: null,
         code: "no_such_project",
       });
       const other = await newIdentity(server.apiUrl, "other");
       await refused(
-        clientFor(server, id).files.retrieve(`file-${(await uploadDataset(server.apiUrl, other)).id}`),
+        openAiClient(server, id).files.retrieve(`file-${(await uploadDataset(server.apiUrl, other)).id}`),
         {
           status: 404,
           param: "file_id",
           code: "not_found",
         },
       );
-      await refused(clientFor(server, { ...id, token: "svc-wrong" }).files.list(), {
+      await refused(openAiClient(server, { ...id, token: "svc-wrong" }).files.list(), {
         status: 401,
         param: null,
         code: "unauthorized",

@@ -8,30 +8,13 @@
 // store, so one backend (SQLite) is enough here.
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import OpenAI, { APIError } from "openai";
+import OpenAI from "openai";
 import { call, newIdentity, serverFor, TINY_MODEL } from "./harness.js";
+import { refused } from "./openai-client.js";
 
 type Server = Awaited<ReturnType<typeof serverFor>>;
 // biome-ignore lint/suspicious/noExplicitAny: graders are sent as OpenAI's JSON, some of them svc's own
 type AnyGrader = any;
-
-async function refused(
-  request: Promise<unknown>,
-  expected: { status: number; param: string | null; code: string; message: RegExp },
-): Promise<void> {
-  const error = await request.then(
-    () => assert.fail("the request was not refused"),
-    (e: unknown) => e,
-  );
-  assert.ok(error instanceof APIError, `not an APIError: ${error}`);
-  assert.equal(error.status, expected.status, error.message);
-  const body = error.error as Record<string, unknown>;
-  assert.deepEqual(Object.keys(body).sort(), ["code", "message", "param", "type"]);
-  assert.equal(body.type, "invalid_request_error");
-  assert.equal(body.param, expected.param, String(body.message));
-  assert.equal(body.code, expected.code, String(body.message));
-  assert.match(String(body.message), expected.message);
-}
 
 const exact = {
   type: "string_check",

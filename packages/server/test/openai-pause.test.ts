@@ -5,7 +5,8 @@
 // (docs/openai-fine-tuning.md). svc's own routes: job-pause.test.ts.
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import OpenAI, { APIError, toFile } from "openai";
+import type OpenAI from "openai";
+import { APIError, toFile } from "openai";
 import {
   chatJsonl,
   eventsUntilEnd,
@@ -18,6 +19,7 @@ import {
   TINY_MODEL,
   until,
 } from "./harness.js";
+import { openAiClient } from "./openai-client.js";
 
 for (const backend of ["sqlite", "postgres"] as const)
   describe(`OpenAI fine-tuning pause and resume (${backend})`, () => {
@@ -27,13 +29,7 @@ for (const backend of ["sqlite", "postgres"] as const)
     before(async () => {
       server = await serverFor(backend, ["--job-poll-ms", "100"]);
       id = await newIdentity(server.apiUrl);
-      client = new OpenAI({
-        apiKey: id.token,
-        baseURL: `${server.apiUrl}/v1`,
-        organization: id.orgSlug,
-        project: id.projectSlug,
-        maxRetries: 0,
-      });
+      client = openAiClient(server, id);
     });
     after(async () => server?.cleanup());
 

@@ -10,14 +10,12 @@
 // grader fields are refused with OpenAI's error naming the param
 // (docs/openai-fine-tuning.md#methods).
 import assert from "node:assert/strict";
-import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { fileURLToPath } from "node:url";
-import OpenAI, { APIError, toFile } from "openai";
+import type OpenAI from "openai";
+import { toFile } from "openai";
 import { type Backend, call, type Identity, newIdentity, serverFor, until } from "./harness.js";
+import { openAiClient, PICO, PICO_DIR, refused } from "./openai-client.js";
 
-const PICO = "svc/pico-llama";
-const PICO_DIR = join(fileURLToPath(new URL("../../../..", import.meta.url)), "models/pico-llama");
 const TOPICS = ["the sea", "a dog", "the king", "a city"];
 const PROMPTS = `${TOPICS.map((topic) =>
   JSON.stringify({ messages: [{ role: "user", content: `Write about ${topic}.` }], answer: "e" }),
@@ -32,25 +30,6 @@ const GRADER = {
 
 type Server = Awaited<ReturnType<typeof serverFor>>;
 
-/** The client's error for `request`, checked to be OpenAI's shape with this status, param and code. */
-async function refused(
-  request: Promise<unknown>,
-  expected: { status: number; param: string | null; code: string; message?: RegExp },
-): Promise<void> {
-  const error = await request.then(
-    () => assert.fail("the request was not refused"),
-    (e: unknown) => e,
-  );
-  assert.ok(error instanceof APIError, `not an APIError: ${error}`);
-  assert.equal(error.status, expected.status, error.message);
-  const body = error.error as Record<string, unknown>;
-  assert.deepEqual(Object.keys(body).sort(), ["code", "message", "param", "type"]);
-  assert.equal(body.type, "invalid_request_error");
-  assert.equal(body.param, expected.param, String(body.message));
-  assert.equal(body.code, expected.code, String(body.message));
-  if (expected.message) assert.match(String(body.message), expected.message);
-}
-
 for (const backend of ["sqlite", "postgres"] as Backend[]) {
   describe(`OpenAI fine-tuning API: reinforcement with the official client (${backend})`, () => {
     let server: Server;
@@ -60,13 +39,7 @@ for (const backend of ["sqlite", "postgres"] as Backend[]) {
     before(async () => {
       server = await serverFor(backend, ["--job-poll-ms", "100", "--model", `${PICO}=${PICO_DIR}`]);
       id = await newIdentity(server.apiUrl);
-      client = new OpenAI({
-        apiKey: id.token,
-        baseURL: `${server.apiUrl}/v1`,
-        organization: id.orgSlug,
-        project: id.projectSlug,
-        maxRetries: 0,
-      });
+      client = openAiClient(server, id);
       prompts = await client.files.create({
         file: await toFile(Buffer.from(PROMPTS), "prompts.jsonl"),
         purpose: "fine-tune",

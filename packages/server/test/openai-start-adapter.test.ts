@@ -5,7 +5,7 @@
 // ft: model that names no model the caller may see is 400 model_not_available.
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import OpenAI, { toFile } from "openai";
+import { toFile } from "openai";
 import {
   call,
   chatJsonl,
@@ -16,6 +16,7 @@ import {
   serverFor,
   TINY_MODEL,
 } from "./harness.js";
+import { openAiClient } from "./openai-client.js";
 
 const ROWS = 8;
 
@@ -30,13 +31,7 @@ for (const backend of ["sqlite", "postgres"] as const)
     after(async () => server?.cleanup());
 
     it("continues from an ft: model and from a checkpoint's", async () => {
-      const client = new OpenAI({
-        apiKey: id.token,
-        baseURL: `${server.apiUrl}/v1`,
-        organization: id.orgSlug,
-        project: id.projectSlug,
-        maxRetries: 0,
-      });
+      const client = openAiClient(server, id);
       const file = await client.files.create({
         file: await toFile(Buffer.from(chatJsonl(ROWS)), "train.jsonl"),
         purpose: "fine-tune",
