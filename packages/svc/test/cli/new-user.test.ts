@@ -125,7 +125,7 @@ test("svc start trains to a completed job, printing plain progress lines", async
   // Two template rows are longer than the test model's maxLength in its byte-level tokens: cut on the prompt side.
   assert.match(
     r.stdout,
-    /^started: 6 steps, 240 train \/ 40 eval examples, base model test\/tiny-random; 2 rows truncated, 0 rows dropped$/m,
+    /^started: 6 steps, 240 train \/ 40 eval examples, base model test\/tiny-random, in (bf16|fp32); 2 rows truncated, 0 rows dropped$/m,
   );
   assert.match(r.stdout, /^step 1\/6 loss=\d+\.\d{4}$/m);
   // Eval steps add the token accuracy. In the test model's byte tokens the template's JSON answers
