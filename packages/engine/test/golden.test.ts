@@ -28,6 +28,7 @@ import { AdamW, clipGradNorm } from "../src/optim.js";
 import { loadAdapter } from "../src/peft.js";
 import { readSafetensors } from "../src/safetensors.js";
 import { needs } from "../src/testing/missing-piece.js";
+import { rel } from "./golden-compare.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 // SVC_GOLDEN_DIR checks another folder of cases in the same layout instead, e.g.
@@ -59,17 +60,6 @@ interface Golden {
   greedy: { prompt: number[]; base: number[]; lora: number[] };
   /** "transformers" where transformers and peft computed the values. */
   source?: string;
-}
-
-function rel(actual: ArrayLike<number>, expected: ArrayLike<number>): number {
-  assert.equal(actual.length, expected.length);
-  let diff = 0;
-  let scale = 0;
-  for (let i = 0; i < expected.length; i++) {
-    diff = Math.max(diff, Math.abs(actual[i] - expected[i]));
-    scale = Math.max(scale, Math.abs(expected[i]));
-  }
-  return diff / scale;
 }
 
 const requested = process.env.SVC_KERNELS;

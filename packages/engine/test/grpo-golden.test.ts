@@ -20,6 +20,7 @@ import { loraLayersOf, loraParams, zerosLike } from "../src/lora.js";
 import { ModelGraph } from "../src/model.js";
 import { loadAdapter } from "../src/peft.js";
 import { readSafetensors } from "../src/safetensors.js";
+import { rel } from "./golden-compare.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const fixtures = join(here, "..", "..", "fixtures");
@@ -35,17 +36,6 @@ interface GrpoGolden {
   groupSize: number;
   advantages: number[];
   settings: Record<string, { beta: number; epsilon: number; loss: number }>;
-}
-
-function rel(actual: ArrayLike<number>, expected: ArrayLike<number>): number {
-  assert.equal(actual.length, expected.length);
-  let diff = 0;
-  let scale = 0;
-  for (let i = 0; i < expected.length; i++) {
-    diff = Math.max(diff, Math.abs(actual[i] - expected[i]));
-    scale = Math.max(scale, Math.abs(expected[i]));
-  }
-  return diff / scale;
 }
 
 test("the GRPO fixtures exist (two families)", () => {

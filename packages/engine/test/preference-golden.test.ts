@@ -18,6 +18,7 @@ import { loadAdapter } from "../src/peft.js";
 import { type PreferenceSettings, resolvePreference } from "../src/preference-loss.js";
 import { pairPass, ReferenceLogProbs, type TokenizedPair } from "../src/preference-step.js";
 import { readSafetensors } from "../src/safetensors.js";
+import { rel } from "./golden-compare.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const fixtures = join(here, "..", "..", "fixtures");
@@ -33,17 +34,6 @@ interface PreferenceGolden {
     string,
     { settings: PreferenceSettings; loss: number; rewards: { chosen: number; rejected: number }[] }
   >;
-}
-
-function rel(actual: ArrayLike<number>, expected: ArrayLike<number>): number {
-  assert.equal(actual.length, expected.length);
-  let diff = 0;
-  let scale = 0;
-  for (let i = 0; i < expected.length; i++) {
-    diff = Math.max(diff, Math.abs(actual[i] - expected[i]));
-    scale = Math.max(scale, Math.abs(expected[i]));
-  }
-  return diff / scale;
 }
 
 test("the preference fixtures exist (three families)", () => {
