@@ -4,6 +4,7 @@
 import { existsSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { isWeightFormat, WEIGHT_FORMATS, type WeightFormat } from "@svc/engine";
+import { DEFAULT_JOB_LIMITS, MAX_STORED_INTEGER } from "@svc/wire";
 import { DataDir, DEFAULT_DATA_DIR } from "./data-dir.js";
 import { openDatabase } from "./db/connect.js";
 import { parseUpstreams, type Upstream } from "./edge/upstreams.js";
@@ -15,7 +16,6 @@ import { ModelRegistry } from "./models/model-registry.js";
 import { logExitReasons } from "./process/exit-reasons.js";
 import { DEFAULTS, PortInUseError, type ServerOptions, startServer } from "./server.js";
 import { Store } from "./store/store.js";
-import { DEFAULT_JOB_LIMITS, MAX_STORED_INTEGER } from "./wire.js";
 import { JOB_RUNNER_DEFAULTS, JobRunner } from "./worker/job-runner.js";
 import { LeaseSweeper } from "./worker/lease-sweeper.js";
 import { resolveTorchLaunch, TorchFlagError } from "./worker/torch-launch.js";

@@ -1,5 +1,6 @@
 // What every route module needs, built once by startServer.
 import type { HttpBindings } from "@hono/node-server";
+import type { JobLimits } from "@svc/wire";
 import type { OidcVerifier } from "./auth/oidc.js";
 import type { DataDir } from "./data-dir.js";
 import type { UpstreamRegistry } from "./edge/upstreams.js";
@@ -11,7 +12,6 @@ import type { ModelRegistry } from "./models/model-registry.js";
 import type { DatasetProfiler } from "./profiles/dataset-profiler.js";
 import type { UserRow } from "./store/identity-store.js";
 import type { Store } from "./store/store.js";
-import type { JobLimits } from "./wire.js";
 
 export interface ServerContext {
   store: Store;

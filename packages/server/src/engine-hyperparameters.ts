@@ -11,7 +11,7 @@ import type {
   PreferenceTrainHyperparameters,
   TrainingPrecision,
 } from "@svc/engine";
-import type { JobGrader, JobHyperparameters, TorchModel, TrainingMethod } from "./wire.js";
+import type { JobGrader, JobHyperparameters, TorchModel, TrainingMethod } from "@svc/wire";
 
 /**
  * What a training process trains with: the engine's hyperparameters, DPO's, GRPO's, the method, graders and

@@ -5,6 +5,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { getRequestListener } from "@hono/node-server";
 import type { WeightFormat } from "@svc/engine";
+import { DEFAULT_JOB_LIMITS, type JobLimits } from "@svc/wire";
 import { createApiApp } from "./api-app.js";
 import { type OidcConfig, OidcVerifier } from "./auth/oidc.js";
 import type { ServerContext } from "./context.js";
@@ -29,7 +30,6 @@ import type { HubModelPolicy } from "./models/hub-policy.js";
 import { ModelRegistry } from "./models/model-registry.js";
 import { DatasetProfiler } from "./profiles/dataset-profiler.js";
 import { Store } from "./store/store.js";
-import { DEFAULT_JOB_LIMITS, type JobLimits } from "./wire.js";
 import { JOB_RUNNER_DEFAULTS, JobRunner } from "./worker/job-runner.js";
 import { LeaseSweeper } from "./worker/lease-sweeper.js";
 

@@ -16,8 +16,8 @@ import { mkdirSync, mkdtempSync, readdirSync, statSync, writeFileSync } from "no
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import { type DatasetRow, loadTokenizer, needs, prepareSets } from "@svc/engine";
+import type { JobHyperparameters } from "@svc/wire";
 import { engineHyperparameters } from "../src/engine-hyperparameters.js";
-import type { JobHyperparameters } from "../src/wire.js";
 import { writeTorchJob } from "../src/worker/torch-job.js";
 import { call, chatJsonl, createJob, until, uploadDataset } from "./harness.js";
 import {

@@ -12,7 +12,7 @@ import { mkdtempSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import { type DatasetRow, loadModel, needs, prepareSets, type TrainHyperparameters } from "@svc/engine";
-import type { TorchModel } from "../src/wire.js";
+import type { TorchModel } from "@svc/wire";
 import { writeTorchJob } from "../src/worker/torch-job.js";
 import { call, chatJsonl, TINY_MODEL, uploadDataset } from "./harness.js";
 import {

@@ -1,7 +1,7 @@
 // The browser side of the loopback API: every call carries the per-launch token
 // from the page's meta tag; non-2xx answers become StudioApiError with the
 // server's uniform { error: { message, code } } body.
-import type { ErrorBody } from "@svc/server/wire";
+import type { ErrorBody } from "@svc/wire";
 
 export const studioToken: string =
   document.querySelector<HTMLMetaElement>('meta[name="svc-studio-token"]')?.content ?? "";

@@ -1,6 +1,6 @@
 // The `svc` SDK: import { createTrainer, createSvc, infer, CloudApiClient } from "svc".
 // Wire types are the server's own (one definition, shared), re-exported here.
-export * from "@svc/server/wire";
+export * from "@svc/wire";
 export {
   type ApiNotice,
   ApiUnreachableError,

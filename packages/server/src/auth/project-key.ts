@@ -3,13 +3,14 @@
 // routes only (files, fine-tuning jobs, models, chat completions); every other
 // route takes an svc token. The key is looked up on every request, so
 // revoking it, or its issuer leaving the org, takes effect on the next one.
+
+import { PROJECT_KEY_PREFIX } from "@svc/wire";
 import type { Context } from "hono";
 import type { ServerContext } from "../context.js";
 import { ApiError } from "../http/api-error.js";
 import { isOpenAiPath } from "../http/openai-error.js";
 import type { UserRow } from "../store/identity-store.js";
 import { ProjectKeyStore } from "../store/project-key-store.js";
-import { PROJECT_KEY_PREFIX } from "../wire.js";
 
 /** The project each request authenticated by a project key is bound to. */
 const boundProject = new WeakMap<Request, string>();

@@ -8,7 +8,7 @@
 //                                          then a blank line and the input when it is not empty
 // The rows they make are checked afterwards by the same rules as a local JSONL
 // file (the engine's parseDataset), so a bad message reads the same.
-import type { HubColumnMapping } from "../wire.js";
+import type { HubColumnMapping } from "@svc/wire";
 
 export type { HubColumnMapping };
 

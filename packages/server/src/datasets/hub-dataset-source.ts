@@ -6,6 +6,7 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { listFiles } from "@huggingface/hub";
+import type { HubDatasetRequest, HubDatasetSource } from "@svc/wire";
 import { ApiError, badRequest } from "../http/api-error.js";
 import { hubErrorOf } from "../hub/hub-error.js";
 import {
@@ -20,7 +21,6 @@ import {
   RepoCache,
 } from "../hub/index.js";
 import { hubApiError } from "../models/job-base-model.js";
-import type { HubDatasetRequest, HubDatasetSource } from "../wire.js";
 import { convertHubSplitOffLoop } from "./hub-dataset-convert.js";
 import { isDataFile, type SplitSelection, selectSplitFiles } from "./hub-dataset-layout.js";
 import { type ReadmeConfig, ReadmeConfigError, readmeConfigs } from "./hub-dataset-readme.js";

@@ -9,11 +9,11 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } fr
 import { join } from "node:path";
 import { Worker } from "node:worker_threads";
 import type { ExportOptions, ExportResult } from "@svc/engine";
+import type { ExportInfo, ExportProgress } from "@svc/wire";
 import type { DataDir } from "../data-dir.js";
 import { ApiError } from "../http/api-error.js";
 import { nowIso, UUID_PATTERN, uuidv7 } from "../ids.js";
 import { exportTransformersPeftAdapter } from "../models/transformers-fallback.js";
-import type { ExportInfo, ExportProgress } from "../wire.js";
 
 const MANIFEST = "manifest.json";
 /** Exports one process holds at once, running or queued (each one waits its turn and its disk). */

@@ -6,12 +6,12 @@
 // answers each prompt under JUDGE_GRAMMAR. Routes that take a grader (the
 // graders API, a reinforcement job) call it with their request.
 import type { ChatMessage } from "@svc/engine";
+import type { AdapterRef } from "@svc/wire";
 import type { Context } from "hono";
 import type { ApiEnv, ServerContext } from "../context.js";
 import { ApiError, badRequest } from "../http/api-error.js";
 import type { ResolvedTarget } from "../inference/inference-service.js";
 import { fineTunedModelOr404 } from "../routes/openai/models.js";
-import type { AdapterRef } from "../wire.js";
 import type { Grader } from "./grader-schema.js";
 import { JUDGE_GRAMMAR, type Judge, type ScoreModelGrader } from "./score-model.js";
 

@@ -7,6 +7,7 @@
 // its answer always parses; the prompt should say what the score means.
 // A score outside `range` fails the sample: the judge did not grade it.
 import type { ChatMessage, OutputGrammar } from "@svc/engine";
+import { SEED_RANGE } from "@svc/wire";
 import { badRequest, quoteInput } from "../http/api-error.js";
 import {
   array,
@@ -19,7 +20,6 @@ import {
   optional,
   string,
 } from "../http/validate.js";
-import { SEED_RANGE } from "../wire.js";
 import { GradeError } from "./grade-errors.js";
 import { parseTemplate, render, type Template, type TemplateContext } from "./templates.js";
 

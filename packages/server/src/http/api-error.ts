@@ -1,8 +1,9 @@
 // The one error type of the cloud API. Route code throws it; the central
 // handler turns it into { error: { message, code } } with its status.
+
+import type { ErrorBody } from "@svc/wire";
 import type { Context } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
-import type { ErrorBody } from "../wire.js";
 
 /**
  * Characters a message must never carry raw: controls (newline, NUL…), format

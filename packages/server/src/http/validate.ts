@@ -6,7 +6,7 @@
 // holds a lone UTF-16 surrogate. These rules live here once, for every body
 // field, query parameter and path segment. Field names are quoted as
 // quoteInput writes user input, since a body's unknown key is the client's text.
-import { MAX_STORED_INTEGER, type NumericRange, textLength } from "../wire-limits.js";
+import { MAX_STORED_INTEGER, type NumericRange, textLength } from "@svc/wire";
 import { badRequest, quoteInput } from "./api-error.js";
 
 export type Check<T> = ((value: unknown, path: string) => T) & { optional?: boolean };

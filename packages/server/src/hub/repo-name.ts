@@ -1,6 +1,6 @@
 // `<org>/<name>[@<revision>]`: how a Hub model is named everywhere in svc.
 
-import { isHubModelName } from "../wire.js";
+import { isHubModelName } from "@svc/wire";
 
 export const COMMIT_SHA = /^[0-9a-f]{40}$/;
 

@@ -2,7 +2,7 @@
 // share: a choice's finish reason, logprobs and usage in OpenAI's shape, and
 // how generations nobody will read are stopped.
 import type { GenerationChunk, GenerationResult, TokenLogprob } from "@svc/engine";
-import type { ChatFinishReason, ChatTokenLogprob } from "../wire.js";
+import type { ChatFinishReason, ChatTokenLogprob } from "@svc/wire";
 
 export const finishReason = (r: GenerationResult["finishReason"], called: boolean): ChatFinishReason =>
   r === "length" ? "length" : called ? "tool_calls" : "stop";

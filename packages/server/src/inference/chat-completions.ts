@@ -6,9 +6,9 @@
 import { randomUUID } from "node:crypto";
 import type { ServerResponse } from "node:http";
 import { type GenerationResult, parseToolCalls } from "@svc/engine";
+import type { ChatCompletion, ChatLogprobs, ChatTokenLogprob } from "@svc/wire";
 import type { Context } from "hono";
 import { ApiError, badRequest } from "../http/api-error.js";
-import type { ChatCompletion, ChatLogprobs, ChatTokenLogprob } from "../wire.js";
 import { abandon, type ChatStream, finishReason, totalUsage, usageOf, wireLogprob } from "./chat-choices.js";
 import type { ToolRequest } from "./chat-request.js";
 import { streamChat } from "./chat-stream.js";

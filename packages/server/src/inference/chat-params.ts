@@ -6,6 +6,7 @@
 // naming it; a key in no list is refused too (docs/api.md#chat-parameters).
 // null means absent, as the OpenAI clients send it.
 import { MAX_LOGIT_BIAS_ENTRIES, MAX_TOP_LOGPROBS } from "@svc/engine";
+import { SEED_RANGE } from "@svc/wire";
 import { type ApiError, badRequest } from "../http/api-error.js";
 import {
   array,
@@ -18,7 +19,6 @@ import {
   optional,
   string,
 } from "../http/validate.js";
-import { SEED_RANGE } from "../wire.js";
 import type { ChatParams } from "./chat-completions.js";
 import {
   checkToolRequest,

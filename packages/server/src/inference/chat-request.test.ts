@@ -4,8 +4,8 @@
 // one piece, such a schema held it 10-100 ms on this machine).
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import type { ResponseFormat, ToolDefinition } from "@svc/wire";
 import { ApiError } from "../http/api-error.js";
-import type { ResponseFormat, ToolDefinition } from "../wire-tools.js";
 import { checkToolRequest } from "./chat-request.js";
 
 const NAMES = { tools: "tools", toolChoice: "tool_choice", responseFormat: "response_format" };

@@ -9,6 +9,7 @@ import {
   type SchemaBudget,
   SchemaError,
 } from "@svc/engine";
+import type { ChatMessage, ResponseFormat, ToolCall, ToolChoice, ToolDefinition } from "@svc/wire";
 import { badRequest } from "../http/api-error.js";
 import {
   array,
@@ -22,7 +23,6 @@ import {
   optional,
   string,
 } from "../http/validate.js";
-import type { ChatMessage, ResponseFormat, ToolCall, ToolChoice, ToolDefinition } from "../wire.js";
 
 /** OpenAI's rule for function names. */
 export const FUNCTION_NAME = {

@@ -13,7 +13,7 @@ import {
   ToolCallStream,
   type ToolSyntax,
 } from "@svc/engine";
-import type { ChatCompletionChunk, ChatFinishReason, ChatTokenLogprob, ToolCallDelta } from "../wire.js";
+import type { ChatCompletionChunk, ChatFinishReason, ChatTokenLogprob, ToolCallDelta } from "@svc/wire";
 import { abandon, type ChatStream, finishReason, totalUsage, usageOf, wireLogprob } from "./chat-choices.js";
 import type { ChatParams } from "./chat-completions.js";
 

@@ -3,6 +3,7 @@
 // they exist; generation itself runs in the inference process (InferenceHost).
 
 import type { GenerationChunk, GenerationResult, WeightFormat } from "@svc/engine";
+import type { AdapterRef } from "@svc/wire";
 import type { DataDir } from "../data-dir.js";
 import { badRequest } from "../http/api-error.js";
 import { parseHubName } from "../hub/index.js";
@@ -11,7 +12,6 @@ import type { ModelRegistry } from "../models/model-registry.js";
 import { refuseTransformersOnlyServing } from "../models/transformers-fallback.js";
 import type { JobRow } from "../store/job-store.js";
 import type { Store } from "../store/store.js";
-import type { AdapterRef } from "../wire.js";
 import { InferenceHost } from "./inference-host.js";
 import type { ChatGeneration, PromptLimits } from "./inference-protocol.js";
 

@@ -7,6 +7,7 @@
 // key is refused too (docs/api.md#responses-parameters). svc stores no
 // response, so `previous_response_id` is refused.
 import { MAX_TOP_LOGPROBS } from "@svc/engine";
+import type { ChatMessage, ResponseFormat, ToolChoice, ToolDefinition } from "@svc/wire";
 import { badRequest } from "../http/api-error.js";
 import {
   array,
@@ -21,7 +22,6 @@ import {
   optional,
   string,
 } from "../http/validate.js";
-import type { ChatMessage, ResponseFormat, ToolChoice, ToolDefinition } from "../wire.js";
 import type { ChatParams } from "./chat-completions.js";
 import { metadataCheck, refused } from "./chat-params.js";
 import {

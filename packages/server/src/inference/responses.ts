@@ -15,8 +15,8 @@ import {
   type ToolCallEvent,
   ToolCallStream,
 } from "@svc/engine";
+import type { ChatTokenLogprob } from "@svc/wire";
 import type { Context } from "hono";
-import type { ChatTokenLogprob } from "../wire.js";
 import { abandon, wireLogprob } from "./chat-choices.js";
 import { checkPromptFits, nodeResponse } from "./chat-completions.js";
 import { planTools } from "./chat-tools.js";

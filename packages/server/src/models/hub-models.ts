@@ -2,6 +2,7 @@
 // served without asking the Hub), what the operator's policy lets jobs fetch,
 // and the fetching itself (docs/hub.md).
 import { type ModelConfig, readModelConfig } from "@svc/engine";
+import type { BaseModelInfo } from "@svc/wire";
 import {
   cachedRepos,
   type EnsureSnapshotOptions,
@@ -14,7 +15,6 @@ import {
   parseHubName,
   RepoCache,
 } from "../hub/index.js";
-import type { BaseModelInfo } from "../wire.js";
 import type { HubModelPolicy } from "./hub-policy.js";
 
 export interface HubModelEntry {

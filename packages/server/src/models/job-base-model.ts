@@ -7,10 +7,10 @@
 // the torch backend's transformers + peft (transformers-fallback.ts).
 import { dirname } from "node:path";
 import { isEngineError, type ModelConfig, machineMemoryBytes } from "@svc/engine";
+import type { BaseModelInfo, JobBackend, JobHyperparameters } from "@svc/wire";
 import { engineHyperparameters } from "../engine-hyperparameters.js";
 import { ApiError, badRequest } from "../http/api-error.js";
 import { HubError, hubEndpoint, hubErrorStatus, parseHubName } from "../hub/index.js";
-import type { BaseModelInfo, JobBackend, JobHyperparameters } from "../wire.js";
 import { uncachedInfo } from "./hub-models.js";
 import { estimateTrainingMemory, formatBytes } from "./memory-estimate.js";
 import { describeConfig, type ModelRegistry } from "./model-registry.js";

@@ -10,10 +10,10 @@
 // never for serving (transformers-only-model.ts).
 import { dirname } from "node:path";
 import { isEngineError, machineMemoryBytes, readModelConfig } from "@svc/engine";
+import type { ModelPull } from "@svc/wire";
 import { ApiError, badRequest } from "../http/api-error.js";
 import { HubError, type HubProgress, hubEndpoint, hubName, parseHubName } from "../hub/index.js";
 import { nowIso, uuidv7 } from "../ids.js";
-import type { ModelPull } from "../wire.js";
 import type { HubModels } from "./hub-models.js";
 import { estimateServingMemory, formatBytes } from "./memory-estimate.js";
 import {

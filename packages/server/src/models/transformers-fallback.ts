@@ -7,8 +7,8 @@
 import { copyFileSync, mkdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { type ExportResult, FAMILIES, loadTokenizer, machineMemoryBytes } from "@svc/engine";
+import type { JobBackend, JobHyperparameters } from "@svc/wire";
 import { badRequest } from "../http/api-error.js";
-import type { JobBackend, JobHyperparameters } from "../wire.js";
 import { formatBytes } from "./memory-estimate.js";
 import type { RegisteredModel } from "./model-registry.js";
 import {

@@ -11,7 +11,7 @@ import { closeSync, existsSync, openSync, readFileSync, readSync } from "node:fs
 import { join } from "node:path";
 import { FAMILIES } from "@svc/engine";
 
-export { TRANSFORMERS_ONLY_FAMILY } from "../wire.js";
+export { TRANSFORMERS_ONLY_FAMILY } from "@svc/wire";
 
 /** The settings of a job that trains such a model, as the refusals name them. */
 export const TRANSFORMERS_FALLBACK_SETTINGS = `"backend": "torch" and "hyperparameters.torchModel": "transformers"`;

@@ -7,8 +7,8 @@ import {
   rowsOverMaxLength,
   suggestMaxLength,
 } from "@svc/engine";
+import type { DatasetProfile } from "@svc/wire";
 import type { DatasetProfileRow } from "../store/dataset-profile-store.js";
-import type { DatasetProfile } from "../wire.js";
 
 export function toDatasetProfile(
   row: DatasetProfileRow,

@@ -1,5 +1,7 @@
 // Org scoping: a token reaches only objects of orgs its user belongs to; any
 // other object answers 404, exactly like one that does not exist.
+
+import type { Org, Project } from "@svc/wire";
 import type { Context } from "hono";
 import type { ApiEnv, ServerContext } from "../context.js";
 import type { DatasetsTable } from "../db/schema.js";
@@ -7,7 +9,6 @@ import { badRequest, notFound } from "../http/api-error.js";
 import { UUID_PATTERN } from "../ids.js";
 import type { DeploymentRow } from "../store/deployment-store.js";
 import type { JobRow } from "../store/job-store.js";
-import type { Org, Project } from "../wire.js";
 
 export async function orgFromQuery(ctx: ServerContext, c: Context<ApiEnv>): Promise<Org> {
   const orgSlug = c.req.query("orgSlug");

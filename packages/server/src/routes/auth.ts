@@ -1,8 +1,9 @@
 // Identity: anonymous tokens, the OIDC settings the CLI logs in with, and /me.
+
+import type { AnonymousAuthResponse, Me } from "@svc/wire";
 import { Hono } from "hono";
 import type { ApiEnv, ServerContext } from "../context.js";
 import { clientAddress, enforceRateLimit } from "../http/rate-limit.js";
-import type { AnonymousAuthResponse, Me } from "../wire.js";
 
 /** Routes that need no token. */
 export function publicAuthRoutes(ctx: ServerContext) {

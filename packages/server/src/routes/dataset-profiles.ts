@@ -3,6 +3,8 @@
 // the computation in the background and answers 202 with status "pending" and
 // its progress; later ones answer 200 with the result (or the reason it failed).
 // POST /v1/datasets?baseModel= starts it at upload (routes/datasets.ts).
+
+import { type DatasetProfile, DEFAULT_PROFILE_MAX_LENGTH, hyperparameterRanges } from "@svc/wire";
 import type { Context } from "hono";
 import { Hono } from "hono";
 import type { ApiEnv, ServerContext } from "../context.js";
@@ -11,7 +13,6 @@ import { badRequest } from "../http/api-error.js";
 import { integerQuery } from "../http/validate.js";
 import type { RegisteredModel } from "../models/model-registry.js";
 import { toDatasetProfile } from "../profiles/profile-view.js";
-import { type DatasetProfile, DEFAULT_PROFILE_MAX_LENGTH, hyperparameterRanges } from "../wire.js";
 import { datasetOr404 } from "./access.js";
 
 /** The served base model `name`, or a 400 naming `field` and the served ones. */

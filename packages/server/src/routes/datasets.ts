@@ -5,6 +5,14 @@
 // validated line by line before anything is stored. A base model named at
 // upload (?baseModel=&maxLength=, or in the JSON body) starts the dataset's
 // profile for it, and the answer carries the profile as it stands (dataset-profiles.ts).
+
+import {
+  type Dataset,
+  type DatasetProfile,
+  DEFAULT_PROFILE_MAX_LENGTH,
+  hyperparameterRanges,
+  type Project,
+} from "@svc/wire";
 import { Hono } from "hono";
 import type { ApiEnv, ServerContext } from "../context.js";
 import { loadHubDataset } from "../datasets/hub-dataset-source.js";
@@ -17,13 +25,6 @@ import { inRange, object, optional, parseBody, string } from "../http/validate.j
 import { nowIso, uuidv7 } from "../ids.js";
 import type { RegisteredModel } from "../models/model-registry.js";
 import { toDataset } from "../store/dataset-store.js";
-import {
-  type Dataset,
-  type DatasetProfile,
-  DEFAULT_PROFILE_MAX_LENGTH,
-  hyperparameterRanges,
-  type Project,
-} from "../wire.js";
 import { datasetOr404, projectFromQuery } from "./access.js";
 import { datasetProfile, profileMaxLength, profileModel } from "./dataset-profiles.js";
 

@@ -1,5 +1,16 @@
 // Deployments: GET|POST /v1/endpoints, GET|PATCH|DELETE /v1/endpoints/:id.
 import { WEIGHT_FORMATS, type WeightFormat } from "@svc/engine";
+import {
+  type Deployment,
+  type DeploymentTarget,
+  type DeploymentUpstream,
+  type Project,
+  RESERVED_SLUGS,
+  type RunRetentionMode,
+  SLUG_MAX_LENGTH,
+  SLUG_MIN_LENGTH,
+  SLUG_PATTERN,
+} from "@svc/wire";
 import type { Context } from "hono";
 import { Hono } from "hono";
 import type { ApiEnv, ServerContext } from "../context.js";
@@ -21,17 +32,6 @@ import {
 } from "../http/validate.js";
 import { nowIso, uuidv7 } from "../ids.js";
 import { targetOf, upstreamOf } from "../store/deployment-store.js";
-import {
-  type Deployment,
-  type DeploymentTarget,
-  type DeploymentUpstream,
-  type Project,
-  RESERVED_SLUGS,
-  type RunRetentionMode,
-  SLUG_MAX_LENGTH,
-  SLUG_MIN_LENGTH,
-  SLUG_PATTERN,
-} from "../wire.js";
 import { deploymentOr404, projectFromQuery, visibleJob } from "./access.js";
 import { adapterRefCheck } from "./inference.js";
 

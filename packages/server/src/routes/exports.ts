@@ -7,6 +7,7 @@
 import { createReadStream } from "node:fs";
 import { Readable } from "node:stream";
 import { checkExportOptions, type EngineError, EXPORT_FORMATS } from "@svc/engine";
+import type { ExportInfo } from "@svc/wire";
 import type { Context } from "hono";
 import { Hono } from "hono";
 import type { ApiEnv, ServerContext } from "../context.js";
@@ -14,7 +15,6 @@ import { type ExportRunner, MAX_PENDING_EXPORTS } from "../exports/export-runner
 import { ApiError, badRequest, notFound } from "../http/api-error.js";
 import { readJson } from "../http/body.js";
 import { object, oneOf, optional, parseBody, string } from "../http/validate.js";
-import type { ExportInfo } from "../wire.js";
 import { projectFromQuery, visibleJob } from "./access.js";
 import { adapterRefCheck } from "./inference.js";
 

@@ -1,6 +1,8 @@
 // POST /v1/inference/chat: chat with a base model, a job's final adapter or
 // one of its checkpoints (wire InferArgs); POST /v1/responses: the same in
 // OpenAI's Responses API.
+
+import { type AdapterRef, MAX_STORED_INTEGER } from "@svc/wire";
 import { type Context, Hono } from "hono";
 import type { ApiEnv, ServerContext } from "../context.js";
 import { badRequest, notFound } from "../http/api-error.js";
@@ -12,7 +14,6 @@ import { parseChatRequest } from "../inference/chat-params.js";
 import type { ResolvedTarget } from "../inference/inference-service.js";
 import { respondWithResponse } from "../inference/responses.js";
 import { parseResponsesRequest } from "../inference/responses-request.js";
-import { type AdapterRef, MAX_STORED_INTEGER } from "../wire.js";
 import { visibleJob } from "./access.js";
 import { fineTunedModelOr404 } from "./openai/models.js";
 

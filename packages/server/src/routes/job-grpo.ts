@@ -6,13 +6,13 @@
 // the first step. score_model graders are refused for now: the training
 // process has no inference service to judge with.
 import { createReadStream } from "node:fs";
+import { hyperparameterRanges, type JobGrader } from "@svc/wire";
 import { grade } from "../graders/grade.js";
 import { GradeError } from "../graders/grade-errors.js";
 import { type Grader, parseGrader } from "../graders/grader-schema.js";
 import { sampleOf } from "../graders/templates.js";
 import { badRequest } from "../http/api-error.js";
 import { array, type Check, inRange, object, optional } from "../http/validate.js";
-import { hyperparameterRanges, type JobGrader } from "../wire.js";
 
 /** Most graders one job sums. */
 export const MAX_JOB_GRADERS = 16;

@@ -5,12 +5,13 @@
 // as "paused" instead of going back to the queue (job-transitions.ts paused).
 // Resume queues it again, to go on from that checkpoint with the same step
 // count, data order and optimizer state as if it had never stopped.
+
+import type { Job } from "@svc/wire";
 import { Hono } from "hono";
 import type { ApiEnv, ServerContext } from "../context.js";
 import { conflict } from "../http/api-error.js";
 import type { JobRow } from "../store/job-store.js";
 import { toJob } from "../store/job-store.js";
-import type { Job } from "../wire.js";
 import { jobOr404 } from "./access.js";
 
 const finished = (job: JobRow) =>

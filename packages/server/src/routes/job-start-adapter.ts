@@ -7,11 +7,11 @@
 // stored reference (startAdapterDir).
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
+import type { AdapterRef, JobBackend, JobHyperparameters, Project, TrainingMethod } from "@svc/wire";
 import type { ServerContext } from "../context.js";
 import { badRequest } from "../http/api-error.js";
 import type { JobRow } from "../store/job-store.js";
 import type { Store } from "../store/store.js";
-import type { AdapterRef, JobBackend, JobHyperparameters, Project, TrainingMethod } from "../wire.js";
 
 type Lora = JobHyperparameters["lora"];
 

@@ -1,6 +1,25 @@
 // Jobs: POST /v1/jobs, GET /v1/jobs (newest first), GET /v1/jobs/:id,
 // POST /v1/jobs/:id/cancel.
 import { BASE_WEIGHT_FORMATS, DEFAULT_JOB_PRECISION, plannedSteps, TRAINING_PRECISIONS } from "@svc/engine";
+import {
+  type BaseModelInfo,
+  DEFAULT_LORA,
+  EVAL_FRACTION_RANGE,
+  GRPO_HYPERPARAMETERS,
+  hyperparameterRanges,
+  JOB_BACKENDS,
+  type Job,
+  type JobHyperparameters,
+  type JobLimits,
+  LR_SCHEDULER_TYPES,
+  PREFERENCE_HYPERPARAMETERS,
+  PREFERENCE_LOSSES,
+  type Project,
+  TORCH_MODELS,
+  TRAINING_METHODS,
+  TRUNCATION_MODES,
+  type TrainingMethod,
+} from "@svc/wire";
 import { Hono } from "hono";
 import type { ApiEnv, ServerContext } from "../context.js";
 import { engineHyperparameters } from "../engine-hyperparameters.js";
@@ -22,25 +41,6 @@ import { nowIso, UUID_PATTERN, uuidv7 } from "../ids.js";
 import { checkJobBaseModel } from "../models/job-base-model.js";
 import { type JobRow, toJob } from "../store/job-store.js";
 import { withQueuedReasons } from "../store/worker-store.js";
-import {
-  type BaseModelInfo,
-  DEFAULT_LORA,
-  EVAL_FRACTION_RANGE,
-  GRPO_HYPERPARAMETERS,
-  hyperparameterRanges,
-  JOB_BACKENDS,
-  type Job,
-  type JobHyperparameters,
-  type JobLimits,
-  LR_SCHEDULER_TYPES,
-  PREFERENCE_HYPERPARAMETERS,
-  PREFERENCE_LOSSES,
-  type Project,
-  TORCH_MODELS,
-  TRAINING_METHODS,
-  TRUNCATION_MODES,
-  type TrainingMethod,
-} from "../wire.js";
 import { jobOr404, projectFromQuery } from "./access.js";
 import { adapterRefCheck } from "./inference.js";
 import { checkGradersOnDataset, jobGradersCheck } from "./job-grpo.js";

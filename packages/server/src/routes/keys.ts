@@ -1,12 +1,13 @@
 // Deployment API keys: GET|POST /v1/endpoints/:id/keys,
 // DELETE /v1/endpoints/:id/keys/:keyId (revoke: enabled = false) and
 // GET /v1/endpoints/:id/keys/:keyId/usage?days=N (per UTC day, oldest first).
+
+import { KEY_LABEL_MAX_LENGTH, KEY_USAGE_DAYS_RANGE, KEY_USAGE_SUMMARY_DAYS } from "@svc/wire";
 import { Hono } from "hono";
 import type { ApiEnv, ServerContext } from "../context.js";
 import { notFound, quoteInput } from "../http/api-error.js";
 import { readJson } from "../http/body.js";
 import { integerQuery, object, parseBody, string } from "../http/validate.js";
-import { KEY_LABEL_MAX_LENGTH, KEY_USAGE_DAYS_RANGE, KEY_USAGE_SUMMARY_DAYS } from "../wire.js";
 import { deploymentOr404 } from "./access.js";
 
 const issueBody = object({ label: string({ min: 1, max: KEY_LABEL_MAX_LENGTH }) });

@@ -1,7 +1,8 @@
 // GET /v1/upstreams: the external inference servers deployments may forward to.
+
+import type { UpstreamInfo } from "@svc/wire";
 import { Hono } from "hono";
 import type { ApiEnv, ServerContext } from "../context.js";
-import type { UpstreamInfo } from "../wire.js";
 
 export function modelRoutes(ctx: ServerContext) {
   const app = new Hono<ApiEnv>();

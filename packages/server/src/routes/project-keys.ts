@@ -3,13 +3,14 @@
 // DELETE /v1/project-keys/:keyId?… (revoke; { key }). A key works on the
 // OpenAI API routes of its project only (auth/project-key.ts); these routes
 // take an svc token.
+
+import { KEY_LABEL_MAX_LENGTH } from "@svc/wire";
 import { Hono } from "hono";
 import type { ApiEnv, ServerContext } from "../context.js";
 import { notFound, quoteInput } from "../http/api-error.js";
 import { readJson } from "../http/body.js";
 import { object, parseBody, string } from "../http/validate.js";
 import { ProjectKeyStore } from "../store/project-key-store.js";
-import { KEY_LABEL_MAX_LENGTH } from "../wire.js";
 import { projectFromQuery } from "./access.js";
 
 const issueBody = object({ label: string({ min: 1, max: KEY_LABEL_MAX_LENGTH }) });

@@ -1,10 +1,11 @@
 // Projects of an org: GET /v1/projects?orgSlug=, POST /v1/projects.
+
+import { SLUG_MAX_LENGTH, SLUG_MIN_LENGTH, SLUG_PATTERN } from "@svc/wire";
 import { Hono } from "hono";
 import type { ApiEnv, ServerContext } from "../context.js";
 import { conflict, notFound, quoteInput } from "../http/api-error.js";
 import { readJson } from "../http/body.js";
 import { object, optional, parseBody, string } from "../http/validate.js";
-import { SLUG_MAX_LENGTH, SLUG_MIN_LENGTH, SLUG_PATTERN } from "../wire.js";
 import { orgFromQuery } from "./access.js";
 
 export const slugCheck = () =>

@@ -1,7 +1,8 @@
 // Dataset rows; the JSONL itself lives in the data dir (path is relative to it).
+
+import type { Dataset } from "@svc/wire";
 import type { Kysely } from "kysely";
 import type { Database, DatasetsTable } from "../db/schema.js";
-import type { Dataset } from "../wire.js";
 
 export const toDataset = (r: DatasetsTable): Dataset => ({
   id: r.id,

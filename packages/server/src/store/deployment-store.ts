@@ -1,17 +1,18 @@
 // Deployments (slug unique across the server: it is a host name) and their
 // API keys (stored as SHA-256 hashes; the plaintext leaves only once).
-import { type Kysely, sql } from "kysely";
-import type { DatabaseKind } from "../db/connect.js";
-import type { Database, DeploymentKeysTable, DeploymentsTable } from "../db/schema.js";
-import { nowIso, randomBase62, sha256Hex, uuidv7 } from "../ids.js";
+
 import type {
   DeploymentKey,
   DeploymentTarget,
   DeploymentUpstream,
   IssuedDeploymentKey,
   KeyUsageSummary,
-} from "../wire.js";
-import { KEY_USAGE_SUMMARY_DAYS } from "../wire.js";
+} from "@svc/wire";
+import { KEY_USAGE_SUMMARY_DAYS } from "@svc/wire";
+import { type Kysely, sql } from "kysely";
+import type { DatabaseKind } from "../db/connect.js";
+import type { Database, DeploymentKeysTable, DeploymentsTable } from "../db/schema.js";
+import { nowIso, randomBase62, sha256Hex, uuidv7 } from "../ids.js";
 import type { KeyUsageStore } from "./key-usage-store.js";
 import { isUniqueViolation } from "./unique.js";
 

@@ -1,8 +1,9 @@
 // Users, their bearer tokens (stored as SHA-256 hashes), orgs and memberships.
+
+import type { Org } from "@svc/wire";
 import type { Kysely } from "kysely";
 import type { Database, OrgsTable, UsersTable } from "../db/schema.js";
 import { nowIso, randomBase62, sha256Hex, uuidv7 } from "../ids.js";
-import type { Org } from "../wire.js";
 import { isUniqueViolation } from "./unique.js";
 
 export type UserRow = UsersTable;

@@ -3,10 +3,6 @@
 // UPDATE ... WHERE id = (SELECT ...) RETURNING, which SQLite runs atomically)
 // and hold a lease that they renew; a lapsed lease means the worker died.
 import type { BaseWeightFormat, TrainingPrecision } from "@svc/engine";
-import { type Kysely, sql, type Transaction } from "kysely";
-import type { DatabaseKind } from "../db/connect.js";
-import type { ArtifactsTable, Database, JobsTable } from "../db/schema.js";
-import { nowIso } from "../ids.js";
 import type {
   AdapterRef,
   Artifact,
@@ -15,7 +11,11 @@ import type {
   JobEventType,
   JobHyperparameters,
   TrainingMethod,
-} from "../wire.js";
+} from "@svc/wire";
+import { type Kysely, sql, type Transaction } from "kysely";
+import type { DatabaseKind } from "../db/connect.js";
+import type { ArtifactsTable, Database, JobsTable } from "../db/schema.js";
+import { nowIso } from "../ids.js";
 import { isUniqueViolation } from "./unique.js";
 
 export type JobRow = JobsTable;

@@ -2,11 +2,12 @@
 // Writers add increments (the edge's KeyUsageRecorder, once a second), so
 // several server processes on one PostgreSQL database add up instead of
 // overwriting each other.
+
+import type { DeploymentKeyUsage, KeyUsageDay, KeyUsageSummary, KeyUsageTotals } from "@svc/wire";
+import { KEY_USAGE_SUMMARY_DAYS } from "@svc/wire";
 import type { Kysely } from "kysely";
 import type { DatabaseKind } from "../db/connect.js";
 import type { Database } from "../db/schema.js";
-import type { DeploymentKeyUsage, KeyUsageDay, KeyUsageSummary, KeyUsageTotals } from "../wire.js";
-import { KEY_USAGE_SUMMARY_DAYS } from "../wire.js";
 
 /** An increment for one key on one UTC day. */
 export interface KeyUsageIncrement extends KeyUsageTotals {

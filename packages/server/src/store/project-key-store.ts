@@ -3,10 +3,11 @@
 // SHA-256 hash with a short prefix for display, like deployment keys; the
 // plaintext is returned once, by issue(). Revoking disables the row, and every
 // request looks its key up anew, so a revoked key fails on the next request.
+
+import { type IssuedProjectKey, PROJECT_KEY_PREFIX, type ProjectKey } from "@svc/wire";
 import type { Kysely, Migration } from "kysely";
 import type { Database } from "../db/schema.js";
 import { nowIso, randomBase62, sha256Hex, uuidv7 } from "../ids.js";
-import { type IssuedProjectKey, PROJECT_KEY_PREFIX, type ProjectKey } from "../wire.js";
 import { KEY_PREFIX_LENGTH } from "./deployment-store.js";
 
 export interface ProjectKeysTable {

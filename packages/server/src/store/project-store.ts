@@ -1,8 +1,9 @@
 // Projects within an org; a slug is unique per org.
+
+import type { Org, Project } from "@svc/wire";
 import type { Kysely } from "kysely";
 import type { Database, ProjectsTable } from "../db/schema.js";
 import { nowIso, uuidv7 } from "../ids.js";
-import type { Org, Project } from "../wire.js";
 import { isUniqueViolation } from "./unique.js";
 
 const toProject = (r: ProjectsTable, org: Org): Project => ({

@@ -6,12 +6,12 @@
 // each checkpoint and before the job settles, so its listing matches the file.
 import { readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
+import type { Artifact } from "@svc/wire";
 import type { DataDir } from "../data-dir.js";
 import type { ArtifactsTable } from "../db/schema.js";
 import { nowIso } from "../ids.js";
 import { type JobRow, toArtifact } from "../store/job-store.js";
 import type { Store } from "../store/store.js";
-import type { Artifact } from "../wire.js";
 import type { TrainingProcessMessage } from "./training-protocol.js";
 
 type Result = Extract<TrainingProcessMessage, { type: "result" }>;

@@ -12,10 +12,10 @@ import {
   plannedSteps,
   readPromptDataset,
 } from "@svc/engine";
+import type { JobGrader } from "@svc/wire";
 import { grade } from "../graders/grade.js";
 import { sampleOf } from "../graders/templates.js";
 import { parsedGraders } from "../routes/job-grpo.js";
-import type { JobGrader } from "../wire.js";
 import type { TrainingProcessInput, TrainingProcessMessage } from "./training-protocol.js";
 
 export interface GrpoTrainingSet {

@@ -1,8 +1,8 @@
 // Messages between a job runner and its training process, and the training
 // process's end of them.
 import type { GrpoProgress, PreferenceProgress, TrainProgress, TrainResult } from "@svc/engine";
+import type { TorchModel, TruncationRowNote } from "@svc/wire";
 import type { EngineJobHyperparameters } from "../engine-hyperparameters.js";
-import type { TorchModel, TruncationRowNote } from "../wire.js";
 
 export interface TrainingProcessInput {
   modelDir: string;

@@ -19,12 +19,12 @@ import {
   readModelConfig,
   readPreferenceDataset,
 } from "@svc/engine";
+import { ROW_NOTES_SHOWN, type TruncationRowNote } from "@svc/wire";
 import {
   engineImplements,
   readRawConfig,
   readTransformersOnlyModel,
 } from "../models/transformers-only-model.js";
-import { ROW_NOTES_SHOWN, type TruncationRowNote } from "../wire.js";
 import type { TrainingProcessInput, TrainingProcessMessage } from "./training-protocol.js";
 
 /** Deterministic shuffle (mulberry32) so a job's eval split is the same on every resume. */

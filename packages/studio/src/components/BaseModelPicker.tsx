@@ -4,7 +4,7 @@
 // a Hub id it does not list gets a Download action (ModelDownload.tsx). Every
 // picker chooses a model to serve, so a train-only model (an architecture only
 // transformers computes) is listed but cannot be picked.
-import type { BaseModelInfo } from "@svc/server/wire";
+import type { BaseModelInfo } from "@svc/wire";
 import { useCallback, useEffect, useId, useState } from "react";
 import { errorMessage, getJson } from "../api.js";
 import {

@@ -2,7 +2,7 @@
 // model and maxLength (GET /api/jobs/:id/profile), a small histogram of row
 // lengths with the maxLength line, and the figures behind it. While the server
 // computes the profile the card shows its progress and asks again each second.
-import type { DatasetProfile, ReadyDatasetProfile, TokenLengths } from "@svc/server/wire";
+import type { DatasetProfile, ReadyDatasetProfile, TokenLengths } from "@svc/wire";
 import { useEffect, useState } from "react";
 import { errorMessage, getJson } from "../api.js";
 import { histogramLayout } from "../lib/dataset-histogram.js";

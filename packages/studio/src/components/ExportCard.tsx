@@ -1,7 +1,7 @@
 // Export a finished job's adapter from its page: GGUF (llama.cpp, Ollama), a
 // merged Hugging Face folder (transformers, vLLM) or the PEFT adapter, written
 // by the cloud API, each file then saved through the browser.
-import type { ExportFormat, ExportInfo } from "@svc/server/wire";
+import type { ExportFormat, ExportInfo } from "@svc/wire";
 import { useState } from "react";
 import { errorMessage, getJson, sendJson, studioFetch } from "../api.js";
 import { ErrorText } from "./common.js";

@@ -3,7 +3,7 @@
 // shows the pull's bar and bytes, asking every half second until it has
 // completed (onDone: the caller refreshes its model list, which then lists the
 // model as cached) or failed (the server's reason).
-import type { ModelPull } from "@svc/server/wire";
+import type { ModelPull } from "@svc/wire";
 import { useEffect, useState } from "react";
 import { errorMessage, getJson, sendJson } from "../api.js";
 import { pullSummary } from "../lib/model-facts.js";

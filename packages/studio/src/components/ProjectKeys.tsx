@@ -1,7 +1,7 @@
 // The project's API keys for the cloud API's OpenAI routes (files, fine-tuning
 // jobs, models, chat completions; docs/openai-fine-tuning.md): issue one (its
 // plaintext shown once), see when each was last used, revoke it.
-import type { IssuedProjectKey, ProjectKey } from "@svc/server/wire";
+import type { IssuedProjectKey, ProjectKey } from "@svc/wire";
 import { useCallback, useEffect, useState } from "react";
 import { errorMessage, getJson, sendJson } from "../api.js";
 import { CopyButton, ErrorText } from "./common.js";

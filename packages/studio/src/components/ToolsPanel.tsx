@@ -1,7 +1,7 @@
 // The Playground's tools and output settings: function definitions as a JSON
 // editor with tool_choice, and the JSON mode (any JSON object, or JSON matching
 // a schema) enforced by constrained decoding (docs/tools.md).
-import type { ChatMessage, ResponseFormat, ToolCall, ToolChoice, ToolDefinition } from "@svc/server/wire";
+import type { ChatMessage, ResponseFormat, ToolCall, ToolChoice, ToolDefinition } from "@svc/wire";
 
 export interface ToolSettings {
   /** A JSON array of OpenAI function definitions; "" for none. */

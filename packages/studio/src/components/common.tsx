@@ -1,5 +1,5 @@
 // Small shared pieces: status badge, copy button, code block, error text.
-import type { JobStatus } from "@svc/server/wire";
+import type { JobStatus } from "@svc/wire";
 import { useState } from "react";
 
 export function StatusBadge({ status }: { status: JobStatus | string }) {

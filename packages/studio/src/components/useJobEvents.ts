@@ -1,7 +1,7 @@
 // Follows one job's SSE stream: status per the spec's state table, loss series,
 // the 500-row event log, artifact count and failure text. The browser's own
 // EventSource reconnect (with Last-Event-ID) handles interruptions; `end` closes.
-import type { JobStatus } from "@svc/server/wire";
+import type { JobStatus } from "@svc/wire";
 import { useEffect, useState } from "react";
 import { jobEventsUrl } from "../api.js";
 import { applyDownloadEvent, type Download, downloadKey } from "../lib/download-progress.js";

@@ -1,6 +1,6 @@
 // Client-side narrowing of the Jobs list: a case-insensitive substring search on
 // name or id, and one status chip at a time.
-import type { Job, JobStatus } from "@svc/server/wire";
+import type { Job, JobStatus } from "@svc/wire";
 
 export type StatusChip = "all" | JobStatus;
 

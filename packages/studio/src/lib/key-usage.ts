@@ -1,6 +1,6 @@
 // The usage cells of the API keys table: a key's totals over the server's
 // summary window (KeyUsageSummary.days, 30), counts grouped by thousands.
-import type { KeyUsageSummary } from "@svc/server/wire";
+import type { KeyUsageSummary } from "@svc/wire";
 
 const counts = new Intl.NumberFormat("en-US");
 

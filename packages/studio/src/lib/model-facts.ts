@@ -1,6 +1,6 @@
 // How a base model from GET /v1/models reads in the pickers: parameters and
 // bytes in short units, and whether its files are on the server's machine.
-import { type BaseModelInfo, type ModelPull, TRANSFORMERS_ONLY_FAMILY } from "@svc/server/wire";
+import { type BaseModelInfo, type ModelPull, TRANSFORMERS_ONLY_FAMILY } from "@svc/wire";
 
 /** 135_000_000 → "135M", 1_540_000_000 → "1.5B", 4_200 → "4.2K". */
 export function formatCount(n: number): string {

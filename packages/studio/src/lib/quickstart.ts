@@ -1,7 +1,7 @@
 // Quick start samples of the endpoint detail page. Built from the deployment's
 // own URL and auth mode only (no upstream call). Client libraries take the base
 // URL ending in /v1 and append the operation's route themselves.
-import type { AuthMode } from "@svc/server/wire";
+import type { AuthMode } from "@svc/wire";
 
 export type QuickstartLanguage = "curl" | "python" | "javascript";
 

@@ -1,6 +1,6 @@
 // Deployment targets: the list summary text (spec's three forms) and the
 // create/edit form's conversion to the wire shape.
-import type { DeploymentTarget } from "@svc/server/wire";
+import type { DeploymentTarget } from "@svc/wire";
 
 export type TargetFormKind = "final" | "checkpoint" | "base_model";
 

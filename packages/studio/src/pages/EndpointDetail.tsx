@@ -1,6 +1,6 @@
 // Endpoint detail: the serving URL, Quick start samples (built locally, no
 // upstream call), Settings (enable/disable, auth mode, target), API keys.
-import type { AuthMode, Deployment, DeploymentKey, IssuedDeploymentKey } from "@svc/server/wire";
+import type { AuthMode, Deployment, DeploymentKey, IssuedDeploymentKey } from "@svc/wire";
 import { useCallback, useEffect, useState } from "react";
 import { errorMessage, getJson, sendJson } from "../api.js";
 import { CodeBlock, CopyButton, ErrorText } from "../components/common.js";

@@ -1,6 +1,6 @@
 // Endpoints: the deployment list (slug + host suffix, target summary, auth
 // mode, enabled badge), the inline create form, and the project's API keys.
-import type { AuthMode, Deployment } from "@svc/server/wire";
+import type { AuthMode, Deployment } from "@svc/wire";
 import { useCallback, useEffect, useState } from "react";
 import { errorMessage, getJson, IDENTITY_CHANGED_EVENT, sendJson } from "../api.js";
 import { ErrorText } from "../components/common.js";

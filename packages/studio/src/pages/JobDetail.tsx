@@ -2,7 +2,7 @@
 // preference accuracy and rewards charts; a GRPO job's rewards and health
 // charts and its Samples panel) with the Advanced statistics, the
 // event log, and a Metadata sidebar (artifact count).
-import type { Job } from "@svc/server/wire";
+import type { Job } from "@svc/wire";
 import { useEffect, useState } from "react";
 import { errorMessage, getJson, sendJson } from "../api.js";
 import { ErrorText, StatusBadge, shortId } from "../components/common.js";

@@ -1,6 +1,6 @@
 // Jobs: GET /api/jobs at mount and every 5 s, a Refresh control, text search and
 // one status chip at a time, rows in the order the server returned them.
-import type { Job } from "@svc/server/wire";
+import type { Job } from "@svc/wire";
 import { useCallback, useEffect, useState } from "react";
 import { errorMessage, getJson } from "../api.js";
 import { ErrorText, StatusBadge } from "../components/common.js";

@@ -1,7 +1,7 @@
 // Overview: the project's single trainer and the Run training action. The log
 // box shows exactly what `svc start` prints; once the job id is known the live
 // loss chart of that run appears next to it.
-import type { Job } from "@svc/server/wire";
+import type { Job } from "@svc/wire";
 import { useEffect, useRef, useState } from "react";
 import { errorMessage, getJson, IDENTITY_CHANGED_EVENT, studioFetch } from "../api.js";
 import { StatusBadge, shortId } from "../components/common.js";

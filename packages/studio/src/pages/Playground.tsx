@@ -2,7 +2,7 @@
 // checkpoint) or with a base model from GET /v1/models (or any Hub id typed in
 // the base-model picker), with sampling controls, tool definitions and a
 // JSON-schema output mode (components/ToolsPanel.tsx).
-import type { AdapterRef, Artifact, BaseModelInfo, ChatMessage, Job } from "@svc/server/wire";
+import type { AdapterRef, Artifact, BaseModelInfo, ChatMessage, Job } from "@svc/wire";
 import { useCallback, useEffect, useRef, useState } from "react";
 import { errorMessage, getJson, studioFetch } from "../api.js";
 import { BaseModelPicker } from "../components/BaseModelPicker.js";

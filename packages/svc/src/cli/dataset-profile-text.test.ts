@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import type { ReadyDatasetProfile } from "@svc/server/wire";
+import type { ReadyDatasetProfile } from "@svc/wire";
 import { formatDatasetProfile } from "./dataset-profile-text.js";
 
 const ready: ReadyDatasetProfile = {

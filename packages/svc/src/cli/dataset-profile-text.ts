@@ -1,6 +1,6 @@
 // What `svc start` prints about the training dataset before following the job:
 // its profile for the trainer's model (docs/cli.md#dataset-profile).
-import type { DatasetProfile, ReadyDatasetProfile, TokenLengths } from "@svc/server/wire";
+import type { DatasetProfile, ReadyDatasetProfile, TokenLengths } from "@svc/wire";
 
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`;
 

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { Writable } from "node:stream";
 import { test } from "node:test";
-import type { DownloadCompletedEvent, DownloadProgressEvent } from "@svc/server/wire";
+import type { DownloadCompletedEvent, DownloadProgressEvent } from "@svc/wire";
 import { formatBytes, formatDownloadBar } from "./download-progress.js";
 import { JobProgressPrinter } from "./progress.js";
 

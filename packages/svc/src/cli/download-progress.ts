@@ -2,7 +2,7 @@
 // terminal, plain lines otherwise (a start line and a done line, which is the
 // text Studio's Run training log shows). `svc start` and `svc jobs follow`
 // feed it the job's download events, `svc models pull` the downloader's.
-import type { DownloadCompletedEvent, DownloadProgressEvent } from "@svc/server/wire";
+import type { DownloadCompletedEvent, DownloadProgressEvent } from "@svc/wire";
 
 /** 1234567 → "1.2 MB" (decimal units, as the Hub shows sizes). */
 export function formatBytes(bytes: number): string {

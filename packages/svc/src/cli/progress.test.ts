@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { Writable } from "node:stream";
 import { test } from "node:test";
-import type { JobEvent } from "@svc/server/wire";
+import type { JobEvent } from "@svc/wire";
 import { formatEventLine, formatProgressBar, JobProgressPrinter } from "./progress.js";
 
 const base = { jobId: "j", timestamp: "2026-01-01T00:00:00Z" };

@@ -1,7 +1,7 @@
 // What `svc start` prints while a job runs. Plain lines when stdout is not a
 // terminal (this is the text Studio's Run training log shows); one redrawn
 // progress bar line on a terminal.
-import type { JobEvent } from "@svc/server/wire";
+import type { JobEvent } from "@svc/wire";
 import { DownloadPrinter } from "./download-progress.js";
 
 export function formatNumber(v: number): string {

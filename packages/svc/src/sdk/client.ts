@@ -33,7 +33,7 @@ import type {
   ToolCall,
   UpdateDeploymentRequest,
   UpstreamInfo,
-} from "@svc/server/wire";
+} from "@svc/wire";
 import type { CloudApi, CloudApiClientOptions, DatasetProfileOptions } from "./cloud-api.js";
 import {
   type AuthConfig,

@@ -31,7 +31,7 @@ import type {
   ToolCall,
   UpdateDeploymentRequest,
   UpstreamInfo,
-} from "@svc/server/wire";
+} from "@svc/wire";
 
 /** Which profile of a dataset to read: the base model's, counted for maxLength (default 512). */
 export interface DatasetProfileOptions {

@@ -1,7 +1,7 @@
 // The cloud API client's transport: one request with the bearer token, the
 // project scope, a response deadline and the one error shape, so a dead or hung
 // server fails with a message that says which (never a silent wait).
-import type { ProjectScope } from "@svc/server/wire";
+import type { ProjectScope } from "@svc/wire";
 import type { CloudApiErrorShape } from "./cloud-api.js";
 
 export class CloudApiError extends Error implements CloudApiErrorShape {

@@ -1,7 +1,7 @@
 // Waiting for a dataset's profile (GET /v1/datasets/:id/profile): the server
 // computes it in the background and answers "pending" with its progress until
 // it is ready or failed.
-import type { DatasetProfile, DatasetProfileRequest } from "@svc/server/wire";
+import type { DatasetProfile, DatasetProfileRequest } from "@svc/wire";
 import type { CloudApi, DatasetProfileOptions } from "./cloud-api.js";
 
 /** ?baseModel=&maxLength= of a dataset profile (left out when absent). */

@@ -7,7 +7,7 @@ import { createWriteStream, mkdirSync, renameSync, rmSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import type { ExportFormat, ExportInfo, ExportProgress } from "@svc/server/wire";
+import type { ExportFormat, ExportInfo, ExportProgress } from "@svc/wire";
 import type { CloudApi } from "./cloud-api.js";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

@@ -8,7 +8,7 @@ import type {
   ToolChoice,
   ToolDefinition,
   InferArgs as WireInferArgs,
-} from "@svc/server/wire";
+} from "@svc/wire";
 import type { CloudApi } from "./cloud-api.js";
 import { openScopedSession } from "./session.js";
 

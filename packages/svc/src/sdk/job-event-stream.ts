@@ -5,7 +5,7 @@
 // connection succeeds for giveUpMs it gives up with ApiUnreachableError; a
 // `recovery` (api-recovery.ts) may restore the API in between (restart the
 // local server) and reports the outage.
-import type { JobEvent } from "@svc/server/wire";
+import type { JobEvent } from "@svc/wire";
 import {
   ApiUnreachableError,
   defaultGiveUpMs,

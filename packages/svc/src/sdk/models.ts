@@ -5,7 +5,7 @@
 // server's GET /v1/models is the runtime truth of what it can train on and of
 // what each model is (family, size, context, LoRA targets: the engine's
 // reading of its config.json); the trainer checks against it at start().
-import { type BaseModelInfo, isHubModelName } from "@svc/server/wire";
+import { type BaseModelInfo, isHubModelName } from "@svc/wire";
 
 /** The bundled base model(s) (models/ in this repository). */
 export const SUPPORTED_MODELS = ["svc/pico-llama"] as const;

@@ -8,7 +8,7 @@
 import { randomBytes } from "node:crypto";
 import { copyFile } from "node:fs/promises";
 import { basename, join, resolve } from "node:path";
-import type { Project } from "@svc/server/wire";
+import type { Project } from "@svc/wire";
 import { type CloudApiClient, CloudApiError } from "./client.js";
 import type { Credentials } from "./credentials.js";
 import { readTextIfExists, writeJsonFileAtomically } from "./json-file.js";

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import type { ToolCall } from "@svc/server/wire";
+import type { ToolCall } from "@svc/wire";
 import { ToolCallAssembler } from "./tool-call-stream.js";
 
 test("tool call deltas: each call is handed over whole, in order, when the next starts or the stream ends", () => {

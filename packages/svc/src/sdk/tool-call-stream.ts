@@ -2,7 +2,7 @@
 // carries its index, id and function name, the ones after it pieces of the
 // arguments. The SDK's streaming infer hands each call over whole, once the
 // stream has moved past it.
-import type { ToolCall, ToolCallDelta } from "@svc/server/wire";
+import type { ToolCall, ToolCallDelta } from "@svc/wire";
 
 export class ToolCallAssembler {
   private readonly open = new Map<number, ToolCall>();

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import type { BaseModelInfo } from "@svc/server/wire";
+import type { BaseModelInfo } from "@svc/wire";
 import { assertLoraTargets, SUPPORTED_MODELS, servedModel } from "./models.js";
 import { createSvc } from "./svc.js";
 import { createTrainer } from "./trainer.js";

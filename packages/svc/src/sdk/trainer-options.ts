@@ -27,7 +27,7 @@ import {
   TRAINING_METHODS,
   TRUNCATION_MODES,
   type TrainingMethod,
-} from "@svc/server/wire";
+} from "@svc/wire";
 import type { BoundInfer } from "./infer.js";
 import { assertSupportedModel, type BaseModelName } from "./models.js";
 

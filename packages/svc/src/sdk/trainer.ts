@@ -16,7 +16,7 @@ import {
   type JobBackend,
   type JobEvent,
   type TrainingMethod,
-} from "@svc/server/wire";
+} from "@svc/wire";
 import { type ApiNotice, apiRecovery, formatApiNotice } from "./api-recovery.js";
 import { type CloudApiClient, CloudApiError } from "./client.js";
 import { waitForDatasetProfile } from "./dataset-profile.js";

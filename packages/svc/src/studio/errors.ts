@@ -1,6 +1,6 @@
 // One error shape for every Studio /api answer: { error: { message, code } } with
 // the upstream HTTP status when the cloud API said no.
-import type { ErrorBody } from "@svc/server/wire";
+import type { ErrorBody } from "@svc/wire";
 import type { Context } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { CloudApiError } from "../sdk/client.js";

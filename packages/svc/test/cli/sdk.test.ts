@@ -7,7 +7,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import type { ToolCall } from "@svc/server/wire";
+import type { ToolCall } from "@svc/wire";
 import {
   CloudApiClient,
   CloudApiError,

@@ -2,6 +2,8 @@
 // a base model this server serves or a fine-tuned one (ft:…, a checkpoint's
 // ft:…:ckpt-step-N) the caller's org owns. The chat itself is the edge's and
 // /v1/inference/chat's: the same parser (OpenAI's dialect) and generation.
+
+import type { AdapterRef } from "@svc/wire";
 import { Hono } from "hono";
 import type { ApiEnv, ServerContext } from "../../context.js";
 import { readJson } from "../../http/body.js";
@@ -9,7 +11,6 @@ import { OpenAiError } from "../../http/openai-error.js";
 import { respondWithChat } from "../../inference/chat-completions.js";
 import { parseChatRequest } from "../../inference/chat-params.js";
 import type { ResolvedTarget } from "../../inference/inference-service.js";
-import type { AdapterRef } from "../../wire.js";
 import { fineTunedModelOr404 } from "./models.js";
 
 export function openAiChatRoutes(ctx: ServerContext) {

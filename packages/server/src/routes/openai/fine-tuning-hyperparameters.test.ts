@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { DEFAULT_JOB_LIMITS } from "../../wire.js";
+import { DEFAULT_JOB_LIMITS } from "@svc/wire";
 import {
   AUTO_EPOCHS,
   BASE_LEARNING_RATE,

@@ -10,8 +10,8 @@
 // A checkpoint is saved at the end of each epoch, as OpenAI does, and a
 // validation file is evaluated then too.
 import { resolveHyperparameters } from "@svc/engine";
+import { DEFAULT_LORA, hyperparameterRanges, type JobHyperparameters, type JobLimits } from "@svc/wire";
 import { engineHyperparameters } from "../../engine-hyperparameters.js";
-import { DEFAULT_LORA, hyperparameterRanges, type JobHyperparameters, type JobLimits } from "../../wire.js";
 
 /** svc's learning rate for learning_rate_multiplier 1. */
 export const BASE_LEARNING_RATE = 2e-4;

@@ -3,12 +3,13 @@
 // GET /v1/fine_tuning/jobs/{id}/events (fine_tuning.job.event, newest first;
 // after = an event id, limit, has_more) and …/checkpoints
 // (fine_tuning.job.checkpoint, newest first). The CSV is the job's result file.
+
+import type { JobEvent, TrainingLogEvent } from "@svc/wire";
 import { Hono } from "hono";
 import type { ApiEnv, ServerContext } from "../../context.js";
 import { OpenAiError } from "../../http/openai-error.js";
 import { type StoredJobEvent, toJob } from "../../store/job-store.js";
 import { OpenAiJobStore } from "../../store/openai-job-store.js";
-import type { JobEvent, TrainingLogEvent } from "../../wire.js";
 import { modelNameOf, unixSeconds } from "./fine-tuning-job-object.js";
 import { fineTuningJobOr404 } from "./fine-tuning-jobs.js";
 import { preferenceMetricsOf } from "./fine-tuning-method.js";

@@ -1,8 +1,8 @@
 // An svc job as OpenAI's fine_tuning.job object. Every svc job is one, however
 // it was made: one from svc start has no suffix or metadata.
 
+import type { Job, JobStatus } from "@svc/wire";
 import type { OpenAiJobFacts } from "../../store/openai-job-store.js";
-import type { Job, JobStatus } from "../../wire.js";
 import { type SupervisedHyperparameters, seedOf } from "./fine-tuning-hyperparameters.js";
 import { hyperparametersOf, type JobMethodObject, methodObjectOf } from "./fine-tuning-method.js";
 import {

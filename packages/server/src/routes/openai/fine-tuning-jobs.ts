@@ -3,6 +3,7 @@
 // …/resume. A fine-tuning job is an svc job, made by createJob as POST /v1/jobs
 // makes one; every svc job of the project is listed, however it was made.
 import { randomInt } from "node:crypto";
+import { type AdapterRef, type Job, type JobLimits, type Project, SEED_RANGE } from "@svc/wire";
 import { type Context, Hono } from "hono";
 import type { ApiEnv, ServerContext } from "../../context.js";
 import { ApiError } from "../../http/api-error.js";
@@ -13,7 +14,6 @@ import { metadataCheck } from "../../inference/chat-params.js";
 import type { JobRow } from "../../store/job-store.js";
 import { toJob } from "../../store/job-store.js";
 import { OpenAiJobStore } from "../../store/openai-job-store.js";
-import { type AdapterRef, type Job, type JobLimits, type Project, SEED_RANGE } from "../../wire.js";
 import { pauseJob, resumeJob } from "../job-pause.js";
 import { cancelJob, createJob, createJobBody } from "../jobs.js";
 import { fineTuningJobObject } from "./fine-tuning-job-object.js";

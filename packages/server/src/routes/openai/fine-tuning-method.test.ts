@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { DEFAULT_JOB_LIMITS, type Job } from "../../wire.js";
+import { DEFAULT_JOB_LIMITS, type Job } from "@svc/wire";
 import { BASE_LEARNING_RATE } from "./fine-tuning-hyperparameters.js";
 import {
   DPO_BASE_LEARNING_RATE,

@@ -10,8 +10,6 @@
 // - { type: "reinforcement", reinforcement: { grader, hyperparameters } } is
 //   svc's method "grpo" with that grader (fine-tuning-reinforcement.ts).
 import { DEFAULT_BETA } from "@svc/engine";
-import { OpenAiError } from "../../http/openai-error.js";
-import { type Check, inRange, object, oneOf, optional } from "../../http/validate.js";
 import {
   type CreateJobRequest,
   hyperparameterRanges,
@@ -20,7 +18,9 @@ import {
   type JobLimits,
   type TrainingLogEvent,
   type TrainingMethod,
-} from "../../wire.js";
+} from "@svc/wire";
+import { OpenAiError } from "../../http/openai-error.js";
+import { type Check, inRange, object, oneOf, optional } from "../../http/validate.js";
 import {
   BASE_LEARNING_RATE,
   MAX_EPOCHS,

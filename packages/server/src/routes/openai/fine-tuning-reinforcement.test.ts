@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { DEFAULT_JOB_LIMITS, type Job } from "../../wire.js";
+import { DEFAULT_JOB_LIMITS, type Job } from "@svc/wire";
 import { methodCheck, methodObjectOf, svcTraining } from "./fine-tuning-method.js";
 import { GRPO_BASE_LEARNING_RATE, graderOf } from "./fine-tuning-reinforcement.js";
 

@@ -12,9 +12,6 @@
 // - eval_interval and eval_samples are refused unless "auto": svc's GRPO has
 //   no eval set yet; reasoning_effort is refused as for every method.
 
-import { parseGrader } from "../../graders/grader-schema.js";
-import { OpenAiError } from "../../http/openai-error.js";
-import { type Check, inRange, object, optional } from "../../http/validate.js";
 import {
   hyperparameterRanges,
   type Job,
@@ -22,7 +19,10 @@ import {
   type JobHyperparameters,
   type JobLimits,
   type TrainingLogEvent,
-} from "../../wire.js";
+} from "@svc/wire";
+import { parseGrader } from "../../graders/grader-schema.js";
+import { OpenAiError } from "../../http/openai-error.js";
+import { type Check, inRange, object, optional } from "../../http/validate.js";
 import {
   BASE_LEARNING_RATE,
   type RequestedHyperparameters,

@@ -4,8 +4,9 @@
 // bare job id is accepted too), its events ftevent-<job id>-<event seq>, its
 // checkpoints ftckpt-<job id>-<step>; a job's model is
 // ft:<base model>:<org slug>:<suffix>:<job id>, a checkpoint's adds :ckpt-step-<N>.
+
+import { MAX_STORED_INTEGER } from "@svc/wire";
 import { UUID_PATTERN } from "../../ids.js";
-import { MAX_STORED_INTEGER } from "../../wire-limits.js";
 
 const UUID = "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}";
 

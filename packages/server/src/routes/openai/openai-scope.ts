@@ -5,11 +5,12 @@
 // scope: headers naming another project are refused. Objects reached by id
 // need no scope (the token must belong to their org); when a scope is sent or
 // the key has one, an object of another project is not found, as if it did not exist.
+
+import type { Project } from "@svc/wire";
 import type { Context } from "hono";
 import { keyProjectOf } from "../../auth/project-key.js";
 import type { ApiEnv, ServerContext } from "../../context.js";
 import { OpenAiError } from "../../http/openai-error.js";
-import type { Project } from "../../wire.js";
 
 interface ScopeSlugs {
   orgSlug?: string;

@@ -8,7 +8,7 @@ import type {
   DeploymentUpstream,
   RunRetentionMode,
   UpdateDeploymentRequest,
-} from "@svc/server/wire";
+} from "@svc/wire";
 import type { CloudApiClient } from "../../sdk/client.js";
 import { openExistingScopedSession, openScopedSession } from "../../sdk/session.js";
 import {

@@ -1,5 +1,5 @@
 // The --label of an issued key, deployment or project: 1 to KEY_LABEL_MAX_LENGTH characters.
-import { KEY_LABEL_MAX_LENGTH, textLength } from "@svc/server/wire";
+import { KEY_LABEL_MAX_LENGTH, textLength } from "@svc/wire";
 import { type Parsed, stringOption, UsageError } from "../args.js";
 
 export function requireLabel(values: Parsed["values"]): string {

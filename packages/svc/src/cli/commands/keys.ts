@@ -1,7 +1,7 @@
 // svc keys issue <deployment> --label <label> | list <deployment> | revoke <deployment> <keyId>,
 // and svc keys project issue|list|revoke for the project's API keys (project-keys.ts).
 
-import { KEY_USAGE_SUMMARY_DAYS } from "@svc/server/wire";
+import { KEY_USAGE_SUMMARY_DAYS } from "@svc/wire";
 import { type Command, parse, requirePositional, UsageError } from "../args.js";
 import { printJson, table } from "../output.js";
 import { openDeployment } from "./deploy.js";

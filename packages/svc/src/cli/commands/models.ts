@@ -5,7 +5,7 @@
 // download into its own cache (POST /v1/models/pull) and shows its progress.
 import { setTimeout as sleep } from "node:timers/promises";
 import { readModelConfig } from "@svc/engine";
-import type { ModelPull } from "@svc/server/wire";
+import type { ModelPull } from "@svc/wire";
 import { openSession } from "../../sdk/session.js";
 import { type Command, parse, requirePositional, UsageError } from "../args.js";
 import { DownloadPrinter, formatBytes } from "../download-progress.js";

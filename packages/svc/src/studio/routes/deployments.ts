@@ -1,6 +1,6 @@
 // /api/deployments: a thin layer over the SDK's deployment methods. Every call
 // re-reads credentials and state; CloudApiError keeps its upstream status.
-import type { CreateDeploymentRequest, Deployment, UpdateDeploymentRequest } from "@svc/server/wire";
+import type { CreateDeploymentRequest, Deployment, UpdateDeploymentRequest } from "@svc/wire";
 import { type Context, Hono } from "hono";
 import { ensuredProjectSession, existingProjectSession, projectSessionOr404 } from "../cloud-session.js";
 import type { StudioEnv } from "../env.js";

@@ -12,7 +12,7 @@ import type {
   ResponseFormat,
   ToolChoice,
   ToolDefinition,
-} from "@svc/server/wire";
+} from "@svc/wire";
 import { Hono } from "hono";
 import { ensuredProjectSession } from "../cloud-session.js";
 import type { StudioEnv } from "../env.js";

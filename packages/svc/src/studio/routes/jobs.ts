@@ -1,7 +1,7 @@
 // /api/jobs: list, detail, artifacts, exports, cancel, the profile of a job's training
 // dataset for its base model and maxLength, and the SSE proxy of a job's
 // events (Last-Event-ID passed through so the browser's reconnect resumes).
-import { DEFAULT_PROFILE_MAX_LENGTH, type ExportFormat, type Job } from "@svc/server/wire";
+import { DEFAULT_PROFILE_MAX_LENGTH, type ExportFormat, type Job } from "@svc/wire";
 import { Hono } from "hono";
 import { existingProjectSession, projectSessionOr404 } from "../cloud-session.js";
 import type { StudioEnv } from "../env.js";

@@ -2,7 +2,7 @@
 // (docs/openai-fine-tuning.md#project-api-keys), over the SDK. With no
 // .svc/state.json there is no project, so no keys: an empty list, and issuing
 // one makes the project, as a first deployment does.
-import type { ProjectKey } from "@svc/server/wire";
+import type { ProjectKey } from "@svc/wire";
 import { Hono } from "hono";
 import { ensuredProjectSession, existingProjectSession, projectSessionOr404 } from "../cloud-session.js";
 import type { StudioEnv } from "../env.js";

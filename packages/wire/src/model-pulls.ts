@@ -1,7 +1,7 @@
 // Wire types of model pulls (/v1/models/pull): the server downloading a Hub
 // model into its Hugging Face cache, so the Playground and deployments can
-// serve it; wire.ts re-exports them. Free of runtime dependencies, like wire.ts.
-import type { Iso8601 } from "./wire.js";
+// serve it.
+import type { Iso8601 } from "./common.js";
 
 /** POST /v1/models/pull → 202 { pull }: starts the download, or joins the one running for the same model. */
 export interface CreateModelPullRequest {

@@ -1,5 +1,4 @@
-// The dataset profile on the wire (re-exported by wire.ts, free of runtime
-// dependencies like it): GET /v1/datasets/:id/profile?baseModel=&maxLength=,
+// The dataset profile on the wire: GET /v1/datasets/:id/profile?baseModel=&maxLength=,
 // and the `profile` that POST /v1/datasets?baseModel= answers with.
 // A profile belongs to a (dataset, base model) pair: token counts depend on the
 // model's tokenizer and chat template. It is computed once, in the background,

@@ -1,7 +1,7 @@
 // Wire types of a job's event stream (GET /v1/jobs/:id/events, SSE event
 // name = type): what training, checkpoints and the base model's download
-// report, in the order a job makes them. Re-exported by wire.ts.
-import type { Artifact, Iso8601 } from "./wire.js";
+// report, in the order a job makes them.
+import type { Artifact, Iso8601 } from "./common.js";
 
 interface JobEventBase {
   jobId: string;

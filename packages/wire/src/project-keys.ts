@@ -1,7 +1,7 @@
 // Project API keys (docs/openai-fine-tuning.md#project-api-keys): keys that
 // belong to one project and work on the OpenAI API routes, issued and revoked
 // with GET|POST /v1/project-keys and DELETE /v1/project-keys/:keyId.
-import type { Iso8601 } from "./wire.js";
+import type { Iso8601 } from "./common.js";
 
 /** The plaintext of a project key starts with this; the edge's deployment keys with svc_live_. */
 export const PROJECT_KEY_PREFIX = "svc_proj_";

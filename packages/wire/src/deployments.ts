@@ -1,9 +1,9 @@
 // Wire types of deployments (/v1/endpoints), their API keys and the keys'
-// usage; wire.ts re-exports them. Free of runtime dependencies, like wire.ts.
+// usage.
 
-import type { WeightFormat } from "@svc/engine";
-import type { AdapterRef, Iso8601 } from "./wire.js";
-import type { NumericRange } from "./wire-limits.js";
+import type { AdapterRef, Iso8601 } from "./common.js";
+import type { NumericRange } from "./limits.js";
+import type { WeightFormat } from "./precision.js";
 
 export type DeploymentTarget =
   | { kind: "adapter"; adapter: AdapterRef }

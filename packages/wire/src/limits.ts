@@ -1,6 +1,6 @@
-// Numeric limits of the cloud API, part of the wire contract (re-exported by
-// wire.ts): the server validates with them and the SDK and Studio may check
-// the same ranges before sending. Free of runtime dependencies, like wire.ts.
+// Numeric limits of the cloud API, part of the wire contract: the server
+// validates with them and the SDK and Studio may check the same ranges before
+// sending.
 
 /** A numeric range the API accepts (bounds inclusive; `exclusiveMin` where the bound itself is refused). */
 export interface NumericRange {

@@ -2,9 +2,29 @@
 // (chat completions' tools, tool_choice, response_format, tool_calls and their
 // streamed deltas). docs/tools.md describes how svc serves them.
 
-// A call and a function definition are the engine's types: datasets and
-// generation read the same shapes the wire carries.
-export type { ToolCall, ToolDefinition } from "@svc/engine";
+// A call and a function definition have the same shapes as the engine's
+// (datasets and generation read what the wire carries); the wire does not
+// depend on the engine, so they are written here too, and
+// packages/server/src/wire-engine.test.ts fails the build if the two drift.
+
+/** One function call, in OpenAI's format: `arguments` is the JSON text of the arguments object. */
+export interface ToolCall {
+  id: string;
+  type: "function";
+  function: { name: string; arguments: string };
+}
+
+/** A function the model may call, in OpenAI's format; `parameters` is a JSON Schema of its arguments. */
+export interface ToolDefinition {
+  type: "function";
+  function: {
+    name: string;
+    description?: string;
+    parameters?: Record<string, unknown>;
+    /** Arguments constrained to `parameters` exactly (OpenAI's strict mode). */
+    strict?: boolean;
+  };
+}
 
 /** "auto" (the default with tools), "none", "required", or one named function. */
 export type ToolChoice = "auto" | "none" | "required" | { type: "function"; function: { name: string } };

@@ -1,8 +1,7 @@
 // Wire types of exports (/v1/exports): a job's adapter, a checkpoint's or a
 // base model written as a PEFT folder, a merged Hugging Face folder or a GGUF
-// file with an Ollama Modelfile; wire.ts re-exports them. Free of runtime
-// dependencies, like wire.ts.
-import type { AdapterRef, Iso8601 } from "./wire.js";
+// file with an Ollama Modelfile.
+import type { AdapterRef, Iso8601 } from "./common.js";
 
 export type ExportFormat = "peft" | "merged" | "gguf";
 
