@@ -46,3 +46,21 @@ export async function refused(
   if (expected.message) assert.match(String(body.message), expected.message);
   return error;
 }
+
+/** A succeeded job's result file (OpenAI's metrics CSV): its columns, and each row's cells by column. */
+export async function resultCsv(
+  client: OpenAI,
+  job: { result_files: string[] },
+): Promise<{ columns: string[]; rows: Record<string, string>[] }> {
+  assert.equal(job.result_files.length, 1);
+  const [head, ...lines] = (await (await client.files.content(job.result_files[0])).text())
+    .trim()
+    .split("\n");
+  const columns = head.split(",");
+  const rows = lines.map((line) => {
+    const cells = line.split(",");
+    assert.equal(cells.length, columns.length, line);
+    return Object.fromEntries(columns.map((column, i) => [column, cells[i]]));
+  });
+  return { columns, rows };
+}

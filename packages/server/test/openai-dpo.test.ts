@@ -12,7 +12,7 @@ import { after, before, describe, it } from "node:test";
 import type OpenAI from "openai";
 import { toFile } from "openai";
 import { type Backend, call, chatJsonl, type Identity, newIdentity, serverFor, until } from "./harness.js";
-import { openAiClient, PICO, PICO_DIR, refused } from "./openai-client.js";
+import { openAiClient, PICO, PICO_DIR, refused, resultCsv } from "./openai-client.js";
 
 const COLOURS = ["red", "green", "blue", "yellow"];
 
@@ -138,6 +138,33 @@ for (const backend of ["sqlite", "postgres"] as Backend[]) {
       assert.equal(typeof atStep2.metrics.train_loss, "number");
       assert.equal(typeof (atStep2.metrics as Record<string, number>).valid_reward_margin, "number");
 
+      // The metrics CSV: OpenAI's columns, then the preference figures, each as the step's event has it.
+      const csv = await resultCsv(client, job);
+      const figures = ["chosen_reward", "rejected_reward", "reward_margin", "preference_accuracy"];
+      assert.deepEqual(csv.columns, [
+        "step",
+        "train_loss",
+        "train_accuracy",
+        "valid_loss",
+        "valid_mean_token_accuracy",
+        ...figures.map((f) => `train_${f}`),
+        ...figures.map((f) => `valid_${f}`),
+      ]);
+      assert.deepEqual(
+        csv.rows.map((row) => Number(row.step)),
+        [1, 2, 3, 4],
+      );
+      for (const row of csv.rows) {
+        const data = metrics.find((e) => (e.data as { step: number }).step === Number(row.step))
+          ?.data as Record<string, number>;
+        for (const column of csv.columns.slice(1)) {
+          const metric = column === "train_accuracy" ? "train_mean_token_accuracy" : column;
+          assert.equal(row[column], metric in data ? String(data[metric]) : "", `${column} at ${row.step}`);
+        }
+        // the validation pairs' figures only where an eval ran (the end of each epoch)
+        assert.equal(row.valid_reward_margin === "", ![2, 4].includes(Number(row.step)), row.step);
+      }
+
       for (const model of [job.fine_tuned_model as string, atStep2.fine_tuned_model_checkpoint]) {
         const completion = await client.chat.completions.create({
           model,
@@ -189,12 +216,14 @@ for (const backend of ["sqlite", "postgres"] as Backend[]) {
         ["beta", 101],
         ["n_epochs", 0],
         ["learning_rate_multiplier", 10_001],
+        // svc's models are not reasoning models: refused, never ignored
+        ["reasoning_effort", "medium"],
       ] as const)
         await refused(
           client.fineTuning.jobs.create({
             model: PICO,
             training_file: prefs.id,
-            method: { type: "dpo", dpo: { hyperparameters: { [field]: value } } },
+            method: { type: "dpo", dpo: { hyperparameters: { [field]: value } } } as never,
           }),
           { status: 400, param: `method.dpo.hyperparameters.${field}`, code: "invalid_request" },
         );

@@ -14,7 +14,7 @@ import { after, before, describe, it } from "node:test";
 import type OpenAI from "openai";
 import { toFile } from "openai";
 import { type Backend, call, type Identity, newIdentity, serverFor, until } from "./harness.js";
-import { openAiClient, PICO, PICO_DIR, refused } from "./openai-client.js";
+import { openAiClient, PICO, PICO_DIR, refused, resultCsv } from "./openai-client.js";
 
 const TOPICS = ["the sea", "a dog", "the king", "a city"];
 const PROMPTS = `${TOPICS.map((topic) =>
@@ -116,6 +116,24 @@ for (const backend of ["sqlite", "postgres"] as Backend[]) {
       const atStep2 = checkpoints[1];
       assert.equal(atStep2.fine_tuned_model_checkpoint, `${job.fine_tuned_model}:ckpt-step-2`);
       assert.equal(typeof (atStep2.metrics as Record<string, number>).train_reward_mean, "number");
+
+      // The metrics CSV: OpenAI's columns, then the reward figures, each as the step's event has it.
+      const csv = await resultCsv(client, job);
+      assert.deepEqual(csv.columns.slice(5), [
+        "train_reward_mean",
+        "train_reward_std",
+        "train_kl",
+        "train_completion_length",
+        "train_zero_advantage_fraction",
+        "train_clip_fraction",
+      ]);
+      for (const row of csv.rows) {
+        const data = metrics.find((e) => (e.data as { step: number }).step === Number(row.step))
+          ?.data as Record<string, number>;
+        assert.equal(Number(row.train_reward_mean), data.train_reward_mean);
+        assert.equal(Number(row.train_completion_length), data.train_completion_length);
+        assert.equal(row.train_kl, "", "no KL at beta 0");
+      }
 
       for (const model of [job.fine_tuned_model as string, atStep2.fine_tuned_model_checkpoint]) {
         const completion = await client.chat.completions.create({

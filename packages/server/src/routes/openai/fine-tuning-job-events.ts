@@ -2,7 +2,8 @@
 // job's stored events and artifacts:
 // GET /v1/fine_tuning/jobs/{id}/events (fine_tuning.job.event, newest first;
 // after = an event id, limit, has_more) and …/checkpoints
-// (fine_tuning.job.checkpoint, newest first). The CSV is the job's result file.
+// (fine_tuning.job.checkpoint, newest first). The metrics CSV, the job's result
+// file, is fine-tuning-result-file.ts.
 
 import type { JobEvent, TrainingLogEvent } from "@svc/wire";
 import { Hono } from "hono";
@@ -28,7 +29,7 @@ interface FineTuningEvent {
 }
 
 /** A training.log step's numbers under OpenAI's names (absent numbers left out). */
-function metricsOf(log: TrainingLogEvent): Record<string, number> {
+export function metricsOf(log: TrainingLogEvent): Record<string, number> {
   const named: [string, number | null][] = [
     ["train_loss", log.loss],
     ["valid_loss", log.evalLoss],
@@ -112,20 +113,6 @@ export async function stepLogs(ctx: ServerContext, jobId: string): Promise<Train
     byStep.set(log.step, log);
   }
   return [...byStep.values()].sort((a, b) => a.step - b.step);
-}
-
-const csvNumber = (value: number | null) => (value === null ? "" : String(value));
-
-/** The job's step metrics as OpenAI's result file has them (svc computes no training accuracy: that column is empty). */
-export async function metricsCsv(ctx: ServerContext, jobId: string): Promise<string> {
-  const lines = ["step,train_loss,train_accuracy,valid_loss,valid_mean_token_accuracy"];
-  for (const log of await stepLogs(ctx, jobId))
-    lines.push(
-      [log.step, csvNumber(log.loss), "", csvNumber(log.evalLoss), csvNumber(log.evalTokenAccuracy)].join(
-        ",",
-      ),
-    );
-  return `${lines.join("\n")}\n`;
 }
 
 export function fineTuningEventRoutes(ctx: ServerContext) {

@@ -197,6 +197,13 @@ export function fileRefusal(code: string, message: string, param: string): OpenA
   );
 }
 
+/** The metric names preferenceMetricsOf gives, in the metrics CSV's column order. */
+export const PREFERENCE_METRICS = ["train", "valid"].flatMap((prefix) =>
+  ["chosen_reward", "rejected_reward", "reward_margin", "preference_accuracy"].map(
+    (name) => `${prefix}_${name}`,
+  ),
+);
+
 /**
  * What a DPO step adds to its metrics event and checkpoint (svc's names in
  * OpenAI's style; OpenAI documents none for DPO): the mean chosen and rejected

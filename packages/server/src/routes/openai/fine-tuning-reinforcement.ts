@@ -143,6 +143,16 @@ export function reinforcementOf(job: Job): {
   };
 }
 
+/** The metric names rewardMetricsOf gives, in the metrics CSV's column order. */
+export const REWARD_METRICS = [
+  "train_reward_mean",
+  "train_reward_std",
+  "train_kl",
+  "train_completion_length",
+  "train_zero_advantage_fraction",
+  "train_clip_fraction",
+];
+
 /**
  * What a GRPO step adds to its metrics event and checkpoint (svc's names in
  * OpenAI's style; docs/openai-fine-tuning.md#methods): the mean combined reward
