@@ -23,16 +23,16 @@ import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { BatchDecoder, createKvCache } from "../packages/engine/dist/src/decode.js";
 import { parseModelConfig } from "../packages/engine/dist/src/families/index.js";
-import { createGenerator } from "../packages/engine/dist/src/generate.js";
+import { BatchDecoder, createKvCache } from "../packages/engine/dist/src/generation/decode.js";
+import { createGenerator } from "../packages/engine/dist/src/generation/generate.js";
+import { argmax } from "../packages/engine/dist/src/generation/sampling.js";
 import { getKernels } from "../packages/engine/dist/src/kernels/index.js";
 import { decodeWeightBytes, servingWeights } from "../packages/engine/dist/src/quant/serving.js";
 import { Rng } from "../packages/engine/dist/src/rng.js";
-import { argmax } from "../packages/engine/dist/src/sampling.js";
 import { randomModelWeights } from "../packages/engine/dist/src/testing/random-weights.js";
 import { writeTestTokenizer } from "../packages/engine/dist/src/testing/test-tokenizer.js";
-import { loadTokenizer } from "../packages/engine/dist/src/tokenizer.js";
+import { loadTokenizer } from "../packages/engine/dist/src/text/tokenizer.js";
 import {
   ggufPath,
   llamaCppInstalled,

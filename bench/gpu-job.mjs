@@ -22,7 +22,7 @@ import {
   readDataset,
   train,
 } from "../packages/engine/dist/src/index.js";
-import { ExactMatchRunner } from "../packages/engine/dist/src/task-metrics.js";
+import { ExactMatchRunner } from "../packages/engine/dist/src/training/task-metrics.js";
 import {
   exactMatchScore,
   torchExactMatch,

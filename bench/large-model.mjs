@@ -14,17 +14,22 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
-import { makeBatch } from "../packages/engine/dist/src/batching.js";
+import {
+  initLoraAdapter,
+  loraLayersOf,
+  loraParams,
+  zerosLike,
+} from "../packages/engine/dist/src/adapters/lora.js";
+import { makeBatch } from "../packages/engine/dist/src/data/batching.js";
 import { parameterCount, parseModelConfig } from "../packages/engine/dist/src/families/index.js";
-import { createGenerator } from "../packages/engine/dist/src/generate.js";
+import { createGenerator } from "../packages/engine/dist/src/generation/generate.js";
+import { ModelGraph } from "../packages/engine/dist/src/graph/model.js";
 import { getKernels } from "../packages/engine/dist/src/kernels/index.js";
-import { initLoraAdapter, loraLayersOf, loraParams, zerosLike } from "../packages/engine/dist/src/lora.js";
-import { ModelGraph } from "../packages/engine/dist/src/model.js";
-import { AdamW, clipGradNorm } from "../packages/engine/dist/src/optim.js";
 import { Rng } from "../packages/engine/dist/src/rng.js";
 import { randomModelWeights } from "../packages/engine/dist/src/testing/random-weights.js";
 import { writeTestTokenizer } from "../packages/engine/dist/src/testing/test-tokenizer.js";
-import { loadTokenizer } from "../packages/engine/dist/src/tokenizer.js";
+import { loadTokenizer } from "../packages/engine/dist/src/text/tokenizer.js";
+import { AdamW, clipGradNorm } from "../packages/engine/dist/src/training/optim.js";
 import { SHAPES, trainStepFlops } from "./shapes.mjs";
 
 function option(name, fallback) {

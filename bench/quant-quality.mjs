@@ -18,11 +18,11 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { BatchDecoder, createKvCache } from "../packages/engine/dist/src/decode.js";
 import { parseModelConfig } from "../packages/engine/dist/src/families/index.js";
+import { BatchDecoder, createKvCache } from "../packages/engine/dist/src/generation/decode.js";
+import { ModelGraph } from "../packages/engine/dist/src/graph/model.js";
 import { getKernels } from "../packages/engine/dist/src/kernels/index.js";
-import { loadModel } from "../packages/engine/dist/src/load.js";
-import { ModelGraph } from "../packages/engine/dist/src/model.js";
+import { loadModel } from "../packages/engine/dist/src/loading/load.js";
 import { WEIGHT_FORMATS } from "../packages/engine/dist/src/quant/formats.js";
 import { decodeWeightBytes, servingWeights } from "../packages/engine/dist/src/quant/serving.js";
 import { Rng } from "../packages/engine/dist/src/rng.js";

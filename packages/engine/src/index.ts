@@ -2,7 +2,8 @@
 // adapters, generate, and read/write adapters in PEFT's layout.
 export const ENGINE_VERSION = "0.1.0";
 
-export { readModelConfig } from "./config.js";
+export { initLoraAdapter, resolveTargetModules } from "./adapters/lora.js";
+export { loadAdapter, type SaveAdapterOptions, saveAdapter } from "./adapters/peft.js";
 export {
   checkJsonSchema,
   type JsonSchema,
@@ -14,7 +15,7 @@ export {
   SchemaError,
   schemaMismatch,
 } from "./constrained/index.js";
-export { parseDataset, readDataset } from "./dataset.js";
+export { parseDataset, readDataset } from "./data/dataset.js";
 export {
   type DatasetProfile,
   type LengthBin,
@@ -24,14 +25,23 @@ export {
   rowsOverMaxLength,
   suggestMaxLength,
   type TokenLengthSummary,
-} from "./dataset-profile.js";
+} from "./data/dataset-profile.js";
 export {
   defaultProfileThreads,
   type ProfileFileOptions,
   profileDatasetFile,
-} from "./dataset-profile-file.js";
+} from "./data/dataset-profile-file.js";
+export { tokenizeExample } from "./data/examples.js";
+export { isPromptRow, parsePromptDataset, readPromptDataset } from "./data/grpo-dataset.js";
+export {
+  answerRow,
+  isPreferenceRow,
+  type PreferenceRow,
+  parsePreferenceDataset,
+  readPreferenceDataset,
+} from "./data/preference-dataset.js";
+export { type FittedRow, fitRow, TRUNCATION_MODES } from "./data/truncation.js";
 export { EngineError, type EngineErrorCode, isEngineError } from "./errors.js";
-export { tokenizeExample } from "./examples.js";
 export {
   checkExportOptions,
   EXPORT_FORMATS,
@@ -49,59 +59,16 @@ export {
   parameterCount,
   parseModelConfig,
 } from "./families/index.js";
-export { createGenerator, type GeneratorOptions } from "./generate.js";
-export { isPromptRow, parsePromptDataset, readPromptDataset } from "./grpo-dataset.js";
-export {
-  DEFAULT_GRPO,
-  type GrpoNormalization,
-  type GrpoSettings,
-  groupAdvantages,
-  grpoLoss,
-} from "./grpo-objective.js";
-export type { GrpoSample, GrpoScoreItem, GrpoScorer } from "./grpo-rewards.js";
-export type { GrpoRow } from "./grpo-step.js";
-export {
-  type GrpoHyperparameters,
-  type GrpoMetrics,
-  type GrpoProgress,
-  type GrpoTrainHyperparameters,
-  type GrpoTrainOptions,
-  resolveGrpo,
-  trainGrpo,
-} from "./grpo-train.js";
+export { createGenerator, type GeneratorOptions } from "./generation/generate.js";
+export { type LogitAdjustmentOptions, MAX_LOGIT_BIAS_ENTRIES } from "./generation/logit-adjustments.js";
+export { MAX_TOP_LOGPROBS, type TokenLogprob, type TopLogprob } from "./generation/token-logprobs.js";
+export { machineMemoryBytes } from "./graph/machine-memory.js";
+export { packedWeightBytes } from "./graph/packed-weights.js";
+export type { LayerWeights, LoraLayers, LoraPair, ModelWeights, ServingWeights } from "./graph/weights.js";
 export { getKernels } from "./kernels/index.js";
 export type { Kernels } from "./kernels/types.js";
-export { LoadedModel, loadModel, loadServingModel } from "./load.js";
-export { type LogitAdjustmentOptions, MAX_LOGIT_BIAS_ENTRIES } from "./logit-adjustments.js";
-export { initLoraAdapter, resolveTargetModules } from "./lora.js";
-export { machineMemoryBytes } from "./machine-memory.js";
-export { packedWeightBytes } from "./packed-weights.js";
-export { loadAdapter, type SaveAdapterOptions, saveAdapter } from "./peft.js";
-export {
-  answerRow,
-  isPreferenceRow,
-  type PreferenceRow,
-  parsePreferenceDataset,
-  readPreferenceDataset,
-} from "./preference-dataset.js";
-export {
-  DEFAULT_BETA,
-  DEFAULT_SIMPO_GAMMA,
-  PREFERENCE_LOSSES,
-  type PreferenceHyperparameters,
-  type PreferenceLossType,
-  type PreferenceMetrics,
-  type PreferenceSettings,
-  resolvePreference,
-} from "./preference-loss.js";
-export {
-  type PreferenceProgress,
-  type PreferenceTrainHyperparameters,
-  type PreferenceTrainOptions,
-  type PreparedPairSets,
-  preparePairSets,
-  trainPreference,
-} from "./preference-train.js";
+export { readModelConfig } from "./loading/config.js";
+export { LoadedModel, loadModel, loadServingModel } from "./loading/load.js";
 export { isWeightFormat, WEIGHT_FORMATS, type WeightFormat } from "./quant/formats.js";
 export {
   bf16ToF32,
@@ -119,12 +86,10 @@ export {
   servingWeights,
   servingWeightsAsync,
 } from "./quant/serving.js";
-export { answersMatch, type ExactMatchRow, exactMatchSample } from "./task-metrics.js";
 export { MISSING_PIECES, type MissingPiece, missingPieceOf, needs } from "./testing/missing-piece.js";
 export { createRandomModel, type RandomModelOptions } from "./testing/random-model.js";
 export { writeTestTokenizer } from "./testing/test-tokenizer.js";
-export { MAX_TOP_LOGPROBS, type TokenLogprob, type TopLogprob } from "./token-logprobs.js";
-export { loadTokenizer } from "./tokenizer.js";
+export { loadTokenizer } from "./text/tokenizer.js";
 export {
   checkToolSchemaInSlices,
   MAX_SCHEMA_DEPTH,
@@ -136,9 +101,46 @@ export {
   type ToolChoice,
   type ToolGrammarOptions,
   toolCallGrammar,
-} from "./tool-calls.js";
-export { DEFAULT_TOOL_SYNTAX, type ToolSyntax } from "./tool-syntax.js";
-export { plannedSteps, prepareSets, resolveHyperparameters, train } from "./train.js";
+} from "./text/tool-calls.js";
+export { DEFAULT_TOOL_SYNTAX, type ToolSyntax } from "./text/tool-syntax.js";
+export {
+  DEFAULT_GRPO,
+  type GrpoNormalization,
+  type GrpoSettings,
+  groupAdvantages,
+  grpoLoss,
+} from "./training/grpo-objective.js";
+export type { GrpoSample, GrpoScoreItem, GrpoScorer } from "./training/grpo-rewards.js";
+export type { GrpoRow } from "./training/grpo-step.js";
+export {
+  type GrpoHyperparameters,
+  type GrpoMetrics,
+  type GrpoProgress,
+  type GrpoTrainHyperparameters,
+  type GrpoTrainOptions,
+  resolveGrpo,
+  trainGrpo,
+} from "./training/grpo-train.js";
+export {
+  DEFAULT_BETA,
+  DEFAULT_SIMPO_GAMMA,
+  PREFERENCE_LOSSES,
+  type PreferenceHyperparameters,
+  type PreferenceLossType,
+  type PreferenceMetrics,
+  type PreferenceSettings,
+  resolvePreference,
+} from "./training/preference-loss.js";
+export {
+  type PreferenceProgress,
+  type PreferenceTrainHyperparameters,
+  type PreferenceTrainOptions,
+  type PreparedPairSets,
+  preparePairSets,
+  trainPreference,
+} from "./training/preference-train.js";
+export { answersMatch, type ExactMatchRow, exactMatchSample } from "./training/task-metrics.js";
+export { plannedSteps, prepareSets, resolveHyperparameters, train } from "./training/train.js";
 export {
   BASE_WEIGHT_FORMATS,
   type BaseWeightFormat,
@@ -147,7 +149,5 @@ export {
   resolvePrecision,
   TRAINING_PRECISIONS,
   type TrainingPrecision,
-} from "./train-precision.js";
-export { type FittedRow, fitRow, TRUNCATION_MODES } from "./truncation.js";
+} from "./training/train-precision.js";
 export * from "./types.js";
-export type { LayerWeights, LoraLayers, LoraPair, ModelWeights, ServingWeights } from "./weights.js";

@@ -1,7 +1,7 @@
 // The engine's public contract. The server, the SDK and outside checks use
 // exactly these names; implementations live in the modules named beside each.
 
-import type { LogitAdjustmentOptions } from "./logit-adjustments.js";
+import type { LogitAdjustmentOptions } from "./generation/logit-adjustments.js";
 
 // ---------------------------------------------------------------- chat data
 
@@ -84,7 +84,7 @@ export interface Tokenizer {
    * How the model writes tool calls (tool-syntax.ts): the template's own syntax, svc's default for a
    * template without one, or null for a template whose syntax svc cannot parse (it still trains).
    */
-  readonly toolSyntax: import("./tool-syntax.js").ToolSyntax | null;
+  readonly toolSyntax: import("./text/tool-syntax.js").ToolSyntax | null;
 }
 
 // ---------------------------------------------------------------- model (load.ts, model.ts)
@@ -113,7 +113,7 @@ export interface LoadModelOptions {
 export interface Model {
   readonly dir: string;
   /** Base weights (frozen during LoRA training; shared by every adapter view). */
-  readonly weights: import("./weights.js").ModelWeights;
+  readonly weights: import("./graph/weights.js").ModelWeights;
   readonly config: import("./families/types.js").ModelConfig;
   readonly tokenizer: Tokenizer;
   /** The adapter applied to this model view, if any. */
@@ -204,9 +204,9 @@ export interface TrainOptions {
    * bf16 holds the frozen base weights in bf16 and multiplies with them in
    * bf16 with fp32 sums; auto is bf16 where the kernels have bf16 dot products.
    */
-  precision?: import("./train-precision.js").TrainingPrecision;
+  precision?: import("./training/train-precision.js").TrainingPrecision;
   /** "int8": the frozen base weights held in int8 (per-channel scales), dequantized inside the products. */
-  baseWeights?: import("./train-precision.js").BaseWeightFormat;
+  baseWeights?: import("./training/train-precision.js").BaseWeightFormat;
 }
 
 /** One set fitted to maxLength: the examples that train, and the 1-based numbers of the rows cut or dropped. */
@@ -226,7 +226,7 @@ export interface TrainResult {
   /** "completed", or "cancelled" when the signal aborted (a checkpoint of the last step is written). */
   status: "completed" | "cancelled";
   /** The precision the run used and the format its base weights were held in (auto resolved). */
-  precision: import("./train-precision.js").ResolvedPrecision;
+  precision: import("./training/train-precision.js").ResolvedPrecision;
   steps: number;
   finalLoss: number | null;
   evalLoss: number | null;
@@ -269,7 +269,7 @@ export interface GenerationChunk {
   text: string;
   tokenId: number;
   /** With `logprobs`: the token's logprob and alternatives (absent on the end-of-sequence token). */
-  logprob?: import("./token-logprobs.js").TokenLogprob;
+  logprob?: import("./generation/token-logprobs.js").TokenLogprob;
 }
 
 export type FinishReason = "stop" | "length" | "cancelled";

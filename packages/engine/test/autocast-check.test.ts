@@ -12,13 +12,13 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
+import { ModelGraph } from "../src/graph/model.js";
 import { getKernels } from "../src/kernels/index.js";
-import { loadModel } from "../src/load.js";
-import { ModelGraph } from "../src/model.js";
+import { loadModel } from "../src/loading/load.js";
 import { Rng } from "../src/rng.js";
 import { needs } from "../src/testing/missing-piece.js";
 import { createRandomModel } from "../src/testing/random-model.js";
-import { resolvePrecision, trainingWeights } from "../src/train-precision.js";
+import { resolvePrecision, trainingWeights } from "../src/training/train-precision.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const script = join(here, "..", "..", "reference", "autocast_loss.py");

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { GPT4O_SPLIT, LLAMA3_SPLIT, QWEN2_SPLIT } from "../src/export/gguf-tokenizer.js";
 import { exportModel } from "../src/export/index.js";
-import { LoadedModel, loadModel } from "../src/load.js";
+import { LoadedModel, loadModel } from "../src/loading/load.js";
 import { argmax, LLAMA_CPP_SKIP, openLlamaCpp, weightsAs } from "../src/testing/llama-cpp-peer.js";
 import { createRandomModel } from "../src/testing/random-model.js";
 import { writeSentencePieceTokenizer } from "../src/testing/spm-tokenizer.js";

@@ -27,10 +27,10 @@ import type { GgmlTypeName } from "../src/export/gguf-file.js";
 import { decode, encode } from "../src/export/gguf-quant.js";
 import { exportModel } from "../src/export/index.js";
 import { FAMILY_BY_NAME } from "../src/families/index.js";
-import { LoadedModel, loadModel } from "../src/load.js";
+import type { ModelWeights } from "../src/graph/weights.js";
+import { LoadedModel, loadModel } from "../src/loading/load.js";
 import { argmax, LLAMA_CPP_SKIP, openLlamaCpp, weightsAs } from "../src/testing/llama-cpp-peer.js";
 import { createRandomModel } from "../src/testing/random-model.js";
-import type { ModelWeights } from "../src/weights.js";
 
 /** packages/engine: the cases below name folders under it. */
 const ENGINE = join(dirname(fileURLToPath(import.meta.url)), "..", "..");

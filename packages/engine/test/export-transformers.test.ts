@@ -11,7 +11,7 @@ import { dirname, join } from "node:path";
 import { after, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 import { exportModel } from "../src/export/index.js";
-import { loadModel } from "../src/load.js";
+import { loadModel } from "../src/loading/load.js";
 import { needs } from "../src/testing/missing-piece.js";
 
 const FIXTURES = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "fixtures");

@@ -11,10 +11,10 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { after, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
-import { loadModel } from "../src/load.js";
-import { initLoraAdapter } from "../src/lora.js";
-import { saveAdapter } from "../src/peft.js";
-import { readSafetensors } from "../src/safetensors.js";
+import { initLoraAdapter } from "../src/adapters/lora.js";
+import { saveAdapter } from "../src/adapters/peft.js";
+import { loadModel } from "../src/loading/load.js";
+import { readSafetensors } from "../src/loading/safetensors.js";
 
 const fixtures = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "fixtures-transformers");
 // Keys of adapter_config.json that change what peft computes; the rest are

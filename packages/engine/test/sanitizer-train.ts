@@ -12,11 +12,11 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { isMainThread, parentPort, Worker, workerData } from "node:worker_threads";
-import { createGenerator } from "../src/generate.js";
+import { createGenerator } from "../src/generation/generate.js";
 import { getKernels } from "../src/kernels/index.js";
-import { loadModel } from "../src/load.js";
+import { loadModel } from "../src/loading/load.js";
 import { createRandomModel } from "../src/testing/random-model.js";
-import { train } from "../src/train.js";
+import { train } from "../src/training/train.js";
 import type { DatasetRow } from "../src/types.js";
 
 const facts: [string, string][] = [

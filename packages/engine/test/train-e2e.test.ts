@@ -7,10 +7,10 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
-import { createGenerator } from "../src/generate.js";
-import { loadModel } from "../src/load.js";
+import { createGenerator } from "../src/generation/generate.js";
+import { loadModel } from "../src/loading/load.js";
 import { createRandomModel } from "../src/testing/random-model.js";
-import { train } from "../src/train.js";
+import { train } from "../src/training/train.js";
 import type { DatasetRow, Model } from "../src/types.js";
 
 const facts: [string, string][] = [

@@ -6,8 +6,8 @@
 import assert from "node:assert/strict";
 import { before, test } from "node:test";
 import { Ajv } from "ajv";
-import { createGenerator } from "../generate.js";
-import { loadModel } from "../load.js";
+import { createGenerator } from "../generation/generate.js";
+import { loadModel } from "../loading/load.js";
 import type { GenerationResult, Generator, Model } from "../types.js";
 import { compileGrammar } from "./compile.js";
 import type { JsonSchema, OutputGrammar } from "./grammar.js";

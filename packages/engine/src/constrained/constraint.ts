@@ -20,8 +20,8 @@
 // token in a byte-level vocabulary). So the output closes in time whatever the
 // model does, unless max_tokens is below the fewest bytes of a valid text.
 import { EngineError } from "../errors.js";
+import type { SamplingParams, TokenSampler } from "../generation/sampling.js";
 import type { Rng } from "../rng.js";
-import type { SamplingParams, TokenSampler } from "../sampling.js";
 import { type Allowed, allowedWork, type CompiledGrammar } from "./compiled.js";
 import { advanceSteps, canEnd, initialState, isFinal, minBytes, type State } from "./matcher.js";
 import { type SharedWork, type Steps, waitFor } from "./steps.js";

@@ -3,8 +3,8 @@
 // refused before anything runs.
 import assert from "node:assert/strict";
 import { before, test } from "node:test";
-import { createGenerator } from "../generate.js";
-import { loadModel } from "../load.js";
+import { createGenerator } from "../generation/generate.js";
+import { loadModel } from "../loading/load.js";
 import type { GenerationRequest, Model } from "../types.js";
 import { compileGrammar } from "./compile.js";
 import { type OutputGrammar, SchemaError } from "./grammar.js";

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { writeTestTokenizer } from "../testing/test-tokenizer.js";
-import { loadTokenizer } from "../tokenizer.js";
+import { loadTokenizer } from "../text/tokenizer.js";
 import type { Tokenizer } from "../types.js";
 import { tokenBytesTable } from "./token-bytes.js";
 

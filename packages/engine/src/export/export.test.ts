@@ -5,8 +5,8 @@ import { dirname, join } from "node:path";
 import { after, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 import { isEngineError } from "../errors.js";
-import { loadModel } from "../load.js";
-import { readSafetensors } from "../safetensors.js";
+import { loadModel } from "../loading/load.js";
+import { readSafetensors } from "../loading/safetensors.js";
 import { configWithDtype } from "./hf-folder.js";
 import { checkExportOptions, exportModel } from "./index.js";
 

@@ -9,7 +9,7 @@
 // norm) or refused, so a file never computes something else than svc does.
 import { EngineError } from "../errors.js";
 import { FAMILIES, familyOf, type ModelConfig, type RopeSpec, type Slot } from "../families/index.js";
-import { concatSlots, type ModelWeights } from "../weights.js";
+import { concatSlots, type ModelWeights } from "../graph/weights.js";
 import { f32, type GgufValue, str, u32 } from "./gguf-file.js";
 
 export type TensorRole = "embed" | "output" | "attn_v" | "ffn_down" | "matrix" | "vector";

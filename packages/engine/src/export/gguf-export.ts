@@ -12,8 +12,8 @@
 //           then F16)
 import { join } from "node:path";
 import type { ModelConfig } from "../families/index.js";
+import type { ModelWeights } from "../graph/weights.js";
 import type { Tokenizer } from "../types.js";
-import type { ModelWeights } from "../weights.js";
 import { type ArchModel, type ArchTensor, archModel } from "./gguf-arch.js";
 import { type GgmlTypeName, type GgufTensor, type GgufValue, str, u32, writeGguf } from "./gguf-file.js";
 import { BLOCK, encode, encodedSize } from "./gguf-quant.js";

@@ -16,7 +16,7 @@ import { fileURLToPath } from "node:url";
 import type { FamilyName } from "../families/index.js";
 import { FAMILY_CONFIGS } from "../testing/family-configs.js";
 import { writeModelFolder } from "../testing/model-folder.js";
-import { CHATML_TEMPLATE } from "../tokenizer.js";
+import { CHATML_TEMPLATE } from "../text/tokenizer.js";
 import { exportModel } from "./index.js";
 import { modelfile } from "./modelfile.js";
 

@@ -6,8 +6,8 @@
 import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { familyOf, type ModelConfig, type Slot } from "../families/index.js";
-import { type SafetensorsDtype, type Tensor, writeSafetensors } from "../safetensors.js";
-import { concatSlots, type ModelWeights, moduleShape } from "../weights.js";
+import { concatSlots, type ModelWeights, moduleShape } from "../graph/weights.js";
+import { type SafetensorsDtype, type Tensor, writeSafetensors } from "../loading/safetensors.js";
 
 /** Files of a model folder besides its weights, copied as they are when present. */
 export const MODEL_SIDE_FILES = [

@@ -4,13 +4,13 @@
 //   gguf    a GGUF file for llama.cpp plus an Ollama Modelfile beside it
 import { copyFileSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
-import { readWeights } from "../checkpoint.js";
-import { readModelConfig } from "../config.js";
+import { loraLayersOf } from "../adapters/lora.js";
+import { loadAdapter } from "../adapters/peft.js";
 import { EngineError } from "../errors.js";
-import { loraLayersOf } from "../lora.js";
-import { loadAdapter } from "../peft.js";
-import type { SafetensorsDtype } from "../safetensors.js";
-import { loadTokenizer } from "../tokenizer.js";
+import { readWeights } from "../loading/checkpoint.js";
+import { readModelConfig } from "../loading/config.js";
+import type { SafetensorsDtype } from "../loading/safetensors.js";
+import { loadTokenizer } from "../text/tokenizer.js";
 import { GGUF_QUANTS, type GgufQuant, writeModelGguf } from "./gguf-export.js";
 import { chatTemplateOf } from "./gguf-tokenizer.js";
 import { writeHfFolder } from "./hf-folder.js";

@@ -4,8 +4,8 @@
 // export reads the base weights for itself, and a copy would double the
 // memory a large model needs.
 import type { ModelConfig, Slot } from "../families/index.js";
-import type { LoraLayers, ModelWeights } from "../weights.js";
-import { projectionShape } from "../weights.js";
+import type { LoraLayers, ModelWeights } from "../graph/weights.js";
+import { projectionShape } from "../graph/weights.js";
 
 /** Folds the adapter into `weights` (which the caller owns) and returns them. */
 export function mergeLora(config: ModelConfig, weights: ModelWeights, lora: LoraLayers | null): ModelWeights {

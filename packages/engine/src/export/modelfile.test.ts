@@ -3,9 +3,9 @@ import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
-import { ChatTemplate } from "../chat-template.js";
 import { renderGoTemplate } from "../testing/go-template-subset.js";
-import { CHATML_TEMPLATE } from "../tokenizer.js";
+import { ChatTemplate } from "../text/chat-template.js";
+import { CHATML_TEMPLATE } from "../text/tokenizer.js";
 import type { ChatMessage } from "../types.js";
 import { chatFormatOf, modelfile, ollamaTemplate } from "./modelfile.js";
 

@@ -5,9 +5,9 @@
 // and case, which replay alone.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { conformanceFailure } from "./conformance.js";
-import { quantTrainFuzzCases } from "./conformance-quant-train.js";
-import { fuzzKernels } from "./fuzz.js";
+import { conformanceFailure } from "../testing/kernels/conformance.js";
+import { quantTrainFuzzCases } from "../testing/kernels/conformance-quant-train.js";
+import { fuzzKernels } from "../testing/kernels/fuzz.js";
 import { loadNativeKernels } from "./native.js";
 import { loadPortableKernels } from "./portable.js";
 import type { Kernels } from "./types.js";

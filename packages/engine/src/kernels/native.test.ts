@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { describe, test } from "node:test";
+import { conformanceFailure, kernelCases } from "../testing/kernels/conformance.js";
 import { needs } from "../testing/missing-piece.js";
-import { conformanceFailure, kernelCases } from "./conformance.js";
 import { loadNativeKernels, type NativeKernels } from "./native.js";
 
 /** The CPU's feature flags (Linux; elsewhere none, and no unit may claim bf16 dot products). */

@@ -7,7 +7,7 @@
 // validation.
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { randomSource } from "./conformance.js";
+import { randomSource } from "../testing/kernels/conformance.js";
 import { loadNativeKernels } from "./native.js";
 import { loadPortableKernels } from "./portable.js";
 import { referenceKernels } from "./reference.js";

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
+import { conformanceFailure, kernelCases } from "../testing/kernels/conformance.js";
 import { needs } from "../testing/missing-piece.js";
-import { conformanceFailure, kernelCases } from "./conformance.js";
 import { loadPortableKernels } from "./portable.js";
 import type { Kernels } from "./types.js";
 

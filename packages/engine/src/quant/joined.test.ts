@@ -1,14 +1,14 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { BatchDecoder, createKvCache } from "../decode.js";
+import { loraLayersOf } from "../adapters/lora.js";
 import { type ModelConfig, parseModelConfig, SLOTS } from "../families/index.js";
+import { BatchDecoder, createKvCache } from "../generation/decode.js";
+import type { LayerWeights, LoraLayers, ProjectionWeight, ServingWeights } from "../graph/weights.js";
+import { projectionShape } from "../graph/weights.js";
 import type { QuantMatrix } from "../kernels/types.js";
-import { loraLayersOf } from "../lora.js";
 import { Rng } from "../rng.js";
 import { FAMILY_CONFIGS } from "../testing/family-configs.js";
 import { randomLoraAdapter, randomModelWeights } from "../testing/random-weights.js";
-import type { LayerWeights, LoraLayers, ProjectionWeight, ServingWeights } from "../weights.js";
-import { projectionShape } from "../weights.js";
 import { quantizeMatrix } from "./formats.js";
 import { JOINED_GROUPS, joinedWeight, joinProjections } from "./joined.js";
 import { servingWeights } from "./serving.js";

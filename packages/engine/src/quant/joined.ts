@@ -5,8 +5,14 @@
 // (docs/serving-formats.md, "Speed"). The slots' views keep every other
 // reader (exports, byte counts, the backward guard) as it was.
 import type { Slot } from "../families/index.js";
+import {
+  GATE_UP,
+  type JoinedGroup,
+  type LayerWeights,
+  type ProjectionWeight,
+  QKV,
+} from "../graph/weights.js";
 import type { QuantMatrix } from "../kernels/types.js";
-import { GATE_UP, type JoinedGroup, type LayerWeights, type ProjectionWeight, QKV } from "../weights.js";
 
 /** The groups joined, by the slots they hold, in row order. */
 export const JOINED_GROUPS: Record<JoinedGroup, readonly Slot[]> = { qkv: QKV, gateUp: GATE_UP };

@@ -2,20 +2,26 @@ import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
-import { BatchDecoder, createKvCache } from "../decode.js";
+import { loraLayersOf, zerosLike } from "../adapters/lora.js";
 import { type FamilyName, type ModelConfig, parseModelConfig, SLOTS } from "../families/index.js";
-import { createGenerator } from "../generate.js";
+import { BatchDecoder, createKvCache } from "../generation/decode.js";
+import { createGenerator } from "../generation/generate.js";
+import { ModelGraph } from "../graph/model.js";
+import type {
+  LayerWeights,
+  LoraLayers,
+  ModelWeights,
+  ProjectionWeight,
+  ServingWeights,
+} from "../graph/weights.js";
 import { getKernels } from "../kernels/index.js";
 import { dequantizeRow } from "../kernels/quant-matrix.js";
 import type { QuantMatrix } from "../kernels/types.js";
-import { loadModel } from "../load.js";
-import { loraLayersOf, zerosLike } from "../lora.js";
-import { ModelGraph } from "../model.js";
+import { loadModel } from "../loading/load.js";
 import { Rng } from "../rng.js";
 import { FAMILY_CONFIGS } from "../testing/family-configs.js";
 import { needs } from "../testing/missing-piece.js";
 import { randomLoraAdapter, randomModelWeights, smallTestConfig } from "../testing/random-weights.js";
-import type { LayerWeights, LoraLayers, ModelWeights, ProjectionWeight, ServingWeights } from "../weights.js";
 import { WEIGHT_FORMATS } from "./formats.js";
 import { decodeWeightBytes, servingWeights, servingWeightsAsync } from "./serving.js";
 
@@ -94,7 +100,7 @@ for (const [name, config] of configs) {
       assert.equal(q.format, format === "q4_0" && config.hiddenSize % 32 !== 0 ? "int8" : format);
       // Kernels that round int8's and q4_0's decode activations to 8 bits
       // (quantInt8MaxRows) move each projection by about 0.4% (held to its
-      // bound in kernels/conformance-quant-int.ts), the logits by about 1%.
+      // bound in testing/kernels/conformance-quant-int.ts), the logits by about 1%.
       const rounded = format !== "bf16" && (getKernels().quantInt8MaxRows ?? 0) > 0;
       const tolerance = rounded ? 3e-2 : 1e-4;
       const logits = [null, lora].map((l) => {

@@ -8,19 +8,19 @@
 // weights already in memory (servingWeights), or matrix by matrix as a
 // checkpoint is read (readServingWeights), which never holds the fp32 model.
 
-import { type MatrixSource, readWeightsAs } from "../checkpoint.js";
 import type { ModelConfig } from "../families/index.js";
 import { SLOTS } from "../families/index.js";
-import { dequantizeRow } from "../kernels/quant-matrix.js";
-import type { Kernels, QuantMatrix } from "../kernels/types.js";
-import type { Tokenizer } from "../types.js";
 import {
   type LayerWeights,
   type ModelWeights,
   type ProjectionWeight,
   projectionShape,
   type ServingWeights,
-} from "../weights.js";
+} from "../graph/weights.js";
+import { dequantizeRow } from "../kernels/quant-matrix.js";
+import type { Kernels, QuantMatrix } from "../kernels/types.js";
+import { type MatrixSource, readWeightsAs } from "../loading/checkpoint.js";
+import type { Tokenizer } from "../types.js";
 import { matrixBytes, quantizeMatrix, type WeightFormat } from "./formats.js";
 import { joinProjections } from "./joined.js";
 

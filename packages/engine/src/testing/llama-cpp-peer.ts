@@ -6,7 +6,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import type { GgmlTypeName } from "../export/gguf-file.js";
 import { decode, encode } from "../export/gguf-quant.js";
-import type { ModelWeights } from "../weights.js";
+import type { ModelWeights } from "../graph/weights.js";
 import { needs } from "./missing-piece.js";
 
 /** The repository root, from packages/engine/dist/src/testing/. */

@@ -1,10 +1,10 @@
 // In-memory models for generation tests: random weights over the byte-level
 // test tokenizer, with the training forward as logits().
-import { loraLayersOf } from "../lora.js";
-import { ModelGraph } from "../model.js";
-import { loadTokenizer } from "../tokenizer.js";
+import { loraLayersOf } from "../adapters/lora.js";
+import { ModelGraph } from "../graph/model.js";
+import type { ModelWeights } from "../graph/weights.js";
+import { loadTokenizer } from "../text/tokenizer.js";
 import type { LoraAdapter, Model, ModelConfig, Tokenizer } from "../types.js";
-import type { ModelWeights } from "../weights.js";
 import { randomModelWeights, smallTestConfig } from "./random-weights.js";
 import { writeTestTokenizer } from "./test-tokenizer.js";
 

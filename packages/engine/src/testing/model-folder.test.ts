@@ -3,8 +3,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
-import { loadModel } from "../load.js";
-import { ModelGraph } from "../model.js";
+import { ModelGraph } from "../graph/model.js";
+import { loadModel } from "../loading/load.js";
 import { FAMILY_CONFIGS } from "./family-configs.js";
 import { writeModelFolder } from "./model-folder.js";
 

@@ -7,8 +7,8 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { checkpointTensors } from "../export/hf-folder.js";
 import { type ModelConfig, parseModelConfig } from "../families/index.js";
-import { writeSafetensors } from "../safetensors.js";
-import type { ModelWeights } from "../weights.js";
+import type { ModelWeights } from "../graph/weights.js";
+import { writeSafetensors } from "../loading/safetensors.js";
 import { randomModelWeights } from "./random-weights.js";
 import { writeTestTokenizer } from "./test-tokenizer.js";
 

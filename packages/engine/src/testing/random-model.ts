@@ -3,8 +3,8 @@
 // The weights depend only on the seed and sizes.
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { type Tensor, writeSafetensors } from "../loading/safetensors.js";
 import { Rng } from "../rng.js";
-import { type Tensor, writeSafetensors } from "../safetensors.js";
 import { writeTestTokenizer } from "./test-tokenizer.js";
 
 export interface RandomModelOptions {

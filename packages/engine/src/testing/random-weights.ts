@@ -1,11 +1,12 @@
 // Random weights and LoRA adapters for tests and benchmarks of the graph
 // (speed does not depend on the values; correctness tests compare two
 // computations on the same random values).
+
+import { loraTensorName, resolveTargetModules } from "../adapters/lora.js";
 import { familyOf, parseModelConfig } from "../families/index.js";
-import { loraTensorName, resolveTargetModules } from "../lora.js";
+import { type LayerWeights, type ModelWeights, moduleShape, projectionShape } from "../graph/weights.js";
 import { Rng } from "../rng.js";
 import type { LoraAdapter, LoraSpec, ModelConfig, Slot } from "../types.js";
-import { type LayerWeights, type ModelWeights, moduleShape, projectionShape } from "../weights.js";
 
 export interface TestConfigOptions {
   hiddenSize?: number;

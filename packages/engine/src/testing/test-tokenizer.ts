@@ -6,7 +6,7 @@
 
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { CHATML_TEMPLATE } from "../tokenizer.js";
+import { CHATML_TEMPLATE } from "../text/tokenizer.js";
 
 export const TEST_SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"] as const;
 
