@@ -103,6 +103,7 @@ export {
   toolCallGrammar,
 } from "./text/tool-calls.js";
 export { DEFAULT_TOOL_SYNTAX, type ToolSyntax } from "./text/tool-syntax.js";
+export type { GrpoEvalMetrics } from "./training/grpo-eval.js";
 export {
   DEFAULT_GRPO,
   type GrpoNormalization,

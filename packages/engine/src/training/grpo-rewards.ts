@@ -9,9 +9,11 @@ import type { GrpoRow } from "./grpo-step.js";
 export interface GrpoScoreItem {
   /** The dataset row (its messages and every other field, e.g. a reference answer). */
   row: GrpoRow;
-  /** 1-based row number in the train set. */
+  /** 1-based row number in the train set (in the eval set for an eval's items). */
   rowNumber: number;
   completion: string;
+  /** "eval" for a held-out eval's completions (grpo-eval.ts); absent for a training step's. */
+  set?: "eval";
 }
 
 /** Scores a batch: per completion, one reward per reward function (in rewardNames' order). */
@@ -33,22 +35,25 @@ export async function scoreBatch(
   names: readonly string[],
   weights: readonly number[],
   step: number,
+  /** Names what was scored in errors: "eval" for the eval at this step (default: the step's own completions). */
+  set?: "eval",
 ): Promise<[number[][], Float64Array]> {
+  const at = set === "eval" ? `step ${step} (eval set)` : `step ${step}`;
   let scores: number[][];
   try {
     scores = await score(items);
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
-    throw new EngineError("invalid_reward", `step ${step}: scoring failed: ${message}`);
+    throw new EngineError("invalid_reward", `${at}: scoring failed: ${message}`);
   }
   if (!Array.isArray(scores) || scores.length !== items.length)
     throw new EngineError(
       "invalid_reward",
-      `step ${step}: the scorer returned ${Array.isArray(scores) ? scores.length : typeof scores} score lists for ${items.length} completions`,
+      `${at}: the scorer returned ${Array.isArray(scores) ? scores.length : typeof scores} score lists for ${items.length} completions`,
     );
   const combined = new Float64Array(items.length);
   scores.forEach((values, i) => {
-    const where = `step ${step}: row ${items[i].rowNumber}`;
+    const where = `${at}: row ${items[i].rowNumber}`;
     if (!Array.isArray(values) || values.length !== names.length)
       throw new EngineError(
         "invalid_reward",
@@ -58,7 +63,7 @@ export async function scoreBatch(
       if (typeof v !== "number" || !Number.isFinite(v))
         throw new EngineError(
           "invalid_reward",
-          `${where}: reward "${names[k]}" is ${String(v)}; every reward must be a finite number, so nothing was trained on this step`,
+          `${where}: reward "${names[k]}" is ${String(v)}; every reward must be a finite number, so ${set === "eval" ? "the eval was not scored" : "nothing was trained on this step"}`,
         );
       combined[i] += weights[k] * v;
     });

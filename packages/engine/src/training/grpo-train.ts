@@ -16,6 +16,7 @@ import type { LoraLayers } from "../graph/weights.js";
 import { getKernels } from "../kernels/index.js";
 import type {
   CheckpointInfo,
+  Tokenizer,
   TrainHyperparameters,
   TrainOptions,
   TrainProgress,
@@ -34,6 +35,7 @@ import {
   resolveRewards,
   scoreBatch,
 } from "./grpo-rewards.js";
+import { evaluateGrpo, type GrpoEvalMetrics, type GrpoEvalSet } from "./grpo-eval.js";
 import { completionExample, type GrpoRow, grpoPass, preparePrompts, sampleGroups } from "./grpo-step.js";
 import { AdamW, clipGradNorm } from "./optim.js";
 import { learningRateAt } from "./schedule.js";
@@ -61,6 +63,8 @@ export interface GrpoHyperparameters {
   epsilonHigh?: number;
   scaleRewards?: boolean;
   normalization?: GrpoNormalization;
+  /** With an eval set: completions sampled per eval prompt at each eval (default 1; grpo-eval.ts). */
+  evalGenerations?: number;
 }
 
 export type GrpoTrainHyperparameters = TrainHyperparameters & GrpoHyperparameters;
@@ -70,6 +74,7 @@ export interface GrpoResolved extends GrpoSettings {
   temperature: number;
   topP: number;
   maxCompletionTokens: number;
+  evalGenerations: number;
 }
 
 const bad = (message: string): never => {
@@ -82,6 +87,7 @@ export function resolveGrpo(h: GrpoHyperparameters): GrpoResolved {
     temperature: h.temperature ?? 1,
     topP: h.topP ?? 1,
     maxCompletionTokens: h.maxCompletionTokens ?? 64,
+    evalGenerations: h.evalGenerations ?? 1,
     beta: h.beta ?? DEFAULT_GRPO.beta,
     epsilon: h.epsilon ?? DEFAULT_GRPO.epsilon,
     epsilonHigh: h.epsilonHigh ?? h.epsilon ?? DEFAULT_GRPO.epsilonHigh,
@@ -95,6 +101,8 @@ export function resolveGrpo(h: GrpoHyperparameters): GrpoResolved {
   if (!(r.topP > 0 && r.topP <= 1)) bad(`hyperparameters.topP must be in (0, 1] (got ${r.topP})`);
   if (!Number.isInteger(r.maxCompletionTokens) || r.maxCompletionTokens < 1)
     bad(`hyperparameters.maxCompletionTokens must be an integer >= 1 (got ${r.maxCompletionTokens})`);
+  if (!Number.isInteger(r.evalGenerations) || r.evalGenerations < 1)
+    bad(`hyperparameters.evalGenerations must be an integer >= 1 (got ${r.evalGenerations})`);
   if (r.normalization !== "token" && r.normalization !== "sequence")
     bad(`hyperparameters.normalization must be "token" or "sequence" (got ${r.normalization})`);
   return r;
@@ -122,6 +130,8 @@ export interface GrpoProgress extends TrainProgress {
   grpo: GrpoMetrics;
   /** Seconds spent sampling, scoring and updating this step. */
   timing: { generation: number; scoring: number; update: number };
+  /** The eval set's figures when an eval ran at this step (every evalSteps-th and the last); else null. */
+  evalGrpo: GrpoEvalMetrics | null;
 }
 
 export interface GrpoTrainOptions
@@ -129,6 +139,10 @@ export interface GrpoTrainOptions
   trainSet: GrpoRow[];
   /** 1-based numbers of the train rows in their file (errors name them), default their index + 1. */
   rowNumbers?: number[];
+  /** Held-out prompts, sampled and scored at each eval (grpo-eval.ts); absent or empty: no eval. */
+  evalSet?: GrpoRow[];
+  /** 1-based numbers of the eval rows in their file, default their index + 1. */
+  evalRowNumbers?: number[];
   hyperparameters: GrpoTrainHyperparameters;
   score: GrpoScorer;
   /** Names of the scorer's rewards, in the order it returns them (default ["reward"]). */
@@ -138,6 +152,14 @@ export interface GrpoTrainOptions
   /** Samples shown per step (default 4). */
   samplesPerStep?: number;
   onProgress?: (progress: GrpoProgress) => void | Promise<void>;
+}
+
+/** The eval set's prompts, tokenized once (a row that cannot be a prompt is refused by its number). */
+function heldOut(tokenizer: Tokenizer, options: GrpoTrainOptions, maxLength: number): GrpoEvalSet | null {
+  const rows = options.evalSet;
+  if (!rows?.length) return null;
+  const rowNumbers = rows.map((_, i) => options.evalRowNumbers?.[i] ?? i + 1);
+  return { rows, rowNumbers, prompts: preparePrompts(tokenizer, rows, "evalSet", rowNumbers, maxLength) };
 }
 
 const nextTick = () => new Promise<void>((resolve) => setImmediate(resolve));
@@ -160,6 +182,7 @@ export async function trainGrpo(options: GrpoTrainOptions): Promise<TrainResult>
     settings.maxLength,
   );
   const rowNumber = (i: number) => options.rowNumbers?.[i] ?? i + 1;
+  const evalSet = heldOut(model.tokenizer, options, settings.maxLength);
   const n = prompts.length;
   const G = grpo.numGenerations;
   const B = settings.batchSize;
@@ -342,6 +365,24 @@ export async function trainGrpo(options: GrpoTrainOptions): Promise<TrainResult>
       samples,
     };
     const elapsed = seconds(began);
+    const evalNow = settings.evalSteps !== undefined && step % settings.evalSteps === 0;
+    const evalGrpo =
+      evalSet && (evalNow || step === totalSteps)
+        ? await evaluateGrpo(
+            generator,
+            adapter,
+            evalSet,
+            {
+              ...grpo,
+              numGenerations: grpo.evalGenerations,
+              maxLength: settings.maxLength,
+              seed: settings.seed,
+            },
+            { score: options.score, names: rewardNames, weights: rewardWeights },
+            step,
+            signal,
+          )
+        : null;
     const progress: GrpoProgress = {
       step,
       totalSteps,
@@ -354,6 +395,7 @@ export async function trainGrpo(options: GrpoTrainOptions): Promise<TrainResult>
       tokensPerSecond: elapsed > 0 ? totalTokens / elapsed : 0,
       grpo: metrics,
       timing: { generation, scoring, update },
+      evalGrpo,
     };
     const { samples: _samples, ...logged } = metrics;
     history.push({
@@ -363,6 +405,7 @@ export async function trainGrpo(options: GrpoTrainOptions): Promise<TrainResult>
       learning_rate: learningRate,
       epoch: progress.epoch,
       grpo: logged,
+      ...(evalGrpo ? { eval_grpo: evalGrpo } : {}),
     } as TrainerState["log_history"][number]);
     await options.onProgress?.(progress);
     if (settings.saveSteps !== undefined && step % settings.saveSteps === 0) await writeCheckpoint();
