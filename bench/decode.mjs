@@ -27,8 +27,9 @@ import { parseModelConfig } from "../packages/engine/dist/src/families/index.js"
 import { BatchDecoder, createKvCache } from "../packages/engine/dist/src/generation/decode.js";
 import { createGenerator } from "../packages/engine/dist/src/generation/generate.js";
 import { argmax } from "../packages/engine/dist/src/generation/sampling.js";
+import { decodeWeightBytes } from "../packages/engine/dist/src/graph/frozen-weights.js";
 import { getKernels } from "../packages/engine/dist/src/kernels/index.js";
-import { decodeWeightBytes, servingWeights } from "../packages/engine/dist/src/quant/serving.js";
+import { servingWeights } from "../packages/engine/dist/src/loading/serving-weights.js";
 import { Rng } from "../packages/engine/dist/src/rng.js";
 import { randomModelWeights } from "../packages/engine/dist/src/testing/random-weights.js";
 import { writeTestTokenizer } from "../packages/engine/dist/src/testing/test-tokenizer.js";

@@ -69,6 +69,12 @@ export { getKernels } from "./kernels/index.js";
 export type { Kernels } from "./kernels/types.js";
 export { readModelConfig } from "./loading/config.js";
 export { LoadedModel, loadModel, loadServingModel } from "./loading/load.js";
+export {
+  heldWeightBytes,
+  type ServingModel,
+  servingWeights,
+  servingWeightsAsync,
+} from "./loading/serving-weights.js";
 export { isWeightFormat, WEIGHT_FORMATS, type WeightFormat } from "./quant/formats.js";
 export {
   bf16ToF32,
@@ -80,12 +86,6 @@ export {
   f32ToBf16,
   f32ToF16,
 } from "./quant/half.js";
-export {
-  heldWeightBytes,
-  type ServingModel,
-  servingWeights,
-  servingWeightsAsync,
-} from "./quant/serving.js";
 export { MISSING_PIECES, type MissingPiece, missingPieceOf, needs } from "./testing/missing-piece.js";
 export { createRandomModel, type RandomModelOptions } from "./testing/random-model.js";
 export { writeTestTokenizer } from "./testing/test-tokenizer.js";

@@ -5,38 +5,9 @@ import type { LogitAdjustmentOptions } from "./generation/logit-adjustments.js";
 
 // ---------------------------------------------------------------- chat data
 
-export type ChatRole = "system" | "user" | "assistant" | "tool";
+export type { ChatMessage, ChatRole, ToolCall, ToolDefinition } from "./text/chat-messages.js";
 
-export interface ChatMessage {
-  role: ChatRole;
-  /** "" for an assistant message that only calls tools (OpenAI sends null there). */
-  content: string;
-  /** Assistant messages: the tools it calls (tool-calls.ts). */
-  tool_calls?: ToolCall[];
-  /** Tool messages: the id of the call this message answers. */
-  tool_call_id?: string;
-  /** Tool messages: the function's name (optional, as in OpenAI's format). */
-  name?: string;
-}
-
-/** One function call, in OpenAI's format: `arguments` is the JSON text of the arguments object. */
-export interface ToolCall {
-  id: string;
-  type: "function";
-  function: { name: string; arguments: string };
-}
-
-/** A function the model may call, in OpenAI's format; `parameters` is a JSON Schema of its arguments. */
-export interface ToolDefinition {
-  type: "function";
-  function: {
-    name: string;
-    description?: string;
-    parameters?: Record<string, unknown>;
-    /** Arguments constrained to `parameters` exactly (OpenAI's strict mode). */
-    strict?: boolean;
-  };
-}
+import type { ChatMessage, ToolDefinition } from "./text/chat-messages.js";
 
 /** One training row, as read from JSONL (OpenAI chat fine-tuning format, or prompt/completion). */
 export type DatasetRow =
@@ -49,7 +20,7 @@ export interface TokenizedExample {
   labels: Int32Array;
 }
 
-// ---------------------------------------------------------------- tokenizer (tokenizer.ts)
+// ---------------------------------------------------------------- tokenizer (text/tokenizer.ts)
 
 export interface RenderChatOptions {
   /** Append the assistant turn's opening so the model continues as the assistant. */
@@ -87,7 +58,7 @@ export interface Tokenizer {
   readonly toolSyntax: import("./text/tool-syntax.js").ToolSyntax | null;
 }
 
-// ---------------------------------------------------------------- model (load.ts, model.ts)
+// ---------------------------------------------------------------- model (loading/load.ts, graph/model.ts)
 
 export type { FamilyName, LoraModule, ModelConfig, Slot } from "./families/types.js";
 
@@ -124,7 +95,7 @@ export interface Model {
   withAdapter(adapter: LoraAdapter | null): Model;
 }
 
-// ---------------------------------------------------------------- training (train.ts)
+// ---------------------------------------------------------------- training (training/train.ts)
 
 export type LrSchedulerType = "linear" | "cosine" | "constant";
 /** What happens to a row over maxLength; truncation.ts says how each mode cuts. */
@@ -235,7 +206,7 @@ export interface TrainResult {
   checkpoints: CheckpointInfo[];
 }
 
-// ---------------------------------------------------------------- generation (generate.ts)
+// ---------------------------------------------------------------- generation (generation/generate.ts)
 
 export interface GenerateOptions extends LogitAdjustmentOptions {
   temperature?: number; // default 1; 0 = greedy

@@ -20,12 +20,31 @@
 // token in a byte-level vocabulary). So the output closes in time whatever the
 // model does, unless max_tokens is below the fewest bytes of a valid text.
 import { EngineError } from "../errors.js";
-import type { SamplingParams, TokenSampler } from "../generation/sampling.js";
 import type { Rng } from "../rng.js";
 import { type Allowed, allowedWork, type CompiledGrammar } from "./compiled.js";
 import { advanceSteps, canEnd, initialState, isFinal, minBytes, type State } from "./matcher.js";
 import { type SharedWork, type Steps, waitFor } from "./steps.js";
 import type { Vocabulary } from "./vocabulary.js";
+
+/** The parameters of a draw that a turn's choice of path depends on. */
+export interface DrawParams {
+  /** 0 = greedy. */
+  readonly temperature: number;
+  /** Nucleus mass in (0, 1]; 1 keeps the whole vocabulary. */
+  readonly topP: number;
+}
+
+/**
+ * What a turn draws tokens with. generation/sampling.ts's TokenSampler
+ * implements it; it is declared here so the grammar depends on nothing in
+ * generation (generation depends on the grammar, not the other way round).
+ */
+export interface TurnSampler {
+  /** A draw from the whole row. */
+  sample(row: Float32Array, params: DrawParams, rng: Rng): number;
+  /** A draw among `ids` only, as sample() would draw with every other token at -Infinity. */
+  sampleAmong(row: Float32Array, ids: readonly number[], params: DrawParams, rng: Rng): number;
+}
 
 /** What a turn drew: the token, and whether the text is now final (generation stops). */
 export interface Turn {
@@ -109,13 +128,7 @@ export class GrammarConstraint {
    * Draws the next token among the allowed ones (see the file comment) from
    * `holder.row`, and moves past it, a piece at a time.
    */
-  *turn(
-    holder: RowHolder,
-    sampler: TokenSampler,
-    params: SamplingParams,
-    rng: Rng,
-    left: number,
-  ): Steps<Turn> {
+  *turn(holder: RowHolder, sampler: TurnSampler, params: DrawParams, rng: Rng, left: number): Steps<Turn> {
     if (params.temperature === 0 || params.topP >= 1) {
       const id = sampler.sample(holder.row, params, rng);
       const next = yield* this.after(id, left);

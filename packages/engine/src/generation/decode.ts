@@ -35,7 +35,7 @@ export class BatchDecoder {
   private positions = new Int32Array(0);
   private logits = new Float32Array(0); // [wanted, vocab], reused by the next step
 
-  /** weights: fp32 or converted for serving (quant/serving.ts servingWeights). */
+  /** weights: fp32 or converted for serving (loading/serving-weights.ts servingWeights). */
   constructor(weights: ServingWeights, config: ModelConfig, maxContext: number) {
     this.config = config;
     this.maxContext = maxContext;

@@ -20,8 +20,8 @@ import type { GrammarConstraint, RowHolder, Turn } from "../constrained/constrai
 import type { Steps } from "../constrained/steps.js";
 import { EngineError } from "../errors.js";
 import type { ServingWeights } from "../graph/weights.js";
+import { type ServingModel, servingWeights } from "../loading/serving-weights.js";
 import { isWeightFormat, WEIGHT_FORMATS, type WeightFormat } from "../quant/formats.js";
-import { type ServingModel, servingWeights } from "../quant/serving.js";
 import type { Rng } from "../rng.js";
 import type {
   FinishReason,
@@ -45,7 +45,7 @@ export interface GeneratorOptions {
   maxStepTokens?: number;
   /** The format the base weights are served in (default "fp32"; quant/formats.ts); adapters stay fp32. */
   weightFormat?: WeightFormat;
-  /** The base weights already converted (quant/serving.ts servingWeightsAsync), instead of weightFormat. */
+  /** The base weights already converted (loading/serving-weights.ts servingWeightsAsync), instead of weightFormat. */
   servingWeights?: ServingWeights;
 }
 

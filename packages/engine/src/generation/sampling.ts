@@ -1,6 +1,7 @@
 // Choosing the next token from one row of logits: greedy at temperature 0,
 // otherwise softmax(logits / T) restricted to the top-p nucleus and drawn with
 // the request's own seeded PRNG (same seed + same request → same tokens).
+import type { TurnSampler } from "../constrained/constraint.js";
 import { Rng } from "../rng.js";
 
 export interface SamplingParams {
@@ -32,7 +33,7 @@ export function argmax(logits: Float32Array, vocab: number): number {
  * Samples token ids from logits rows. Holds scratch for one vocabulary so a
  * decode step allocates nothing; not reentrant (one sample at a time).
  */
-export class TokenSampler {
+export class TokenSampler implements TurnSampler {
   private readonly probs: Float64Array; // [vocab] unnormalised exp((logit - max) / T)
   private readonly candidates: Int32Array; // [vocab] token ids of the nucleus candidates
   private masked: Float32Array | null = null; // [vocab] sampleAmong's masked row for top-p

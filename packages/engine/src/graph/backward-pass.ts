@@ -5,8 +5,8 @@
 // the MLP's activation are recomputed rather than kept.
 
 import type { Slot } from "../families/index.js";
-import { matmulFrozen } from "../quant/serving.js";
 import type { LayerActivations } from "./activations.js";
+import { matmulFrozen } from "./frozen-weights.js";
 import type { Batch } from "./graph-rows.js";
 import { activation, addScaled, type GraphState, qkRows, rope, sizesOf } from "./graph-state.js";
 import type { LowRankAddend } from "./lora-apply.js";

@@ -9,8 +9,8 @@
 import type { Slot } from "../families/index.js";
 import type { QuantMatrix } from "../kernels/types.js";
 import { joinedWeight } from "../quant/joined.js";
-import { matmulFrozen, matmulWeight, matrixRow } from "../quant/serving.js";
 import type { LayerActivations } from "./activations.js";
+import { matmulFrozen, matmulWeight, matrixRow } from "./frozen-weights.js";
 import type { Rows, Segment } from "./graph-rows.js";
 import {
   activation,

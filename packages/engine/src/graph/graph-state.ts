@@ -28,7 +28,7 @@ export function sizesOf(config: ModelConfig) {
 
 export interface GraphState {
   readonly config: ModelConfig;
-  /** fp32, or a serving format: decode (quant/serving.ts) and bf16 / int8 training (train-precision.ts). */
+  /** fp32, or a serving format: decode (loading/serving-weights.ts) and bf16 / int8 training (training/train-precision.ts). */
   readonly weights: ServingWeights;
   readonly kern: Kernels;
   readonly lora: LoraRunner;

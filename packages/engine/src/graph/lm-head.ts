@@ -4,7 +4,7 @@
 // logits, and their derivatives on the way back.
 import type { ModelConfig } from "../families/index.js";
 import type { Kernels } from "../kernels/types.js";
-import { matmulFrozen, matmulWeight } from "../quant/serving.js";
+import { matmulFrozen, matmulWeight } from "./frozen-weights.js";
 import type { PackedWeights } from "./packed-weights.js";
 import { tick, tock } from "./profile.js";
 import type { ProjectionWeight } from "./weights.js";

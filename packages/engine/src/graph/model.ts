@@ -35,7 +35,7 @@ export interface GraphOptions {
 
 export class ModelGraph {
   readonly config: ModelConfig;
-  /** fp32, or a serving format: decode (quant/serving.ts) and bf16 / int8 training (train-precision.ts). */
+  /** fp32, or a serving format: decode (loading/serving-weights.ts) and bf16 / int8 training (training/train-precision.ts). */
   readonly weights: ServingWeights;
   private readonly skipUnlabeledRows: boolean;
   private readonly inferenceOnly: boolean;

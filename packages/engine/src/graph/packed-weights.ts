@@ -6,7 +6,7 @@
 // first time a product uses it, and the packs cost twice the weights' memory,
 // so a graph packs only when they fit in its budget.
 import type { Kernels } from "../kernels/types.js";
-import { decodeWeightBytes } from "../quant/serving.js";
+import { decodeWeightBytes } from "./frozen-weights.js";
 import { machineMemoryBytes } from "./machine-memory.js";
 import type { ProjectionWeight, ServingWeights } from "./weights.js";
 

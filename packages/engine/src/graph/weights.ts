@@ -48,7 +48,7 @@ export interface ModelWeights<P extends ProjectionWeight = Float32Array> {
   lmHead: P;
 }
 
-/** Weights a model is served with: projections, embeddings and head in any format (quant/serving.ts). */
+/** Weights a model is served with: projections, embeddings and head in any format (loading/serving-weights.ts; the graph's products with them: frozen-weights.ts). */
 export type ServingWeights = ModelWeights<ProjectionWeight>;
 
 /** LoRA factors of one slot: delta W = scale * B·A (views into the adapter's tensors). */

@@ -11,11 +11,11 @@ import type { ModelConfig } from "../families/index.js";
 import { ModelGraph } from "../graph/model.js";
 import type { LoraLayers, ModelWeights } from "../graph/weights.js";
 import type { WeightFormat } from "../quant/formats.js";
-import { readMatrixAsync, readServingWeights, type ServingModel } from "../quant/serving.js";
 import { loadTokenizer } from "../text/tokenizer.js";
 import type { LoadModelOptions, LoraAdapter, Model, Tokenizer } from "../types.js";
 import { readWeightsAs } from "./checkpoint.js";
 import { readModelConfig } from "./config.js";
+import { readMatrixAsync, readServingWeights, type ServingModel } from "./serving-weights.js";
 
 export async function loadModel(dir: string, options: LoadModelOptions = {}): Promise<Model> {
   const config = readModelConfig(dir);

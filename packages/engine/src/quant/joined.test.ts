@@ -6,12 +6,12 @@ import { BatchDecoder, createKvCache } from "../generation/decode.js";
 import type { LayerWeights, LoraLayers, ProjectionWeight, ServingWeights } from "../graph/weights.js";
 import { projectionShape } from "../graph/weights.js";
 import type { QuantMatrix } from "../kernels/types.js";
+import { servingWeights } from "../loading/serving-weights.js";
 import { Rng } from "../rng.js";
 import { FAMILY_CONFIGS } from "../testing/family-configs.js";
 import { randomLoraAdapter, randomModelWeights } from "../testing/random-weights.js";
 import { quantizeMatrix } from "./formats.js";
 import { JOINED_GROUPS, joinedWeight, joinProjections } from "./joined.js";
-import { servingWeights } from "./serving.js";
 
 const FORMATS = ["bf16", "int8", "q4_0"] as const;
 // Qwen2: q/k/v biases, GQA, hidden 64 (whole q4_0 blocks)

@@ -19,7 +19,7 @@
 // its own other way (Mistral's [TOOL_CALLS]) renders them as it does for
 // training; serving tools for it is refused, since svc cannot parse its calls.
 
-import type { ChatMessage, ToolCall, ToolDefinition } from "../types.js";
+import type { ChatMessage, ToolCall, ToolDefinition } from "./chat-messages.js";
 
 export interface ToolSyntax {
   name: "hermes" | "llama3";

@@ -1,12 +1,13 @@
 // A model's weights converted for serving in one format: every frozen
 // projection, the embeddings and the LM head (one matrix when tied) are
 // quantized; norms and biases stay fp32, and LoRA adapters run in fp32 on top
-// (lora-apply.ts is untouched by the format). Each layer's q/k/v and gate/up
+// (graph/lora-apply.ts is untouched by the format). Each layer's q/k/v and gate/up
 // are joined into one matrix per group (quant/joined.ts). Training runs on the
 // fp32 weights, or on bf16 / int8 ones converted the same way
-// (train-precision.ts, matmulFrozen below). Converted from fp32
-// weights already in memory (servingWeights), or matrix by matrix as a
-// checkpoint is read (readServingWeights), which never holds the fp32 model.
+// (training/train-precision.ts; the graph's products with them are
+// graph/frozen-weights.ts). Converted from fp32 weights already in memory
+// (servingWeights), or matrix by matrix as a checkpoint is read
+// (readServingWeights), which never holds the fp32 model.
 
 import type { ModelConfig } from "../families/index.js";
 import { SLOTS } from "../families/index.js";
@@ -17,12 +18,11 @@ import {
   projectionShape,
   type ServingWeights,
 } from "../graph/weights.js";
-import { dequantizeRow } from "../kernels/quant-matrix.js";
-import type { Kernels, QuantMatrix } from "../kernels/types.js";
-import { type MatrixSource, readWeightsAs } from "../loading/checkpoint.js";
+import type { QuantMatrix } from "../kernels/types.js";
+import { matrixBytes, quantizeMatrix, type WeightFormat } from "../quant/formats.js";
+import { joinProjections } from "../quant/joined.js";
 import type { Tokenizer } from "../types.js";
-import { matrixBytes, quantizeMatrix, type WeightFormat } from "./formats.js";
-import { joinProjections } from "./joined.js";
+import { type MatrixSource, readWeightsAs } from "./checkpoint.js";
 
 /**
  * A model held for serving only, its base weights in `weightFormat` and no
@@ -193,62 +193,4 @@ export function heldWeightBytes(weights: ServingWeights): { matrices: number; fp
     if (w instanceof Float32Array) fp32Matrices += bytes;
   }
   return { matrices: all, fp32Matrices };
-}
-
-/** Bytes of the weights a decode step reads: every projection, the LM head (embeddings: one row a token). */
-export function decodeWeightBytes(weights: ServingWeights): number {
-  let bytes = matrixBytes(weights.lmHead);
-  for (const lw of weights.layers) for (const slot of SLOTS) bytes += matrixBytes(lw[slot]);
-  return bytes;
-}
-
-/**
- * y[N, out] (+)= alpha·x[N, in]·Wᵀ for a frozen weight in any format: the one
- * place the forward pass tells fp32 from the serving formats. bPacked: an fp32
- * W packed ahead for this product (PackedWeights.forward), or null.
- */
-export function matmulWeight(
-  kern: Kernels,
-  x: Float32Array,
-  w: ProjectionWeight,
-  y: Float32Array,
-  N: number,
-  out: number,
-  inDim: number,
-  accumulate = false,
-  alpha = 1,
-  bPacked: Float32Array | null = null,
-): void {
-  if (w instanceof Float32Array) kern.matmul(x, w, y, N, out, inDim, false, true, accumulate, alpha, bPacked);
-  else kern.matmulQuant(x, w, y, N, accumulate, alpha);
-}
-
-/**
- * A training graph's products with a frozen weight in any format (the
- * kernels' matmulQuantTrain for a serving format: bf16 dot products where
- * the kernels have them): transW false y[N, out] (+)= x[N, in]·Wᵀ, true
- * y[N, in] (+)= x[N, out]·W (the input gradient). bPacked: an fp32 W packed
- * ahead in that orientation (PackedWeights), or null.
- */
-export function matmulFrozen(
-  kern: Kernels,
-  x: Float32Array,
-  w: ProjectionWeight,
-  y: Float32Array,
-  N: number,
-  out: number,
-  inDim: number,
-  transW: boolean,
-  accumulate: boolean,
-  bPacked: Float32Array | null = null,
-): void {
-  if (!(w instanceof Float32Array)) kern.matmulQuantTrain(x, w, y, N, transW, accumulate, 1);
-  else if (transW) kern.matmul(x, w, y, N, inDim, out, false, false, accumulate, 1, bPacked);
-  else kern.matmul(x, w, y, N, out, inDim, false, true, accumulate, 1, bPacked);
-}
-
-/** Row `row` of an embedding table in any format, into out[0..cols). */
-export function matrixRow(w: ProjectionWeight, row: number, cols: number, out: Float32Array): void {
-  if (w instanceof Float32Array) out.set(w.subarray(row * cols, row * cols + cols));
-  else dequantizeRow(w, row, out);
 }

@@ -19,7 +19,7 @@ import { loadModel, loadServingModel } from "../loading/load.js";
 import { type SafetensorsDtype, writeSafetensors } from "../loading/safetensors.js";
 import { FAMILY_CONFIGS } from "../testing/family-configs.js";
 import { randomLoraAdapter, randomModelWeights, smallTestConfig } from "../testing/random-weights.js";
-import { heldWeightBytes, readServingWeights, servingWeights } from "./serving.js";
+import { heldWeightBytes, readServingWeights, servingWeights } from "./serving-weights.js";
 
 const FORMATS = ["bf16", "int8", "q4_0"] as const;
 const PICO_DIR = fileURLToPath(new URL("../../../../../models/pico-llama", import.meta.url));

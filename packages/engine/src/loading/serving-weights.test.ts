@@ -6,6 +6,7 @@ import { loraLayersOf, zerosLike } from "../adapters/lora.js";
 import { type FamilyName, type ModelConfig, parseModelConfig, SLOTS } from "../families/index.js";
 import { BatchDecoder, createKvCache } from "../generation/decode.js";
 import { createGenerator } from "../generation/generate.js";
+import { decodeWeightBytes } from "../graph/frozen-weights.js";
 import { ModelGraph } from "../graph/model.js";
 import type {
   LayerWeights,
@@ -18,12 +19,12 @@ import { getKernels } from "../kernels/index.js";
 import { dequantizeRow } from "../kernels/quant-matrix.js";
 import type { QuantMatrix } from "../kernels/types.js";
 import { loadModel } from "../loading/load.js";
+import { WEIGHT_FORMATS } from "../quant/formats.js";
 import { Rng } from "../rng.js";
 import { FAMILY_CONFIGS } from "../testing/family-configs.js";
 import { needs } from "../testing/missing-piece.js";
 import { randomLoraAdapter, randomModelWeights, smallTestConfig } from "../testing/random-weights.js";
-import { WEIGHT_FORMATS } from "./formats.js";
-import { decodeWeightBytes, servingWeights, servingWeightsAsync } from "./serving.js";
+import { servingWeights, servingWeightsAsync } from "./serving-weights.js";
 
 const FORMATS = ["bf16", "int8", "q4_0"] as const;
 
