@@ -18,6 +18,7 @@ torchrun sets them (env:// rendezvous); gloo on the CPU, NCCL on GPUs.
 import argparse
 import json
 import os
+import queue
 import signal
 import sys
 import threading
@@ -86,13 +87,28 @@ def main(argv=None):
     cancel = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: cancel.set())
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    replies = queue.Queue()
+    ask = None
     if args.stdin_commands:
         def read_commands():
             for line in sys.stdin:
-                if line.strip() and json.loads(line).get("type") == "cancel":
+                command = json.loads(line) if line.strip() else {}
+                if command.get("type") == "cancel":
                     cancel.set()
+                elif command.get("type") == "scores":
+                    replies.put(command)
             os._exit(0)  # the worker is gone: nobody is left to report to
         threading.Thread(target=read_commands, daemon=True).start()
+
+        def ask(request):
+            """Writes a request event and waits for the worker's reply; None on a cancel."""
+            emit(request)
+            while not cancel.is_set():
+                try:
+                    return replies.get(timeout=0.1)
+                except queue.Empty:
+                    pass
+            return None
 
     world = int(os.environ.get("WORLD_SIZE", "1"))
     rank = int(os.environ.get("RANK", "0"))
@@ -136,7 +152,7 @@ def main(argv=None):
         if compiles(job, device, compile_layers):
             model.compile_layers()
         began = time.perf_counter()
-        trainer = Trainer(job, model, device, say, cancel.is_set)
+        trainer = Trainer(job, model, device, say, cancel.is_set, ask)
         result = trainer.run()
         say({"type": "result", "result": result, "trainSeconds": time.perf_counter() - began})
     except Exception as error:  # reported to the worker, which fails the job with the message

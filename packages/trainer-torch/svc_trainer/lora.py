@@ -12,6 +12,7 @@ import json
 import math
 import os
 import re
+from contextlib import contextmanager
 
 import torch
 from torch import nn
@@ -71,6 +72,33 @@ def attach(model, spec, tensors):
             linear.lora_A, linear.lora_B, linear.lora_scale = a, b, scale
             params += [(tensor_name(layer, module, "A"), a), (tensor_name(layer, module, "B"), b)]
     return params
+
+
+@contextmanager
+def reference_policy(model, frozen=None):
+    """The model computes the reference policy inside: the adapter switched off (frozen None: the
+    base model, no second copy of its weights), or a frozen adapter's factors ({PEFT name: tensor},
+    a run's start adapter) in place of the trained ones. Used under torch.no_grad()."""
+    if not hasattr(model, "desc"):
+        raise ValueError('DPO and GRPO train svc\'s decoder (hyperparameters.torchModel "svc")')
+    desc = model.desc
+    views = []
+    for layer in range(desc["numHiddenLayers"]):
+        for module in desc["modules"]:
+            linear = getattr(getattr(model.model.layers[layer], module["parent"]), module["name"])
+            if linear.lora_A is None:
+                continue
+            if frozen is None:
+                linear.lora_view = (None, None)
+            else:
+                a, b = (frozen[tensor_name(layer, module, f)].to(linear.lora_A.device) for f in "AB")
+                linear.lora_view = (a.view_as(linear.lora_A), b.view_as(linear.lora_B))
+            views.append(linear)
+    try:
+        yield
+    finally:
+        for linear in views:
+            linear.lora_view = None
 
 
 def peft_config(spec, base_model_name, revision=None):

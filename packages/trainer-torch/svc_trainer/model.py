@@ -47,14 +47,18 @@ class Linear(nn.Module):
         self.lora_A = None
         self.lora_B = None
         self.lora_scale = 0.0
+        # Another policy's factors in place of the trained ones for a reference pass (lora.reference_policy):
+        # (None, None) is the adapter switched off, (A, B) a frozen adapter's.
+        self.lora_view = None
 
     def forward(self, x):
         y = F.linear(x, self.weight, self.bias)
-        if self.lora_A is None:
+        a, b = (self.lora_A, self.lora_B) if self.lora_view is None else self.lora_view
+        if a is None:
             return y
-        u = F.linear(x, self.lora_A)  # [..., r]
+        u = F.linear(x, a)  # [..., r]
         # y + scale * u B^T with the scale and the sum in the GEMM's epilogue (no passes over y of their own)
-        return torch.addmm(y.flatten(0, -2), u.flatten(0, -2), self.lora_B.t(), alpha=self.lora_scale).view(y.shape)
+        return torch.addmm(y.flatten(0, -2), u.flatten(0, -2), b.t(), alpha=self.lora_scale).view(y.shape)
 
 
 class RMSNorm(nn.Module):

@@ -1,20 +1,18 @@
-"""Supervised LoRA fine-tuning with the engine's meaning of every hyperparameter.
+"""LoRA training with the engine's meaning of every hyperparameter: the loop every method shares.
 
-The worker hands over what the engine decided: the tokenized examples (input
-ids and labels, after the engine's dataset validation and truncation), the
-resolved hyperparameters and the planned step count. From there the run is
-the engine's train(): each epoch's order from (seed, epoch) with the engine's
+The worker hands over what the engine decided: the tokenized examples (after the
+engine's dataset validation and truncation), the resolved hyperparameters and
+the planned step count. From there the run is the engine's training loop
+(training-loop.ts): each epoch's order from (seed, epoch) with the engine's
 generator, steps of batchSize x gradientAccumulationSteps examples in
-micro-batches of batchSize, the loss summed over a step's trained tokens and
-divided by their count, global-norm clipping, AdamW (PyTorch's, the engine's
+micro-batches of batchSize, global-norm clipping, AdamW (PyTorch's, the engine's
 semantics), Hugging Face's schedules, evaluation every evalSteps and at the
 end, a checkpoint every saveSteps and on cancel, the final adapter in final/.
+What differs between methods is an objective, as the engine's TrainingObjective:
+SFT's token loss (sft.py), DPO/SimPO's preference loss (dpo.py) and GRPO's
+sampled, scored policy-gradient step (grpo.py).
 
-With packing (the job's `packing`), each micro-batch's sequences share rows
-of up to maxLength tokens, each at its own positions and seeing only itself:
-the same losses and gradients with less padding computed.
-
-Data parallelism (torch.distributed, env:// rendezvous as torchrun sets it):
+Data parallelism (torch.distributed, env:// rendezvous as torchrun sets it; SFT):
 each rank runs its share of every step's examples; the LoRA gradients and the
 loss sums are all-reduced (summed) before clipping, so a step is the same
 computation as on one process with the same global batch. With FSDP (the job's
@@ -29,75 +27,17 @@ import time
 
 import torch
 import torch.distributed as dist
-import torch.nn.functional as F
 
+from .batches import token_loss  # noqa: F401 (bench/torch-train.py reads it from here)
 from .checkpoint import load_start_adapter, restore_checkpoint, write_checkpoint
 from .fsdp import shard_base
 from .lora import attach, init_adapter, save_adapter
 from .rng import epoch_order
 from .schedule import learning_rate_at
-from .tokens import read_tokens
 
 
 class Cancelled(Exception):
     pass
-
-
-def make_batch(examples, pad, device):
-    """Right-padded input ids [B, T] and shifted targets (-100 where nothing is predicted), as makeBatch."""
-    T = max(len(e[0]) for e in examples)
-    ids = torch.full((len(examples), T), pad, dtype=torch.long)
-    targets = torch.full((len(examples), T), -100, dtype=torch.long)
-    for b, (input_ids, labels) in enumerate(examples):
-        n = len(input_ids)
-        ids[b, :n] = input_ids
-        if n > 1:
-            targets[b, : n - 1] = labels[1:n]
-    return ids.to(device), targets.to(device)
-
-
-def make_packed_batch(examples, capacity, pad, device):
-    """The micro-batch packed into rows of at most `capacity` tokens (first fit, in order): input ids,
-    targets, and (positions, segments, rope_len) for the model. Each sequence keeps its positions from 0
-    and sees only itself, so every token's loss is the one it has unpacked; only padding is saved."""
-    rows = []
-    for e in examples:
-        row = next((r for r in rows if sum(len(x[0]) for x in r) + len(e[0]) <= capacity), None)
-        if row is None:
-            rows.append([e])
-        else:
-            row.append(e)
-    T = max(sum(len(x[0]) for x in r) for r in rows)
-    shape = (len(rows), T)
-    ids = torch.full(shape, pad, dtype=torch.long)
-    targets = torch.full(shape, -100, dtype=torch.long)
-    positions = torch.zeros(shape, dtype=torch.long)
-    segments = torch.full(shape, -1, dtype=torch.long)
-    for r, row in enumerate(rows):
-        offset = 0
-        for k, (input_ids, labels) in enumerate(row):
-            n = len(input_ids)
-            ids[r, offset : offset + n] = input_ids
-            if n > 1:
-                targets[r, offset : offset + n - 1] = labels[1:n]
-            positions[r, offset : offset + n] = torch.arange(n)
-            segments[r, offset : offset + n] = k
-            offset += n
-    rope_len = max(len(e[0]) for e in examples)
-    return ids.to(device), targets.to(device), (positions.to(device), segments.to(device), rope_len)
-
-
-def count_targets(examples):
-    return sum(int((labels[1:] >= 0).sum()) for _, labels in examples)
-
-
-def token_loss(model, ids, targets, autocast, packing=None):
-    with autocast():
-        logits = model(ids) if packing is None else model(ids, packing)
-    logits = logits.float()
-    V = logits.shape[-1]
-    loss_sum = F.cross_entropy(logits.view(-1, V), targets.view(-1), ignore_index=-100, reduction="sum")
-    return loss_sum, logits
 
 
 def peak_memory_bytes(device):
@@ -106,13 +46,30 @@ def peak_memory_bytes(device):
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
+def objective_for(trainer):
+    """The job's method's objective (job["method"], default "sft")."""
+    method = trainer.job.get("method", "sft")
+    if method == "sft":
+        from .sft import SftObjective
+        return SftObjective(trainer)
+    if method == "dpo":
+        from .dpo import DpoObjective
+        return DpoObjective(trainer)
+    if method == "grpo":
+        from .grpo import GrpoObjective
+        return GrpoObjective(trainer)
+    raise ValueError(f'method must be "sft", "dpo" or "grpo" (got {method!r})')
+
+
 class Trainer:
-    def __init__(self, job, model, device, emit, cancelled):
+    def __init__(self, job, model, device, emit, cancelled, ask=None):
         self.job = job
         self.model = model
         self.device = device
         self.emit = emit
         self.cancelled = cancelled
+        # GRPO asks its worker to score completions: ask(request) -> the reply (__main__.py)
+        self.ask = ask
         self.s = job["settings"]
         # The last step that completed (None before the first): what an error report names.
         self.last_step = None
@@ -123,22 +80,12 @@ class Trainer:
         self.fsdp = bool(job.get("fsdp"))
         self.autocast = (lambda: torch.autocast("cuda", dtype=torch.bfloat16)) if bf16 else _no_autocast
 
-    def _share(self, items):
+    def share(self, items):
         """This rank's contiguous share of a list."""
         chunk = math.ceil(len(items) / self.world)
         return items[self.rank * chunk : (self.rank + 1) * chunk]
 
-    def _micro_batches(self, mine, B, size):
-        """This rank's micro-batches of `mine`; under FSDP as many as the longest share of `size`
-        examples has (each forward all-gathers the base), filled up with empty micro-batches."""
-        batches = [mine[i : i + B] for i in range(0, len(mine), B)]
-        if self.fsdp:
-            rounds = math.ceil(math.ceil(size / self.world) / B)
-            empty = [(torch.tensor([self.job["padTokenId"]]), torch.tensor([-100]))]
-            batches += [empty] * (rounds - len(batches))
-        return batches
-
-    def _all_sum(self, values):
+    def all_sum(self, values):
         t = torch.tensor(values, dtype=torch.float64, device=self.device)
         if self.world > 1:
             dist.all_reduce(t)
@@ -146,14 +93,12 @@ class Trainer:
 
     def run(self):
         job, s, device = self.job, self.s, self.device
-        train = read_tokens(job["trainTokens"])
-        evals = read_tokens(job["evalTokens"]) if job.get("evalTokens") else []
-        n = len(train)
+        objective = objective_for(self)
+        n = objective.n
         B, accum = s["batchSize"], s["gradientAccumulationSteps"]
         samples_per_step = B * accum
         steps_per_epoch = math.ceil(n / samples_per_step)
         total = job["totalSteps"]
-        pad = job["padTokenId"]
         peft_model = hasattr(self.model, "attach_adapter")  # transformers + peft (hf.py)
         if peft_model:
             spec, params = self.model.attach_adapter(s["lora"], s["seed"])
@@ -202,28 +147,28 @@ class Trainer:
             if epoch != order_epoch:
                 order, order_epoch = epoch_order(n, s["seed"], epoch), epoch
             start = (step % steps_per_epoch) * samples_per_step
-            chosen = [train[j] for j in order[start : min(n, start + samples_per_step)]]
-            step_targets = count_targets(chosen)
-            step_tokens = sum(len(e[0]) for e in chosen)
-            mine = self._share(chosen)
             began = time.perf_counter()
-            loss_sum = 0.0
-            stop = False
-            for batch in self._micro_batches(mine, B, len(chosen)):
+            # None: cancelled before any gradient was added (GRPO's sampling and scoring)
+            pass_ = objective.begin_step(step, order[start : min(n, start + samples_per_step)])
+            stop = pass_ is None
+            for batch in [] if stop else pass_.micro_batches:
                 # ranks agree on a cancel once per step (below); one process stops between micro-batches
                 if self.world == 1 and self.cancelled():
                     stop = True
                     break
-                loss, _ = self.micro_batch(batch, pad)
-                (loss / step_targets).backward()
-                loss_sum += float(loss.detach())
+                pass_.run(batch)
             if self.world > 1:
-                stop = self._all_sum([1.0 if stop or self.cancelled() else 0.0])[0] > 0
+                stop = self.all_sum([1.0 if stop or self.cancelled() else 0.0])[0] > 0
             if stop:
                 optimizer.zero_grad(set_to_none=True)
                 directory = checkpoint()
                 return {"status": "cancelled", "steps": step, "finalLoss": last_loss, "evalLoss": last_eval,
                         "adapterDir": directory, "checkpoints": checkpoints}
+            # a step that trained nothing (GRPO's zero groups) still takes AdamW's step on zero gradients, as the engine does
+            for p in plist:
+                if p.grad is None:
+                    p.grad = torch.zeros_like(p)
+            sums = pass_.sums
             if self.world > 1:
                 flat = torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1) for p in plist])
                 dist.all_reduce(flat)
@@ -231,7 +176,7 @@ class Trainer:
                 for p in plist:
                     p.grad = flat[offset : offset + p.numel()].view_as(p).clone()
                     offset += p.numel()
-                loss_sum = self._all_sum([loss_sum])[0]
+                sums = self.all_sum(sums)
             if s["maxGradNorm"] > 0:
                 torch.nn.utils.clip_grad_norm_(plist, s["maxGradNorm"])
             lr = learning_rate_at(s["lrSchedulerType"], s["learningRate"], step, s["warmupSteps"], total)
@@ -241,32 +186,26 @@ class Trainer:
             optimizer.zero_grad(set_to_none=True)
             step += 1
             self.last_step = step
-            last_loss = loss_sum / step_targets
+            last_loss, figures = pass_.result(sums)
             seconds = time.perf_counter() - began
-            eval_loss = eval_accuracy = None
+            evaluation = None
             eval_now = s.get("evalSteps") is not None and step % s["evalSteps"] == 0
-            exact_match_ids = None
-            if evals and (eval_now or step == total):
-                result = self.evaluate(evals, B, pad)
-                if result is not None:
-                    eval_loss, eval_accuracy = result
-                    last_eval = eval_loss
-                    # under FSDP every rank takes part in each forward pass
-                    if job.get("exactMatch") and (self.rank == 0 or self.fsdp):
-                        exact_match_ids = self.generate(job["exactMatch"])
+            if objective.has_eval and (eval_now or step == total):
+                evaluation = objective.evaluate()
+                if evaluation is not None:
+                    last_eval = evaluation["loss"]
             progress = {
-                "step": step, "totalSteps": total, "loss": last_loss, "evalLoss": eval_loss,
-                "evalTokenAccuracy": eval_accuracy, "evalExactMatch": None, "learningRate": lr,
+                "step": step, "totalSteps": total, "loss": last_loss, "evalLoss": None,
+                "evalTokenAccuracy": None, "evalExactMatch": None, "learningRate": lr,
                 "epoch": step / steps_per_epoch,
-                "tokensPerSecond": step_tokens / seconds if seconds > 0 else 0,
+                "tokensPerSecond": pass_.tokens / seconds if seconds > 0 else 0,
                 "backend": "torch", "device": self.describe_device(),
                 "memoryBytes": peak_memory_bytes(device),
             }
-            if exact_match_ids is not None:
-                progress["exactMatchIds"] = exact_match_ids
-            history.append({"step": step, "loss": last_loss, "eval_loss": eval_loss,
-                            "eval_token_accuracy": eval_accuracy, "eval_exact_match": None,
-                            "learning_rate": lr, "epoch": progress["epoch"]})
+            row = {"step": step, "loss": last_loss, "eval_loss": None, "learning_rate": lr,
+                   "epoch": progress["epoch"]}
+            objective.report(progress, row, figures, evaluation)
+            history.append(row)
             if self.rank == 0:
                 self.emit({"type": "progress", "progress": progress})
             if s.get("saveSteps") is not None and step % s["saveSteps"] == 0:
@@ -277,56 +216,23 @@ class Trainer:
         return {"status": "completed", "steps": step, "finalLoss": last_loss, "evalLoss": last_eval,
                 "adapterDir": final, "checkpoints": checkpoints}
 
-    def micro_batch(self, examples, pad, with_targets=False):
-        """The summed token loss of a micro-batch (and its logits), padded or packed."""
-        if self.packing:
-            ids, targets, packing = make_packed_batch(examples, self.s["maxLength"], pad, self.device)
-        else:
-            (ids, targets), packing = make_batch(examples, pad, self.device), None
-        loss, logits = token_loss(self.model, ids, targets, self.autocast, packing)
-        return (loss, logits, targets) if with_targets else (loss, logits)
-
-    @torch.no_grad()
-    def generate(self, exact_match):
-        """Greedy answers (token ids, the end-of-turn token left out) of the exact-match sample's prompts:
-        the worker decodes and compares them as the engine does. None when cancelled part-way."""
-        eos = set(exact_match["eosTokenIds"])
-        answers = []
-        for prompt in exact_match["prompts"]:
-            if self.world == 1 and self.cancelled():
-                return None
-            ids = list(prompt)
-            answer = []
-            for _ in range(exact_match["maxTokens"]):
-                with self.autocast():
-                    logits = self.model(torch.tensor([ids], device=self.device))
-                token = int(logits[0, -1].float().argmax())
-                if token in eos:
-                    break
-                answer.append(token)
-                ids.append(token)
-            answers.append(answer)
-        return answers
-
     def describe_device(self):
         kind = self.device.type
         return f"{kind} x{self.world}" if self.world > 1 else kind
 
-    @torch.no_grad()
-    def evaluate(self, examples, B, pad):
-        """(mean token loss, token accuracy) over the set; None when cancelled part-way."""
-        loss_sum = correct = count = 0.0
-        mine = self._share(examples)
-        for batch in self._micro_batches(mine, B, len(examples)):
-            if self.world == 1 and self.cancelled():
-                return None
-            loss, logits, targets = self.micro_batch(batch, pad, with_targets=True)
-            counted = targets != -100
-            loss_sum += float(loss)
-            count += float(counted.sum())
-            correct += float(((logits.argmax(-1) == targets) & counted).sum())
-        loss_sum, correct, count = self._all_sum([loss_sum, correct, count])
-        return loss_sum / count, correct / count
+
+class StepPass:
+    """One optimizer step's work, planned by an objective: its micro-batches, run(batch) for the
+    forward and backward of one (adding into the LoRA gradients, scaled so the step's sum is its
+    mean), `sums` (the figures summed over micro-batches, all-reduced across ranks) and
+    result(sums) -> (loss, figures) once every micro-batch ran."""
+
+    def __init__(self, micro_batches, run, sums, result, tokens):
+        self.micro_batches = micro_batches
+        self.run = run
+        self.sums = sums
+        self.result = result
+        self.tokens = tokens
 
 
 class _no_autocast:
