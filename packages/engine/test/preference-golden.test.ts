@@ -74,6 +74,7 @@ for (const dir of cases) {
         settings,
         pad: 2,
         reference: new ReferenceLogProbs(2),
+        referenceLora: null,
       });
       const loss = (losses[0].loss + losses[1].loss) / 2;
       assert.ok(Math.abs(loss - want.loss) <= 1e-5 * want.loss, `loss ${loss} vs ${want.loss}`);

@@ -4,8 +4,10 @@
 // and a sequence's log-probability is minus the sum of its rows' cross-entropy.
 //
 // The reference policy is the same graph with the adapter switched off (lora
-// null): no second copy of the weights. Its log-probabilities never change, so
-// they are computed once per pair, the first time the pair is met, and kept.
+// null): no second copy of the weights. A run from a start adapter has that
+// adapter, frozen, as its reference instead (referenceLora). Either way its
+// log-probabilities never change, so they are computed once per pair, the
+// first time the pair is met, and kept.
 //
 // The gradient: the loss depends on the tokens only through the sequence sums,
 // so d loss/d CE(row) = −d loss/d log πθ(y) for every answer row of y. One
@@ -134,6 +136,8 @@ export interface PairPassOptions {
   settings: PreferenceSettings;
   pad: number;
   reference: ReferenceLogProbs;
+  /** The reference policy's adapter: the start adapter, frozen; null: the adapter switched off. */
+  referenceLora: LoraLayers | null;
 }
 
 /**
@@ -146,7 +150,7 @@ export function pairPass(pairs: TokenizedPair[], indices: number[], o: PairPassO
   const batch = makeBatch(sequences, o.pad);
   const rowLoss = new Float32Array(batch.B * batch.T);
   if (settings.loss === "sigmoid" && indices.some((i) => !o.reference.has(i))) {
-    graph.forward(batch, null, null, rowLoss); // the reference: the adapter switched off
+    graph.forward(batch, o.referenceLora, null, rowLoss); // the reference: frozen start adapter, or none
     const [ref] = sequenceSums(rowLoss, batch.targets, batch.B, batch.T);
     indices.forEach((i, k) => {
       if (!o.reference.has(i)) o.reference.set(i, -ref[2 * k], -ref[2 * k + 1]);

@@ -96,6 +96,60 @@ test("resuming from a checkpoint gives the same final adapter as an uninterrupte
   for (const [name, t] of a) assert.deepEqual(b.get(name), t, name);
 });
 
+test("from a start adapter the policy is a trainable copy of it and the reference that adapter, frozen", async () => {
+  // the start adapter: a short run from the base, whose margin is far from 0 under the base as reference
+  const first: PreferenceProgress[] = [];
+  const start = await trainPreference({
+    model,
+    trainSet: pairs,
+    hyperparameters: { ...hyper, maxSteps: 4 },
+    outputDir: join(root, "start"),
+    onProgress: (p) => {
+      first.push(p);
+    },
+  });
+  assert.ok(first[3].preference.margin > 0.1, `start run margin ${first[3].preference.margin}`);
+  const reports: PreferenceProgress[] = [];
+  const from = (
+    outputDir: string,
+    extra: Partial<PreferenceTrainHyperparameters> = {},
+    resumeFrom?: string,
+  ) =>
+    trainPreference({
+      model,
+      trainSet: pairs,
+      hyperparameters: { ...hyper, maxSteps: 4, ...extra },
+      outputDir: join(root, outputDir),
+      startAdapter: start.adapterDir,
+      resumeFrom,
+      onProgress: (p) => {
+        reports.push(p);
+      },
+    });
+  // step 1: the policy is the start adapter and so is the reference: every reward 0, loss log 2
+  const tiny = await from("from-tiny", { maxSteps: 1, learningRate: 1e-12 });
+  assert.ok(Math.abs((reports[0].loss as number) - Math.log(2)) < 1e-6, `${reports[0].loss}`);
+  assert.deepEqual(reports[0].preference, { chosenReward: 0, rejectedReward: 0, margin: 0, accuracy: 0.5 });
+  // the policy started from the start adapter's weights (a step of lr 1e-12 leaves them)
+  const startTensors = loadAdapter(start.adapterDir).tensors;
+  for (const [name, t] of loadAdapter(tiny.adapterDir).tensors) {
+    const want = startTensors.get(name) as Float32Array;
+    const gap = t.reduce((m, v, i) => Math.max(m, Math.abs(v - want[i])), 0);
+    assert.ok(gap < 1e-6, `${name} moved ${gap} from the start adapter`);
+  }
+  // it trains, and the reference stays the start adapter on resume: same final adapter as in one go
+  reports.length = 0;
+  const more = { maxSteps: 8, learningRate: 5e-3 };
+  const full = await from("from-full", more);
+  const late = ((reports[6].loss as number) + (reports[7].loss as number)) / 2;
+  assert.ok(late < Math.log(2) - 0.05, `loss of steps 7-8 ${late}`);
+  const part = await from("from-part", { ...more, saveSteps: 4 });
+  const resumed = await from("from-resumed", more, part.checkpoints[0].dir);
+  const a = loadAdapter(full.adapterDir).tensors;
+  const b = loadAdapter(resumed.adapterDir).tensors;
+  for (const [name, t] of a) assert.deepEqual(b.get(name), t, name);
+});
+
 test("SimPO trains without a reference and raises its margin", async () => {
   const reports: PreferenceProgress[] = [];
   await trainPreference({

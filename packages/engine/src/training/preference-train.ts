@@ -5,6 +5,8 @@
 // micro-batch, the data order is epochOrder(seed, epoch) over the pairs, the
 // schedule, clipping, AdamW, checkpoints (trainer_state.json + optimizer state)
 // and resume are train()'s. Each step's loss is the mean over its pairs.
+// From a startAdapter the policy is a trainable copy of that adapter and the
+// reference the adapter itself, frozen (as GRPO's): step 1's rewards are 0.
 
 import type { PreferenceRow } from "../data/preference-dataset.js";
 import { EngineError } from "../errors.js";
@@ -23,7 +25,7 @@ import {
   ReferenceLogProbs,
 } from "./preference-step.js";
 import { plannedSteps, resolveHyperparameters } from "./train.js";
-import type { TrainerState } from "./train-checkpoint.js";
+import { frozenStartAdapter, type TrainerState } from "./train-checkpoint.js";
 import { runTrainingLoop, startTrainingRun, type TrainingObjective } from "./training-loop.js";
 
 export type PreferenceTrainHyperparameters = TrainHyperparameters & PreferenceHyperparameters;
@@ -40,11 +42,7 @@ export interface PreferenceProgress extends TrainProgress {
 }
 
 export interface PreferenceTrainOptions
-  // No startAdapter yet: a DPO run from an adapter needs that adapter as its frozen reference, not the base.
-  extends Omit<
-    TrainOptions,
-    "trainSet" | "evalSet" | "hyperparameters" | "prepared" | "onProgress" | "startAdapter"
-  > {
+  extends Omit<TrainOptions, "trainSet" | "evalSet" | "hyperparameters" | "prepared" | "onProgress"> {
   trainSet: PreferenceRow[];
   evalSet?: PreferenceRow[];
   hyperparameters: PreferenceTrainHyperparameters;
@@ -88,11 +86,14 @@ export async function trainPreference(options: PreferenceTrainOptions): Promise<
   const pairs = prepared.train.pairs;
   const evalPairs = prepared.eval?.pairs ?? [];
   const n = pairs.length;
-  // the reference is the run's graph with the adapter off: no second copy of the weights. A
-  // startAdapter (untyped callers) is not loaded: it would need to be the reference too.
-  const loopOptions = { ...options, startAdapter: undefined };
-  const run = startTrainingRun(loopOptions, settings, n, plannedSteps(n, options.hyperparameters));
+  const run = startTrainingRun(options, settings, n, plannedSteps(n, options.hyperparameters));
   const { graph, lora, grads } = run;
+  // the reference: the start adapter, frozen, or the run's graph with the adapter off (no copy of
+  // anything). SimPO has no reference.
+  const referenceLora =
+    options.startAdapter && preference.loss === "sigmoid"
+      ? frozenStartAdapter(options.startAdapter, model.config, settings.lora, settings.seed)
+      : null;
   const B = settings.batchSize;
   const pad = model.tokenizer.padTokenId;
   const reference = new ReferenceLogProbs(n);
@@ -113,6 +114,7 @@ export async function trainPreference(options: PreferenceTrainOptions): Promise<
         settings: preference,
         pad,
         reference,
+        referenceLora,
       };
       return {
         tokens,
@@ -132,7 +134,7 @@ export async function trainPreference(options: PreferenceTrainOptions): Promise<
             const result = await evaluatePairs(
               evalPairs,
               B,
-              { graph, lora, settings: preference, pad, reference: evalReference },
+              { graph, lora, settings: preference, pad, reference: evalReference, referenceLora },
               signal,
             );
             if (result === null) return null;

@@ -4,10 +4,12 @@
 // they let a run resume to the same weights, bit for bit.
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { initLoraAdapter, loraLayersOf } from "../adapters/lora.js";
 import { loadAdapter } from "../adapters/peft.js";
 import { EngineError } from "../errors.js";
+import type { LoraLayers } from "../graph/weights.js";
 import { readSafetensors, writeSafetensors } from "../loading/safetensors.js";
-import type { LoraAdapter } from "../types.js";
+import type { LoraAdapter, LoraSpec, ModelConfig } from "../types.js";
 import type { AdamW } from "./optim.js";
 
 export interface TrainerState {
@@ -76,6 +78,22 @@ export function loadStartAdapter(dir: string, adapter: LoraAdapter): void {
     );
   }
   for (const [name, t] of adapter.tensors) t.set(saved.tensors.get(name) as Float32Array);
+}
+
+/**
+ * A run's reference policy when it starts from an adapter: a second copy of
+ * the start adapter, never updated (the run's own adapter is the trainable
+ * copy; on resume it comes from the checkpoint, the reference still from here).
+ */
+export function frozenStartAdapter(
+  dir: string,
+  config: ModelConfig,
+  spec: LoraSpec,
+  seed: number,
+): LoraLayers {
+  const frozen = initLoraAdapter(config, spec, seed);
+  loadStartAdapter(dir, frozen);
+  return loraLayersOf(frozen, config);
 }
 
 export function restoreCheckpoint(

@@ -58,10 +58,11 @@ export async function startAdapterLora(
   },
 ): Promise<Lora> {
   const { ref, field } = request;
-  // a GRPO run holds its start adapter, frozen, as its reference (engine grpo-train.ts); DPO does not yet
-  if (request.method === "dpo")
+  // DPO and GRPO runs hold their start adapter, frozen, as the reference (engine preference-train.ts,
+  // grpo-train.ts); the torch backend's DPO does not yet, so such a job is the engine's.
+  if (request.method === "dpo" && request.backend === "torch")
     throw badRequest(
-      `"${field}": method "dpo" cannot start from an adapter yet (its reference policy would have to be that adapter); "sft" and "grpo" jobs can`,
+      `"${field}": the torch backend's method "dpo" cannot start from an adapter yet (its reference policy would have to be that adapter); leave "backend" out or set "engine"`,
     );
   const job = await ctx.store.jobs.get(ref.jobId);
   if (!job || job.project_id !== project.id)

@@ -60,7 +60,8 @@ async function main(): Promise<void> {
     if (input.hyperparameters.method === "dpo") {
       const { model, trainSet, evalSet, prepared, started } = await readPreferenceTrainingSets(input);
       await post(started);
-      run = () => trainPreference({ ...common(model), trainSet, evalSet, prepared });
+      run = () =>
+        trainPreference({ ...common(model), trainSet, evalSet, prepared, startAdapter: input.startAdapter });
     } else if (input.hyperparameters.method === "grpo") {
       const { model, trainSet, started } = await readGrpoTrainingSet(input);
       const scorer = graderScorer(input.hyperparameters.graders ?? []);
