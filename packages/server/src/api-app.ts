@@ -17,6 +17,7 @@ import { eventRoutes } from "./routes/events.js";
 import { exportRoutes } from "./routes/exports.js";
 import { inferenceRoutes } from "./routes/inference.js";
 import { jobPauseRoutes } from "./routes/job-pause.js";
+import { jobScoringRoutes } from "./routes/job-scoring.js";
 import { jobRoutes } from "./routes/jobs.js";
 import { keyRoutes } from "./routes/keys.js";
 import { modelPullRoutes } from "./routes/model-pulls.js";
@@ -62,6 +63,7 @@ export function createApiApp(ctx: ServerContext): Hono<ApiEnv> {
     datasetProfileRoutes,
     jobRoutes,
     jobPauseRoutes,
+    jobScoringRoutes,
     eventRoutes,
     artifactRoutes,
     inferenceRoutes,

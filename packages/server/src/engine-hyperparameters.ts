@@ -11,7 +11,7 @@ import type {
   PreferenceTrainHyperparameters,
   TrainingPrecision,
 } from "@svc/engine";
-import type { JobGrader, JobHyperparameters, TorchModel, TrainingMethod } from "@svc/wire";
+import type { JobGrader, JobHyperparameters, JobReward, TorchModel, TrainingMethod } from "@svc/wire";
 
 /**
  * What a training process trains with: the engine's hyperparameters, DPO's, GRPO's, the method, graders and
@@ -21,6 +21,8 @@ export type EngineJobHyperparameters = PreferenceTrainHyperparameters &
   GrpoHyperparameters & {
     method?: TrainingMethod;
     graders?: JobGrader[];
+    /** The trainer's rewards, scored by its process (worker/trainer-rewards.ts). */
+    rewards?: JobReward[];
     precision?: TrainingPrecision;
     baseWeights?: BaseWeightFormat;
   };

@@ -3,6 +3,7 @@
 import { type Kysely, type Migration, type MigrationProvider, PostgresAdapter } from "kysely";
 import { openAiJobsMigration } from "../store/openai-job-store.js";
 import { projectKeysMigration } from "../store/project-key-store.js";
+import { scoringMigration } from "../store/scoring-store.js";
 
 const initial: Migration = {
   async up(db: Kysely<unknown>) {
@@ -269,6 +270,7 @@ export const migrationProvider: MigrationProvider = {
       "0010_double_fractions": doubleFractions,
       "0011_project_keys": projectKeysMigration,
       "0012_job_pause": jobPause,
+      "0013_trainer_scoring": scoringMigration,
     };
   },
 };

@@ -103,6 +103,10 @@ export interface JobsTable {
   last_crash: string | null;
   /** The training backend the job asks for (docs/gpu-training.md): any worker's, the engine's or PyTorch's. */
   backend: "auto" | "engine" | "torch";
+  /** Why svc paused the job itself ("scorer_gone": store/scoring-store.ts); null for a user's pause. */
+  paused_reason: string | null;
+  /** When a claim for the job's scoring batches (its trainer's scorer) last came. */
+  scorer_seen_at: string | null;
 }
 
 /** A job runner that claims jobs (a server's own or `svc worker`), as it last said it was alive. */

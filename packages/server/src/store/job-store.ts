@@ -20,9 +20,15 @@ import { isUniqueViolation } from "./unique.js";
 
 export type JobRow = JobsTable;
 
-/** A new job's row: its attempt and pause columns start at their defaults (attempt 1, no crash, no pause). */
-export type NewJobRow = Omit<JobRow, "attempt" | "crash_streak" | "last_crash" | "pause_requested"> &
-  Partial<Pick<JobRow, "attempt" | "crash_streak" | "last_crash" | "pause_requested">>;
+/** A new job's row: its attempt, pause and scorer columns start at their defaults (attempt 1, no crash, no pause). */
+type DefaultedColumns =
+  | "attempt"
+  | "crash_streak"
+  | "last_crash"
+  | "pause_requested"
+  | "paused_reason"
+  | "scorer_seen_at";
+export type NewJobRow = Omit<JobRow, DefaultedColumns> & Partial<Pick<JobRow, DefaultedColumns>>;
 
 /** An event as the producer hands it over: type and fields, without jobId/timestamp. */
 export type NewJobEvent = {
@@ -72,6 +78,7 @@ export const toJob = (r: JobRow): Job => ({
   dryRun: r.dry_run === 1,
   backend: r.backend ?? "auto",
   queuedReason: null,
+  pausedReason: r.status === "paused" ? (r.paused_reason ?? null) : null,
   attempt: r.attempt,
   restartedAfter: r.attempt > 1 ? r.last_crash : null,
   error: r.error,
@@ -100,7 +107,15 @@ export class JobStore {
   ) {}
 
   async insert(row: NewJobRow): Promise<Job> {
-    const full: JobRow = { attempt: 1, crash_streak: 0, last_crash: null, pause_requested: 0, ...row };
+    const full: JobRow = {
+      attempt: 1,
+      crash_streak: 0,
+      last_crash: null,
+      pause_requested: 0,
+      paused_reason: null,
+      scorer_seen_at: null,
+      ...row,
+    };
     await this.db.insertInto("jobs").values(full).execute();
     return toJob(full);
   }
@@ -241,9 +256,8 @@ export class JobStore {
 
   /** Queues a paused job again (it resumes from its resume_from checkpoint); false when it was not paused. */
   async resume(id: string): Promise<boolean> {
-    return this.transition(id, { status: ["paused"] }, { status: "queued", pause_requested: 0 }, [
-      { type: "training.resumed" },
-    ]);
+    const patch = { status: "queued" as const, pause_requested: 0, paused_reason: null };
+    return this.transition(id, { status: ["paused"] }, patch, [{ type: "training.resumed" }]);
   }
 
   async isPauseRequested(id: string): Promise<boolean> {

@@ -55,6 +55,8 @@ export class JobTransitions {
     // A cancel that came while the job was pausing wins.
     if (await this.store.jobs.isCancelRequested(row.id)) return this.cancelled(row, step);
     await this.recordEventFile(row);
+    // Set when svc paused the job itself (its trainer's scorer is gone: worker/reward-scoring.ts).
+    const reason = (await this.store.jobs.get(row.id))?.paused_reason ?? null;
     await this.store.jobs.transition(
       row.id,
       this.held(),
@@ -65,7 +67,7 @@ export class JobTransitions {
         resume_from: checkpoint,
         pause_requested: 0,
       },
-      [{ type: "training.paused", step }],
+      [{ type: "training.paused", step, ...(reason ? { reason } : {}) }],
     );
   }
 

@@ -6,6 +6,7 @@ import { type EngineExit, type EngineProcess, forkEngineProcess } from "../proce
 import type { JobRow, NewJobEvent } from "../store/job-store.js";
 import type { Store } from "../store/store.js";
 import type { JobTransitions } from "./job-transitions.js";
+import { awaitTrainerScores } from "./reward-scoring.js";
 import type { JobTensorBoardLog } from "./tensorboard-log.js";
 import type {
   TrainingProcessCommand,
@@ -20,6 +21,8 @@ export interface TrainingRunner {
   dataDir: DataDir;
   backend: "engine" | "torch";
   transitions: JobTransitions;
+  /** Pauses a job running here (its pause flag is stored already): its trainer's scorer is gone. */
+  pause: (jobId: string) => void;
 }
 
 export interface RunningJob {
@@ -123,6 +126,7 @@ export async function runTrainingProcess(
             ...(p.memoryBytes !== undefined ? { memoryBytes: p.memoryBytes } : {}),
             ...(p.preference ? { rewards: p.preference, evalRewards: p.evalPreference ?? null } : {}),
             ...(p.grpo ? { grpo: { ...p.grpo, ...(p.timing ? { seconds: p.timing } : {}) } } : {}),
+            ...(p.evalGrpo !== undefined ? { evalGrpo: p.evalGrpo } : {}),
           },
         ]);
         return;
@@ -144,9 +148,22 @@ export async function runTrainingProcess(
         return settle(runner.transitions, row, job, message, progress);
     }
   };
-  // Messages are handled strictly in order: each waits for the last.
+  // Messages are handled strictly in order: each waits for the last. A score request waits for the
+  // trainer, however long, beside them: its answer goes back to the process, not into the job's record.
   let chain = Promise.resolve();
   child.child.on("message", (message: TrainingProcessMessage) => {
+    if (message.type === "score") {
+      const wait = {
+        store: runner.store,
+        jobId: row.id,
+        stopping: () => job.stopReason !== null,
+        pause: () => runner.pause(row.id),
+      };
+      void awaitTrainerScores(wait, message)
+        .then((reply) => reply && child.send(reply))
+        .catch((error) => console.error(`svc worker: job ${row.id}: scoring step ${message.step}:`, error));
+      return;
+    }
     chain = chain
       .then(() => handle(message))
       .catch((error) => console.error(`svc worker: job ${row.id}:`, error));

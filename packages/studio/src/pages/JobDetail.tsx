@@ -88,6 +88,12 @@ export function JobDetail({ jobId }: { jobId: string }) {
               Waiting: {job.queuedReason}
             </div>
           )}
+          {status === "paused" && job?.pausedReason === "scorer_gone" && (
+            <div className="banner banner-warn" data-testid="paused-reason">
+              Paused: its trainer's scorer is gone. Run <code>svc start --attach {job.id}</code> in the
+              project to score it again; it resumes.
+            </div>
+          )}
           <DownloadProgressCard downloads={ev.downloads} />
           <section className="card">
             <div className="card-head">

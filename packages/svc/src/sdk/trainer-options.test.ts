@@ -172,7 +172,7 @@ test('method "dpo": its settings are checked at construction and sent with the j
   });
   assert.throws(
     () => createTrainer({ ...ok, method: "ppo" as never }),
-    /createTrainer: method: expected "sft" or "dpo"/,
+    /createTrainer: method: expected "sft", "dpo" or "grpo"/,
   );
   assert.throws(
     () => createTrainer({ ...ok, beta: 0.1 }),

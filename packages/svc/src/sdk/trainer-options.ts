@@ -12,6 +12,7 @@ import {
   type ChatMessage,
   type CreateJobRequest,
   DEFAULT_LORA,
+  GRPO_HYPERPARAMETERS,
   type HubDatasetRequest,
   hyperparameterRanges,
   JOB_BACKENDS,
@@ -30,6 +31,7 @@ import {
 } from "@svc/wire";
 import type { BoundInfer } from "./infer.js";
 import { assertSupportedModel, type BaseModelName } from "./models.js";
+import { type GrpoTrainerOptions, validateGrpo } from "./trainer-grpo-options.js";
 
 export interface ChatExample {
   messages: ChatMessage[];
@@ -74,9 +76,12 @@ export interface TrainerCallbacks {
 }
 
 /** The job hyperparameters a trainer takes as they are (maxSteps, learningRate, seed, ...). */
-type TrainerHyperparameters = Omit<JobHyperparameters, "lora" | "gradientAccumulationSteps">;
+type TrainerHyperparameters = Omit<
+  JobHyperparameters,
+  "lora" | "gradientAccumulationSteps" | "graders" | "rewards"
+>;
 
-export interface TrainerOptions extends TrainerHyperparameters {
+export interface TrainerOptions extends TrainerHyperparameters, GrpoTrainerOptions {
   name: string;
   /** A bundled model ("svc/pico-llama") or a Hugging Face Hub id, "<org>/<name>[@<revision>]" (docs/hub.md). */
   model: BaseModelName;
@@ -90,7 +95,8 @@ export interface TrainerOptions extends TrainerHyperparameters {
   lora?: JobHyperparameters["lora"];
   /**
    * "sft" (default): supervised fine-tuning on chat rows; "dpo": preference
-   * tuning on pairs, with beta, labelSmoothing, loss and gamma (docs/post-training.md).
+   * tuning on pairs, with beta, labelSmoothing, loss and gamma; "grpo": reinforcement
+   * on prompts with `rewards` and/or `graders` (docs/post-training.md).
    */
   method?: TrainingMethod;
   dryRun?: boolean;
@@ -116,7 +122,7 @@ export interface TrainerOptions extends TrainerHyperparameters {
   abortSignal?: AbortSignal;
 }
 
-function fail(field: string, expected: string, value: unknown): never {
+export function fail(field: string, expected: string, value: unknown): never {
   throw new TypeError(
     `createTrainer: ${field}: expected ${expected}, got ${JSON.stringify(value) ?? String(value)}`,
   );
@@ -165,7 +171,7 @@ function validateHubDataset(field: string, ds: Record<string, unknown>): void {
 }
 
 /** The API's range (wire-limits.ts), checked before anything is sent. */
-function withinRange(field: string, v: unknown, range: NumericRange): void {
+export function withinRange(field: string, v: unknown, range: NumericRange): void {
   if (v === undefined) return;
   const low = range.exclusiveMin ?? range.min ?? 0;
   const ok =
@@ -224,10 +230,11 @@ export function validateTrainerOptions(o: TrainerOptions): void {
     fail("name", "a non-empty string", o.name);
   assertSupportedModel(o.model, "createTrainer: model");
   if (o.method !== undefined && !TRAINING_METHODS.includes(o.method))
-    fail("method", '"sft" or "dpo"', o.method);
+    fail("method", '"sft", "dpo" or "grpo"', o.method);
   validateDataset("dataset", o.dataset, o.method);
   if (o.evalDataset !== undefined) validateDataset("evalDataset", o.evalDataset, o.method);
   validatePreference(o);
+  validateGrpo(o);
   if (o.lora !== undefined) {
     if (typeof o.lora !== "object" || o.lora === null)
       fail("lora", "{ r, alpha, targetModules?, maxLength? }", o.lora);
@@ -297,7 +304,10 @@ export function validateTrainerOptions(o: TrainerOptions): void {
 /** DPO's settings: in their ranges, only with method "dpo", gamma only with loss "simpo" (as POST /v1/jobs). */
 function validatePreference(o: TrainerOptions): void {
   if (o.method !== "dpo") {
-    const stray = PREFERENCE_HYPERPARAMETERS.find((key) => o[key] !== undefined);
+    // beta is GRPO's KL weight too (validateGrpo checks it there)
+    const stray = PREFERENCE_HYPERPARAMETERS.find(
+      (key) => o[key] !== undefined && !(key === "beta" && o.method === "grpo"),
+    );
     if (stray) fail(stray, 'to be left out unless method is "dpo"', o[stray]);
     return;
   }
@@ -338,6 +348,7 @@ export function hyperparametersOf(o: TrainerOptions): NonNullable<CreateJobReque
     "exactMatchSamples",
     "torchModel",
     ...PREFERENCE_HYPERPARAMETERS,
+    ...GRPO_HYPERPARAMETERS,
   ];
   for (const k of keys) if (o[k] !== undefined) (h as unknown as Record<string, unknown>)[k] = o[k];
   return h;

@@ -1,6 +1,7 @@
 // createTrainer(): a training run described in code. start() uploads the datasets
 // and submits the job; wait() follows its events, runs the callbacks in order and
-// settles with the job and its artifacts; cancel() stops the job on the backend.
+// settles with the job and its artifacts (a GRPO trainer's reward functions
+// score the job meanwhile: reward-scorer.ts); cancel() stops the job on the backend.
 import { readFile } from "node:fs/promises";
 import { basename, resolve } from "node:path";
 import type { TrainingPrecision } from "@svc/engine";
@@ -30,7 +31,9 @@ import {
   type SupportedModel,
   servedModel,
 } from "./models.js";
+import { jobRewards, type ScoringNotice, serveRewards } from "./reward-scorer.js";
 import { defaultProjectDir, openScopedSession, type ScopedSvcSession } from "./session.js";
+import { trainerRewards } from "./trainer-grpo-options.js";
 import {
   type DatasetSource,
   hyperparametersOf,
@@ -48,6 +51,8 @@ export interface WaitOptions {
   /** Sees every event before the callbacks do (the CLI's progress output uses it). */
   onEvent?: (event: JobEvent) => void | Promise<void>;
   signal?: AbortSignal;
+  /** Hears each batch the trainer's reward functions scored (method "grpo" with `rewards`). */
+  onScored?: (notice: ScoringNotice) => void;
   /**
    * Hears when the cloud API goes away and what is done about it (local server
    * restarted, retry countdown, back). Default: one line each on stderr.
@@ -84,6 +89,12 @@ export interface Trainer {
   readonly jobId: string | null;
   /** Submits the job; `backend` overrides the trainer's (svc start --backend). */
   start(overrides?: StartOverrides): Promise<{ jobId: string }>;
+  /**
+   * Takes over an earlier job of this trainer instead of submitting one (svc start --attach): wait()
+   * follows it and, for a GRPO job, scores it with this trainer's rewards (a job paused because its
+   * scorer was gone resumes).
+   */
+  attach(jobId: string): Promise<{ jobId: string }>;
   /**
    * The training dataset's profile for the trainer's model and maxLength
    * (row and token counts, duplicates, a suggested maxLength), which start()
@@ -166,6 +177,20 @@ class SvcTrainer implements Trainer {
     return this.submitted;
   }
 
+  attach(jobId: string): Promise<{ jobId: string }> {
+    this.submitted ??= (async () => {
+      this.session = await openScopedSession(defaultProjectDir());
+      const job = await this.session.scoped.getJob(jobId);
+      this.id = job.id;
+      this.datasetId = job.datasetId;
+      return { jobId: job.id };
+    })().catch((err) => {
+      this.submitted = null;
+      throw err;
+    });
+    return this.submitted;
+  }
+
   private async submit(
     backend: JobBackend | undefined,
     method: TrainingMethod | undefined,
@@ -205,6 +230,8 @@ class SvcTrainer implements Trainer {
       dryRun: this.options.dryRun,
       ...(backend ? { backend } : {}),
       ...(method ? { method } : {}),
+      ...(this.options.graders ? { graders: this.options.graders } : {}),
+      ...(this.options.rewards ? { rewards: jobRewards(trainerRewards(this.options)) } : {}),
       ...(this.options.startAdapter ? { startAdapter: this.options.startAdapter } : {}),
       ...(precision ? { precision } : {}),
       ...(this.options.baseWeights ? { baseWeights: this.options.baseWeights } : {}),
@@ -252,51 +279,70 @@ class SvcTrainer implements Trainer {
     const onApiNotice =
       waitOptions.onApiNotice ?? ((n: ApiNotice) => process.stderr.write(`svc: ${formatApiNotice(n)}\n`));
     const recovery = apiRecovery(onApiNotice);
-    for await (const { event } of streamJobEvents({ client, jobId, signal, recovery })) {
-      await waitOptions.onEvent?.(event);
-      switch (event.type) {
-        case "training.started":
-          // Callbacks see the job as it stood at the event: a short run (or a replayed
-          // stream) may already be finished on the server by the time we fetch it.
-          job = { ...(await client.getJob(jobId)), status: "running", finishedAt: null };
-          await callbacks.onStarted?.({ job });
-          break;
-        case "training.log":
-          await callbacks.onLog?.({
-            step: event.step,
-            loss: event.loss,
-            evalLoss: event.evalLoss,
-            // Events recorded before the task metrics existed lack them.
-            evalTokenAccuracy: event.evalTokenAccuracy ?? null,
-            evalExactMatch: event.evalExactMatch ?? null,
-            learningRate: event.learningRate,
-            epoch: event.epoch,
-            job,
-          });
-          break;
-        case "checkpoint.saved":
-          await callbacks.onCheckpoint?.({
-            step: event.step,
-            job,
-            infer: bindInfer(client, { adapter: { kind: "checkpoint", jobId, step: event.step } }),
-          });
-          break;
-        case "training.completed":
-          job = await client.getJob(jobId);
-          outcome = { kind: "completed", artifacts: event.artifacts };
-          await callbacks.onCompleted?.({ job, artifacts: event.artifacts });
-          break;
-        case "training.failed":
-          job = await client.getJob(jobId);
-          outcome = { kind: "failed", error: event.error };
-          await callbacks.onFailed?.({ job, error: event.error });
-          break;
-        case "training.cancelled":
-          job = await client.getJob(jobId);
-          outcome = { kind: "cancelled" };
-          break;
+    // The trainer's reward functions answer the job's scoring batches while it is followed.
+    const rewards = trainerRewards(this.options);
+    const scoring = new AbortController();
+    const serving =
+      rewards.length > 0
+        ? serveRewards({
+            client,
+            jobId,
+            rewards,
+            signal: signal ? AbortSignal.any([signal, scoring.signal]) : scoring.signal,
+            onScored: waitOptions.onScored,
+          })
+        : null;
+    try {
+      for await (const { event } of streamJobEvents({ client, jobId, signal, recovery })) {
+        await waitOptions.onEvent?.(event);
+        switch (event.type) {
+          case "training.started":
+            // Callbacks see the job as it stood at the event: a short run (or a replayed
+            // stream) may already be finished on the server by the time we fetch it.
+            job = { ...(await client.getJob(jobId)), status: "running", finishedAt: null };
+            await callbacks.onStarted?.({ job });
+            break;
+          case "training.log":
+            await callbacks.onLog?.({
+              step: event.step,
+              loss: event.loss,
+              evalLoss: event.evalLoss,
+              // Events recorded before the task metrics existed lack them.
+              evalTokenAccuracy: event.evalTokenAccuracy ?? null,
+              evalExactMatch: event.evalExactMatch ?? null,
+              learningRate: event.learningRate,
+              epoch: event.epoch,
+              job,
+            });
+            break;
+          case "checkpoint.saved":
+            await callbacks.onCheckpoint?.({
+              step: event.step,
+              job,
+              infer: bindInfer(client, { adapter: { kind: "checkpoint", jobId, step: event.step } }),
+            });
+            break;
+          case "training.completed":
+            job = await client.getJob(jobId);
+            outcome = { kind: "completed", artifacts: event.artifacts };
+            await callbacks.onCompleted?.({ job, artifacts: event.artifacts });
+            break;
+          case "training.failed":
+            job = await client.getJob(jobId);
+            outcome = { kind: "failed", error: event.error };
+            await callbacks.onFailed?.({ job, error: event.error });
+            break;
+          case "training.cancelled":
+            job = await client.getJob(jobId);
+            outcome = { kind: "cancelled" };
+            break;
+        }
       }
+    } finally {
+      scoring.abort();
+      await serving;
     }
+
     signal?.throwIfAborted();
     if (!outcome) outcome = await this.outcomeFromJob(client, jobId, callbacks);
     job = await client.getJob(jobId).catch(() => job);

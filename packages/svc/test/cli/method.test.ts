@@ -67,5 +67,5 @@ test("svc start --method dpo trains a trainer's preference file; without it the 
   assert.match((await runSvc(["jobs", "show", id], { cwd: dir, env })).stdout, /^method {6}dpo$/m);
   const bad = await runSvc(["start", "--method", "ppo"], { cwd: dir, env });
   assert.equal(bad.code, 2);
-  assert.match(bad.stderr, /--method must be sft or dpo \(got "ppo"\)/);
+  assert.match(bad.stderr, /--method must be sft, dpo or grpo \(got "ppo"\)/);
 });

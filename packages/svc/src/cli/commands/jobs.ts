@@ -5,6 +5,7 @@ import { CloudApiError } from "../../sdk/client.js";
 import { streamJobEvents } from "../../sdk/job-event-stream.js";
 import { openExistingScopedSession, type ScopedSvcSession } from "../../sdk/session.js";
 import { type Command, parse, requirePositional, UsageError } from "../args.js";
+import { pausedReasonText } from "../grpo-text.js";
 import { OutagePrinter } from "../outage.js";
 import { printJson, table } from "../output.js";
 import { JobProgressPrinter } from "../progress.js";
@@ -54,7 +55,7 @@ export const jobsCommand: Command = {
         const lines = [
           `id          ${job.id}`,
           `name        ${job.name}`,
-          `status      ${job.status}`,
+          `status      ${job.status}${job.pausedReason ? `: ${pausedReasonText(job.pausedReason, job.id)}` : ""}`,
           `base model  ${job.baseModel}`,
           `method      ${job.method ?? "sft"}`,
           `backend     ${job.backend}`,

@@ -19,8 +19,8 @@ export const startCommand: Command = {
   name: "start",
   summary: "run the project's trainer and follow its progress",
   usage: [
-    "Usage: svc start [--rebuild] [--detach] [--backend auto|engine|torch] [--method sft|dpo]",
-    "                 [--precision auto|fp32|bf16]",
+    "Usage: svc start [--rebuild] [--detach] [--backend auto|engine|torch] [--method sft|dpo|grpo]",
+    "                 [--precision auto|fp32|bf16] [--attach <job-id>]",
     "",
     "Runs the trainer that src/svc/index.ts registers with createSvc. Uses",
     ".svc/build/index.mjs when it exists (svc build refreshes it), builds otherwise.",
@@ -35,13 +35,19 @@ export const startCommand: Command = {
     "event; a remote SVC_CLOUD_API_URL is retried for 2 minutes, then svc start",
     "exits 1 with the command that resumes following (svc jobs follow <id>).",
     "",
+    "A GRPO trainer's reward functions (createTrainer's rewards) run in this process",
+    "while the job trains: each scored step prints a line. When this process is gone",
+    "for 30 s the job pauses; svc start --attach <job-id> scores it again and it resumes.",
+    "",
     "Options:",
     "  --rebuild  build the bundle even when one exists",
     "  --detach   submit and exit without following the job",
     "  --backend  the training backend, overriding the trainer's (docs/gpu-training.md):",
     "             auto (any worker), engine (svc's CPU engine) or torch (svc worker --backend torch)",
     "  --method   the training method, overriding the trainer's (docs/post-training.md):",
-    "             sft (chat rows) or dpo (preference pairs)",
+    "             sft (chat rows), dpo (preference pairs) or grpo (prompts, with rewards or graders)",
+    "  --attach   follow (and, for a GRPO job, score) this trainer's earlier job instead of",
+    "             submitting one; a job paused because its scorer was gone resumes",
     "  --precision  the training precision, overriding the trainer's (docs/training-precision.md):",
     "             auto (default: bf16 where the CPU has bf16 dot products, else fp32), fp32 or bf16",
   ].join("\n"),
@@ -54,6 +60,7 @@ export const startCommand: Command = {
         backend: { type: "string" },
         method: { type: "string" },
         precision: { type: "string" },
+        attach: { type: "string" },
       },
       0,
     );
@@ -62,7 +69,7 @@ export const startCommand: Command = {
       throw new UsageError(`--backend must be auto, engine or torch (got ${JSON.stringify(backend)})`);
     const method = stringOption(values, "method") as TrainingMethod | undefined;
     if (method !== undefined && !TRAINING_METHODS.includes(method))
-      throw new UsageError(`--method must be sft or dpo (got ${JSON.stringify(method)})`);
+      throw new UsageError(`--method must be sft, dpo or grpo (got ${JSON.stringify(method)})`);
     const precision = stringOption(values, "precision") as TrainingPrecision | undefined;
     if (precision !== undefined && !TRAINING_PRECISIONS.includes(precision))
       throw new UsageError(
@@ -92,13 +99,24 @@ export const startCommand: Command = {
         ),
       onStarting: ({ log }) => process.stdout.write(`starting the local server (log: ${log})\n`),
     });
-    const { jobId } = await trainer.start({
-      backend,
-      method,
-      precision,
-      onHubDataset: (notice) => process.stdout.write(`${formatHubDatasetNotice(notice)}\n`),
-    });
-    process.stdout.write(`job ${jobId} submitted: ${trainer.name} on ${trainer.model}\n`);
+    const attach = stringOption(values, "attach");
+    if (attach !== undefined && (backend || method || precision || values.detach))
+      throw new UsageError(
+        "--attach follows an existing job: it takes no --backend, --method, --precision or --detach",
+      );
+    const { jobId } = attach
+      ? await trainer.attach(attach)
+      : await trainer.start({
+          backend,
+          method,
+          precision,
+          onHubDataset: (notice) => process.stdout.write(`${formatHubDatasetNotice(notice)}\n`),
+        });
+    process.stdout.write(
+      attach
+        ? `attached to job ${jobId}: ${trainer.name} on ${trainer.model}\n`
+        : `job ${jobId} submitted: ${trainer.name} on ${trainer.model}\n`,
+    );
     // A job no running worker can take (its backend offered by none) says so at once.
     const submitted = await openExistingScopedSession()
       .then((session) => session?.scoped.getJob(jobId))
@@ -124,6 +142,12 @@ export const startCommand: Command = {
           printer.event(e);
         },
         onApiNotice: outage.notice,
+        onScored: (n) =>
+          printer.line(
+            n.error
+              ? `scoring step ${n.step} failed: ${n.error}`
+              : `scored step ${n.step}: ${n.completions} completions with ${n.rewardNames.join(", ")} (${n.seconds.toFixed(2)}s)`,
+          ),
         signal: watching.signal,
       });
       printer.finish();
