@@ -16,6 +16,7 @@ import { DeploymentDirectory } from "./edge/deployment-directory.js";
 import { createEdgeApp } from "./edge/edge-app.js";
 import { KeyUsageRecorder } from "./edge/key-usage-recorder.js";
 import { type Upstream, UpstreamRegistry } from "./edge/upstreams.js";
+import { BackgroundTurns } from "./events/background-turns.js";
 import { JobEventHub } from "./events/job-event-hub.js";
 import { PgNotifications } from "./events/pg-notifications.js";
 import { admitEventStreamsInTurn } from "./events/stream-admission.js";
@@ -95,13 +96,23 @@ export class PortInUseError extends Error {
 
 type NodeServer = Server;
 
+/**
+ * The kernel's queue of connections waiting to be accepted (capped by
+ * net.core.somaxconn, 4096 on current Linux). Node's default, 511, overflows
+ * when more clients than that connect at once (2,000 event streams): the
+ * kernel then drops their SYNs, and whoever connects next, a /healthz
+ * included, waits the client's 1 s SYN retry. Queued, it waits only for
+ * the connections ahead of it to be accepted (events/background-turns.ts).
+ */
+const LISTEN_BACKLOG = 4096;
+
 function listen(server: NodeServer, host: string, port: number): Promise<number> {
   return new Promise((resolve, reject) => {
     const onError = (error: NodeJS.ErrnoException) => {
       reject(error.code === "EADDRINUSE" ? new PortInUseError(host, port) : error);
     };
     server.once("error", onError);
-    server.listen(port, host, () => {
+    server.listen({ port, host, backlog: LISTEN_BACKLOG }, () => {
       server.off("error", onError);
       resolve((server.address() as AddressInfo).port);
     });
@@ -149,7 +160,9 @@ export async function startServer(options: ServerOptions = {}): Promise<ServerHa
   });
   const opened = await openDatabase({ databaseUrl: options.databaseUrl, sqlitePath: dataDir.sqlitePath });
   const store = new Store(opened);
-  const events = new JobEventHub(store.jobs);
+  // The event streams' background work yields to accepting connections on either listener.
+  const turns = new BackgroundTurns();
+  const events = new JobEventHub(store.jobs, {}, turns);
   const directory = new DeploymentDirectory(store.deployments, options.edgeCacheMs ?? DEFAULTS.edgeCacheMs);
   store.deployments.onChanged = () => directory.invalidate();
   let notifications: PgNotifications | null = null;
@@ -172,6 +185,8 @@ export async function startServer(options: ServerOptions = {}): Promise<ServerHa
   // Bound before the apps exist (the edge port decides the default deployment domain).
   const apiServer = createServer();
   const edgeServer = createServer();
+  turns.watch(apiServer);
+  turns.watch(edgeServer);
   const inference = new InferenceService(store, models, dataDir, options.weightFormat);
   const profiler = new DatasetProfiler(store, dataDir);
   const cleanup = async () => {
@@ -226,7 +241,7 @@ export async function startServer(options: ServerOptions = {}): Promise<ServerHa
     const usage = new KeyUsageRecorder(store.deployments, store.keyUsage);
     const apiApp = createApiApp(ctx);
     const edgeApp = createEdgeApp(ctx, directory, usage);
-    apiServer.on("request", admitEventStreamsInTurn(getRequestListener(apiApp.fetch)));
+    apiServer.on("request", admitEventStreamsInTurn(getRequestListener(apiApp.fetch), turns));
     edgeServer.on("request", getRequestListener(edgeApp.fetch));
     await sweeper.start();
     if ((options.workers ?? 1) > 0) runner.start();

@@ -12,9 +12,12 @@
 // pushes the same bytes to every live subscriber; signals within a short
 // window are read together.
 //
-// Replay work goes through a gate: a few page reads at a time, each after the
-// event loop had a turn, so any number of replays cannot starve other requests.
+// Replay work goes through a gate: a few page reads at a time, each in a
+// turn of the event loop of its own (BackgroundTurns: one that accepted no
+// connection), so any number of replays cannot starve other requests, nor
+// hold up the accepting of their connections.
 import type { JobStore } from "../store/job-store.js";
+import { BackgroundTurns } from "./background-turns.js";
 import { type EventPage, EventPageCache, encodePage, type PageSlice, sliceAfter } from "./event-pages.js";
 import { ResumeMarkers } from "./superseded-steps.js";
 
@@ -73,26 +76,26 @@ const MARKERS_FRESH_MS = 1000;
 /** Live subscribers written to per turn of the event loop. */
 const FANOUT_PER_TURN = 64;
 
-const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
-
-/** Admits `slots` replay steps at a time, each only after the event loop has had a turn. */
+/** Admits `slots` replay steps at a time, each only in a background turn of the event loop. */
 class ReplayGate {
   private readonly waiting: (() => void)[] = [];
 
-  constructor(private free: number) {}
+  constructor(
+    private free: number,
+    private readonly turns: BackgroundTurns,
+  ) {}
 
   acquire(): Promise<void> {
-    return new Promise((resolve) => {
-      if (this.free > 0) {
-        this.free--;
-        setImmediate(resolve);
-      } else this.waiting.push(resolve);
-    });
+    if (this.free > 0) {
+      this.free--;
+      return this.turns.turn();
+    }
+    return new Promise((resolve) => this.waiting.push(resolve));
   }
 
   release(): void {
     const next = this.waiting.shift();
-    if (next) setImmediate(next);
+    if (next) void this.turns.turn().then(next);
     else this.free++;
   }
 }
@@ -106,13 +109,14 @@ export class JobEventHub {
   constructor(
     private readonly jobs: JobStore,
     options: JobEventHubOptions = {},
+    private readonly turns = new BackgroundTurns(),
   ) {
     this.options = { ...HUB_DEFAULTS, ...options };
     this.pages = new EventPageCache(
       (id, after, limit) => jobs.eventsPage(id, after, limit),
       this.options.cacheBytes,
     );
-    this.gate = new ReplayGate(this.options.replayConcurrency);
+    this.gate = new ReplayGate(this.options.replayConcurrency, turns);
     jobs.onEventsAppended = (jobId) => this.signal(jobId);
   }
 
@@ -207,7 +211,7 @@ export class JobEventHub {
         const targets = [...feed.live];
         for (let i = 0; i < targets.length; i++) {
           // A few socket writes per turn of the event loop, however many subscribers there are.
-          if (i > 0 && i % FANOUT_PER_TURN === 0) await nextTurn();
+          if (i > 0 && i % FANOUT_PER_TURN === 0) await this.turns.turn();
           const s = targets[i];
           if (!feed.live.has(s)) continue;
           const slice = sliceAfter(page, s.delivered, null);
@@ -221,7 +225,7 @@ export class JobEventHub {
       } catch (error) {
         console.error(`svc server: reading events of job ${jobId} failed:`, (error as Error).message);
       }
-      if (feed.again) await nextTurn();
+      if (feed.again) await this.turns.turn();
     } while (feed.again);
   }
 
