@@ -67,7 +67,7 @@ export function summarizeSkips({ logFile, root, missingPieceOf, knownPieces, req
       failures.push(`.ci/install enabled ${piece}, yet ${counted(items)} skipped for want of it`);
     else if (required && !knownPieces.includes(piece))
       failures.push(
-        `${counted(items)} skipped naming no piece: give the reason as needs(piece, detail) from @svc/engine`,
+        `${counted(items)} skipped naming no piece: give the reason as needs(piece, detail) from @svc/engine/testing`,
       );
   }
   return { lines, failures };

@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { test } from "node:test";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { MISSING_PIECES, missingPieceOf, needs } from "@svc/engine";
+import { MISSING_PIECES, missingPieceOf, needs } from "@svc/engine/testing";
 import { summarizeSkips } from "./test-skips.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -64,7 +64,7 @@ test("skips are counted by the missing piece their reason names, each skip liste
     assert.deepEqual(summary(["torch", "Chromium", "pytorch"]).failures, [
       '"pytorch" in the enabled pieces is none of: ' + MISSING_PIECES.join(", "),
       ".ci/install enabled torch, yet 2 tests skipped for want of it",
-      "1 test skipped naming no piece: give the reason as needs(piece, detail) from @svc/engine",
+      "1 test skipped naming no piece: give the reason as needs(piece, detail) from @svc/engine/testing",
     ]);
   } finally {
     rmSync(dir, { recursive: true, force: true });

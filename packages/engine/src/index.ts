@@ -86,9 +86,6 @@ export {
   f32ToBf16,
   f32ToF16,
 } from "./quant/half.js";
-export { MISSING_PIECES, type MissingPiece, missingPieceOf, needs } from "./testing/missing-piece.js";
-export { createRandomModel, type RandomModelOptions } from "./testing/random-model.js";
-export { writeTestTokenizer } from "./testing/test-tokenizer.js";
 export { loadTokenizer } from "./text/tokenizer.js";
 export {
   checkToolSchemaInSlices,

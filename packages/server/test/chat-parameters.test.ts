@@ -11,7 +11,8 @@ import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { after, before, describe, it } from "node:test";
 import { promisify } from "node:util";
-import { loadModel, type Model, needs } from "@svc/engine";
+import { loadModel, type Model } from "@svc/engine";
+import { needs } from "@svc/engine/testing";
 import type OpenAI from "openai";
 import {
   call,

@@ -14,7 +14,7 @@ import { closeSync, openSync, readFileSync, readSync, writeSync } from "node:fs"
 import { request } from "node:http";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { createRandomModel } from "@svc/engine";
+import { createRandomModel } from "@svc/engine/testing";
 import { call, type Identity, newIdentity, serverFor, tempDir, until } from "./harness.js";
 
 const MODEL = "test/ascii";

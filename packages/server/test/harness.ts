@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { createRandomModel } from "@svc/engine";
+import { createRandomModel } from "@svc/engine/testing";
 import OpenAI from "openai";
 import { eventsUntilEnd } from "./job-events.js";
 import { createPgDatabase } from "./postgres-cluster.js";

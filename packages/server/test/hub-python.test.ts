@@ -8,7 +8,7 @@ import { execFile, spawnSync } from "node:child_process";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { promisify } from "node:util";
-import { needs } from "@svc/engine";
+import { needs } from "@svc/engine/testing";
 import { ensureSnapshot, isModelFile, modelSnapshotComplete } from "../src/hub/index.js";
 import { tempDir } from "./harness.js";
 import { qwen3Repo } from "./hub-repos.js";

@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
-import { createRandomModel } from "@svc/engine";
+import { createRandomModel } from "@svc/engine/testing";
 import { call, type Identity, newIdentity, serverFor, tempDir } from "./harness.js";
 
 const PICO_DIR = join(fileURLToPath(new URL("../../../..", import.meta.url)), "models/pico-llama");

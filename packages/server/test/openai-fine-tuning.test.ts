@@ -15,7 +15,7 @@ import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { promisify } from "node:util";
-import { needs } from "@svc/engine";
+import { needs } from "@svc/engine/testing";
 import OpenAI, { toFile } from "openai";
 import {
   type Backend,

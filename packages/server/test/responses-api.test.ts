@@ -12,7 +12,7 @@ import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { after, before, describe, it } from "node:test";
 import { promisify } from "node:util";
-import { needs } from "@svc/engine";
+import { needs } from "@svc/engine/testing";
 import OpenAI from "openai";
 import {
   call,

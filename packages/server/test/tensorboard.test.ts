@@ -10,7 +10,7 @@ import { spawnSync } from "node:child_process";
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { needs } from "@svc/engine";
+import { needs } from "@svc/engine/testing";
 import {
   call,
   chatJsonl,

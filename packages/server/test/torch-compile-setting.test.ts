@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { it } from "node:test";
-import { needs } from "@svc/engine";
+import { needs } from "@svc/engine/testing";
 import { hasTorch, runTrainer, TORCH_PYTHON, torchScratch, trainerEvents } from "./torch-harness.js";
 
 it("SVC_TORCH_COMPILE other than 0 or 1 is refused, naming the variable", {

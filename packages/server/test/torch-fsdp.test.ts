@@ -10,7 +10,8 @@ import { spawnSync } from "node:child_process";
 import { mkdtempSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
-import { type DatasetRow, loadModel, needs, prepareSets, type TrainHyperparameters } from "@svc/engine";
+import { type DatasetRow, loadModel, prepareSets, type TrainHyperparameters } from "@svc/engine";
+import { needs } from "@svc/engine/testing";
 import { TRAINER_TORCH_DIR, writeTorchJob } from "../src/worker/torch-job.js";
 import {
   checkpointSteps,

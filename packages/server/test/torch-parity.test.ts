@@ -13,11 +13,11 @@ import {
   type DatasetRow,
   loadModel,
   type Model,
-  needs,
   prepareSets,
   type TrainHyperparameters,
   train,
 } from "@svc/engine";
+import { needs } from "@svc/engine/testing";
 import { exactMatchScore, type TorchJobFiles, writeTorchJob } from "../src/worker/torch-job.js";
 import {
   FIXTURES,

@@ -7,7 +7,8 @@ import assert from "node:assert/strict";
 import { mkdtempSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
-import { loadModel, needs, prepareSets } from "@svc/engine";
+import { loadModel, prepareSets } from "@svc/engine";
+import { needs } from "@svc/engine/testing";
 import { writeTorchJob } from "../src/worker/torch-job.js";
 import {
   completedTorchLogs,

@@ -5,7 +5,7 @@
 // final eval loss, not the base model's.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { needs } from "@svc/engine";
+import { needs } from "@svc/engine/testing";
 import { call, chatJsonl, createJob, eventsUntilEnd, uploadDataset } from "./harness.js";
 import { hasTorch, TORCH_PYTHON, torchCluster, trainingLogs } from "./torch-harness.js";
 

@@ -8,7 +8,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { needs } from "@svc/engine";
+import { needs } from "@svc/engine/testing";
 import {
   call,
   chatJsonl,

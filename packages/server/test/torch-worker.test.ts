@@ -8,7 +8,7 @@
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { describe, it } from "node:test";
-import { needs } from "@svc/engine";
+import { needs } from "@svc/engine/testing";
 import { call, edgeClient, spawnReady, until, waitForExit } from "./harness.js";
 import {
   checkpointSteps,

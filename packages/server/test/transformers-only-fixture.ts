@@ -4,7 +4,7 @@
 // ChatML template) and the hyperparameters its jobs train with.
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { writeTestTokenizer } from "@svc/engine";
+import { writeTestTokenizer } from "@svc/engine/testing";
 
 /**
  * Writes the model folder `dir`: the tokenizer, then a random GPT-2 of its

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
-import { createRandomModel } from "@svc/engine";
+import { createRandomModel } from "@svc/engine/testing";
 import { DataDir } from "../data-dir.js";
 import { ApiError } from "../http/api-error.js";
 import { ExportRunner, MAX_PENDING_EXPORTS } from "./export-runner.js";

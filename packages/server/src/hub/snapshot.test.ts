@@ -14,7 +14,7 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, beforeEach, describe, it } from "node:test";
-import { createRandomModel } from "@svc/engine";
+import { createRandomModel } from "@svc/engine/testing";
 import { TestHub } from "../../test/hub-server.js";
 import type { HubError } from "./hub-error.js";
 import { isModelFile, modelSnapshotComplete } from "./model-files.js";

@@ -10,13 +10,8 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
-import {
-  createGenerator,
-  createRandomModel,
-  heldWeightBytes,
-  loadModel,
-  type WeightFormat,
-} from "@svc/engine";
+import { createGenerator, heldWeightBytes, loadModel, type WeightFormat } from "@svc/engine";
+import { createRandomModel } from "@svc/engine/testing";
 import { EnginePool } from "./engine-pool.js";
 
 setFlagsFromString("--expose-gc");

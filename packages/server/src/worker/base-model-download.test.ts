@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, beforeEach, describe, it } from "node:test";
-import { createRandomModel } from "@svc/engine";
+import { createRandomModel } from "@svc/engine/testing";
 import { TestHub } from "../../test/hub-server.js";
 import { ModelRegistry } from "../models/model-registry.js";
 import type { NewJobEvent } from "../store/job-store.js";

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { test } from "node:test";
-import { needs } from "@svc/engine";
+import { needs } from "@svc/engine/testing";
 import { resolveTorchLaunch, TorchFlagError } from "./torch-launch.js";
 
 const hasTorch = spawnSync("/usr/bin/python3", ["-c", "import torch"]).status === 0;

@@ -8,7 +8,7 @@ import { mkdir, readFile, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { pathToFileURL } from "node:url";
-import { needs } from "@svc/engine";
+import { needs } from "@svc/engine/testing";
 import {
   cliEnv,
   createTestModel,

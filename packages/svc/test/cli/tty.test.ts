@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { needs } from "@svc/engine";
+import { needs } from "@svc/engine/testing";
 import {
   cliEnv,
   HAS_SCRIPT,

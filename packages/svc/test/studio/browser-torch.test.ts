@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { join } from "node:path";
 import { after, describe, test } from "node:test";
-import { needs } from "@svc/engine";
+import { needs } from "@svc/engine/testing";
 import { cliEnv, createTestModel, REPO_ROOT, startTestServer, TEST_MODEL } from "../cli/harness.js";
 import { chromiumMissing, maybeScreenshot, studioInBrowser, TEST_MODEL_TRAINER } from "./browser.js";
 import { SVC_BIN } from "./studio-process.js";
