@@ -18,11 +18,11 @@
 import { loadavg } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { randomModelWeights } from "@svc/engine/testing";
 import { parseModelConfig } from "../packages/engine/dist/src/families/index.js";
 import { createGenerator } from "../packages/engine/dist/src/generation/generate.js";
 import { getKernels } from "../packages/engine/dist/src/kernels/index.js";
 import { loadModel } from "../packages/engine/dist/src/loading/load.js";
-import { randomModelWeights } from "../packages/engine/dist/src/testing/random-weights.js";
 import { loadTokenizer } from "../packages/engine/dist/src/text/tokenizer.js";
 import { SHAPES } from "./shapes.mjs";
 

@@ -23,6 +23,7 @@ import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { randomModelWeights, writeTestTokenizer } from "@svc/engine/testing";
 import { parseModelConfig } from "../packages/engine/dist/src/families/index.js";
 import { BatchDecoder, createKvCache } from "../packages/engine/dist/src/generation/decode.js";
 import { createGenerator } from "../packages/engine/dist/src/generation/generate.js";
@@ -31,8 +32,6 @@ import { decodeWeightBytes } from "../packages/engine/dist/src/graph/frozen-weig
 import { getKernels } from "../packages/engine/dist/src/kernels/index.js";
 import { servingWeights } from "../packages/engine/dist/src/loading/serving-weights.js";
 import { Rng } from "../packages/engine/dist/src/rng.js";
-import { randomModelWeights } from "../packages/engine/dist/src/testing/random-weights.js";
-import { writeTestTokenizer } from "../packages/engine/dist/src/testing/test-tokenizer.js";
 import { loadTokenizer } from "../packages/engine/dist/src/text/tokenizer.js";
 import {
   ggufPath,

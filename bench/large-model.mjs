@@ -14,6 +14,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
+import { randomModelWeights, writeTestTokenizer } from "@svc/engine/testing";
 import {
   initLoraAdapter,
   loraLayersOf,
@@ -26,8 +27,6 @@ import { createGenerator } from "../packages/engine/dist/src/generation/generate
 import { ModelGraph } from "../packages/engine/dist/src/graph/model.js";
 import { getKernels } from "../packages/engine/dist/src/kernels/index.js";
 import { Rng } from "../packages/engine/dist/src/rng.js";
-import { randomModelWeights } from "../packages/engine/dist/src/testing/random-weights.js";
-import { writeTestTokenizer } from "../packages/engine/dist/src/testing/test-tokenizer.js";
 import { loadTokenizer } from "../packages/engine/dist/src/text/tokenizer.js";
 import { AdamW, clipGradNorm } from "../packages/engine/dist/src/training/optim.js";
 import { SHAPES, trainStepFlops } from "./shapes.mjs";

@@ -18,6 +18,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { randomModelWeights } from "@svc/engine/testing";
 import { parseModelConfig } from "../packages/engine/dist/src/families/index.js";
 import { BatchDecoder, createKvCache } from "../packages/engine/dist/src/generation/decode.js";
 import { decodeWeightBytes } from "../packages/engine/dist/src/graph/frozen-weights.js";
@@ -27,7 +28,6 @@ import { loadModel } from "../packages/engine/dist/src/loading/load.js";
 import { servingWeights } from "../packages/engine/dist/src/loading/serving-weights.js";
 import { WEIGHT_FORMATS } from "../packages/engine/dist/src/quant/formats.js";
 import { Rng } from "../packages/engine/dist/src/rng.js";
-import { randomModelWeights } from "../packages/engine/dist/src/testing/random-weights.js";
 import { SHAPES } from "./shapes.mjs";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));

@@ -12,7 +12,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
-import { writeModelFolder } from "../packages/engine/dist/src/testing/model-folder.js";
+import { writeModelFolder } from "@svc/engine/testing";
 import { InferenceHost } from "../packages/server/dist/src/inference/inference-host.js";
 import { SHAPES } from "./shapes.mjs";
 
