@@ -101,6 +101,7 @@ export {
 } from "./text/tool-calls.js";
 export { DEFAULT_TOOL_SYNTAX, type ToolSyntax } from "./text/tool-syntax.js";
 export type { GrpoEvalMetrics } from "./training/grpo-eval.js";
+export { type StepRewardFigures, stepRewardFigures } from "./training/grpo-figures.js";
 export {
   DEFAULT_GRPO,
   type GrpoNormalization,
@@ -108,8 +109,13 @@ export {
   groupAdvantages,
   grpoLoss,
 } from "./training/grpo-objective.js";
-export type { GrpoSample, GrpoScoreItem, GrpoScorer } from "./training/grpo-rewards.js";
-export type { GrpoRow } from "./training/grpo-step.js";
+export { type GrpoSample, type GrpoScoreItem, type GrpoScorer, scoreBatch } from "./training/grpo-rewards.js";
+export {
+  type GrpoPrompt,
+  type GrpoRow,
+  preparePrompts,
+  type SampledCompletion,
+} from "./training/grpo-step.js";
 export {
   type GrpoHyperparameters,
   type GrpoMetrics,

@@ -22,21 +22,23 @@ import type {
   TrainProgress,
   TrainResult,
 } from "../types.js";
+import { evaluateGrpo, type GrpoEvalMetrics, type GrpoEvalSet } from "./grpo-eval.js";
+import { stepRewardFigures } from "./grpo-figures.js";
 import {
   DEFAULT_GRPO,
   type GrpoNormalization,
   type GrpoSettings,
   groupAdvantages,
 } from "./grpo-objective.js";
+import { type GrpoSample, type GrpoScorer, resolveRewards, scoreBatch } from "./grpo-rewards.js";
 import {
-  type GrpoSample,
-  type GrpoScorer,
-  meanGroupStd,
-  resolveRewards,
-  scoreBatch,
-} from "./grpo-rewards.js";
-import { evaluateGrpo, type GrpoEvalMetrics, type GrpoEvalSet } from "./grpo-eval.js";
-import { completionExample, type GrpoRow, grpoPass, preparePrompts, sampleGroups } from "./grpo-step.js";
+  completionExample,
+  type GrpoRow,
+  grpoPass,
+  preparePrompts,
+  type SampledCompletion,
+  sampleGroups,
+} from "./grpo-step.js";
 import { AdamW, clipGradNorm } from "./optim.js";
 import { learningRateAt } from "./schedule.js";
 import { epochOrder, plannedSteps, resolveHyperparameters } from "./train.js";
@@ -152,6 +154,11 @@ export interface GrpoTrainOptions
   /** Samples shown per step (default 4). */
   samplesPerStep?: number;
   onProgress?: (progress: GrpoProgress) => void | Promise<void>;
+  /**
+   * Tests: fixed completions in place of sampling (numGenerations per row of `rows`, in order), so a
+   * step can be compared with the torch backend's on the same completions; everything else is unchanged.
+   */
+  sampleCompletions?: (rows: number[], step: number) => SampledCompletion[];
 }
 
 /** The eval set's prompts, tokenized once (a row that cannot be a prompt is refused by its number). */
@@ -279,15 +286,17 @@ export async function trainGrpo(options: GrpoTrainOptions): Promise<TrainResult>
     const start = (step % stepsPerEpoch) * samplesPerStep;
     const rows = order.slice(start, Math.min(n, start + samplesPerStep));
     const began = performance.now();
-    const sampled = await sampleGroups(
-      generator,
-      adapter,
-      prompts,
-      rows,
-      step,
-      { ...grpo, maxLength: settings.maxLength, seed: settings.seed },
-      signal,
-    );
+    const sampled = options.sampleCompletions
+      ? options.sampleCompletions(rows, step)
+      : await sampleGroups(
+          generator,
+          adapter,
+          prompts,
+          rows,
+          step,
+          { ...grpo, maxLength: settings.maxLength, seed: settings.seed },
+          signal,
+        );
     if (signal?.aborted) return cancelled();
     const generation = seconds(began);
     const scoringBegan = performance.now();
@@ -342,27 +351,22 @@ export async function trainGrpo(options: GrpoTrainOptions): Promise<TrainResult>
     lastLoss = loss;
     const update = seconds(updateBegan);
 
-    const rewardMeans: Record<string, number> = {};
-    rewardNames.forEach((name, k) => {
-      rewardMeans[name] = scores.reduce((sum, s) => sum + s[k], 0) / scores.length;
-    });
     const totalTokens = sampled.reduce((sum, c) => sum + c.tokenIds.length, 0);
-    const samples: GrpoSample[] = sampled.slice(0, options.samplesPerStep ?? 4).map((c, i) => ({
-      rowNumber: rowNumber(c.row),
-      completion: c.text,
-      rewards: Object.fromEntries(rewardNames.map((name, k) => [name, scores[i][k]])),
-      reward: combined[i],
-      advantage: advantages[i],
-    }));
+    const figures = stepRewardFigures(
+      items,
+      scores,
+      combined,
+      advantages,
+      zeroGroups,
+      rewardNames,
+      G,
+      options.samplesPerStep,
+    );
     const metrics: GrpoMetrics = {
-      reward: combined.reduce((a, b) => a + b, 0) / combined.length,
-      rewardStd: meanGroupStd(combined, G),
-      rewards: rewardMeans,
+      ...figures,
       kl: grpo.beta > 0 ? (batchTokens > 0 ? klSum / batchTokens : 0) : null,
       completionLength: totalTokens / sampled.length,
-      zeroAdvantageFraction: zeroGroups.filter(Boolean).length / zeroGroups.length,
       clipFraction: batchTokens > 0 ? clipped / batchTokens : 0,
-      samples,
     };
     const elapsed = seconds(began);
     const evalNow = settings.evalSteps !== undefined && step % settings.evalSteps === 0;

@@ -13,11 +13,17 @@ import {
   type ExactMatchRow,
   exactMatchSample,
   FAMILIES,
+  type GrpoPrompt,
+  type GrpoTrainHyperparameters,
   type ModelConfig,
+  type PreferenceTrainHyperparameters,
+  type PreparedPairSets,
   type PreparedSet,
   type PreparedSets,
   plannedSteps,
+  resolveGrpo,
   resolveHyperparameters,
+  resolvePreference,
   type Tokenizer,
   type TrainHyperparameters,
   type TrainingPrecision,
@@ -122,26 +128,18 @@ export function torchExactMatch(options: Pick<TorchJobOptions, "model" | "prepar
   );
 }
 
-/** Writes the job (job.json, train.tokens, eval.tokens) into `dir`. */
-export function writeTorchJob(dir: string, options: TorchJobOptions): TorchJobFiles {
-  const { model, prepared } = options;
-  const settings = resolveHyperparameters(options.hyperparameters);
-  const exactMatch = torchExactMatch(options);
-  const trainTokens = join(dir, "train.tokens");
-  writeFileSync(trainTokens, encodeTokens(prepared.train));
-  const evalTokens = prepared.eval ? join(dir, "eval.tokens") : null;
-  if (prepared.eval && evalTokens) writeFileSync(evalTokens, encodeTokens(prepared.eval));
-  const job = {
+/** What every method's job.json holds: the model, the settings, the output and the launch options. */
+function jobBase(options: Omit<TorchJobOptions, "prepared">, examples: number) {
+  const { model } = options;
+  return {
     // null for an architecture the engine does not implement: transformers reads config.json itself
     model: model.config && blockDescription(model.config),
     modelDir: model.dir,
     baseModelName: options.baseModelName ?? model.dir,
     baseModelRevision: options.baseModelRevision ?? null,
     padTokenId: model.tokenizer.padTokenId,
-    settings,
-    totalSteps: plannedSteps(prepared.train.examples.length, options.hyperparameters),
-    trainTokens,
-    evalTokens,
+    settings: resolveHyperparameters(options.hyperparameters),
+    totalSteps: plannedSteps(examples, options.hyperparameters),
     outputDir: options.outputDir,
     resumeFrom: options.resumeFrom,
     ...(options.startAdapter ? { startAdapter: options.startAdapter } : {}),
@@ -151,15 +149,89 @@ export function writeTorchJob(dir: string, options: TorchJobOptions): TorchJobFi
     ...(options.fsdp ? { fsdp: true } : {}),
     ...(options.torchModel === "transformers" ? { torchModel: "transformers" } : {}),
     ...(options.precision === "fp32" ? { dtype: "fp32" } : {}),
+  };
+}
+
+function writeJobFile(dir: string, job: Record<string, unknown>): string {
+  const file = join(dir, "job.json");
+  writeFileSync(file, JSON.stringify(job));
+  return file;
+}
+
+/** Writes the job (job.json, train.tokens, eval.tokens) into `dir`. */
+export function writeTorchJob(dir: string, options: TorchJobOptions): TorchJobFiles {
+  const { model, prepared } = options;
+  const settings = resolveHyperparameters(options.hyperparameters);
+  const exactMatch = torchExactMatch(options);
+  const trainTokens = join(dir, "train.tokens");
+  writeFileSync(trainTokens, encodeTokens(prepared.train));
+  const evalTokens = prepared.eval ? join(dir, "eval.tokens") : null;
+  if (prepared.eval && evalTokens) writeFileSync(evalTokens, encodeTokens(prepared.eval));
+  const file = writeJobFile(dir, {
+    ...jobBase(options, prepared.train.examples.length),
+    trainTokens,
+    evalTokens,
     exactMatch: exactMatch && {
       prompts: exactMatch.map((row) => row.promptIds),
       maxTokens: settings.exactMatchMaxTokens,
       eosTokenIds: model.tokenizer.eosTokenIds,
     },
-  };
-  const file = join(dir, "job.json");
-  writeFileSync(file, JSON.stringify(job));
+  });
   return { file, exactMatch };
+}
+
+/** A pair set as a token file: each pair's chosen then its rejected sequence (svc_trainer/dpo.py). */
+const pairTokens = (pairs: PreparedPairSets["train"]) =>
+  encodeTokens({ examples: pairs.pairs.flatMap((p) => [p.chosen, p.rejected]) } as PreparedSet);
+
+/**
+ * A method "dpo" job: the pairs the engine tokenized and fitted (preparePairSets) and the resolved
+ * preference settings; svc_trainer's dpo.py computes the engine's loss on them.
+ */
+export function writeTorchPreferenceJob(
+  dir: string,
+  options: Omit<TorchJobOptions, "prepared" | "hyperparameters"> & {
+    pairs: PreparedPairSets;
+    hyperparameters: PreferenceTrainHyperparameters;
+  },
+): string {
+  const { pairs } = options;
+  const trainTokens = join(dir, "train.tokens");
+  writeFileSync(trainTokens, pairTokens(pairs.train));
+  const evalTokens = pairs.eval ? join(dir, "eval.tokens") : null;
+  if (pairs.eval && evalTokens) writeFileSync(evalTokens, pairTokens(pairs.eval));
+  return writeJobFile(dir, {
+    ...jobBase(options, pairs.train.pairs.length),
+    method: "dpo",
+    preference: resolvePreference(options.hyperparameters),
+    trainTokens,
+    evalTokens,
+  });
+}
+
+/**
+ * A method "grpo" job: the prompts the engine tokenized (preparePrompts) and the resolved GRPO
+ * settings. svc_trainer's grpo.py samples, asks this worker to score (torch-grpo.ts) and updates.
+ * fixedCompletions (tests): per step, the completions' token ids in place of sampling.
+ */
+export function writeTorchGrpoJob(
+  dir: string,
+  options: Omit<TorchJobOptions, "prepared" | "hyperparameters"> & {
+    prompts: GrpoPrompt[];
+    hyperparameters: GrpoTrainHyperparameters;
+    fixedCompletions?: number[][][];
+  },
+): string {
+  return writeJobFile(dir, {
+    ...jobBase(options, options.prompts.length),
+    method: "grpo",
+    grpo: {
+      settings: resolveGrpo(options.hyperparameters),
+      prompts: options.prompts.map((p) => p.promptIds),
+      eosTokenIds: options.model.tokenizer.eosTokenIds,
+      ...(options.fixedCompletions ? { fixedCompletions: options.fixedCompletions } : {}),
+    },
+  });
 }
 
 /**

@@ -6,7 +6,8 @@
 // rendezvous on 127.0.0.1). Rank 0's JSON-lines events become this process's
 // messages; an abort (or SIGTERM) is a cancel command to every rank, which
 // checkpoints at the last full step. Python exits when this process goes away
-// (its stdin closes).
+// (its stdin closes). Methods "dpo" and "grpo" run in one Python process; for
+// GRPO this process also answers Python's score requests (torch-grpo.ts).
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
@@ -15,14 +16,23 @@ import { join } from "node:path";
 import { createInterface } from "node:readline";
 import type { ExactMatchRow, Tokenizer } from "@svc/engine";
 import { exitWithParent } from "../process/engine-process.js";
-import { exactMatchScore, TRAINER_TORCH_DIR, writeTorchJob } from "./torch-job.js";
+import { readTorchGrpoSet, type TorchScoreRequest, torchScorer } from "./torch-grpo.js";
+import {
+  exactMatchScore,
+  type TorchJobOptions,
+  TRAINER_TORCH_DIR,
+  writeTorchGrpoJob,
+  writeTorchJob,
+  writeTorchPreferenceJob,
+} from "./torch-job.js";
+import { graderScorer } from "./training-grpo.js";
 import {
   postToRunner as post,
   type TorchLaunch,
   type TrainingProcessMessage,
   trainingInput,
 } from "./training-protocol.js";
-import { readTrainingSetsForTorch } from "./training-sets.js";
+import { readPreferenceTrainingSets, readTrainingSetsForTorch, torchModelHeader } from "./training-sets.js";
 
 exitWithParent();
 const ranks: ChildProcess[] = [];
@@ -46,8 +56,13 @@ function freePort(): Promise<number> {
 }
 
 /** One rank of the job: `python3 -m svc_trainer` with torchrun's environment when there are several. */
-function startRank(launch: TorchLaunch, jobFile: string, rank: number, port: number): ChildProcess {
-  const world = launch.processes;
+function startRank(
+  launch: TorchLaunch,
+  jobFile: string,
+  rank: number,
+  port: number,
+  world: number,
+): ChildProcess {
   const child = spawn(
     launch.python,
     ["-m", "svc_trainer", "--input", jobFile, "--device", launch.device, "--stdin-commands"],
@@ -104,40 +119,98 @@ function withExactMatch(
 
 let crashed = false;
 
+/** What one job runs as: its job file, and for GRPO the answers to svc_trainer's score requests. */
+interface TorchRun {
+  file: string;
+  exactMatch: ExactMatchRow[] | null;
+  tokenizer: Tokenizer;
+  score?: ReturnType<typeof torchScorer>;
+  /** Processes: launch.processes for SFT; DPO and GRPO train in one (svc_trainer/dpo.py, grpo.py). */
+  processes: number;
+}
+
+/** Reads and prepares the job's sets for its method, posts "started", and writes the job file. */
+async function prepareRun(launch: TorchLaunch, scratch: string): Promise<TorchRun | null> {
+  const method = input.hyperparameters.method ?? "sft";
+  if (method !== "sft" && input.torchModel === "transformers")
+    throw new Error(
+      `hyperparameters.torchModel "transformers": method "${method}" trains svc's decoder on the torch backend (its reference policy is the adapter switched off); leave torchModel out`,
+    );
+  if (method !== "sft" && launch.fsdp)
+    throw new Error(`method "${method}" does not train under FSDP yet: run it on a worker without --fsdp`);
+  // What svc_trainer runs (torch-job.ts precision): bf16 autocast on CUDA unless the job asked for fp32; fp32
+  // on the CPU. A bf16 or int8-base job is the engine's (routes/jobs.ts).
+  // A job from before precisions trained by the backend's own rule, which is what "auto" is here.
+  const precision = input.hyperparameters.precision ?? "auto";
+  const ran = launch.device === "cuda" && precision !== "fp32" ? "bf16" : "fp32";
+  const common = {
+    hyperparameters: input.hyperparameters,
+    outputDir: input.outputDir,
+    resumeFrom: input.resumeFrom,
+    startAdapter: input.startAdapter,
+    gradientCheckpointing: launch.gradientCheckpointing,
+    torchModel: input.torchModel,
+    precision,
+    baseModelName: input.baseModelName,
+    baseModelRevision: input.baseModelRevision,
+  } satisfies Partial<TorchJobOptions>;
+  if (method === "dpo") {
+    const { model, prepared, started } = await readPreferenceTrainingSets(input, () =>
+      torchModelHeader(input),
+    );
+    await post({ ...started, precision: ran, baseWeights: ran });
+    if (input.dryRun) return null;
+    const file = writeTorchPreferenceJob(scratch, { ...common, model, pairs: prepared });
+    return { file, exactMatch: null, tokenizer: model.tokenizer, processes: 1 };
+  }
+  if (method === "grpo") {
+    // Rewards from the trainer's code and score_model judges are scored in the engine's training process
+    // only, so far (training-process.ts): refused here by name rather than trained without them.
+    const loose = input as { judges?: unknown[]; hyperparameters: { rewards?: unknown[] } };
+    if (loose.hyperparameters.rewards?.length)
+      throw new Error(
+        `rewards: the torch backend's GRPO is rewarded by graders only so far; train a job with trainer rewards on the engine backend`,
+      );
+    if (loose.judges?.length || input.hyperparameters.graders?.some((g) => g.grader.type === "score_model"))
+      throw new Error(
+        `graders: the torch backend's GRPO does not run score_model graders yet; train this job on the engine backend`,
+      );
+    const { model, trainSet, prompts, started } = await readTorchGrpoSet(input);
+    const scorer = graderScorer(input.hyperparameters.graders ?? []);
+    await post({ ...started, precision: ran, baseWeights: ran });
+    if (input.dryRun) return null;
+    const file = writeTorchGrpoJob(scratch, { ...common, model, prompts });
+    const score = torchScorer(trainSet, model.tokenizer, input.hyperparameters, scorer);
+    return { file, exactMatch: null, tokenizer: model.tokenizer, score, processes: 1 };
+  }
+  const { model, prepared, started } = await readTrainingSetsForTorch(input);
+  await post({ ...started, precision: ran, baseWeights: ran });
+  if (input.dryRun) return null;
+  const { file, exactMatch } = writeTorchJob(scratch, {
+    ...common,
+    model,
+    prepared,
+    packing: launch.packing,
+    fsdp: launch.fsdp,
+  });
+  return { file, exactMatch, tokenizer: model.tokenizer, processes: launch.processes };
+}
+
 async function main(): Promise<void> {
   let lastStep: number | null = null;
   const scratch = mkdtempSync(join(tmpdir(), "svc-torch-"));
   try {
     const launch = input.torch;
     if (!launch) throw new Error("the torch backend's process was started without its launch settings");
-    const { model, prepared, started } = await readTrainingSetsForTorch(input);
-    // What svc_trainer runs (torch-job.ts precision): bf16 autocast on CUDA unless the job asked for fp32; fp32
-    // on the CPU. A bf16 or int8-base job is the engine's (routes/jobs.ts).
-    // A job from before precisions trained by the backend's own rule, which is what "auto" is here.
-    const precision = input.hyperparameters.precision ?? "auto";
-    const ran = launch.device === "cuda" && precision !== "fp32" ? "bf16" : "fp32";
-    await post({ ...started, precision: ran, baseWeights: ran });
-    if (input.dryRun) {
+    const run = await prepareRun(launch, scratch);
+    if (run === null) {
       await post({ type: "result", result: null, trainSeconds: 0 });
       return;
     }
-    const { file: jobFile, exactMatch } = writeTorchJob(scratch, {
-      model,
-      prepared,
-      hyperparameters: input.hyperparameters,
-      outputDir: input.outputDir,
-      resumeFrom: input.resumeFrom,
-      startAdapter: input.startAdapter,
-      gradientCheckpointing: launch.gradientCheckpointing,
-      packing: launch.packing,
-      fsdp: launch.fsdp,
-      torchModel: input.torchModel,
-      precision,
-      baseModelName: input.baseModelName,
-      baseModelRevision: input.baseModelRevision,
-    });
-    const port = launch.processes > 1 ? await freePort() : 0;
-    for (let rank = 0; rank < launch.processes; rank++) ranks.push(startRank(launch, jobFile, rank, port));
+    const processes = run.processes;
+    const port = processes > 1 ? await freePort() : 0;
+    for (let rank = 0; rank < processes; rank++)
+      ranks.push(startRank(launch, run.file, rank, port, processes));
     for (const other of ranks.slice(1)) other.stdout?.resume(); // rank 0 alone reports
     let reported = false;
     let chain = Promise.resolve();
@@ -149,9 +222,21 @@ async function main(): Promise<void> {
         console.log(line); // not an event: a library's print, passed on as output
         return;
       }
+      if ((event as { type: string }).type === "score") {
+        // GRPO: the step's completions to score; the reply goes back on rank 0's stdin
+        const request = event as unknown as TorchScoreRequest;
+        const score = run.score;
+        chain = chain.then(async () => {
+          const reply = score
+            ? await score(request)
+            : { type: "scores", step: request.step, error: "this job has no scorer" };
+          ranks[0].stdin?.write(`${JSON.stringify(reply)}\n`);
+        });
+        return;
+      }
       if (event.type === "progress") {
         lastStep = event.progress.step;
-        event = { ...event, progress: withExactMatch(event.progress, exactMatch, model.tokenizer) };
+        event = { ...event, progress: withExactMatch(event.progress, run.exactMatch, run.tokenizer) };
       }
       if (event.type === "result" || event.type === "error") reported = true;
       chain = chain.then(() => post(event));

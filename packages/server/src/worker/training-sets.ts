@@ -67,35 +67,47 @@ export async function readTrainingSets(input: TrainingProcessInput): Promise<Tra
   return prepareTrainingSets(input, () => loadModel(input.modelDir));
 }
 
+/** The base model's config and tokenizer only, for the torch backend (PyTorch reads its weights). */
+export async function torchModelHeader(input: TrainingProcessInput): Promise<ModelHeader> {
+  const tokenizer = await loadTokenizer(input.modelDir);
+  const raw = readRawConfig(input.modelDir);
+  if (input.torchModel === "transformers" && raw && !engineImplements(raw)) {
+    const { contextLength } = readTransformersOnlyModel(input.modelDir, raw);
+    return { dir: input.modelDir, tokenizer, config: null, contextLength };
+  }
+  return { dir: input.modelDir, tokenizer, config: readModelConfig(input.modelDir) };
+}
+
 /** The sets with the base model's config and tokenizer only (PyTorch reads its weights). */
 export async function readTrainingSetsForTorch(
   input: TrainingProcessInput,
 ): Promise<TrainingSets<ModelHeader>> {
-  return prepareTrainingSets(input, async (): Promise<ModelHeader> => {
-    const tokenizer = await loadTokenizer(input.modelDir);
-    const raw = readRawConfig(input.modelDir);
-    if (input.torchModel === "transformers" && raw && !engineImplements(raw)) {
-      const { contextLength } = readTransformersOnlyModel(input.modelDir, raw);
-      return { dir: input.modelDir, tokenizer, config: null, contextLength };
-    }
-    return { dir: input.modelDir, tokenizer, config: readModelConfig(input.modelDir) };
-  });
+  return prepareTrainingSets(input, () => torchModelHeader(input));
 }
 
 /** The sets of a method "dpo" job: preference pairs, split and fitted as SFT's rows are. */
-export interface PreferenceTrainingSets {
-  model: Model;
+export interface PreferenceTrainingSets<M extends ModelHeader = Model> {
+  model: M;
   trainSet: PreferenceRow[];
   evalSet: PreferenceRow[] | undefined;
   prepared: PreparedPairSets;
   started: Extract<TrainingProcessMessage, { type: "started" }>;
 }
 
+/** load: the whole model by default (the engine trains it here), torchModelHeader for the torch backend. */
 export async function readPreferenceTrainingSets(
   input: TrainingProcessInput,
-): Promise<PreferenceTrainingSets> {
+): Promise<PreferenceTrainingSets>;
+export async function readPreferenceTrainingSets<M extends ModelHeader>(
+  input: TrainingProcessInput,
+  load: () => Promise<M>,
+): Promise<PreferenceTrainingSets<M>>;
+export async function readPreferenceTrainingSets(
+  input: TrainingProcessInput,
+  load: () => Promise<ModelHeader> = () => loadModel(input.modelDir),
+): Promise<PreferenceTrainingSets<ModelHeader>> {
   const { trainSet, evalSet, trainNumbers, evalNumbers } = await splitSets(input, readPreferenceDataset);
-  const model = await loadModel(input.modelDir);
+  const model = await load();
   const prepared = preparePairSets(model.tokenizer, trainSet, evalSet, input.hyperparameters, {
     train: trainNumbers,
     eval: evalNumbers,
