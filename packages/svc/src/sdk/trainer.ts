@@ -1,15 +1,13 @@
 // createTrainer(): a training run described in code. start() uploads the datasets
-// and submits the job; wait() follows its events, runs the callbacks in order and
-// settles with the job and its artifacts (a GRPO trainer's reward functions
-// score the job meanwhile: reward-scorer.ts); cancel() stops the job on the backend.
-import { readFile } from "node:fs/promises";
-import { basename, resolve } from "node:path";
+// (trainer-upload.ts) and submits the job; wait() follows its events, runs the
+// callbacks in order and settles with the job and its artifacts (a GRPO
+// trainer's reward functions score the job meanwhile: reward-scorer.ts);
+// cancel() stops the job on the backend.
 import type { TrainingPrecision } from "@svc/engine";
 import {
   type Artifact,
   type Dataset,
   type DatasetProfile,
-  type DatasetProfileRequest,
   DEFAULT_PROFILE_MAX_LENGTH,
   type HubDatasetRequest,
   type HubDatasetSource,
@@ -35,12 +33,12 @@ import { jobRewards, type ScoringNotice, serveRewards } from "./reward-scorer.js
 import { defaultProjectDir, openScopedSession, type ScopedSvcSession } from "./session.js";
 import { trainerRewards } from "./trainer-grpo-options.js";
 import {
-  type DatasetSource,
   hyperparametersOf,
   type TrainerCallbacks,
   type TrainerOptions,
   validateTrainerOptions,
 } from "./trainer-options.js";
+import { uploadDataset } from "./trainer-upload.js";
 
 export interface TrainerResult {
   job: Job;
@@ -382,42 +380,4 @@ class SvcTrainer implements Trainer {
     const { jobId } = await this.submitted;
     await this.session!.scoped.resumeJob(jobId);
   }
-}
-
-async function uploadDataset(
-  client: CloudApiClient,
-  source: DatasetSource,
-  projectDir: string,
-  fallbackName: string,
-  profile: DatasetProfileRequest = {},
-  onHubDataset?: (notice: Omit<HubDatasetNotice, "set">) => void,
-): Promise<Dataset> {
-  if (source.type === "url")
-    return client.createDatasetFromUrl({
-      url: source.url,
-      token: source.token,
-      name: fallbackName,
-      ...profile,
-    });
-  if (source.type === "huggingface") {
-    const { type: _, ...request } = source;
-    onHubDataset?.({ request });
-    const { dataset, source: read } = await client.createDatasetFromHub({ huggingface: request, ...profile });
-    onHubDataset?.({ request, dataset, source: read });
-    return dataset;
-  }
-  if (source.type === "inline") {
-    const jsonl = source.rows.map((row) => JSON.stringify(row)).join("\n");
-    return client.uploadDataset(`${jsonl}\n`, { name: fallbackName, ...profile });
-  }
-  const path = resolve(projectDir, source.path);
-  let text: string;
-  try {
-    text = await readFile(path, "utf8");
-  } catch (err) {
-    throw new Error(
-      `dataset file ${source.path}: ${(err as NodeJS.ErrnoException).code === "ENOENT" ? "not found" : (err as Error).message} (resolved to ${path})`,
-    );
-  }
-  return client.uploadDataset(text, { name: basename(path), ...profile });
 }
