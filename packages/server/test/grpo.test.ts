@@ -289,13 +289,13 @@ for (const backend of ["sqlite", "postgres"] as const)
               grader: {
                 type: "score_model",
                 name: "judge",
-                model: PICO,
+                model: "svc/no-such-model",
                 input: [{ role: "user", content: "rate" }],
               },
             },
           ],
         },
-        /graders\[0\]\.grader/,
+        /"graders\[0\]\.grader\.model": svc\/no-such-model is not a base model this server serves/,
       );
       await refused({ ...grpo, graders: [{ grader: GRADER, weight: 1e9 }] }, /graders\[0\]\.weight/);
       await refused(
@@ -320,7 +320,15 @@ for (const backend of ["sqlite", "postgres"] as const)
       );
       await refused(
         { ...grpo, graders: [{ grader: GRADER }], evalFraction: 0.2 },
-        /"evalFraction": method "grpo" has no eval set/,
+        /"evalFraction": method "grpo" takes its eval set as "evalDatasetId"/,
+      );
+      await refused(
+        {
+          ...grpo,
+          graders: [{ grader: GRADER }],
+          hyperparameters: { lora: { r: 4, alpha: 8 }, evalGenerations: 2 },
+        },
+        /"hyperparameters\.evalGenerations" samples the eval set: give "evalDatasetId" too/,
       );
       await refused(
         { datasetId: chat.id, method: "grpo", graders: [{ grader: GRADER }] },

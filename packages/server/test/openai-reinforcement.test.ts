@@ -11,15 +11,47 @@
 // (docs/openai-fine-tuning.md#methods).
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
+import type { TrainingLogEvent } from "@svc/wire";
 import type OpenAI from "openai";
 import { toFile } from "openai";
-import { type Backend, call, type Identity, newIdentity, serverFor, until } from "./harness.js";
+import {
+  type Backend,
+  call,
+  eventsUntilEnd,
+  type Identity,
+  newIdentity,
+  serverFor,
+  until,
+} from "./harness.js";
 import { openAiClient, PICO, PICO_DIR, refused, resultCsv } from "./openai-client.js";
 
 const TOPICS = ["the sea", "a dog", "the king", "a city"];
 const PROMPTS = `${TOPICS.map((topic) =>
   JSON.stringify({ messages: [{ role: "user", content: `Write about ${topic}.` }], answer: "e" }),
 ).join("\n")}\n`;
+const VALID = `${["the moon", "a cat"]
+  .map((topic) =>
+    JSON.stringify({ messages: [{ role: "user", content: `Write about ${topic}.` }], answer: "e" }),
+  )
+  .join("\n")}\n`;
+/** An LLM judge on the bundled model (the job's own base): its greedy answer under svc's grammar is {"result": n}. */
+const JUDGE: {
+  type: "score_model";
+  name: string;
+  model: string;
+  input: { role: "system" | "user"; content: string }[];
+  range: number[];
+} = {
+  type: "score_model",
+  name: "judge",
+  model: PICO,
+  input: [
+    { role: "system", content: 'Score the text from 0 to 1. Answer {"result": <score>}.' },
+    { role: "user", content: "Text: {{sample.output_text}} (it should have an {{item.answer}})" },
+  ],
+  // the bundled model is no real judge: its scores are numbers, not in [0, 1]
+  range: [-Number.MAX_VALUE, Number.MAX_VALUE],
+};
 const GRADER = {
   type: "string_check",
   name: "has an e",
@@ -126,6 +158,7 @@ for (const backend of ["sqlite", "postgres"] as Backend[]) {
         "train_completion_length",
         "train_zero_advantage_fraction",
         "train_clip_fraction",
+        "valid_reward_mean",
       ]);
       for (const row of csv.rows) {
         const data = metrics.find((e) => (e.data as { step: number }).step === Number(row.step))
@@ -133,6 +166,7 @@ for (const backend of ["sqlite", "postgres"] as Backend[]) {
         assert.equal(Number(row.train_reward_mean), data.train_reward_mean);
         assert.equal(Number(row.train_completion_length), data.train_completion_length);
         assert.equal(row.train_kl, "", "no KL at beta 0");
+        assert.equal(row.valid_reward_mean, "", "no validation file");
       }
 
       for (const model of [job.fine_tuned_model as string, atStep2.fine_tuned_model_checkpoint]) {
@@ -144,6 +178,82 @@ for (const backend of ["sqlite", "postgres"] as Backend[]) {
         assert.equal(completion.model, model);
         assert.equal(typeof completion.choices[0].message.content, "string");
       }
+    });
+
+    it("a score_model judge rewards a job with a validation file: its rewards are the judge's scores, its evals are logged", async () => {
+      const validation = await client.files.create({
+        file: await toFile(Buffer.from(VALID), "prompts-valid.jsonl"),
+        purpose: "fine-tune",
+      });
+      const hyperparameters = {
+        n_epochs: 1,
+        batch_size: 2,
+        learning_rate_multiplier: 5,
+        compute_multiplier: 0.25,
+        eval_interval: 1,
+        eval_samples: 2,
+      };
+      const created = await client.fineTuning.jobs.create({
+        model: PICO,
+        training_file: prompts.id,
+        validation_file: validation.id,
+        seed: 5,
+        method: { type: "reinforcement", reinforcement: { grader: JUDGE, hyperparameters } },
+      });
+      assert.deepEqual(created.method?.reinforcement?.hyperparameters, hyperparameters);
+      const job = await until(
+        "the judged job to finish",
+        async () => {
+          const j = await client.fineTuning.jobs.retrieve(created.id);
+          return ["succeeded", "failed", "cancelled"].includes(j.status) && j;
+        },
+        240_000,
+      );
+      assert.equal(job.status, "succeeded", JSON.stringify(job.error));
+
+      // Every step evaluated the validation file (eval_interval 1): its mean reward is in the step's metrics.
+      const metrics = [];
+      for await (const e of client.fineTuning.jobs.listEvents(job.id))
+        if (e.type === "metrics") metrics.push(e);
+      assert.deepEqual(
+        metrics.map((e) => (e.data as { step: number }).step),
+        [2, 1],
+      );
+      for (const e of metrics)
+        assert.equal(typeof (e.data as Record<string, number>).valid_reward_mean, "number");
+      const [checkpoint] = (await client.fineTuning.jobs.checkpoints.list(job.id)).data;
+      assert.equal(typeof (checkpoint.metrics as Record<string, number>).valid_reward_mean, "number");
+      const csv = await resultCsv(client, job);
+      assert.deepEqual(
+        csv.rows.map((row) => Number(row.valid_reward_mean)),
+        [...metrics].reverse().map((e) => (e.data as Record<string, number>).valid_reward_mean),
+      );
+
+      // The svc events: each eval's figures; each sampled completion's reward is what graders/run gives it.
+      const svcId = created.id.slice("ftjob-".length);
+      const frames = await eventsUntilEnd(server.apiUrl, id.token, svcId, 60_000);
+      const logs = frames
+        .filter((f) => f.event === "training.log")
+        .map((f) => JSON.parse(f.data) as TrainingLogEvent);
+      const rows = PROMPTS.trim()
+        .split("\n")
+        .map((line) => JSON.parse(line));
+      let judged = 0;
+      for (const log of logs) {
+        assert.ok(log.evalGrpo, `step ${log.step}: an eval`);
+        assert.deepEqual(Object.keys(log.evalGrpo.rewards), ["judge"]);
+        for (const sample of log.grpo?.samples ?? []) {
+          const run = await client.fineTuning.alpha.graders.run({
+            grader: JUDGE,
+            model_sample: sample.completion,
+            item: rows[sample.rowNumber - 1],
+          });
+          assert.equal(sample.reward, run.reward, `step ${log.step}: ${JSON.stringify(sample.completion)}`);
+          assert.equal(sample.rewards.judge, run.reward);
+          judged++;
+        }
+      }
+      assert.ok(judged >= 4, String(judged));
     });
 
     it("refuses unknown and unhonourable hyperparameters and bad graders, naming the param", async () => {
@@ -159,6 +269,7 @@ for (const backend of ["sqlite", "postgres"] as Backend[]) {
       for (const [field, value] of [
         ["unknown_knob", 1],
         ["reasoning_effort", "low"],
+        // these two set how a validation_file is evaluated: without one, refused
         ["eval_interval", 5],
         ["eval_samples", 3],
         ["compute_multiplier", 0.3],
@@ -184,23 +295,28 @@ for (const backend of ["sqlite", "postgres"] as Backend[]) {
         code: "invalid_variable",
         message: /item\.nope/,
       });
+      // a judge runs in the job's training process: on a model this server serves, or an ft: model of the project
+      for (const model of [
+        "svc/no-such-model",
+        `ft:${PICO}:${id.orgSlug}::0190a9a0-0000-7000-8000-000000000000`,
+      ])
+        await refused(create({ grader: { ...JUDGE, model } }), {
+          status: 400,
+          param: `${grader}.model`,
+          code: "invalid_grader",
+          message: new RegExp(
+            model.startsWith("ft:") ? "no fine-tuned model of this project" : "not a base model",
+          ),
+        });
+      // eval_interval and eval_samples without a validation file are refused above; out of range, with one
       await refused(
-        create({
-          grader: {
-            type: "score_model",
-            name: "judge",
-            model: PICO,
-            input: [{ role: "user", content: "Rate {{sample.output_text}}" }],
-          },
-        }),
-        { status: 400, param: grader, code: "invalid_grader", message: /score_model/ },
+        create({ grader: GRADER, hyperparameters: { eval_samples: 0 } }, { validation_file: prompts.id }),
+        {
+          status: 400,
+          param: `${hp}.eval_samples`,
+          code: "invalid_request",
+        },
       );
-      // GRPO has no eval set yet: a validation file is refused by name
-      await refused(create({ grader: GRADER }, { validation_file: prompts.id }), {
-        status: 400,
-        param: "validation_file",
-        code: "invalid_request",
-      });
       assert.equal((await client.fineTuning.jobs.list()).data.length, before, "no refusal made a job");
     });
   });

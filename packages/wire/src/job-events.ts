@@ -74,6 +74,16 @@ export interface TrainingLogEvent extends JobEventBase {
   evalRewards?: (PreferenceFigures & { loss: number }) | null;
   /** Method "grpo": the step's reward figures and a few sampled completions (docs/post-training.md#grpo). */
   grpo?: GrpoFigures;
+  /** Method "grpo" with an eval set: the eval's reward figures when an eval ran at this step; else null. */
+  evalGrpo?: GrpoEvalFigures | null;
+}
+
+/** A GRPO eval's figures (the engine's GrpoEvalMetrics): means over every completion sampled for the eval set. */
+export interface GrpoEvalFigures {
+  reward: number;
+  /** Each reward's own mean, by name. */
+  rewards: Record<string, number>;
+  completionLength: number;
 }
 
 /** A GRPO step's figures (the engine's GrpoMetrics) and where its time went. */

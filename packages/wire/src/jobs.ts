@@ -58,6 +58,8 @@ export interface JobHyperparameters {
   epsilon?: number;
   /** GRPO: divide each advantage by its group's reward standard deviation (default true). */
   scaleRewards?: boolean;
+  /** GRPO with an eval set: completions sampled per eval prompt at each eval (default 1; docs/post-training.md#grpo-eval). */
+  evalGenerations?: number;
   /**
    * Method "grpo": the job's graders as the request's top-level `graders` gave them; they are stored
    * with the hyperparameters and read back here (not accepted inside a request's hyperparameters).
@@ -81,6 +83,7 @@ export const GRPO_HYPERPARAMETERS = [
   "maxCompletionTokens",
   "epsilon",
   "scaleRewards",
+  "evalGenerations",
 ] as const;
 
 /** One reward of a GRPO job: an OpenAI grader object (docs/graders.md) and its weight in the sum (default 1). */

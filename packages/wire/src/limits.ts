@@ -65,6 +65,8 @@ export function hyperparameterRanges(limits: JobLimits = DEFAULT_JOB_LIMITS) {
     topP: { integer: false, exclusiveMin: 0, max: 1 },
     maxCompletionTokens: { integer: true, min: 1, max: 4096 },
     epsilon: { integer: false, min: 0, max: 0.9 },
+    // completions per eval prompt at each GRPO eval (grpo-eval.ts)
+    evalGenerations: { integer: true, min: 1, max: 64 },
     // a GRPO job's graders[i].weight (negative: a penalty)
     graderWeight: { integer: false, min: -100, max: 100 },
   } satisfies Record<string, NumericRange | Record<string, NumericRange>>;

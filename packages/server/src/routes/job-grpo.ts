@@ -3,13 +3,14 @@
 // weight, checked whole at job creation with the field named; then run once
 // against the dataset's first row, so a template naming a field the rows do
 // not have ({{item.answer}}) is refused here, before any training, and not at
-// the first step. score_model graders are refused for now: the training
-// process has no inference service to judge with.
+// the first step. A score_model grader's judge must be a model the job's
+// training process can load (job-judges.ts); the training process runs it.
 import { createReadStream } from "node:fs";
 import { hyperparameterRanges, type JobGrader } from "@svc/wire";
 import { grade } from "../graders/grade.js";
 import { GradeError } from "../graders/grade-errors.js";
 import { type Grader, parseGrader } from "../graders/grader-schema.js";
+import type { Judge } from "../graders/score-model.js";
 import { sampleOf } from "../graders/templates.js";
 import { badRequest } from "../http/api-error.js";
 import { array, type Check, inRange, object, optional } from "../http/validate.js";
@@ -17,25 +18,11 @@ import { array, type Check, inRange, object, optional } from "../http/validate.j
 /** Most graders one job sums. */
 export const MAX_JOB_GRADERS = 16;
 
-function refuseJudges(grader: Grader, path: string): void {
-  const judged =
-    grader.type === "score_model"
-      ? path
-      : grader.type === "multi"
-        ? Object.entries(grader.graders).find(([, g]) => g.type === "score_model")?.[0]
-        : undefined;
-  if (judged !== undefined)
-    throw badRequest(
-      `"${judged === path ? path : `${path}.graders.${judged}`}": score_model graders cannot reward a GRPO job yet (the training process has no model to judge with); use string_check, text_similarity, json_schema or multi`,
-      "invalid_grader",
-    );
-}
-
 /** The request's graders: each checked whole (its JSON kept as given, to be parsed again where it runs). */
 export const jobGradersCheck: Check<JobGrader[]> = array(
   object({
     grader: (value, path) => {
-      refuseJudges(parseGrader(value, path), path);
+      parseGrader(value, path);
       return value as Record<string, unknown>;
     },
     weight: optional(inRange(hyperparameterRanges().graderWeight)),
@@ -63,6 +50,9 @@ async function firstRow(path: string): Promise<unknown> {
   return row ? JSON.parse(row[0]) : {};
 }
 
+/** A judge that asks no model: the lowest score its grader's range allows. */
+const checkJudge: Judge = async (grader) => JSON.stringify({ result: (grader.range ?? [0, 1])[0] });
+
 /** Grades an empty completion against the dataset's first row: a grader that cannot be evaluated there is refused. */
 export async function checkGradersOnDataset(
   graders: readonly JobGrader[],
@@ -71,7 +61,8 @@ export async function checkGradersOnDataset(
   const item = await firstRow(datasetPath);
   for (const { grader } of parsedGraders(graders)) {
     try {
-      await grade(grader, { item, sample: sampleOf("") });
+      // a judge's templates are filled before it is asked; this check's judge answers the range's low end
+      await grade(grader, { item, sample: sampleOf("") }, { judge: checkJudge });
     } catch (error) {
       // a formula may be undefined on an empty completion only; a missing item field is missing everywhere
       if (error instanceof GradeError && error.code === "invalid_variable")

@@ -44,6 +44,7 @@ import { withQueuedReasons } from "../store/worker-store.js";
 import { jobOr404, projectFromQuery } from "./access.js";
 import { adapterRefCheck } from "./inference.js";
 import { checkGradersOnDataset, jobGradersCheck } from "./job-grpo.js";
+import { checkJobJudges } from "./job-judges.js";
 import { setsLora, startAdapterLora } from "./job-start-adapter.js";
 
 /** hyperparameters, ranged by wire-limits.ts under this server's job limits; a missing `lora` is DEFAULT_LORA (as documented). */
@@ -84,6 +85,7 @@ function hyperparametersCheck(limits: JobLimits): Check<JobHyperparameters> {
     maxCompletionTokens: optional(inRange(range.maxCompletionTokens)),
     epsilon: optional(inRange(range.epsilon)),
     scaleRewards: optional(boolean()),
+    evalGenerations: optional(inRange(range.evalGenerations)),
   });
   return (value, path) => {
     const parsed = check(value, path);
@@ -196,6 +198,7 @@ export async function createJob(ctx: ServerContext, project: Project, body: Crea
     if (method === "grpo" && body.graders)
       await checkGradersOnDataset(body.graders, ctx.dataDir.abs(dataset.path));
   }
+  if (method === "grpo" && body.graders) await checkJobJudges(ctx, project, body.graders);
   // Without maxSteps, epochs × batches decide the length: bound that too (all rows: an eval split only shortens it).
   const steps = plannedSteps(trainRows, engineHyperparameters(hyperparameters));
   if (steps > ctx.jobLimits.maxSteps)
@@ -241,6 +244,9 @@ export async function createJob(ctx: ServerContext, project: Project, body: Crea
   return (await withQueuedReasons(ctx.store.db, [job]))[0];
 }
 
+/** Whether the job asks for the torch backend (a function: what checkMethod refused before does not narrow it). */
+const onTorch = (body: CreateJobRequest): boolean => body.backend === "torch";
+
 /** The method's rules across fields: its hyperparameters only with it, and the backends that train it. */
 function checkMethod(method: TrainingMethod, body: CreateJobRequest): void {
   const hp = body.hyperparameters;
@@ -270,14 +276,16 @@ function checkMethod(method: TrainingMethod, body: CreateJobRequest): void {
       throw badRequest(
         `"backend": the torch backend does not train method "grpo" yet; leave "backend" out or set "engine"`,
       );
-    const evalField = body.evalDatasetId
-      ? "evalDatasetId"
-      : body.evalFraction !== undefined
-        ? "evalFraction"
-        : null;
-    if (evalField)
+    // GRPO's eval set is a prompts dataset of its own; the train prompts are not split (docs/post-training.md#grpo-eval)
+    if (body.evalFraction !== undefined)
       throw badRequest(
-        `"${evalField}": method "grpo" has no eval set yet; its steps log the rewards of what they sample`,
+        `"evalFraction": method "grpo" takes its eval set as "evalDatasetId", a prompts dataset of its own`,
+      );
+    if (hp?.evalGenerations !== undefined && !body.evalDatasetId)
+      throw badRequest(`"hyperparameters.evalGenerations" samples the eval set: give "evalDatasetId" too`);
+    if (body.evalDatasetId && onTorch(body))
+      throw badRequest(
+        `"evalDatasetId": the torch backend's GRPO has no eval set yet; leave "backend" out or set "engine"`,
       );
     return;
   }

@@ -11,6 +11,7 @@ import type { DataDir } from "../data-dir.js";
 import { engineHyperparameters, torchModelOf } from "../engine-hyperparameters.js";
 import { parseHubName } from "../hub/index.js";
 import type { ModelRegistry, RegisteredModel } from "../models/model-registry.js";
+import { judgeModels } from "../routes/job-judges.js";
 import { startAdapterDir } from "../routes/job-start-adapter.js";
 import { JobRecoveryStore } from "../store/job-recovery-store.js";
 import type { JobRow, StoredHyperparameters } from "../store/job-store.js";
@@ -215,6 +216,11 @@ export class JobRunner {
         `the adapter this job starts from (job ${startAdapter.jobId}, ${startAdapter.kind === "final" ? "final" : `checkpoint ${startAdapter.step}`}) no longer exists`,
         null,
       ));
+    // a score_model grader's judge runs in the training process, loaded from these folders
+    const judges = hyperparameters.graders?.length
+      ? await judgeModels(this.store, this.models, (path) => this.dataDir.abs(path), hyperparameters.graders)
+      : [];
+    if (typeof judges === "string") return void (await this.jobs.fail(row, judges, null));
     const input: TrainingProcessInput = {
       modelDir: model.dir,
       // A Hub model's adapter names its Hub id and commit (adapter_config.json), not the cache folder.
@@ -232,6 +238,7 @@ export class JobRunner {
       outputDir: this.dataDir.abs(this.dataDir.jobOutputPath(row.id)),
       resumeFrom: null,
       ...(startDir ? { startAdapter: this.dataDir.abs(startDir) } : {}),
+      ...(judges.length ? { judges } : {}),
       dryRun: row.dry_run === 1,
       ...(this.backend === "torch" && this.options.torch ? { torch: this.options.torch } : {}),
     };

@@ -14,6 +14,7 @@ import {
 } from "@svc/engine";
 import type { JobGrader } from "@svc/wire";
 import { grade } from "../graders/grade.js";
+import type { Judge } from "../graders/score-model.js";
 import { sampleOf } from "../graders/templates.js";
 import { parsedGraders } from "../routes/job-grpo.js";
 import type { TrainingProcessInput, TrainingProcessMessage } from "./training-protocol.js";
@@ -21,20 +22,24 @@ import type { TrainingProcessInput, TrainingProcessMessage } from "./training-pr
 export interface GrpoTrainingSet {
   model: Model;
   trainSet: GrpoRow[];
+  /** The eval set's prompts (evalDatasetId); empty without one. */
+  evalSet: GrpoRow[];
   started: Extract<TrainingProcessMessage, { type: "started" }>;
 }
 
 export async function readGrpoTrainingSet(input: TrainingProcessInput): Promise<GrpoTrainingSet> {
   const trainSet = await readPromptDataset(input.trainPath);
+  const evalSet = input.evalPath ? await readPromptDataset(input.evalPath) : [];
   const model = await loadModel(input.modelDir);
   return {
     model,
     trainSet,
+    evalSet,
     started: {
       type: "started",
       totalSteps: plannedSteps(trainSet.length, input.hyperparameters),
       trainExamples: trainSet.length,
-      evalExamples: 0,
+      evalExamples: evalSet.length,
       truncatedRows: 0,
       droppedRows: 0,
       rowNotes: [],
@@ -49,7 +54,8 @@ export interface GraderScorer {
   rewardWeights: number[];
 }
 
-export function graderScorer(graders: readonly JobGrader[]): GraderScorer {
+/** `judge` runs the graders' score_model judges (training-judge.ts); a job without one has none. */
+export function graderScorer(graders: readonly JobGrader[], judge?: Judge): GraderScorer {
   const parsed = parsedGraders(graders);
   const names = parsed.map(({ grader }) => grader.name);
   const rewardNames = names.map((name, i) => (names.indexOf(name) === i ? name : `${name}#${i}`));
@@ -60,7 +66,7 @@ export function graderScorer(graders: readonly JobGrader[]): GraderScorer {
       const rewards: number[] = [];
       for (const [i, { grader }] of parsed.entries()) {
         try {
-          rewards.push((await grade(grader, ctx, {}, `graders[${i}].grader`)).reward);
+          rewards.push((await grade(grader, ctx, { judge }, `graders[${i}].grader`)).reward);
         } catch (error) {
           throw new Error(
             `row ${item.rowNumber}: graders[${i}] ("${grader.name}") could not grade a completion: ${(error as Error).message}`,

@@ -17,6 +17,7 @@ import {
 } from "@svc/engine";
 import { exitWithParent } from "../process/engine-process.js";
 import { graderScorer, readGrpoTrainingSet } from "./training-grpo.js";
+import { trainingJudge } from "./training-judge.js";
 import { postToRunner, type TrainingProcessMessage, trainingInput } from "./training-protocol.js";
 import { readPreferenceTrainingSets, readTrainingSets } from "./training-sets.js";
 
@@ -63,10 +64,12 @@ async function main(): Promise<void> {
       run = () =>
         trainPreference({ ...common(model), trainSet, evalSet, prepared, startAdapter: input.startAdapter });
     } else if (input.hyperparameters.method === "grpo") {
-      const { model, trainSet, started } = await readGrpoTrainingSet(input);
-      const scorer = graderScorer(input.hyperparameters.graders ?? []);
+      const { model, trainSet, evalSet, started } = await readGrpoTrainingSet(input);
+      const judge = trainingJudge({ model, dir: input.modelDir }, input.judges ?? []);
+      const scorer = graderScorer(input.hyperparameters.graders ?? [], judge);
       await post(started);
-      run = () => trainGrpo({ ...common(model), trainSet, ...scorer, startAdapter: input.startAdapter });
+      run = () =>
+        trainGrpo({ ...common(model), trainSet, evalSet, ...scorer, startAdapter: input.startAdapter });
     } else {
       const { model, trainSet, evalSet, prepared, started } = await readTrainingSets(input);
       await post(started);

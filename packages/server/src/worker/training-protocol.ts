@@ -14,6 +14,8 @@ export interface TrainingProcessInput {
   resumeFrom: string | null;
   /** The adapter folder whose weights start a job from an adapter (engine TrainOptions.startAdapter). */
   startAdapter?: string;
+  /** Method "grpo": the models its score_model graders' judges run on (routes/job-judges.ts). */
+  judges?: JudgeModel[];
   dryRun: boolean;
   /** A Hub base model's id and commit, written into the adapters' adapter_config.json. */
   baseModelName?: string;
@@ -22,6 +24,14 @@ export interface TrainingProcessInput {
   torchModel?: TorchModel;
   /** Set for the torch backend's process (torch-training-process.ts): how it starts PyTorch. */
   torch?: TorchLaunch;
+}
+
+/** A judge's model as the training process loads it: a base model's folder, and an ft: model's adapter folder. */
+export interface JudgeModel {
+  /** The grader's `model`, as given. */
+  model: string;
+  modelDir: string;
+  adapterDir: string | null;
 }
 
 /** How a torch worker runs its jobs (svc worker --backend torch). */
@@ -66,7 +76,7 @@ export type TrainingProcessMessage =
       progress: TrainProgress &
         BackendFigures &
         Partial<Pick<PreferenceProgress, "preference" | "evalPreference">> &
-        Partial<Pick<GrpoProgress, "grpo" | "timing">>;
+        Partial<Pick<GrpoProgress, "grpo" | "timing" | "evalGrpo">>;
     }
   | { type: "checkpoint"; step: number; dir: string }
   | { type: "result"; result: TrainResult | null; trainSeconds: number }

@@ -1,6 +1,7 @@
 // A GRPO job's charts (docs/studio.md#grpo-jobs), hidden for other jobs:
 // - rewards: the mean reward of each step's completions (solid) inside a band of
-//   ± the mean group standard deviation, and each reward's own mean (thin lines);
+//   ± the mean group standard deviation, each reward's own mean (thin lines), and
+//   the eval set's mean reward where an eval ran (dashed, with a dot per eval);
 // - health: small multiples, each with its own y scale, of the KL to the
 //   reference (absent when beta is 0), the mean completion length in tokens, and
 //   the share of groups whose completions all scored the same (zero advantage).
@@ -21,6 +22,7 @@ import { type Extent, type LossPoint, ticks } from "../lib/loss-series.js";
 import { type ChartFrame, ChartSvg, HoverLine, LegendSwatch, StepGrid } from "./chart-parts.js";
 
 export const MEAN_REWARD_COLOR = "#2563eb";
+export const EVAL_REWARD_COLOR = "#ea580c";
 /** Each reward's own line, by its position among the reward names. */
 const REWARD_COLORS = ["#16a34a", "#dc2626", "#d97706", "#7c3aed", "#0891b2", "#db2777"];
 const W = 720;
@@ -74,6 +76,12 @@ export function GrpoRewardsChart({ steps }: ChartProps) {
             <LegendSwatch color={MEAN_REWARD_COLOR} dashed={false} marker={false} />
             Mean reward ± std
           </span>
+          {series.evalReward.length > 0 && (
+            <span className="legend-item" data-testid="legend-eval-reward">
+              <LegendSwatch color={EVAL_REWARD_COLOR} dashed marker />
+              Eval reward
+            </span>
+          )}
           {series.perReward.map((r, i) => (
             <span key={r.name} className="legend-item" data-testid={`legend-reward-${r.name}`}>
               <LegendSwatch color={REWARD_COLORS[i % REWARD_COLORS.length]} dashed={false} marker={false} />
@@ -117,6 +125,20 @@ export function GrpoRewardsChart({ steps }: ChartProps) {
             />
           )}
         </g>
+        {series.evalReward.length > 0 && (
+          <g data-testid="eval-reward-line" data-points={series.evalReward.length}>
+            <path
+              d={linePath(series.evalReward, x, y)}
+              fill="none"
+              stroke={EVAL_REWARD_COLOR}
+              strokeWidth="2"
+              strokeDasharray="5 3"
+            />
+            {series.evalReward.map((p) => (
+              <circle key={p.step} cx={x(p.step)} cy={y(p.value)} r="3" fill={EVAL_REWARD_COLOR} />
+            ))}
+          </g>
+        )}
         {hover && <HoverLine frame={frame} step={hover.step} />}
       </ChartSvg>
       <div className="chart-readout" data-testid="grpo-rewards-readout">
@@ -126,6 +148,9 @@ export function GrpoRewardsChart({ steps }: ChartProps) {
             <span style={{ color: MEAN_REWARD_COLOR }}>
               reward {fmt(hover.reward)} ± {fmt(hover.rewardStd)}
             </span>
+            {hover.evalReward !== null && (
+              <span style={{ color: EVAL_REWARD_COLOR }}>eval {fmt(hover.evalReward)}</span>
+            )}
             {series.perReward.map(
               (r, i) =>
                 hover.rewards[r.name] !== undefined && (

@@ -86,3 +86,28 @@ test("a long completion is clipped by characters, a short one kept", () => {
   assert.equal(long.clipped, true);
   assert.equal(long.text, `${"é".repeat(10)}…`);
 });
+
+test("GRPO eval reward: a point where an eval ran (training.log's evalGrpo), none elsewhere, inside the y range", () => {
+  const withEval = (step: number, reward: number, evalReward: number | null) => ({
+    ...log(step, reward, null),
+    ...(evalReward === null ? {} : { evalGrpo: { reward: evalReward, rewards: { exact: evalReward } } }),
+  });
+  const steps = [
+    withEval(1, 0.2, null),
+    withEval(2, 0.4, 0.9),
+    withEval(3, 0.5, null),
+    withEval(4, 0.6, 1.5),
+  ].reduce<GrpoStep[]>(addGrpoFrame, []);
+  assert.deepEqual(
+    steps.map((s) => s.evalReward),
+    [null, 0.9, null, 1.5],
+  );
+  const series = grpoRewardSeries(steps);
+  assert.deepEqual(series.evalReward, [
+    { step: 2, value: 0.9 },
+    { step: 4, value: 1.5 },
+  ]);
+  const { max } = grpoRewardExtent(series);
+  assert.ok(max >= 1.5, String(max));
+  assert.deepEqual(grpoRewardSeries([...steps].slice(0, 1)).evalReward, []);
+});

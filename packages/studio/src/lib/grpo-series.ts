@@ -24,6 +24,8 @@ export interface GrpoStep {
   zeroAdvantageFraction: number;
   clipFraction: number;
   samples: GrpoSample[];
+  /** The eval set's mean reward when an eval ran at this step (training.log's evalGrpo), else null. */
+  evalReward: number | null;
 }
 
 const isNumber = (v: unknown): v is number => typeof v === "number" && Number.isFinite(v);
@@ -62,6 +64,8 @@ export function grpoStepOf(payload: Record<string, unknown>): GrpoStep | null {
     samples: Array.isArray(g.samples)
       ? g.samples.map(sampleOf).filter((s): s is GrpoSample => s !== null)
       : [],
+    evalReward:
+      isObject(payload.evalGrpo) && isNumber(payload.evalGrpo.reward) ? payload.evalGrpo.reward : null,
   };
 }
 
@@ -82,6 +86,8 @@ export interface GrpoRewardSeries {
   band: { step: number; low: number; high: number }[];
   /** Each reward's own mean, by name, in the order the names first appear. */
   perReward: { name: string; points: LossPoint[] }[];
+  /** The eval set's mean reward at the steps an eval ran. */
+  evalReward: LossPoint[];
 }
 
 export function grpoRewardSeries(steps: GrpoStep[]): GrpoRewardSeries {
@@ -96,6 +102,7 @@ export function grpoRewardSeries(steps: GrpoStep[]): GrpoRewardSeries {
     reward: steps.map((s) => ({ step: s.step, value: s.reward })),
     band: steps.map((s) => ({ step: s.step, low: s.reward - s.rewardStd, high: s.reward + s.rewardStd })),
     perReward: [...perReward].map(([name, points]) => ({ name, points })),
+    evalReward: steps.flatMap((s) => (s.evalReward === null ? [] : [{ step: s.step, value: s.evalReward }])),
   };
 }
 
@@ -113,11 +120,12 @@ export function grpoHealthSeries(steps: GrpoStep[]): Record<GrpoHealthKey, LossP
   };
 }
 
-/** The y range of the reward chart: the band, the mean and each reward; widened when flat. */
+/** The y range of the reward chart: the band, the mean, each reward and the eval reward; widened when flat. */
 export function grpoRewardExtent(series: GrpoRewardSeries): Extent {
   const values = [
     ...series.band.flatMap((b) => [b.low, b.high]),
     ...series.perReward.flatMap((r) => r.points.map((p) => p.value)),
+    ...series.evalReward.map((p) => p.value),
   ];
   return valueExtent(values);
 }

@@ -3,7 +3,8 @@
 // reward (with its ±std band) and each grader's mean at every logged step, the
 // health charts the KL, completion length and zero-advantage share, and the
 // Samples panel shows the latest step's sampled completions, escaped, with their
-// scores, and another step's when picked. The SDK's createTrainer takes no
+// scores, and another step's when picked. The job has an eval set (evalSteps 2):
+// the rewards chart draws its mean reward at the steps it ran (2 and the last, 3). The SDK's createTrainer takes no
 // graders yet, so the GRPO job is posted to /v1/jobs with the project's own
 // credentials (written by `svc start` in the session's HOME).
 import assert from "node:assert/strict";
@@ -71,10 +72,14 @@ describe("Studio shows a GRPO job's rewards, health and samples", {
         scope: { orgSlug: state.orgSlug, projectSlug: state.projectSlug },
       });
       const dataset = await client.uploadDataset(`${PROMPTS.join("\n")}\n`, { name: "prompts.jsonl" });
+      const evalSet = await client.uploadDataset(`${PROMPTS.slice(0, 2).join("\n")}\n`, {
+        name: "prompts-eval.jsonl",
+      });
       const job = await client.createJob({
         name: "grpo-view",
         baseModel: TEST_MODEL,
         datasetId: dataset.id,
+        evalDatasetId: evalSet.id,
         method: "grpo",
         graders: [{ grader: GRADER }],
         hyperparameters: {
@@ -86,6 +91,7 @@ describe("Studio shows a GRPO job's rewards, health and samples", {
           maxCompletionTokens: 6,
           temperature: 1,
           beta: 0.04,
+          evalSteps: 2,
         },
       } as Parameters<CloudApiClient["createJob"]>[0]);
       jobId = job.id;
@@ -111,6 +117,9 @@ describe("Studio shows a GRPO job's rewards, health and samples", {
     assert.equal(await chartPoints(page, "mean-reward-line"), STEPS);
     assert.equal(await chartPoints(page, "reward-says the-line"), STEPS);
     await page.getByTestId("legend-reward-says the").waitFor();
+    // the eval set's mean reward where an eval ran: step 2 (evalSteps) and the last step
+    assert.equal(await chartPoints(page, "eval-reward-line"), 2);
+    await page.getByTestId("legend-eval-reward").waitFor();
     // the ±std band is drawn (it may be flat: on the test model every group can score alike)
     assert.equal(await page.getByTestId("reward-std-band").count(), 1);
     for (const health of ["grpo-kl-line", "grpo-completion-length-line", "grpo-zero-advantage-line"])

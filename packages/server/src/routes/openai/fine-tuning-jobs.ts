@@ -62,6 +62,8 @@ function openAiParams(hyperparametersPath: string): [string, string][] {
     ["hyperparameters.learningRate", `${hyperparametersPath}.learning_rate_multiplier`],
     ["hyperparameters.beta", `${hyperparametersPath}.beta`],
     ["hyperparameters.numGenerations", `${hyperparametersPath}.compute_multiplier`],
+    ["hyperparameters.evalSteps", `${hyperparametersPath}.eval_interval`],
+    ["hyperparameters.evalGenerations", `${hyperparametersPath}.eval_samples`],
     // a reinforcement job's one grader (its fields named whole: param is the refusal's leading path)
     ["graders[0].grader", "method.reinforcement.grader"],
   ];

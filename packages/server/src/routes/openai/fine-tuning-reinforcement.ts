@@ -9,15 +9,20 @@
 // - compute_multiplier scales the completions sampled per prompt:
 //   numGenerations = GRPO_BASE_GENERATIONS × compute_multiplier ("auto": 1,
 //   so 8), which must land on a whole number within GRPO's 2–64;
-// - eval_interval and eval_samples are refused unless "auto": svc's GRPO has
-//   no eval set yet; reasoning_effort is refused as for every method.
+// - a validation_file is the GRPO job's eval set: every eval_interval steps
+//   ("auto": once an epoch, as a supervised job's validation) and at the last
+//   step, each of its prompts is sampled eval_samples times ("auto": 1) at the
+//   job's sampling settings and graded; eval_interval or eval_samples without a
+//   validation file is refused; reasoning_effort is refused as for every method.
 
+import { resolveGrpo } from "@svc/engine";
 import {
   hyperparameterRanges,
   type Job,
   type JobGrader,
   type JobHyperparameters,
   type JobLimits,
+  type NumericRange,
   type TrainingLogEvent,
 } from "@svc/wire";
 import { parseGrader } from "../../graders/grader-schema.js";
@@ -41,20 +46,26 @@ const GENERATIONS = hyperparameterRanges().numGenerations;
 
 export type RequestedReinforcementHyperparameters = RequestedHyperparameters & {
   compute_multiplier?: number | "auto";
+  eval_interval?: number | "auto";
+  eval_samples?: number | "auto";
 };
 
 export interface ReinforcementHyperparameters extends SupervisedHyperparameters {
   compute_multiplier: number;
+  /** A job with an eval set only: steps between its evals, and samples per eval prompt. */
+  eval_interval?: number;
+  eval_samples?: number;
 }
+
+const HP = "method.reinforcement.hyperparameters";
 
 const refuse = (param: string, message: string) => new OpenAiError(400, "invalid_request", message, param);
 
-const autoOnly =
-  (why: string): Check<"auto"> =>
-  (value, path) => {
-    if (value === "auto") return "auto";
-    throw refuse(path, `"${path}": ${why}; send "auto" or leave it out`);
-  };
+/** A number within its range, or "auto". */
+const autoOr =
+  (range: NumericRange): Check<number | "auto"> =>
+  (value, path) =>
+    value === "auto" ? "auto" : inRange(range)(value, path);
 
 const computeMultiplier: Check<number | "auto"> = (value, path) => {
   if (value === "auto") return "auto";
@@ -82,8 +93,8 @@ export const reinforcementCheck = (hyperparameters: Record<string, Check<unknown
       object({
         ...hyperparameters,
         compute_multiplier: optional(computeMultiplier),
-        eval_interval: optional(autoOnly("svc's GRPO has no eval set yet")),
-        eval_samples: optional(autoOnly("svc's GRPO has no eval set yet")),
+        eval_interval: optional(autoOr(hyperparameterRanges().evalSteps)),
+        eval_samples: optional(autoOr(hyperparameterRanges().evalGenerations)),
       }),
     ),
   });
@@ -102,12 +113,30 @@ export function svcReinforcement(
     requested.compute_multiplier === undefined || requested.compute_multiplier === "auto"
       ? 1
       : requested.compute_multiplier;
+  const { eval_interval: interval, eval_samples: samples } = requested;
+  for (const [field, value] of [
+    ["eval_interval", interval],
+    ["eval_samples", samples],
+  ] as const)
+    if (value !== undefined && value !== "auto" && !withValidation)
+      throw refuse(`${HP}.${field}`, `"${HP}.${field}": sets how the validation_file is evaluated; give one`);
+  const hyperparameters = svcHyperparameters(
+    resolved,
+    seed,
+    rows,
+    withValidation,
+    limits,
+    GRPO_BASE_LEARNING_RATE,
+  );
   return {
     method: "grpo",
     graders: [{ grader }],
     hyperparameters: {
-      ...svcHyperparameters(resolved, seed, rows, withValidation, limits, GRPO_BASE_LEARNING_RATE),
+      ...hyperparameters,
       numGenerations: Math.round(multiplier * GRPO_BASE_GENERATIONS),
+      // "auto": svcHyperparameters' once an epoch, and the engine's 1 sample per eval prompt
+      ...(typeof interval === "number" ? { evalSteps: interval } : {}),
+      ...(typeof samples === "number" ? { evalGenerations: samples } : {}),
     },
   };
 }
@@ -128,6 +157,16 @@ export function graderOf(graders: readonly JobGrader[]): Record<string, unknown>
   };
 }
 
+/** An eval set's eval_interval and eval_samples as the job trains with them (the engine's defaults resolved). */
+function evalSettingsOf(job: Job): { eval_interval?: number; eval_samples: number } {
+  const hp = job.hyperparameters;
+  return {
+    // a job made without evalSteps (POST /v1/jobs) evaluates at its last step only: no interval to show
+    ...(hp.evalSteps !== undefined ? { eval_interval: hp.evalSteps } : {}),
+    eval_samples: resolveGrpo(hp).evalGenerations,
+  };
+}
+
 /** A grpo job's method as OpenAI's reinforcement method. */
 export function reinforcementOf(job: Job): {
   grader: Record<string, unknown>;
@@ -139,6 +178,7 @@ export function reinforcementOf(job: Job): {
       ...supervisedOf(job.hyperparameters, GRPO_BASE_LEARNING_RATE),
       compute_multiplier:
         (job.hyperparameters.numGenerations ?? GRPO_BASE_GENERATIONS) / GRPO_BASE_GENERATIONS,
+      ...(job.evalDatasetId ? evalSettingsOf(job) : {}),
     },
   };
 }
@@ -151,6 +191,7 @@ export const REWARD_METRICS = [
   "train_completion_length",
   "train_zero_advantage_fraction",
   "train_clip_fraction",
+  "valid_reward_mean",
 ];
 
 /**
@@ -158,7 +199,8 @@ export const REWARD_METRICS = [
  * OpenAI's style; docs/openai-fine-tuning.md#methods): the mean combined reward
  * of the step's completions and the mean of its groups' standard deviations,
  * the KL to the reference (when beta > 0), the mean completion length in
- * tokens, the share of groups that scored alike, and the share of clipped tokens.
+ * tokens, the share of groups that scored alike, and the share of clipped tokens;
+ * at a step that evaluated the validation file, its mean reward.
  */
 export function rewardMetricsOf(log: TrainingLogEvent): Record<string, number> {
   const figures = log.grpo;
@@ -170,5 +212,6 @@ export function rewardMetricsOf(log: TrainingLogEvent): Record<string, number> {
     train_completion_length: figures.completionLength,
     train_zero_advantage_fraction: figures.zeroAdvantageFraction,
     train_clip_fraction: figures.clipFraction,
+    ...(log.evalGrpo ? { valid_reward_mean: log.evalGrpo.reward } : {}),
   };
 }
