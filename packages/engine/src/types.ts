@@ -235,12 +235,26 @@ export interface GenerateOptions extends LogitAdjustmentOptions {
   logprobs?: number;
 }
 
+/** A generated token's logprobs (generation/token-logprobs.ts reads them; OpenAI's logprobs). */
+export interface TopLogprob {
+  /** The token's text; `bytes:\xHH…` where its bytes are not whole UTF-8 (OpenAI's notation). */
+  token: string;
+  /** The UTF-8 bytes the token adds to the text. */
+  bytes: number[];
+  logprob: number;
+}
+
+export interface TokenLogprob extends TopLogprob {
+  /** The most likely tokens at this position, most likely first (ties: lower id first). */
+  topLogprobs: TopLogprob[];
+}
+
 export interface GenerationChunk {
   /** Newly decoded text (may be "" while a multi-byte character or a possible stop string is pending). */
   text: string;
   tokenId: number;
   /** With `logprobs`: the token's logprob and alternatives (absent on the end-of-sequence token). */
-  logprob?: import("./generation/token-logprobs.js").TokenLogprob;
+  logprob?: TokenLogprob;
 }
 
 export type FinishReason = "stop" | "length" | "cancelled";

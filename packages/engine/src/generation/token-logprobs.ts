@@ -5,20 +5,11 @@
 // (greedy) the temperature 1 distribution is reported, since the argmax of
 // a degenerate one says nothing. Top-p is not applied: it renormalises the
 // nucleus, and every token outside it would be -Infinity (docs/generation.md).
-import type { Tokenizer } from "../types.js";
+import type { Tokenizer, TokenLogprob, TopLogprob } from "../types.js";
 
-export interface TopLogprob {
-  /** The token's text; `bytes:\xHH…` where its bytes are not whole UTF-8 (OpenAI's notation). */
-  token: string;
-  /** The UTF-8 bytes the token adds to the text. */
-  bytes: number[];
-  logprob: number;
-}
-
-export interface TokenLogprob extends TopLogprob {
-  /** The most likely tokens at this position, most likely first (ties: lower id first). */
-  topLogprobs: TopLogprob[];
-}
+// TokenLogprob and TopLogprob are part of the public contract (types.ts, GenerationChunk.logprob);
+// exported here too for the modules that read them.
+export type { TokenLogprob, TopLogprob } from "../types.js";
 
 /** The most top_logprobs OpenAI allows. */
 export const MAX_TOP_LOGPROBS = 20;

@@ -27,16 +27,18 @@ import {
   ExactMatchRunner,
   exactMatchSample,
 } from "./task-metrics.js";
-import { nextTick, runTrainingLoop, startTrainingRun, type TrainingObjective } from "./training-loop.js";
+import {
+  nextTick,
+  type ResolvedHyperparameters,
+  runTrainingLoop,
+  startTrainingRun,
+  type TrainingObjective,
+} from "./training-loop.js";
 
+// ResolvedHyperparameters is the loop's input, so it is declared there; exported here beside resolveHyperparameters.
+export type { ResolvedHyperparameters } from "./training-loop.js";
 // epochOrder lives with the loop that uses it; it stays importable from here for the other trainers.
 export { epochOrder } from "./training-loop.js";
-
-/** Hyperparameters with their defaults applied (resolveHyperparameters). */
-export type ResolvedHyperparameters = Required<
-  Omit<TrainHyperparameters, "maxSteps" | "evalSteps" | "saveSteps">
-> &
-  Pick<TrainHyperparameters, "maxSteps" | "evalSteps" | "saveSteps">;
 
 /** Hyperparameters with defaults applied; a bad value is an EngineError naming the field. */
 export function resolveHyperparameters(h: TrainHyperparameters): ResolvedHyperparameters {

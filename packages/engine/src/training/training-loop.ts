@@ -15,10 +15,16 @@ import { ModelGraph } from "../graph/model.js";
 import type { LoraLayers } from "../graph/weights.js";
 import { getKernels } from "../kernels/index.js";
 import { Rng } from "../rng.js";
-import type { CheckpointInfo, LoraAdapter, TrainOptions, TrainProgress, TrainResult } from "../types.js";
+import type {
+  CheckpointInfo,
+  LoraAdapter,
+  TrainHyperparameters,
+  TrainOptions,
+  TrainProgress,
+  TrainResult,
+} from "../types.js";
 import { AdamW, clipGradNorm } from "./optim.js";
 import { learningRateAt } from "./schedule.js";
-import type { ResolvedHyperparameters } from "./train.js";
 import {
   loadStartAdapter,
   restoreCheckpoint,
@@ -26,6 +32,12 @@ import {
   writeOptimizerState,
 } from "./train-checkpoint.js";
 import { type ResolvedPrecision, resolvePrecision, trainingWeights } from "./train-precision.js";
+
+/** Hyperparameters with their defaults applied (training/train.ts resolveHyperparameters). */
+export type ResolvedHyperparameters = Required<
+  Omit<TrainHyperparameters, "maxSteps" | "evalSteps" | "saveSteps">
+> &
+  Pick<TrainHyperparameters, "maxSteps" | "evalSteps" | "saveSteps">;
 
 /** The order of the training examples in one epoch (a pure function of seed and epoch). */
 export function epochOrder(n: number, seed: number, epoch: number): number[] {
