@@ -1,26 +1,11 @@
 // Generates the templates' datasets offline and deterministically (fixed seed):
 // `node templates/generate-datasets.mjs` rewrites templates/*/data/{train,eval}.jsonl.
 // Each row is one chat in the OpenAI fine-tuning format: {"messages":[...]}
-// (with "tools" for the tool-calling template).
-import { mkdirSync, writeFileSync } from "node:fs";
-import { dirname, join } from "node:path";
+// (with "tools" for the tool-calling template); the post-training templates'
+// rows (preference pairs, prompts) are made in post-training-datasets.mjs.
 import { fileURLToPath } from "node:url";
-
-const here = dirname(fileURLToPath(import.meta.url));
-
-/** mulberry32: a small, well-known 32-bit PRNG; same seed, same datasets. */
-function rng(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-const pick = (r, xs) => xs[Math.floor(r() * xs.length)];
+import { pick, write } from "./dataset-writer.mjs";
+import { toneRow } from "./post-training-datasets.mjs";
 
 // ------------------------------------------------------------ ticket triage
 
@@ -273,33 +258,9 @@ function toolRow(r, heldOut = false) {
 
 // ------------------------------------------------------------ write
 
-/** The user's messages of a row: held-out rows whose messages a train row has are drawn again. */
-const userText = (row) =>
-  row.messages
-    .filter((m) => m.role === "user")
-    .map((m) => m.content)
-    .join("\n");
-
-function write(template, makeRow, seed, trainRows, evalRows, { distinctEval = false } = {}) {
-  const r = rng(seed);
-  const rows = Array.from({ length: trainRows }, () => makeRow(r));
-  const seen = new Set(rows.map(userText));
-  while (rows.length < trainRows + evalRows) {
-    const row = makeRow(r, true);
-    if (distinctEval && seen.has(userText(row))) continue;
-    seen.add(userText(row));
-    rows.push(row);
-  }
-  const dir = join(here, template, "data");
-  mkdirSync(dir, { recursive: true });
-  const jsonl = (xs) => `${xs.map((x) => JSON.stringify(x)).join("\n")}\n`;
-  writeFileSync(join(dir, "train.jsonl"), jsonl(rows.slice(0, trainRows)));
-  writeFileSync(join(dir, "eval.jsonl"), jsonl(rows.slice(trainRows)));
-  console.log(`${template}: ${trainRows} train + ${evalRows} eval rows (seed ${seed})`);
-}
-
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   write("ticket-triage", triageRow, 20251121, 240, 40);
   write("pii-redaction", piiRow, 20251122, 240, 40);
   write("tool-calling", toolRow, 20251124, 240, 40, { distinctEval: true });
+  write("reply-tone", toneRow, 20251201, 160, 32);
 }

@@ -25,7 +25,9 @@ const ROOT = fileURLToPath(new URL("../../../..", import.meta.url));
 const PICO = "svc/pico-llama";
 const PICO_DIR = join(ROOT, "models/pico-llama");
 const lines = (file: string) =>
-  readFileSync(join(ROOT, "templates/reply-tone/data", file), "utf8").trim().split("\n");
+  readFileSync(join(ROOT, "templates/reply-tone/data", file), "utf8")
+    .trim()
+    .split("\n");
 const PAIRS = lines("train.jsonl").slice(0, 48);
 const HELD_OUT = lines("eval.jsonl").slice(0, 16);
 // SFT first: the prompts with their preferred replies

@@ -268,3 +268,22 @@ test("the started line says what the run trains in: its precision, and an int8 b
     "started: 3 steps, 8 train / 0 eval examples, base model m, in fp32 on an int8 base",
   );
 });
+
+test("a DPO step's line adds the held-out preference figures; the bar keeps the latest eval's", () => {
+  const figures = { chosenReward: 0.5, rejectedReward: -0.25, margin: 0.75, accuracy: 0.8125 };
+  const dpo = { ...log(10, 0.5, 0.4), rewards: figures, evalRewards: { ...figures, loss: 0.4 } } as JobEvent;
+  assert.equal(
+    formatEventLine(dpo, 60),
+    "step 10/60 loss=0.5000 evalLoss=0.4000 evalPreferenceAccuracy=0.8125 evalMargin=0.7500",
+  );
+  const noEval = { ...log(11, 0.3, null), rewards: figures, evalRewards: null } as JobEvent;
+  assert.equal(formatEventLine(noEval, 60), "step 11/60 loss=0.3000");
+  const { out, text } = sink(true);
+  const printer = new JobProgressPrinter(out, true);
+  printer.event(dpo);
+  printer.event(noEval);
+  assert.match(
+    text(),
+    /loss=0\.3000 {2}evalLoss=0\.4000 {2}evalPreferenceAccuracy=0\.8125 {2}evalMargin=0\.7500$/,
+  );
+});

@@ -14,9 +14,12 @@ export function formatFraction(v: number): string {
   return v.toFixed(4);
 }
 
-type LogMetrics = Pick<ProgressState, "loss" | "evalLoss" | "evalTokenAccuracy" | "evalExactMatch">;
+type LogMetrics = Omit<ProgressState, "step" | "totalSteps" | "tokensPerSecond">;
 
-/** `loss=…`, `evalLoss=…`, `evalTokenAccuracy=…`, `evalExactMatch=…` for the numeric ones, in that order. */
+/**
+ * `loss=…`, `evalLoss=…`, `evalTokenAccuracy=…`, `evalExactMatch=…` for the numeric ones, in that order;
+ * then a DPO job's held-out `evalPreferenceAccuracy=…` and `evalMargin=…` (docs/post-training.md#what-the-charts-mean).
+ */
 function metricParts(e: LogMetrics): string[] {
   const parts: string[] = [];
   if (typeof e.loss === "number") parts.push(`loss=${formatNumber(e.loss)}`);
@@ -25,6 +28,10 @@ function metricParts(e: LogMetrics): string[] {
   if (typeof e.evalTokenAccuracy === "number")
     parts.push(`evalTokenAccuracy=${formatFraction(e.evalTokenAccuracy)}`);
   if (typeof e.evalExactMatch === "number") parts.push(`evalExactMatch=${formatFraction(e.evalExactMatch)}`);
+  if (e.evalRewards) {
+    parts.push(`evalPreferenceAccuracy=${formatFraction(e.evalRewards.accuracy)}`);
+    parts.push(`evalMargin=${formatNumber(e.evalRewards.margin)}`);
+  }
   return parts;
 }
 
@@ -108,6 +115,8 @@ export interface ProgressState {
   evalLoss: number | null;
   evalTokenAccuracy?: number | null;
   evalExactMatch?: number | null;
+  /** Method "dpo": the latest eval's preference figures. */
+  evalRewards?: { accuracy: number; margin: number } | null;
   tokensPerSecond: number | null;
 }
 
@@ -166,6 +175,7 @@ export class JobProgressPrinter {
       if (event.evalLoss !== null) this.state.evalLoss = event.evalLoss;
       if (typeof event.evalTokenAccuracy === "number") this.state.evalTokenAccuracy = event.evalTokenAccuracy;
       if (typeof event.evalExactMatch === "number") this.state.evalExactMatch = event.evalExactMatch;
+      if (event.evalRewards) this.state.evalRewards = event.evalRewards;
       if (event.tokensPerSecond !== null) this.state.tokensPerSecond = event.tokensPerSecond;
     }
     if (!this.tty) {

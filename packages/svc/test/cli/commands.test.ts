@@ -6,7 +6,7 @@ import { mkdir, readFile, stat, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { needs } from "@svc/engine/testing";
+import { needs } from "@svc/engine";
 import OpenAI from "openai";
 import { cliEnv, runSvc, startTestModelServer, TEST_MODEL, type TestServer, tempDir } from "./harness.js";
 
@@ -85,7 +85,7 @@ test("usage mistakes exit 2 with one clear line", async () => {
   assert.equal(badTemplate.code, 2);
   assert.match(
     badTemplate.stderr,
-    /--template: unknown template "nope"; one of pii-redaction, ticket-triage, tool-calling/,
+    /--template: unknown template "nope"; one of .*pii-redaction, reply-tone, ticket-triage, tool-calling/,
   );
 });
 
