@@ -17,4 +17,5 @@ export * from "./limits.js";
 export * from "./model-pulls.js";
 export * from "./precision.js";
 export * from "./project-keys.js";
+export * from "./scoring.js";
 export * from "./tools.js";

@@ -149,6 +149,8 @@ export interface TrainingCancelledEvent extends JobEventBase {
 export interface TrainingPausedEvent extends JobEventBase {
   type: "training.paused";
   step: number | null;
+  /** Set when svc paused it itself: "scorer_gone" (Job.pausedReason). */
+  reason?: string;
 }
 
 /** A paused job was resumed: it is queued again, to go on from its latest checkpoint. */

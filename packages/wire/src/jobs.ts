@@ -2,6 +2,7 @@
 
 import type { AdapterRef, Iso8601 } from "./common.js";
 import type { BaseWeightFormat, TrainingPrecision } from "./precision.js";
+import type { JobReward } from "./scoring.js";
 
 /** "paused": stopped at a checkpoint by POST /v1/jobs/:id/pause, not claimed until resumed (docs/api.md#pause-and-resume). */
 export type JobStatus = "queued" | "running" | "paused" | "completed" | "failed" | "cancelled";
@@ -65,6 +66,11 @@ export interface JobHyperparameters {
    * with the hyperparameters and read back here (not accepted inside a request's hyperparameters).
    */
   graders?: JobGrader[];
+  /**
+   * Method "grpo": the rewards the job's trainer computes (createTrainer's `rewards`: names and weights,
+   * never code), stored and read back as the request's top-level `rewards` gave them (scoring.ts).
+   */
+  rewards?: JobReward[];
 }
 
 /** How a job trains (docs/post-training.md): supervised fine-tuning on chat rows, or preference tuning on pairs. */
@@ -109,6 +115,11 @@ export interface CreateJobRequest {
   method?: TrainingMethod;
   /** Method "grpo": the rewards, graders run by the server (docs/post-training.md#grpo). */
   graders?: JobGrader[];
+  /**
+   * Method "grpo": rewards the job's trainer computes in its own process and answers through the scoring
+   * routes (docs/post-training.md#rewards-in-typescript). A GRPO job needs graders, rewards or both.
+   */
+  rewards?: JobReward[];
   /** Validate everything and run the data pipeline without training. */
   dryRun?: boolean;
   /** Which training backend runs the job (docs/gpu-training.md); default "auto": any worker's. */
@@ -157,6 +168,11 @@ export interface Job {
   backend: JobBackend;
   /** Why a queued job waits: no running worker offers its backend; null when it will be claimed. */
   queuedReason: string | null;
+  /**
+   * Why svc paused the job itself: "scorer_gone" (SCORER_GONE_REASON) when its trainer's scorer stopped
+   * claiming; null for a user's pause and for a job that is not paused.
+   */
+  pausedReason: string | null;
   /**
    * The job's attempt, 1-based. A crash of the process that ran it (its
    * training process, its server or worker) restarts it as the next attempt:

@@ -6,14 +6,20 @@
 // the first step. A score_model grader's judge must be a model the job's
 // training process can load (job-judges.ts); the training process runs it.
 import { createReadStream } from "node:fs";
-import { hyperparameterRanges, type JobGrader } from "@svc/wire";
+import {
+  hyperparameterRanges,
+  type JobGrader,
+  type JobReward,
+  MAX_JOB_REWARDS,
+  REWARD_NAME,
+} from "@svc/wire";
 import { grade } from "../graders/grade.js";
 import { GradeError } from "../graders/grade-errors.js";
 import { type Grader, parseGrader } from "../graders/grader-schema.js";
 import type { Judge } from "../graders/score-model.js";
 import { sampleOf } from "../graders/templates.js";
 import { badRequest } from "../http/api-error.js";
-import { array, type Check, inRange, object, optional } from "../http/validate.js";
+import { array, type Check, inRange, object, optional, string } from "../http/validate.js";
 
 /** Most graders one job sums. */
 export const MAX_JOB_GRADERS = 16;
@@ -29,6 +35,33 @@ export const jobGradersCheck: Check<JobGrader[]> = array(
   }),
   { min: 1, max: MAX_JOB_GRADERS },
 );
+
+/**
+ * The request's trainer rewards (docs/post-training.md#rewards-in-typescript): names and weights only, as the
+ * trainer computes them; a name is never two rewards', nor a grader's (the step logs key means by name).
+ */
+export const jobRewardsCheck: Check<JobReward[]> = array(
+  object({
+    name: string({
+      pattern: REWARD_NAME,
+      patternText: "a letter or _, then letters, digits, _ . - (at most 64)",
+    }),
+    weight: optional(inRange(hyperparameterRanges().graderWeight)),
+  }),
+  { min: 1, max: MAX_JOB_REWARDS },
+);
+
+/** Refuses a trainer reward named like another reward or one of the job's graders. */
+export function checkRewardNames(rewards: readonly JobReward[], graders: readonly JobGrader[] = []): void {
+  const taken = new Set(parsedGraders(graders).map(({ grader }) => grader.name));
+  rewards.forEach(({ name }, i) => {
+    if (taken.has(name))
+      throw badRequest(
+        `"rewards[${i}].name": "${name}" is named twice (rewards' and graders' names are the step logs' keys)`,
+      );
+    taken.add(name);
+  });
+}
 
 /** The graders parsed for grading, in order, with their weights. */
 export function parsedGraders(graders: readonly JobGrader[]): { grader: Grader; weight: number }[] {

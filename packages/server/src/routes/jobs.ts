@@ -43,7 +43,7 @@ import { type JobRow, toJob } from "../store/job-store.js";
 import { withQueuedReasons } from "../store/worker-store.js";
 import { jobOr404, projectFromQuery } from "./access.js";
 import { adapterRefCheck } from "./inference.js";
-import { checkGradersOnDataset, jobGradersCheck } from "./job-grpo.js";
+import { checkGradersOnDataset, checkRewardNames, jobGradersCheck, jobRewardsCheck } from "./job-grpo.js";
 import { checkJobJudges } from "./job-judges.js";
 import { setsLora, startAdapterLora } from "./job-start-adapter.js";
 
@@ -123,6 +123,7 @@ export const createJobBody = (limits: JobLimits) =>
     hyperparameters: optional(hyperparametersCheck(limits)),
     method: optional(oneOf(TRAINING_METHODS)),
     graders: optional(jobGradersCheck),
+    rewards: optional(jobRewardsCheck),
     dryRun: optional(boolean()),
     backend: optional(oneOf(JOB_BACKENDS)),
     startAdapter: optional(adapterRefCheck),
@@ -222,6 +223,7 @@ export async function createJob(ctx: ServerContext, project: Project, body: Crea
       ...hyperparameters,
       ...(method === "sft" ? {} : { method }),
       ...(body.graders ? { graders: body.graders } : {}),
+      ...(body.rewards ? { rewards: body.rewards } : {}),
       ...(body.startAdapter ? { startAdapter: body.startAdapter } : {}),
       precision: body.precision ?? DEFAULT_JOB_PRECISION,
       ...(body.baseWeights ? { baseWeights: body.baseWeights } : {}),
@@ -255,6 +257,7 @@ function checkMethod(method: TrainingMethod, body: CreateJobRequest): void {
     if (stray)
       throw badRequest(`"hyperparameters.${stray}" is a GRPO setting: set "method": "grpo" to use it`);
     if (body.graders) throw badRequest(`"graders" reward a GRPO job: set "method": "grpo" to use them`);
+    if (body.rewards) throw badRequest(`"rewards" reward a GRPO job: set "method": "grpo" to use them`);
   }
   if (method === "sft") {
     const stray = PREFERENCE_HYPERPARAMETERS.find((key) => hp?.[key] !== undefined);
@@ -268,10 +271,11 @@ function checkMethod(method: TrainingMethod, body: CreateJobRequest): void {
     const stray = PREFERENCE_HYPERPARAMETERS.find((key) => key !== "beta" && hp?.[key] !== undefined);
     if (stray)
       throw badRequest(`"hyperparameters.${stray}" is a DPO setting: method "grpo" does not read it`);
-    if (!body.graders)
+    if (!body.graders && !body.rewards)
       throw badRequest(
-        `"graders": method "grpo" needs at least one grader to reward its completions (docs/post-training.md#grpo)`,
+        `"graders": method "grpo" needs at least one grader or trainer reward ("rewards") to reward its completions (docs/post-training.md#grpo)`,
       );
+    if (body.rewards) checkRewardNames(body.rewards, body.graders);
     if (body.backend === "torch")
       throw badRequest(
         `"backend": the torch backend does not train method "grpo" yet; leave "backend" out or set "engine"`,

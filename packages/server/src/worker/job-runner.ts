@@ -383,6 +383,7 @@ export class JobRunner {
       dataDir: this.dataDir,
       backend: this.backend,
       transitions: this.jobs,
+      pause: (jobId) => this.pause(jobId),
     };
   }
 }

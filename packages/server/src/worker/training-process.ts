@@ -1,8 +1,8 @@
 // Runs one training job in a child process of the server (forked by the job
 // runner), so a crash in the native kernels costs this job's process only:
 // reads the datasets and the base model (training-sets.ts), calls the engine's train()
-// (trainPreference() for method "dpo", trainGrpo() with the job's graders for
-// method "grpo") and reports progress, checkpoints and the
+// (trainPreference() for method "dpo", trainGrpo() with the job's graders and
+// its trainer's rewards for method "grpo") and reports progress, checkpoints and the
 // result as IPC messages.
 import {
   type CheckpointInfo,
@@ -16,6 +16,7 @@ import {
   trainPreference,
 } from "@svc/engine";
 import { exitWithParent } from "../process/engine-process.js";
+import { combinedScorer, resumedStep, trainerScorer } from "./trainer-rewards.js";
 import { graderScorer, readGrpoTrainingSet } from "./training-grpo.js";
 import { trainingJudge } from "./training-judge.js";
 import { postToRunner, type TrainingProcessMessage, trainingInput } from "./training-protocol.js";
@@ -66,7 +67,13 @@ async function main(): Promise<void> {
     } else if (input.hyperparameters.method === "grpo") {
       const { model, trainSet, evalSet, started } = await readGrpoTrainingSet(input);
       const judge = trainingJudge({ model, dir: input.modelDir }, input.judges ?? []);
-      const scorer = graderScorer(input.hyperparameters.graders ?? [], judge);
+      const { graders, rewards } = input.hyperparameters;
+      const scorer = combinedScorer(
+        graders?.length ? graderScorer(graders, judge) : null,
+        rewards?.length
+          ? trainerScorer(rewards, controller.signal, () => (lastStep ?? resumedStep(input.resumeFrom)) + 1)
+          : null,
+      );
       await post(started);
       run = () =>
         trainGrpo({ ...common(model), trainSet, evalSet, ...scorer, startAdapter: input.startAdapter });

@@ -1,7 +1,7 @@
 // Messages between a job runner and its training process, and the training
 // process's end of them.
 import type { GrpoProgress, PreferenceProgress, TrainProgress, TrainResult } from "@svc/engine";
-import type { TorchModel, TruncationRowNote } from "@svc/wire";
+import type { ScoringItem, TorchModel, TruncationRowNote } from "@svc/wire";
 import type { EngineJobHyperparameters } from "../engine-hyperparameters.js";
 
 export interface TrainingProcessInput {
@@ -79,10 +79,28 @@ export type TrainingProcessMessage =
         Partial<Pick<GrpoProgress, "grpo" | "timing" | "evalGrpo">>;
     }
   | { type: "checkpoint"; step: number; dir: string }
+  | ScoreRequest
   | { type: "result"; result: TrainResult | null; trainSeconds: number }
   | { type: "error"; message: string; step: number | null };
 
-export type TrainingProcessCommand = { type: "start"; input: TrainingProcessInput } | { type: "abort" };
+/** A GRPO step's completions for the trainer's rewards to score (worker/trainer-rewards.ts, reward-scoring.ts). */
+export interface ScoreRequest {
+  type: "score";
+  id: number;
+  step: number;
+  rewardNames: string[];
+  items: ScoringItem[];
+}
+
+/** The trainer's answer to a ScoreRequest: a list of rewards per item, or its error (it fails the step). */
+export type ScoreReply =
+  | { type: "scores"; id: number; rewards: number[][] }
+  | { type: "scoreFailed"; id: number; message: string };
+
+export type TrainingProcessCommand =
+  | { type: "start"; input: TrainingProcessInput }
+  | { type: "abort" }
+  | ScoreReply;
 
 /** In a training process: sends a message and resolves once it is handed to the IPC channel. */
 export const postToRunner = (message: TrainingProcessMessage) =>

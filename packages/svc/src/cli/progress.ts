@@ -3,6 +3,7 @@
 // progress bar line on a terminal.
 import type { JobEvent } from "@svc/wire";
 import { DownloadPrinter } from "./download-progress.js";
+import { grpoRewardsText, pausedReasonText } from "./grpo-text.js";
 
 export function formatNumber(v: number): string {
   if (!Number.isFinite(v)) return String(v);
@@ -83,7 +84,7 @@ export function formatEventLine(event: JobEvent, totalSteps: number | null): str
     case "training.started":
       return `${startedLead(event)}: ${event.totalSteps} steps, ${event.trainExamples} train / ${event.evalExamples} eval examples, base model ${event.baseModel}${precisionText(event)}${rowsCut(event)}`;
     case "training.log":
-      return `${stepText(event.step, totalSteps)}${metrics(event)}`;
+      return `${stepText(event.step, totalSteps)}${metrics(event)}${grpoRewardsText(event)}`;
     case "checkpoint.saved":
       return `checkpoint saved at step ${event.step} (${event.artifact.name})`;
     case "training.completed": {
@@ -100,7 +101,7 @@ export function formatEventLine(event: JobEvent, totalSteps: number | null): str
     case "training.cancelled":
       return `cancelled${event.step === null ? "" : ` at step ${event.step}`}`;
     case "training.paused":
-      return `paused${event.step === null ? "" : ` at step ${event.step}`} (POST /v1/jobs/:id/resume resumes it)`;
+      return `paused${event.step === null ? "" : ` at step ${event.step}`}${event.reason ? `: ${pausedReasonText(event.reason, event.jobId)}` : " (POST /v1/jobs/:id/resume resumes it)"}`;
     case "training.resumed":
       return "resumed: queued to go on from its latest checkpoint";
     default:
