@@ -305,6 +305,27 @@ test("from a start adapter: training starts at its weights and, with beta > 0, i
   );
 });
 
+test("a GRPO run stopped while its scorer is asked writes a checkpoint of the steps it trained", async () => {
+  const controller = new AbortController();
+  let calls = 0;
+  const result = await trainGrpo({
+    model,
+    trainSet: rows,
+    hyperparameters: { ...hyper, maxSteps: 10 },
+    outputDir: join(root, "stopped-scoring"),
+    signal: controller.signal,
+    // step 3's scorer is stopped before it answers, as the trainer's scorer is when its job pauses
+    score: async (batch) => {
+      if (++calls < 3) return batch.map(() => [0]);
+      controller.abort();
+      throw new Error("the job was stopped while waiting for its trainer's scores");
+    },
+  });
+  assert.equal(result.status, "cancelled");
+  assert.equal(result.steps, 2);
+  assert.equal(result.adapterDir, join(root, "stopped-scoring", "checkpoint-2"));
+});
+
 test("a cancelled GRPO run stops at the next step and writes a checkpoint of its last step", async () => {
   const controller = new AbortController();
   const result = await trainGrpo({

@@ -305,7 +305,16 @@ export async function trainGrpo(options: GrpoTrainOptions): Promise<TrainResult>
       rowNumber: rowNumber(c.row),
       completion: c.text,
     }));
-    const [scores, combined] = await scoreBatch(options.score, items, rewardNames, rewardWeights, step + 1);
+    let scored: [number[][], Float64Array];
+    try {
+      scored = await scoreBatch(options.score, items, rewardNames, rewardWeights, step + 1);
+    } catch (error) {
+      // Stopped while the scorer was asked (a pause: the trainer's scorer is gone): the steps done are
+      // checkpointed, and this one is trained after the resume, on scores that came.
+      if (signal?.aborted) return cancelled();
+      throw error;
+    }
+    const [scores, combined] = scored;
     const scoring = seconds(scoringBegan);
     const updateBegan = performance.now();
     const { advantages, zeroGroups } = groupAdvantages(combined, G, grpo.scaleRewards);
