@@ -2,14 +2,13 @@
 // subscribers at once (half never reading) on a running job with 5,000 stored
 // events, then 50 and 500 on a completed job with 20,000; the cloud API's and
 // the edge's /healthz stay under 200 ms throughout (measured from a separate
-// process; on a machine where more processes want to run than it has cores,
-// a bound scaled by that overload, see assertResponsive), the server's RSS
-// within its documented bound, and every reader
-// gets every event in order, once. Also: what a client resuming across a
-// resumed run receives, and the caps on streams per identity and per job.
+// process; on a machine that other processes load, a bound scaled by that
+// load: healthz-bounds.ts), the server's RSS within its documented bound, and
+// every reader gets every event in order, once. Also: what a client resuming
+// across a resumed run receives, and the caps on streams per identity and per
+// job. The same on two API processes: event-streams-cluster.test.ts.
 import assert from "node:assert/strict";
 import { rmSync } from "node:fs";
-import { availableParallelism, loadavg } from "node:os";
 import { after, before, describe, it } from "node:test";
 import { parseServerArgs } from "../src/cli.js";
 import { DataDir } from "../src/data-dir.js";
@@ -19,6 +18,7 @@ import { dropSupersededSteps } from "../src/events/superseded-steps.js";
 import type { ServerOptions } from "../src/server.js";
 import type { NewJobEvent } from "../src/store/job-store.js";
 import { Store } from "../src/store/store.js";
+import { appendEvents, assertWhole, logEvent, seedCompletedJob, started, upTo } from "./event-log.js";
 import {
   type Backend,
   call,
@@ -39,10 +39,17 @@ import {
   waitForExit,
 } from "./harness.js";
 import {
+  assertHealthz,
+  HEALTHZ_MS,
+  healthSummary,
+  loadLine,
+  statsLine,
+  watchLoad,
+} from "./healthz-bounds.js";
+import {
   closedByServer,
   drain,
   follow,
-  type HealthSample,
   lastWholeFrameId,
   openNonReader,
   probeHealth,
@@ -51,10 +58,6 @@ import {
 
 const RUNNING_EVENTS = 5_000;
 const COMPLETED_EVENTS = 20_000;
-/** The issue's bound for both /healthz endpoints, every sample. */
-const HEALTHZ_MS = 200;
-/** On an overloaded machine (see assertResponsive): the longest any /healthz may take. */
-const OVERLOADED_MAX_MS = 10_000;
 /** docs/server.md#event-streams: the server's RSS stays below this with 500 streams on 20,000 events. */
 const RSS_BOUND = 400 * 1024 * 1024;
 const KEEPALIVE_MS = 2000;
@@ -70,61 +73,7 @@ const serverArgs = [
   "off",
 ];
 
-/** A training.log frame as the engine reports one, about 330 bytes on the wire like a real one. */
-const logEvent = (step: number) =>
-  ({
-    type: "training.log",
-    step,
-    loss: 2.345678 - step * 1e-5,
-    evalLoss: null,
-    evalTokenAccuracy: null,
-    evalExactMatch: null,
-    learningRate: 0.00019876,
-    epoch: step / 1000,
-    tokensPerSecond: 5210.5,
-  }) as NewJobEvent;
-const started = (resumedFromStep?: number) =>
-  ({
-    type: "training.started",
-    baseModel: TINY_MODEL,
-    totalSteps: 100_000,
-    trainExamples: 16,
-    evalExamples: 0,
-    ...(resumedFromStep === undefined ? {} : { resumedFromStep }),
-  }) as NewJobEvent;
-
-async function append(store: Store, jobId: string, events: NewJobEvent[]): Promise<void> {
-  for (let at = 0; at < events.length; at += 1000)
-    await store.jobs.appendEvents(jobId, events.slice(at, at + 1000));
-}
-
-function summary(samples: HealthSample[]) {
-  const at = (list: number[], q: number) => list[Math.min(list.length - 1, Math.floor(q * list.length))];
-  const of = (key: "api" | "edge" | "control") => {
-    const list = samples.map((s) => s[key]).sort((a, b) => a - b);
-    return {
-      p50: at(list, 0.5),
-      p95: at(list, 0.95),
-      p99: at(list, 0.99),
-      max: list.at(-1) ?? Number.NaN,
-      failed: list[0] === -1,
-    };
-  };
-  return { n: samples.length, api: of("api"), edge: of("edge"), control: of("control") };
-}
-
 const mib = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(0)} MiB`;
-
-/** Expects exactly the ids `expected`, each once, in order, ending with `end`. */
-function assertWhole(got: { ids: number[]; events: string[] }, expected: number[], who: string): void {
-  assert.equal(got.events.at(-1), "end", `${who} reached the end`);
-  assert.equal(got.ids.length, expected.length, `${who} got ${expected.length} events`);
-  got.ids.forEach((id, i) => {
-    if (id !== expected[i]) assert.fail(`${who}: event ${i + 1} has id ${id}, not ${expected[i]}`);
-  });
-}
-
-const upTo = (n: number) => Array.from({ length: n }, (_, i) => i + 1);
 
 for (const backend of ["sqlite", "postgres"] as Backend[]) {
   describe(`event streams at scale (${backend})`, { timeout: 240_000 }, () => {
@@ -154,26 +103,13 @@ for (const backend of ["sqlite", "postgres"] as Backend[]) {
       id = await newIdentity(server.apiUrl);
       const dataset = await uploadDataset(server.apiUrl, id);
       completed = (await createJob(server.apiUrl, id, dataset.id)).id;
-      await append(store, completed, [
-        started(),
-        ...Array.from({ length: COMPLETED_EVENTS - 3 }, (_, i) => logEvent(i + 1)),
-      ]);
-      assert.ok(
-        await store.jobs.transition(completed, { status: ["queued"] }, { status: "completed" }, [
-          {
-            type: "training.completed",
-            artifacts: [],
-            metrics: { steps: 0, finalLoss: null, evalLoss: null },
-          },
-          { type: "end" },
-        ] as NewJobEvent[]),
-      );
+      await seedCompletedJob(store, completed, COMPLETED_EVENTS);
       // Run 1: started (id 1), steps 1..300 (2..301), checkpoint at 300 (302), steps 301..600 (303..602), then
       // killed; run 2 resumed from step 300: started (603), steps 301..600 (604..903), completed (904), end (905).
       resumedJob = (await createJob(server.apiUrl, id, dataset.id)).id;
       const steps = (from: number, to: number) =>
         Array.from({ length: to - from + 1 }, (_, i) => logEvent(from + i));
-      await append(store, resumedJob, [
+      await appendEvents(store, resumedJob, [
         started(),
         ...steps(1, 300),
         { type: "checkpoint.saved", step: 300, artifact: { name: "checkpoint-300" } } as NewJobEvent,
@@ -192,7 +128,7 @@ for (const backend of ["sqlite", "postgres"] as Backend[]) {
       // An earlier run's 5,000 events, then a real training run of the tiny model streams live.
       running = (await createJob(server.apiUrl, id, dataset.id, { maxSteps: 100_000, saveSteps: 100_000 }))
         .id;
-      await append(store, running, [
+      await appendEvents(store, running, [
         started(),
         ...Array.from({ length: RUNNING_EVENTS - 1 }, (_, i) => logEvent(i + 1)),
       ]);
@@ -238,10 +174,7 @@ for (const backend of ["sqlite", "postgres"] as Backend[]) {
     /** n subscribers at once on `jobId`: half never read, a few parse every frame, the rest read and discard. */
     async function crowd(jobId: string, n: number, whileOpen: () => Promise<void> = async () => {}) {
       const rss = watchRss(server.proc.pid!);
-      let load = loadavg()[0];
-      const loadTimer = setInterval(() => {
-        load = Math.max(load, loadavg()[0]);
-      }, 500);
+      const loadWatch = watchLoad(() => [server.proc.pid, worker?.proc.pid, probe.pid]);
       const since = Date.now();
       const followers = n >= 100 ? 10 : 5;
       const nonReaders = Array.from({ length: n / 2 }, () => openNonReader(server.apiUrl, jobId, id.token));
@@ -251,13 +184,12 @@ for (const backend of ["sqlite", "postgres"] as Backend[]) {
       ];
       await whileOpen();
       const results = await Promise.all(reading);
-      const health = summary(probe.since(since));
+      const health = healthSummary(probe.since(since));
       const slow = probe.since(since).filter((x) => x.api > HEALTHZ_MS || x.edge > HEALTHZ_MS);
       if (slow.length > 0) console.log(`slow /healthz rounds: ${JSON.stringify(slow)}`);
       const peak = rss.peak();
       rss.stop();
-      clearInterval(loadTimer);
-      load = Math.max(load, loadavg()[0]);
+      const load = loadWatch.stop();
       return {
         nonReaders,
         followed: results.slice(0, followers) as Awaited<ReturnType<typeof follow>>[],
@@ -274,34 +206,10 @@ for (const backend of ["sqlite", "postgres"] as Backend[]) {
       const drops =
         run.followed.reduce((n, f) => n + f.reconnects, 0) +
         run.drained.reduce((n, d) => n + d.reconnects, 0);
-      const line = (h: { p50: number; p99: number; max: number }) =>
-        `p50 ${h.p50} p99 ${h.p99} max ${h.max} ms`;
       console.log(
-        `${backend} ${what}: ${run.seconds.toFixed(1)} s; /healthz in ${health.n} rounds: api ${line(health.api)}, edge ${line(health.edge)}; bare control server ${line(health.control)}; server RSS peak ${mib(run.peak)}; readers resumed ${drops} times; load average ${run.load.toFixed(1)} on ${availableParallelism()} cores`,
+        `${backend} ${what}: ${run.seconds.toFixed(1)} s; /healthz in ${health.n} rounds: api ${statsLine(health.api)}, edge ${statsLine(health.edge)}; bare control server ${statsLine(health.control)}; server RSS peak ${mib(run.peak)}; readers resumed ${drops} times; ${loadLine(run.load)}`,
       );
-      assert.ok(health.n >= 5, `${health.n} /healthz rounds during ${what}`);
-      assert.ok(!health.api.failed && !health.edge.failed, "no /healthz failed");
-      // The issue's bound: every /healthz under 200 ms, on a machine whose run queue fits its cores. This
-      // one is shared: when more processes want to run than it has cores (the 1-minute load average), any
-      // busy process gets that much less of a core and answers later whatever it does. Then the bound
-      // grows in proportion and holds for 95 in 100 answers, and none may take 10 s (before the fix they
-      // took 16.5 s, then none came within 30 s).
-      const overload = run.load / availableParallelism();
-      if (overload <= 1) {
-        assert.ok(health.api.max < HEALTHZ_MS, `api /healthz max ${health.api.max} ms < ${HEALTHZ_MS}`);
-        assert.ok(health.edge.max < HEALTHZ_MS, `edge /healthz max ${health.edge.max} ms < ${HEALTHZ_MS}`);
-      } else {
-        const bound = Math.round(HEALTHZ_MS * overload);
-        assert.ok(
-          health.api.p95 < bound,
-          `api /healthz p95 ${health.api.p95} ms < ${bound} (load ${run.load})`,
-        );
-        assert.ok(
-          health.edge.p95 < bound,
-          `edge /healthz p95 ${health.edge.p95} ms < ${bound} (load ${run.load})`,
-        );
-        assert.ok(Math.max(health.api.max, health.edge.max) < OVERLOADED_MAX_MS, "no /healthz took 10 s");
-      }
+      assertHealthz(what, health, run.load);
       assert.ok(run.peak < RSS_BOUND, `RSS peak ${mib(run.peak)} < ${mib(RSS_BOUND)}`);
       for (const [i, d] of run.drained.entries()) assert.ok(d.ended, `reader ${i} reached the end`);
     }

@@ -48,6 +48,23 @@ export function closedByServer(socket: Socket, waitMs: number): Promise<boolean>
   });
 }
 
+/**
+ * Whether the kernel still holds `socket`'s connection (Linux /proc/net/tcp):
+ * once the server resets a non-reader's connection it is gone from there,
+ * though the paused socket has not read that yet.
+ */
+export function connectionOpen(socket: Socket): boolean {
+  if (socket.connecting || socket.localPort === undefined) return !socket.destroyed;
+  const port = (n: number | undefined) => `:${(n ?? 0).toString(16).toUpperCase().padStart(4, "0")}`;
+  const [local, remote] = [port(socket.localPort), port(socket.remotePort)];
+  for (const table of ["/proc/net/tcp", "/proc/net/tcp6"])
+    for (const line of readFileSync(table, "latin1").split("\n")) {
+      const [, from, to] = line.trim().split(/\s+/);
+      if (from?.endsWith(local) && to?.endsWith(remote)) return true;
+    }
+  return false;
+}
+
 /** The id of the last whole frame in `text` (raw HTTP/1.1 chunked bytes of an SSE stream), or null. */
 export function lastWholeFrameId(text: string): number | null {
   for (let at = text.lastIndexOf("\nid: "); at >= 0; at = text.lastIndexOf("\nid: ", at - 1)) {
@@ -202,6 +219,8 @@ export function probeHealth(apiUrl: string, edgeUrl: string, intervalMs = 50) {
     }
   });
   return {
+    /** The prober's process (its control server is a child of it). */
+    pid: proc.pid,
     /** The samples taken from `since` on. */
     since: (since: number) => samples.filter((s) => s.at >= since),
     stop: () => proc.kill(),
