@@ -1,7 +1,7 @@
 // The browser side of the loopback API: every call carries the per-launch token
 // from the page's meta tag; non-2xx answers become StudioApiError with the
 // server's uniform { error: { message, code } } body.
-import type { ErrorBody } from "@svc/wire";
+import { type ErrorBody, LAST_EVENT_ID_QUERY, STUDIO_TOKEN_HEADER } from "@svc/wire";
 
 export const studioToken: string =
   document.querySelector<HTMLMetaElement>('meta[name="svc-studio-token"]')?.content ?? "";
@@ -38,7 +38,7 @@ async function errorFrom(res: Response): Promise<StudioApiError> {
 /** fetch with the Studio token; throws StudioApiError on non-2xx. */
 export async function studioFetch(path: string, init: RequestInit = {}): Promise<Response> {
   const headers = new Headers(init.headers);
-  headers.set("X-Svc-Studio-Token", studioToken);
+  headers.set(STUDIO_TOKEN_HEADER, studioToken);
   if (init.body !== undefined && !headers.has("Content-Type"))
     headers.set("Content-Type", "application/json");
   const res = await fetch(path, { ...init, headers });
@@ -60,7 +60,7 @@ export async function sendJson<T>(method: string, path: string, body?: unknown):
 
 /** `lastEventId` resumes after that event when a new EventSource replaces one that gave up. */
 export function jobEventsUrl(jobId: string, lastEventId?: string): string {
-  const resume = lastEventId ? `&lastEventId=${encodeURIComponent(lastEventId)}` : "";
+  const resume = lastEventId ? `&${LAST_EVENT_ID_QUERY}=${encodeURIComponent(lastEventId)}` : "";
   return `/api/jobs/${encodeURIComponent(jobId)}/events?studioToken=${encodeURIComponent(studioToken)}${resume}`;
 }
 

@@ -5,6 +5,7 @@
 // one's send buffer is bounded (events/sse-connection.ts).
 
 import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
+import { LAST_EVENT_ID_HEADER, LAST_EVENT_ID_QUERY } from "@svc/wire";
 import { Hono } from "hono";
 import type { ApiEnv, ServerContext } from "../context.js";
 import { SseConnection } from "../events/sse-connection.js";
@@ -15,7 +16,7 @@ export function eventRoutes(ctx: ServerContext) {
   const app = new Hono<ApiEnv>();
   app.get("/v1/jobs/:id/events", async (c) => {
     const job = await jobOr404(ctx, c, c.req.param("id"));
-    const after = parseLastEventId(c.req.header("last-event-id") ?? c.req.query("lastEventId"));
+    const after = parseLastEventId(c.req.header(LAST_EVENT_ID_HEADER) ?? c.req.query(LAST_EVENT_ID_QUERY));
     const release = ctx.eventStreams.open(c, c.get("user").id, job.id);
     // Written straight to the Node response: the hub hands every subscriber
     // the same encoded frames, so fan-out costs a socket write each.

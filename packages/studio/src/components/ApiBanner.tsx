@@ -2,21 +2,14 @@
 // polls /api/connection and clears as soon as the API answers again. Separate
 // from the job page's "Event stream interrupted." banner, which stays as the
 // spec has it.
+import type { StudioConnectionBody } from "@svc/wire";
 import { useEffect, useState } from "react";
 import { getJson } from "../api.js";
 
 /** How often the page asks whether the cloud API answers. */
 export const CONNECTION_POLL_MS = 3000;
 
-interface Connection {
-  apiUrl: string;
-  reachable: boolean;
-  reason: string | null;
-  local: boolean;
-  log: string | null;
-}
-
-export function apiBannerText(c: Connection): string {
+export function apiBannerText(c: StudioConnectionBody): string {
   const host = new URL(c.apiUrl).host;
   return c.local
     ? `The local server at ${host} is not answering (${c.reason}). svc dev is restarting it; its log: ${c.log}`
@@ -24,13 +17,13 @@ export function apiBannerText(c: Connection): string {
 }
 
 export function ApiBanner() {
-  const [down, setDown] = useState<Connection | null>(null);
+  const [down, setDown] = useState<StudioConnectionBody | null>(null);
   useEffect(() => {
     let stopped = false;
     let timer: number | undefined;
     const poll = async () => {
       try {
-        const c = await getJson<Connection>("/api/connection");
+        const c = await getJson<StudioConnectionBody>("/api/connection");
         if (!stopped) setDown(c.reachable ? null : c);
       } catch {
         // svc dev itself is gone or restarted: the stale-token banner covers that.

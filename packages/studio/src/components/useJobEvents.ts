@@ -1,7 +1,7 @@
 // Follows one job's SSE stream: status per the spec's state table, loss series,
 // the 500-row event log, artifact count and failure text. The browser's own
 // EventSource reconnect (with Last-Event-ID) handles interruptions; `end` closes.
-import type { JobStatus } from "@svc/wire";
+import { JOB_EVENT_TYPES, type JobStatus } from "@svc/wire";
 import { useEffect, useState } from "react";
 import { jobEventsUrl } from "../api.js";
 import { applyDownloadEvent, type Download, downloadKey } from "../lib/download-progress.js";
@@ -11,18 +11,8 @@ import { addLogFrame, dropStepsAfter, emptySeries, type LossSeries } from "../li
 import { precisionOfStarted, type RanPrecision } from "../lib/training-precision.js";
 import { runtimeOfLog, type TrainingRuntime } from "../lib/training-runtime.js";
 
-export const JOB_EVENT_NAMES = [
-  "download.progress",
-  "download.completed",
-  "training.started",
-  "training.log",
-  "checkpoint.saved",
-  "training.completed",
-  "training.failed",
-  "training.cancelled",
-  "training.paused",
-  "training.resumed",
-] as const;
+/** The stream's events the page listens to by name: every job event type but "end", which closes it. */
+export const JOB_EVENT_NAMES = JOB_EVENT_TYPES.filter((type) => type !== "end");
 
 export interface JobEventState {
   status: JobStatus | null;

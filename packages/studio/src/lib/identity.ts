@@ -1,11 +1,8 @@
 // The header's identity line: `<mode> · <org>[ / <project>][ · <baseUrl-host>]`.
-export interface StudioIdentity {
-  mode: "anonymous" | "oauth";
-  orgSlug: string;
-  projectSlug: string | null;
-  /** The cloud API host, or null when the CLI points at the default (production) endpoint. */
-  apiHost: string | null;
-}
+import type { StudioIdentityBody } from "@svc/wire";
+
+/** The fields of GET /api/credentials the line shows. */
+export type StudioIdentity = Pick<StudioIdentityBody, "mode" | "orgSlug" | "projectSlug" | "apiHost">;
 
 export function formatIdentity(id: StudioIdentity): string {
   let text = `${id.mode} · ${id.orgSlug}`;

@@ -1,5 +1,7 @@
 // Renders a process's raw output the way a terminal shows it: a carriage
 // return rewrites the current line (progress bars), ANSI colour codes are dropped.
+import { START_OUTPUT_JOB_ID } from "@svc/wire";
+
 // biome-ignore lint/suspicious/noControlCharactersInRegex: matching ANSI escapes is the point
 const ANSI = /\u001b\[[0-9;?]*[A-Za-z]/g;
 
@@ -14,9 +16,7 @@ export function terminalText(raw: string): string {
   return lines.join("\n");
 }
 
-const JOB_LINE = /\bjob ([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\b/i;
-
 /** The job id from `svc start`'s `job <uuid> submitted` line (fallback when the response header is absent). */
 export function jobIdFromOutput(raw: string): string | null {
-  return raw.match(JOB_LINE)?.[1] ?? null;
+  return raw.match(START_OUTPUT_JOB_ID)?.[1] ?? null;
 }

@@ -1,7 +1,7 @@
 // Overview: the project's single trainer and the Run training action. The log
 // box shows exactly what `svc start` prints; once the job id is known the live
 // loss chart of that run appears next to it.
-import type { Job } from "@svc/wire";
+import { JOB_ID_HEADER, type Job } from "@svc/wire";
 import { useEffect, useRef, useState } from "react";
 import { errorMessage, getJson, IDENTITY_CHANGED_EVENT, studioFetch } from "../api.js";
 import { StatusBadge, shortId } from "../components/common.js";
@@ -117,7 +117,7 @@ export function Overview() {
     let raw = "";
     try {
       const res = await studioFetch("/api/train", { method: "POST" });
-      const headerId = res.headers.get("X-Svc-Job-Id");
+      const headerId = res.headers.get(JOB_ID_HEADER);
       if (headerId) setJobId(headerId);
       const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
       for (;;) {

@@ -1,45 +1,44 @@
-// CloudApiClient: one method per /v1 route (see cloud-api.ts for the contract).
-// Every non-2xx answer becomes a CloudApiError carrying the upstream status and
-// the error body's code and message, so Studio can map it back to HTTP as is.
-import type {
-  AnonymousAuthResponse,
-  Artifact,
-  BaseModelInfo,
-  ChatCompletion,
-  ChatCompletionChunk,
-  CreateDatasetFromHubRequest,
-  CreateDatasetFromUrlRequest,
-  CreateDeploymentRequest,
-  CreateExportArgs,
-  CreateJobRequest,
-  CreateProjectRequest,
-  Dataset,
-  DatasetProfile,
-  DatasetProfileRequest,
-  Deployment,
-  DeploymentKey,
-  DeploymentKeyUsage,
-  ExportInfo,
-  HubDatasetSource,
-  InferArgs,
-  IssuedDeploymentKey,
-  IssuedProjectKey,
-  Job,
-  Me,
-  ModelPull,
-  Project,
-  ProjectKey,
-  ProjectScope,
-  ToolCall,
-  UpdateDeploymentRequest,
-  UpstreamInfo,
-} from "@svc/wire";
-import type { CloudApi, CloudApiClientOptions, DatasetProfileOptions } from "./cloud-api.js";
+// CloudApiClient: one method per /v1 route of the wire's route table (@svc/wire
+// ROUTES; cloud-api.ts derives the methods' types). Most are made from the
+// table by one generic call (call()); the few that are more than one JSON call
+// are written here. Every non-2xx answer becomes a CloudApiError carrying the
+// upstream status and the error body's code and message, so Studio can map it
+// back to HTTP as is.
 import {
-  type AuthConfig,
+  type ChatCompletion,
+  type ChatCompletionChunk,
+  type CreateDatasetFromHubRequest,
+  type CreateDatasetFromUrlRequest,
+  type Dataset,
+  type DatasetProfileRequest,
+  type DeploymentKey,
+  fillPath,
+  type HubDatasetSource,
+  type InferArgs,
+  LAST_EVENT_ID_HEADER,
+  type Me,
+  type ModelPull,
+  type Project,
+  type ProjectScope,
+  type ResultOf,
+  ROUTES,
+  type Route,
+  type RouteName,
+  type RouteTable,
+  type ToolCall,
+} from "@svc/wire";
+import {
+  type CloudApiClientOptions,
+  HAND_WRITTEN_ROUTES,
+  type RouteArgs,
+  type TableMethods,
+  type TableRouteName,
+} from "./cloud-api.js";
+import {
   CloudApiError,
   HUB_DATASET_RESPONSE_TIMEOUT_MS,
   INFERENCE_RESPONSE_TIMEOUT_MS,
+  type Query,
   type RequestOptions,
   readJson,
   safeParse,
@@ -49,15 +48,26 @@ import { profileQuery } from "./dataset-profile.js";
 import { readServerSentEvents } from "./server-sent-events.js";
 import { ToolCallAssembler } from "./tool-call-stream.js";
 
+export type { AuthConfig } from "@svc/wire";
 export {
-  type AuthConfig,
   CloudApiError,
   HUB_DATASET_RESPONSE_TIMEOUT_MS,
   INFERENCE_RESPONSE_TIMEOUT_MS,
   RESPONSE_TIMEOUT_MS,
 } from "./cloud-request.js";
 
-export class CloudApiClient implements CloudApi {
+/** Routes that answer after long work on the server, and how long their answer may take to begin. */
+const SLOW_ROUTES: Partial<Record<RouteName, number>> = {
+  // merging and quantizing a large model takes minutes on the server
+  createExport: HUB_DATASET_RESPONSE_TIMEOUT_MS,
+};
+
+// The table's methods are installed on the prototype right below the class
+// (one generic call each); this interface gives them their types.
+export interface CloudApiClient extends TableMethods {}
+
+// biome-ignore lint/suspicious/noUnsafeDeclarationMerging: the loop after the class defines every TableMethods member
+export class CloudApiClient {
   readonly baseUrl: string;
   readonly token: string | undefined;
   readonly scope: ProjectScope | undefined;
@@ -80,52 +90,52 @@ export class CloudApiClient implements CloudApi {
     });
   }
 
-  // ------------------------------------------------------------ identity
-
-  async createAnonymousIdentity(): Promise<AnonymousAuthResponse> {
-    return this.json<AnonymousAuthResponse>("POST", "/v1/auth/anonymous", { body: {} });
+  /**
+   * One route of the table, called with its arguments in the table's order
+   * (path ids, body, query): its answer, unwrapped where the table says so.
+   * The argument after the ids is a POST's or PATCH's body (absent: {}) and a
+   * GET's or DELETE's query (cloud-api.ts checks that no table route has both).
+   */
+  async call<K extends RouteName>(name: K, ...args: RouteArgs<K>): Promise<ResultOf<RouteTable[K]>> {
+    const route: Route = ROUTES[name];
+    const ids = (route.path.match(/:/g) ?? []).length;
+    const path = fillPath(route, args.slice(0, ids) as string[]);
+    const last = args[ids] as Record<string, unknown> | undefined;
+    const sendsBody = route.method === "POST" || route.method === "PATCH";
+    const res = await this.request(route.method, path, {
+      scoped: route.scoped,
+      body: sendsBody ? (last ?? {}) : undefined,
+      query: !sendsBody && last !== undefined ? stringQuery(last) : undefined,
+      timeoutMs: SLOW_ROUTES[name],
+    });
+    const answer = await readJson<Record<string, unknown>>(res, route.method, path);
+    if (res.status === 204) return undefined as ResultOf<RouteTable[K]>;
+    return (route.unwrap === undefined ? answer : answer[route.unwrap]) as ResultOf<RouteTable[K]>;
   }
 
-  async authConfig(): Promise<AuthConfig> {
-    return this.json<AuthConfig>("GET", "/v1/auth/config");
-  }
+  // ------------------------------------------------------------ hand-written (HAND_WRITTEN_ROUTES)
 
   async me(): Promise<Me> {
-    const r = await this.json<Me | { me: Me }>("GET", "/v1/me");
+    // an older server answered { me }
+    const r = await this.json<Me | { me: Me }>("GET", ROUTES.me.path);
     return "me" in r ? r.me : r;
   }
 
   async listProjects(orgSlug: string): Promise<Project[]> {
-    return (await this.json<{ projects: Project[] }>("GET", "/v1/projects", { query: { orgSlug } })).projects;
-  }
-
-  async createProject(body: CreateProjectRequest): Promise<Project> {
-    return (await this.json<{ project: Project }>("POST", "/v1/projects", { body })).project;
-  }
-
-  async listModels(): Promise<BaseModelInfo[]> {
-    return (await this.json<{ models: BaseModelInfo[] }>("GET", "/v1/models")).models;
+    return (await this.json<{ projects: Project[] }>("GET", ROUTES.listProjects.path, { query: { orgSlug } }))
+      .projects;
   }
 
   async pullModel(model: string): Promise<ModelPull> {
-    return (await this.json<{ pull: ModelPull }>("POST", "/v1/models/pull", { body: { model } })).pull;
+    return (await this.json<{ pull: ModelPull }>("POST", ROUTES.pullModel.path, { body: { model } })).pull;
   }
 
-  async getModelPull(pullId: string): Promise<ModelPull> {
-    return (await this.json<{ pull: ModelPull }>("GET", `/v1/models/pull/${seg(pullId)}`)).pull;
-  }
-
-  async listUpstreams(): Promise<UpstreamInfo[]> {
-    return (await this.json<{ upstreams: UpstreamInfo[] }>("GET", "/v1/upstreams")).upstreams;
-  }
-
-  // ------------------------------------------------------------ datasets
-
+  /** `baseModel` starts the dataset's profile for that model at upload (getDatasetProfile reads it). */
   async uploadDataset(
     jsonl: string,
     options: { name?: string } & DatasetProfileRequest = {},
   ): Promise<Dataset> {
-    const r = await this.json<{ dataset: Dataset }>("POST", "/v1/datasets", {
+    const r = await this.json<{ dataset: Dataset }>("POST", ROUTES.createDataset.path, {
       scoped: true,
       query: { name: options.name, ...profileQuery(options) },
       rawBody: jsonl,
@@ -135,135 +145,71 @@ export class CloudApiClient implements CloudApi {
   }
 
   async createDatasetFromUrl(body: CreateDatasetFromUrlRequest): Promise<Dataset> {
-    return (await this.json<{ dataset: Dataset }>("POST", "/v1/datasets", { scoped: true, body })).dataset;
+    return (await this.json<{ dataset: Dataset }>("POST", ROUTES.createDataset.path, { scoped: true, body }))
+      .dataset;
   }
 
+  /** A Hub dataset's split, fetched and checked by the server (docs/hub.md#datasets). */
   async createDatasetFromHub(
     body: CreateDatasetFromHubRequest,
   ): Promise<{ dataset: Dataset; source: HubDatasetSource }> {
-    return this.json<{ dataset: Dataset; source: HubDatasetSource }>("POST", "/v1/datasets", {
+    return this.json<{ dataset: Dataset; source: HubDatasetSource }>("POST", ROUTES.createDataset.path, {
       scoped: true,
       body,
       timeoutMs: HUB_DATASET_RESPONSE_TIMEOUT_MS,
     });
   }
 
-  async listDatasets(): Promise<Dataset[]> {
-    return (await this.json<{ datasets: Dataset[] }>("GET", "/v1/datasets", { scoped: true })).datasets;
-  }
-
-  async getDataset(datasetId: string): Promise<Dataset> {
-    return (await this.json<{ dataset: Dataset }>("GET", `/v1/datasets/${seg(datasetId)}`)).dataset;
-  }
-
-  async getDatasetProfile(datasetId: string, options: DatasetProfileOptions): Promise<DatasetProfile> {
-    const path = `/v1/datasets/${seg(datasetId)}/profile`;
-    return (await this.json<{ profile: DatasetProfile }>("GET", path, { query: profileQuery(options) }))
-      .profile;
-  }
-
-  // ------------------------------------------------------------ jobs
-
-  async createJob(body: CreateJobRequest): Promise<Job> {
-    return (await this.json<{ job: Job }>("POST", "/v1/jobs", { scoped: true, body })).job;
-  }
-
-  async listJobs(): Promise<Job[]> {
-    return (await this.json<{ jobs: Job[] }>("GET", "/v1/jobs", { scoped: true })).jobs;
-  }
-
-  async getJob(jobId: string): Promise<Job> {
-    return (await this.json<{ job: Job }>("GET", `/v1/jobs/${seg(jobId)}`, { scoped: true })).job;
-  }
-
-  async pauseJob(jobId: string): Promise<Job> {
-    return (await this.json<{ job: Job }>("POST", `/v1/jobs/${seg(jobId)}/pause`, { scoped: true, body: {} }))
-      .job;
-  }
-
-  async resumeJob(jobId: string): Promise<Job> {
-    return (
-      await this.json<{ job: Job }>("POST", `/v1/jobs/${seg(jobId)}/resume`, { scoped: true, body: {} })
-    ).job;
-  }
-
-  async cancelJob(jobId: string): Promise<Job> {
-    return (
-      await this.json<{ job: Job }>("POST", `/v1/jobs/${seg(jobId)}/cancel`, { scoped: true, body: {} })
-    ).job;
-  }
-
+  /** The raw SSE response of GET /v1/jobs/:id/events (for proxies and the SDK's event reader). */
   async openJobEvents(
     jobId: string,
     options: { lastEventId?: string; signal?: AbortSignal } = {},
   ): Promise<Response> {
     const headers: Record<string, string> = { Accept: "text/event-stream" };
-    if (options.lastEventId !== undefined) headers["Last-Event-ID"] = options.lastEventId;
-    return this.request("GET", `/v1/jobs/${seg(jobId)}/events`, {
+    if (options.lastEventId !== undefined) headers[LAST_EVENT_ID_HEADER] = options.lastEventId;
+    return this.request("GET", fillPath(ROUTES.openJobEvents, [jobId]), {
       scoped: true,
       headers,
       signal: options.signal,
     });
   }
 
-  async listArtifacts(jobId: string): Promise<Artifact[]> {
-    return (
-      await this.json<{ artifacts: Artifact[] }>("GET", `/v1/jobs/${seg(jobId)}/artifacts`, { scoped: true })
-    ).artifacts;
-  }
-
-  async getArtifact(jobId: string, artifactName: string): Promise<Artifact> {
-    const path = `/v1/jobs/${seg(jobId)}/artifacts/${seg(artifactName)}`;
-    return (await this.json<{ artifact: Artifact }>("GET", path, { scoped: true })).artifact;
-  }
-
-  /** The bytes of one artifact file, e.g. ("<job>", "final", "adapter_config.json"). */
+  /** The bytes of one file of an artifact, e.g. (jobId, "final", "adapter_config.json"). */
   async downloadArtifactFile(jobId: string, artifactName: string, filePath: string): Promise<Uint8Array> {
-    const path = `/v1/jobs/${seg(jobId)}/artifacts/${seg(artifactName)}/${filePath.split("/").map(seg).join("/")}`;
+    // a file path's own "/" stay separators; each of its parts is encoded
+    const artifact = fillPath(ROUTES.getArtifact, [jobId, artifactName]);
+    const path = `${artifact}/${filePath.split("/").map(encodeURIComponent).join("/")}`;
     const res = await this.request("GET", path, { scoped: true });
     return new Uint8Array(await res.arrayBuffer());
   }
 
-  // ------------------------------------------------------------ exports
-
-  async createExport(body: CreateExportArgs): Promise<ExportInfo> {
-    // merging and quantizing a large model takes minutes on the server
-    const options = { scoped: true, body, timeoutMs: HUB_DATASET_RESPONSE_TIMEOUT_MS };
-    return (await this.json<{ export: ExportInfo }>("POST", "/v1/exports", options)).export;
-  }
-
-  async getExport(exportId: string): Promise<ExportInfo> {
-    return (await this.json<{ export: ExportInfo }>("GET", `/v1/exports/${seg(exportId)}`)).export;
-  }
-
-  async deleteExport(exportId: string): Promise<ExportInfo> {
-    return (await this.json<{ export: ExportInfo }>("DELETE", `/v1/exports/${seg(exportId)}`)).export;
-  }
-
+  /** One file of an export as a streamed response (GGUF files are large). */
   async openExportFile(
     exportId: string,
     filePath: string,
     options: { signal?: AbortSignal } = {},
   ): Promise<Response> {
-    return this.request("GET", `/v1/exports/${seg(exportId)}/${seg(filePath)}`, { signal: options.signal });
+    return this.request("GET", fillPath(ROUTES.openExportFile, [exportId, filePath]), {
+      signal: options.signal,
+    });
   }
 
-  // ------------------------------------------------------------ inference
-
+  /** Non-streaming chat; see inferStream for stream: true. */
   async infer(args: InferArgs): Promise<ChatCompletion> {
-    return this.json<ChatCompletion>("POST", "/v1/inference/chat", {
+    return this.json<ChatCompletion>("POST", ROUTES.infer.path, {
       scoped: true,
       body: { ...args, stream: false },
       timeoutMs: INFERENCE_RESPONSE_TIMEOUT_MS,
     });
   }
 
+  /** Streaming chat: yields text deltas; each tool call the model makes goes whole to onToolCall. */
   async *inferStream(
     args: InferArgs,
     options: { signal?: AbortSignal; onToolCall?: (call: ToolCall) => void } = {},
   ): AsyncIterable<string> {
     const calls = new ToolCallAssembler(options.onToolCall);
-    const res = await this.request("POST", "/v1/inference/chat", {
+    const res = await this.request("POST", ROUTES.infer.path, {
       scoped: true,
       body: { ...args, stream: true },
       signal: options.signal,
@@ -289,62 +235,8 @@ export class CloudApiClient implements CloudApi {
     calls.finish();
   }
 
-  // ------------------------------------------------------------ deployments
-
-  async createDeployment(body: CreateDeploymentRequest): Promise<Deployment> {
-    return (await this.json<{ deployment: Deployment }>("POST", "/v1/endpoints", { scoped: true, body }))
-      .deployment;
-  }
-
-  async listDeployments(): Promise<Deployment[]> {
-    return (await this.json<{ deployments: Deployment[] }>("GET", "/v1/endpoints", { scoped: true }))
-      .deployments;
-  }
-
-  async getDeployment(deploymentId: string): Promise<Deployment> {
-    return (
-      await this.json<{ deployment: Deployment }>("GET", `/v1/endpoints/${seg(deploymentId)}`, {
-        scoped: true,
-      })
-    ).deployment;
-  }
-
-  async updateDeployment(deploymentId: string, body: UpdateDeploymentRequest): Promise<Deployment> {
-    const path = `/v1/endpoints/${seg(deploymentId)}`;
-    return (await this.json<{ deployment: Deployment }>("PATCH", path, { scoped: true, body })).deployment;
-  }
-
-  async deleteDeployment(deploymentId: string): Promise<void> {
-    await this.request("DELETE", `/v1/endpoints/${seg(deploymentId)}`, { scoped: true });
-  }
-
-  async issueDeploymentKey(deploymentId: string, body: { label: string }): Promise<IssuedDeploymentKey> {
-    const path = `/v1/endpoints/${seg(deploymentId)}/keys`;
-    return (await this.json<{ key: IssuedDeploymentKey }>("POST", path, { scoped: true, body })).key;
-  }
-
-  async listDeploymentKeys(deploymentId: string): Promise<DeploymentKey[]> {
-    const path = `/v1/endpoints/${seg(deploymentId)}/keys`;
-    return (await this.json<{ keys: DeploymentKey[] }>("GET", path, { scoped: true })).keys;
-  }
-
-  /** A project API key for the OpenAI routes (docs/openai-fine-tuning.md#project-api-keys); its plaintext only here. */
-  async issueProjectKey(body: { label: string }): Promise<IssuedProjectKey> {
-    return (await this.json<{ key: IssuedProjectKey }>("POST", "/v1/project-keys", { scoped: true, body }))
-      .key;
-  }
-
-  async listProjectKeys(): Promise<ProjectKey[]> {
-    return (await this.json<{ keys: ProjectKey[] }>("GET", "/v1/project-keys", { scoped: true })).keys;
-  }
-
-  async revokeProjectKey(keyId: string): Promise<ProjectKey> {
-    const path = `/v1/project-keys/${seg(keyId)}`;
-    return (await this.json<{ key: ProjectKey }>("DELETE", path, { scoped: true })).key;
-  }
-
   async revokeDeploymentKey(deploymentId: string, keyId: string): Promise<DeploymentKey> {
-    const path = `/v1/endpoints/${seg(deploymentId)}/keys/${seg(keyId)}`;
+    const path = fillPath(ROUTES.revokeDeploymentKey, [deploymentId, keyId]);
     const res = await this.request("DELETE", path, { scoped: true });
     const text = await res.text();
     const body = safeParse(text) as { key?: DeploymentKey } | null;
@@ -354,16 +246,6 @@ export class CloudApiClient implements CloudApi {
     const key = keys.find((k) => k.id === keyId);
     if (!key) throw new CloudApiError(404, "not_found", `key ${keyId} not found after revoke`);
     return key;
-  }
-
-  async getDeploymentKeyUsage(
-    deploymentId: string,
-    keyId: string,
-    options: { days?: number } = {},
-  ): Promise<DeploymentKeyUsage> {
-    const path = `/v1/endpoints/${seg(deploymentId)}/keys/${seg(keyId)}/usage`;
-    const query = { days: options.days === undefined ? undefined : String(options.days) };
-    return (await this.json<{ usage: DeploymentKeyUsage }>("GET", path, { scoped: true, query })).usage;
   }
 
   // ------------------------------------------------------------ transport
@@ -379,6 +261,20 @@ export class CloudApiClient implements CloudApi {
   }
 }
 
-function seg(s: string): string {
-  return encodeURIComponent(s);
+for (const name of Object.keys(ROUTES) as RouteName[]) {
+  if ((HAND_WRITTEN_ROUTES as readonly RouteName[]).includes(name)) continue;
+  Object.defineProperty(CloudApiClient.prototype, name, {
+    value(this: CloudApiClient, ...args: unknown[]) {
+      return this.call(name as TableRouteName, ...(args as RouteArgs<TableRouteName>));
+    },
+    writable: true,
+    configurable: true,
+  });
+}
+
+/** A query's values as the URL carries them (numbers written out; absent ones left out). */
+function stringQuery(query: Record<string, unknown>): Query {
+  const out: Query = {};
+  for (const [k, v] of Object.entries(query)) if (v !== undefined) out[k] = String(v);
+  return out;
 }

@@ -1,43 +1,24 @@
-// The contract of CloudApiClient (client.ts implements it): one method per /v1
-// route that the SDK and Studio use. Argument order is always: resource ids from
-// outer to inner, then the request body, then options. The project scope
+// The contract of CloudApiClient (client.ts), derived from the wire's route
+// table (@svc/wire ROUTES): one method per /v1 route, named as the table names
+// it. Argument order is always the path's ids from outer to inner, then the
+// request body, then the query as an options object. The project scope
 // (?orgSlug=&projectSlug=) comes from the client's construction, not the calls.
 import type {
-  AnonymousAuthResponse,
-  Artifact,
-  BaseModelInfo,
-  ChatCompletion,
-  CreateDatasetFromHubRequest,
-  CreateDatasetFromUrlRequest,
-  CreateDeploymentRequest,
-  CreateExportArgs,
-  CreateJobRequest,
-  CreateProjectRequest,
-  Dataset,
-  DatasetProfile,
-  DatasetProfileRequest,
-  Deployment,
-  DeploymentKey,
-  DeploymentKeyUsage,
-  ExportInfo,
-  HubDatasetSource,
-  InferArgs,
-  IssuedDeploymentKey,
-  Job,
-  Me,
-  ModelPull,
-  Project,
+  BodyOf,
+  None,
+  PathParams,
   ProjectScope,
-  ToolCall,
-  UpdateDeploymentRequest,
-  UpstreamInfo,
+  QueryOf,
+  ResultOf,
+  RouteName,
+  RouteTable,
 } from "@svc/wire";
+import type { CloudApiClient } from "./client.js";
 
-/** Which profile of a dataset to read: the base model's, counted for maxLength (default 512). */
-export interface DatasetProfileOptions {
-  baseModel: string;
-  maxLength?: number;
-}
+export type { DatasetProfileOptions } from "@svc/wire";
+
+/** The public methods of CloudApiClient: the route table's and the hand-written ones. */
+export type CloudApi = Omit<CloudApiClient, "baseUrl" | "token" | "scope" | "with" | "call" | "request">;
 
 export interface CloudApiClientOptions {
   /** e.g. http://127.0.0.1:4100 (no /v1 suffix). */
@@ -56,72 +37,52 @@ export interface CloudApiErrorShape {
   message: string;
 }
 
-export interface CloudApi {
-  createAnonymousIdentity(): Promise<AnonymousAuthResponse>;
-  me(): Promise<Me>;
-  listProjects(orgSlug: string): Promise<Project[]>;
-  createProject(body: CreateProjectRequest): Promise<Project>;
-  listModels(): Promise<BaseModelInfo[]>;
-  /** The external inference servers deployments may forward to (declared by the server's operator). */
-  listUpstreams(): Promise<UpstreamInfo[]>;
-  /** Starts (or joins) the server's download of a Hub model into its cache (docs/hub.md#serving-a-hub-model). */
-  pullModel(model: string): Promise<ModelPull>;
-  getModelPull(pullId: string): Promise<ModelPull>;
+// a query whose every field is optional may be left out
+type QueryArgs<Q> = [Q] extends [None] ? [] : Partial<Q> extends Q ? [options?: Q] : [options: Q];
+type BodyArgs<B> = [B] extends [None] ? [] : [body: B];
 
-  /** `baseModel` starts the dataset's profile for that model at upload (getDatasetProfile reads it). */
-  uploadDataset(jsonl: string, options?: { name?: string } & DatasetProfileRequest): Promise<Dataset>;
-  createDatasetFromUrl(body: CreateDatasetFromUrlRequest): Promise<Dataset>;
-  /** A Hub dataset's split, fetched and checked by the server (docs/hub.md#datasets). */
-  createDatasetFromHub(
-    body: CreateDatasetFromHubRequest,
-  ): Promise<{ dataset: Dataset; source: HubDatasetSource }>;
-  listDatasets(): Promise<Dataset[]>;
-  getDataset(datasetId: string): Promise<Dataset>;
-  /** The dataset's profile for a base model; status "pending" (with progress) until it is computed. */
-  getDatasetProfile(datasetId: string, options: DatasetProfileOptions): Promise<DatasetProfile>;
+/** A route's arguments: its path's ids, then its body, then its query. */
+export type RouteArgs<K extends RouteName> = [
+  ...PathParams<RouteTable[K]["path"]>,
+  ...BodyArgs<BodyOf<RouteTable[K]>>,
+  ...QueryArgs<QueryOf<RouteTable[K]>>,
+];
 
-  createJob(body: CreateJobRequest): Promise<Job>;
-  listJobs(): Promise<Job[]>;
-  getJob(jobId: string): Promise<Job>;
-  cancelJob(jobId: string): Promise<Job>;
-  /** POST /v1/jobs/:id/pause: a running job checkpoints and stops, and waits as "paused" (docs/api.md#pause-and-resume). */
-  pauseJob(jobId: string): Promise<Job>;
-  /** POST /v1/jobs/:id/resume: a paused job is queued again, to go on from its checkpoint. */
-  resumeJob(jobId: string): Promise<Job>;
-  /** The raw SSE response of GET /v1/jobs/:id/events (for proxies and the SDK's event reader). */
-  openJobEvents(jobId: string, options?: { lastEventId?: string; signal?: AbortSignal }): Promise<Response>;
-  listArtifacts(jobId: string): Promise<Artifact[]>;
-  getArtifact(jobId: string, artifactName: string): Promise<Artifact>;
-  /** The bytes of one file of an artifact, e.g. (jobId, "final", "adapter_config.json"). */
-  downloadArtifactFile(jobId: string, artifactName: string, filePath: string): Promise<Uint8Array>;
+/**
+ * The routes whose SDK method is written by hand in client.ts, because it is
+ * more than one JSON call: a raw upload, a stream, file bytes, a fallback, or
+ * an argument list kept from before the table (listProjects(orgSlug), pullModel(model)).
+ */
+export const HAND_WRITTEN_ROUTES = [
+  "me",
+  "listProjects",
+  "pullModel",
+  "createDataset",
+  "openJobEvents",
+  "downloadArtifactFile",
+  "openExportFile",
+  "infer",
+  "revokeDeploymentKey",
+] as const satisfies readonly RouteName[];
 
-  /** Writes an export on the server (PEFT, merged or GGUF); resolves once it is written. */
-  createExport(body: CreateExportArgs): Promise<ExportInfo>;
-  getExport(exportId: string): Promise<ExportInfo>;
-  deleteExport(exportId: string): Promise<ExportInfo>;
-  /** One file of an export as a streamed response (GGUF files are large). */
-  openExportFile(exportId: string, filePath: string, options?: { signal?: AbortSignal }): Promise<Response>;
+/** The routes whose SDK method is one JSON call made from the table alone. */
+export type TableRouteName = Exclude<RouteName, (typeof HAND_WRITTEN_ROUTES)[number]>;
 
-  /** Non-streaming chat; see inferStream for stream: true. */
-  infer(args: InferArgs): Promise<ChatCompletion>;
-  /** Streaming chat: yields text deltas; each tool call the model makes goes whole to onToolCall. */
-  inferStream(
-    args: InferArgs,
-    options?: { signal?: AbortSignal; onToolCall?: (call: ToolCall) => void },
-  ): AsyncIterable<string>;
+/** CloudApiClient's methods made from the route table, one per TableRouteName. */
+export type TableMethods = {
+  [K in TableRouteName]: (...args: RouteArgs<K>) => Promise<ResultOf<RouteTable[K]>>;
+};
 
-  createDeployment(body: CreateDeploymentRequest): Promise<Deployment>;
-  listDeployments(): Promise<Deployment[]>;
-  getDeployment(deploymentId: string): Promise<Deployment>;
-  updateDeployment(deploymentId: string, body: UpdateDeploymentRequest): Promise<Deployment>;
-  deleteDeployment(deploymentId: string): Promise<void>;
-  issueDeploymentKey(deploymentId: string, body: { label: string }): Promise<IssuedDeploymentKey>;
-  listDeploymentKeys(deploymentId: string): Promise<DeploymentKey[]>;
-  revokeDeploymentKey(deploymentId: string, keyId: string): Promise<DeploymentKey>;
-  /** Per-UTC-day usage of a key over the last `days` days (server default 30), oldest first. */
-  getDeploymentKeyUsage(
-    deploymentId: string,
-    keyId: string,
-    options?: { days?: number },
-  ): Promise<DeploymentKeyUsage>;
-}
+/**
+ * The one-call rule, checked by the compiler: a table route's argument after
+ * the ids is a POST's or PATCH's body or a GET's or DELETE's query, never both.
+ */
+type OneCallable<K extends TableRouteName> = RouteTable[K]["method"] extends "GET" | "DELETE"
+  ? [BodyOf<RouteTable[K]>] extends [None]
+    ? true
+    : false
+  : [QueryOf<RouteTable[K]>] extends [None]
+    ? true
+    : false;
+type Every<T extends Record<string, true>> = T;
+export type TableRoutesAreOneCall = Every<{ [K in TableRouteName]: OneCallable<K> }>;

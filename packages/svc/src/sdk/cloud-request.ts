@@ -16,11 +16,6 @@ export class CloudApiError extends Error implements CloudApiErrorShape {
   }
 }
 
-/** What GET /v1/auth/config answers: the identity provider `svc login` signs in with. */
-export interface AuthConfig {
-  oidc: { issuer: string; clientId: string; audience?: string; scopes?: string[] } | null;
-}
-
 export type Query = Record<string, string | undefined>;
 
 /**

@@ -2,10 +2,11 @@
 // guard, the per-launch CSRF token, no CORS headers at all, and, as a second
 // line of defence behind the token, same-origin mutations.
 import { randomBytes, timingSafeEqual } from "node:crypto";
+import { STUDIO_TOKEN_HEADER } from "@svc/wire";
 import type { MiddlewareHandler } from "hono";
 import { errorBody } from "./errors.js";
 
-export const STUDIO_TOKEN_HEADER = "X-Svc-Studio-Token";
+export { STUDIO_TOKEN_HEADER } from "@svc/wire";
 export const STUDIO_TOKEN_QUERY = "studioToken";
 
 /** 32 random bytes, base64url: rotated at every launch of `svc dev`. */

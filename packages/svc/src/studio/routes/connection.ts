@@ -2,22 +2,14 @@
 // banner polls it (packages/studio ApiBanner). When the local server svc started
 // is gone, asking also starts it again, as svc start does; a remote API is only
 // probed, and the banner clears when it answers again.
+import type { StudioConnectionBody } from "@svc/wire";
 import { Hono } from "hono";
 import { probe } from "../../sdk/api-recovery.js";
 import { cloudApiUrl, usesRemoteCloudApi } from "../../sdk/config.js";
 import { localServerPaths } from "../../sdk/local-server.js";
 import { ensureCloudApi } from "../cloud-session.js";
 
-export interface StudioConnectionBody {
-  apiUrl: string;
-  reachable: boolean;
-  /** Why not, in a few words ("connection refused"); null when reachable. */
-  reason: string | null;
-  /** True for the local server svc starts (and restarts) itself. */
-  local: boolean;
-  /** The local server's log; null for a remote API. */
-  log: string | null;
-}
+export type { StudioConnectionBody } from "@svc/wire";
 
 export function connectionRoutes(): Hono {
   const app = new Hono();

@@ -1,7 +1,13 @@
 // /api/jobs: list, detail, artifacts, exports, cancel, the profile of a job's training
 // dataset for its base model and maxLength, and the SSE proxy of a job's
 // events (Last-Event-ID passed through so the browser's reconnect resumes).
-import { DEFAULT_PROFILE_MAX_LENGTH, type ExportFormat, type Job } from "@svc/wire";
+import {
+  DEFAULT_PROFILE_MAX_LENGTH,
+  type ExportFormat,
+  type Job,
+  LAST_EVENT_ID_HEADER,
+  LAST_EVENT_ID_QUERY,
+} from "@svc/wire";
 import { Hono } from "hono";
 import { existingProjectSession, projectSessionOr404 } from "../cloud-session.js";
 import type { StudioEnv } from "../env.js";
@@ -81,7 +87,7 @@ export function jobRoutes(env: StudioEnv): Hono {
     const s = await session(id);
     const upstream = await s.client.openJobEvents(id, {
       // The query form is for a page that opens a new EventSource after its old one gave up (it cannot set headers).
-      lastEventId: c.req.header("Last-Event-ID") ?? c.req.query("lastEventId"),
+      lastEventId: c.req.header(LAST_EVENT_ID_HEADER) ?? c.req.query(LAST_EVENT_ID_QUERY),
       signal: c.req.raw.signal,
     });
     return new Response(upstream.body && endOnUpstreamError(upstream.body), {

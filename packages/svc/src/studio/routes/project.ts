@@ -1,6 +1,7 @@
 // /api/manifest, /api/credentials and /api/models: the project's trainer, the
 // identity shown in the header, and the base models for the pickers;
 // /api/models/pull: the server downloading a Hub model (the picker's Download).
+import type { StudioIdentityBody } from "@svc/wire";
 import { Hono } from "hono";
 import { cloudApiUrl, isDefaultCloudApi } from "../../sdk/config.js";
 import { ensureCredentials, readCredentials } from "../../sdk/credentials.js";
@@ -11,15 +12,7 @@ import type { StudioEnv } from "../env.js";
 import { StudioError } from "../errors.js";
 import { jsonObjectBody } from "./deployments.js";
 
-/** What the header needs; the cloud bearer token never leaves the Studio process. */
-export interface StudioIdentityBody {
-  mode: "anonymous" | "oauth";
-  orgSlug: string;
-  projectSlug: string | null;
-  apiHost: string | null;
-  /** True when this call minted anonymous credentials because none existed. */
-  minted: boolean;
-}
+export type { StudioIdentityBody } from "@svc/wire";
 
 export function projectRoutes(env: StudioEnv): Hono {
   const app = new Hono();

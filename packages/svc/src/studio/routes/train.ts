@@ -4,15 +4,13 @@
 // (its first line, "job <uuid> submitted: …"), the process exits, or
 // JOB_ID_WAIT_MS passes; the output produced meanwhile is buffered, not lost.
 import { spawn } from "node:child_process";
+import { JOB_ID_HEADER, START_OUTPUT_JOB_ID } from "@svc/wire";
 import { Hono } from "hono";
 import { svcBinPath } from "../../sdk/config.js";
 import type { StudioEnv } from "../env.js";
 
-export const JOB_ID_HEADER = "X-Svc-Job-Id";
+export { JOB_ID_HEADER } from "@svc/wire";
 export const JOB_ID_WAIT_MS = 15_000;
-
-/** `job <uuid>` as `svc start` prints it (other ids, e.g. a dataset's, may come first). */
-const JOB_ID = /\bjob ([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\b/i;
 
 export function runSvcStart(projectDir: string, signal: AbortSignal): Promise<Response> {
   const child = spawn(process.execPath, [svcBinPath(), "start"], {
@@ -63,7 +61,7 @@ export function runSvcStart(projectDir: string, signal: AbortSignal): Promise<Re
       push(new Uint8Array(chunk));
       if (!answered) {
         seen += chunk.toString("utf8");
-        const id = seen.match(JOB_ID)?.[1];
+        const id = seen.match(START_OUTPUT_JOB_ID)?.[1];
         if (id) answer(id);
       }
     };
