@@ -27,6 +27,8 @@ export interface ScoreWait {
 /** The trainer's answer to one score request, or null when the job stops (or pauses) before it comes. */
 export async function awaitTrainerScores(wait: ScoreWait, request: ScoreRequest): Promise<ScoreReply | null> {
   const scoring = new ScoringStore(wait.store.db);
+  // A job's process asks for one batch at a time: an open one is an earlier process's (it crashed), unanswerable now.
+  await scoring.abandon(wait.jobId);
   const id = await scoring.create(wait.jobId, request.step, request.rewardNames, request.items);
   const timeout = scorerTimeoutMs();
   for (;;) {
