@@ -315,10 +315,6 @@ for (const backend of ["sqlite", "postgres"] as const)
         /"hyperparameters\.loss" is a DPO setting/,
       );
       await refused(
-        { ...grpo, graders: [{ grader: GRADER }], backend: "torch" },
-        /torch backend does not train method "grpo"/,
-      );
-      await refused(
         { ...grpo, graders: [{ grader: GRADER }], evalFraction: 0.2 },
         /"evalFraction": method "grpo" takes its eval set as "evalDatasetId"/,
       );

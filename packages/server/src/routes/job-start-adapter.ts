@@ -7,7 +7,7 @@
 // stored reference (startAdapterDir).
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import type { AdapterRef, JobBackend, JobHyperparameters, Project, TrainingMethod } from "@svc/wire";
+import type { AdapterRef, JobHyperparameters, Project } from "@svc/wire";
 import type { ServerContext } from "../context.js";
 import { badRequest } from "../http/api-error.js";
 import type { JobRow } from "../store/job-store.js";
@@ -52,18 +52,10 @@ export async function startAdapterLora(
     baseModel: string;
     lora: Lora;
     loraGiven: boolean;
-    method: TrainingMethod;
-    backend: JobBackend;
     field: string;
   },
 ): Promise<Lora> {
   const { ref, field } = request;
-  // DPO and GRPO runs hold their start adapter, frozen, as the reference (engine preference-train.ts,
-  // grpo-train.ts); the torch backend's DPO does not yet, so such a job is the engine's.
-  if (request.method === "dpo" && request.backend === "torch")
-    throw badRequest(
-      `"${field}": the torch backend's method "dpo" cannot start from an adapter yet (its reference policy would have to be that adapter); leave "backend" out or set "engine"`,
-    );
   const job = await ctx.store.jobs.get(ref.jobId);
   if (!job || job.project_id !== project.id)
     throw badRequest(

@@ -162,7 +162,9 @@ export async function createJob(ctx: ServerContext, project: Project, body: Crea
   checkMethod(method, body);
   // The torch backend's "auto" is bf16 autocast on CUDA and fp32 on the CPU, where it has no bf16 yet: a job
   // asking for bf16 or an int8 base is the engine's (docs/training-precision.md#the-torch-backend).
-  const engineOnly = method !== "sft" || body.precision === "bf16" || body.baseWeights !== undefined;
+  // A GRPO job left at "auto" is the engine's too: the torch backend's sampling has no constrained decoding
+  // (a row's response_format), so it trains GRPO only when asked to (docs/post-training.md#backends).
+  const engineOnly = method === "grpo" || body.precision === "bf16" || body.baseWeights !== undefined;
   if (body.backend === "torch" && (body.precision === "bf16" || body.baseWeights !== undefined))
     throw badRequest(
       body.baseWeights !== undefined
@@ -176,8 +178,6 @@ export async function createJob(ctx: ServerContext, project: Project, body: Crea
       baseModel: body.baseModel,
       lora: hyperparameters.lora,
       loraGiven: body.loraGiven ?? false,
-      method,
-      backend: body.backend ?? "auto",
       field: "startAdapter",
     });
     hyperparameters = { ...hyperparameters, lora };
@@ -238,9 +238,9 @@ export async function createJob(ctx: ServerContext, project: Project, body: Crea
     lease_expires_at: null,
     resume_from: null,
     attempts: 0,
-    // Only the engine trains methods "dpo" and "grpo", bf16 and int8 bases so far: such a job is the engine's,
-    // so a torch worker never claims it.
-    backend: engineOnly ? "engine" : (body.backend ?? "auto"),
+    // Only the engine trains bf16 and int8 bases so far, and GRPO unless asked for the torch backend: such a
+    // job is the engine's, so a torch worker never claims it.
+    backend: body.backend === "torch" ? "torch" : engineOnly ? "engine" : (body.backend ?? "auto"),
   });
   ctx.wakeWorkers();
   return (await withQueuedReasons(ctx.store.db, [job]))[0];
@@ -276,10 +276,6 @@ function checkMethod(method: TrainingMethod, body: CreateJobRequest): void {
         `"graders": method "grpo" needs at least one grader or trainer reward ("rewards") to reward its completions (docs/post-training.md#grpo)`,
       );
     if (body.rewards) checkRewardNames(body.rewards, body.graders);
-    if (body.backend === "torch")
-      throw badRequest(
-        `"backend": the torch backend does not train method "grpo" yet; leave "backend" out or set "engine"`,
-      );
     // GRPO's eval set is a prompts dataset of its own; the train prompts are not split (docs/post-training.md#grpo-eval)
     if (body.evalFraction !== undefined)
       throw badRequest(
@@ -297,10 +293,6 @@ function checkMethod(method: TrainingMethod, body: CreateJobRequest): void {
   if (hp?.beta !== undefined) inRange(hyperparameterRanges().dpoBeta)(hp.beta, "hyperparameters.beta");
   if (hp?.gamma !== undefined && hp.loss !== "simpo")
     throw badRequest(`"hyperparameters.gamma" is SimPO's margin: it needs "hyperparameters.loss": "simpo"`);
-  if (body.backend === "torch")
-    throw badRequest(
-      `"backend": the torch backend does not train method "dpo" yet; leave "backend" out or set "engine"`,
-    );
 }
 
 /** Why a dataset does not fit the job's method, naming the field. */

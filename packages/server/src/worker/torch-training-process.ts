@@ -25,6 +25,7 @@ import {
   writeTorchJob,
   writeTorchPreferenceJob,
 } from "./torch-job.js";
+import { combinedScorer, trainerScorer } from "./trainer-rewards.js";
 import { graderScorer } from "./training-grpo.js";
 import {
   postToRunner as post,
@@ -37,9 +38,14 @@ import { readPreferenceTrainingSets, readTrainingSetsForTorch, torchModelHeader 
 exitWithParent();
 const ranks: ChildProcess[] = [];
 let cancelled = false;
+// Aborted on a cancel: a GRPO step waiting for its trainer's rewards stops waiting (trainer-rewards.ts).
+const stopped = new AbortController();
+// The GRPO step being scored (svc_trainer's score request names it), for the trainer's rewards.
+let scoringStep = 0;
 const cancel = () => {
   cancelled = true;
   for (const rank of ranks) rank.stdin?.write(`${JSON.stringify({ type: "cancel" })}\n`);
+  stopped.abort();
 };
 const input = await trainingInput(cancel);
 
@@ -164,19 +170,19 @@ async function prepareRun(launch: TorchLaunch, scratch: string): Promise<TorchRu
     return { file, exactMatch: null, tokenizer: model.tokenizer, processes: 1 };
   }
   if (method === "grpo") {
-    // Rewards from the trainer's code and score_model judges are scored in the engine's training process
-    // only, so far (training-process.ts): refused here by name rather than trained without them.
-    const loose = input as { judges?: unknown[]; hyperparameters: { rewards?: unknown[] } };
-    if (loose.hyperparameters.rewards?.length)
-      throw new Error(
-        `rewards: the torch backend's GRPO is rewarded by graders only so far; train a job with trainer rewards on the engine backend`,
-      );
-    if (loose.judges?.length || input.hyperparameters.graders?.some((g) => g.grader.type === "score_model"))
+    // score_model judges generate with the engine on a model this process does not hold: refused by name
+    // rather than trained without them.
+    const { graders, rewards } = input.hyperparameters;
+    if (input.judges?.length || graders?.some((g) => g.grader.type === "score_model"))
       throw new Error(
         `graders: the torch backend's GRPO does not run score_model graders yet; train this job on the engine backend`,
       );
     const { model, trainSet, prompts, started } = await readTorchGrpoSet(input);
-    const scorer = graderScorer(input.hyperparameters.graders ?? []);
+    // the job's graders, run here, then its trainer's rewards, asked of the trainer through the runner
+    const scorer = combinedScorer(
+      graders?.length ? graderScorer(graders) : null,
+      rewards?.length ? trainerScorer(rewards, stopped.signal, () => scoringStep) : null,
+    );
     await post({ ...started, precision: ran, baseWeights: ran });
     if (input.dryRun) return null;
     const file = writeTorchGrpoJob(scratch, { ...common, model, prompts });
@@ -225,6 +231,7 @@ async function main(): Promise<void> {
       if ((event as { type: string }).type === "score") {
         // GRPO: the step's completions to score; the reply goes back on rank 0's stdin
         const request = event as unknown as TorchScoreRequest;
+        scoringStep = request.step;
         const score = run.score;
         chain = chain.then(async () => {
           const reply = score
