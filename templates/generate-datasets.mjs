@@ -5,7 +5,7 @@
 // rows (preference pairs, prompts) are made in post-training-datasets.mjs.
 import { fileURLToPath } from "node:url";
 import { pick, write } from "./dataset-writer.mjs";
-import { toneRow } from "./post-training-datasets.mjs";
+import { sentenceRow, toneRow } from "./post-training-datasets.mjs";
 
 // ------------------------------------------------------------ ticket triage
 
@@ -263,4 +263,5 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   write("pii-redaction", piiRow, 20251122, 240, 40);
   write("tool-calling", toolRow, 20251124, 240, 40, { distinctEval: true });
   write("reply-tone", toneRow, 20251201, 160, 32);
+  write("full-sentences", sentenceRow, 20251202, 48, 12, { distinctEval: true });
 }

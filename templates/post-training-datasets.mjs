@@ -1,7 +1,7 @@
 // The post-training templates' rows (generate-datasets.mjs writes them):
-// reply-tone's preference pairs (method "dpo"). Held-out rows use customer
-// wordings and replies the training rows never show, so their figures measure
-// what carries over.
+// reply-tone's preference pairs (method "dpo") and full-sentences' prompts
+// (method "grpo"). Held-out rows use customer wordings, replies and topics
+// the training rows never show, so their figures measure what carries over.
 import { pick } from "./dataset-writer.mjs";
 
 // ------------------------------------------------------------ reply tone (DPO)
@@ -79,4 +79,39 @@ export function toneRow(r, heldOut = false) {
     preferred_output: [{ role: "assistant", content: polite.replace("{item}", item) }],
     non_preferred_output: [{ role: "assistant", content: rejected }],
   };
+}
+
+// ------------------------------------------------------------ full sentences (GRPO)
+
+// Writing prompts; the graders read only the reply. Each row carries its topic
+// anyway: a grader may read any field of the row as {{item.topic}}.
+const TOPICS = [
+  "sea",
+  "dog",
+  "king",
+  "city",
+  "rain",
+  "ship",
+  "war",
+  "tree",
+  "road",
+  "song",
+  "sun",
+  "house",
+  "river",
+  "church",
+  "money",
+  "law",
+  // held out: topics only the eval rows ask about
+  "horse",
+  "moon",
+  "night",
+  "garden",
+];
+const SEEN_TOPICS = TOPICS.length - 4;
+const ASKS = ["Write about the {t}.", "Say something about the {t}.", "Tell me about the {t}."];
+
+export function sentenceRow(r, heldOut = false) {
+  const topic = heldOut ? TOPICS[SEEN_TOPICS + Math.floor(r() * 4)] : TOPICS[Math.floor(r() * SEEN_TOPICS)];
+  return { messages: [{ role: "user", content: pick(r, ASKS).replace("{t}", topic) }], topic };
 }

@@ -32,6 +32,12 @@ test("a GRPO step's line adds the mean reward and each reward's mean under its n
     formatEventLine(log, 20),
     "step 3/20 loss=0.5000 reward=0.7500 says_color=0.2500 length=-3.0000",
   );
+  // an eval step adds the eval set's mean reward
+  const evalGrpo = { reward: 0.625, rewards: { says_color: 0.5 }, completionLength: 3 };
+  assert.equal(
+    formatEventLine({ ...log, evalGrpo } as JobEvent, 20),
+    "step 3/20 loss=0.5000 reward=0.7500 says_color=0.2500 length=-3.0000 evalReward=0.6250",
+  );
 });
 
 test("a job paused for its scorer says so and what resumes it; a user's pause reads as before", () => {

@@ -1,9 +1,11 @@
 // The post-training templates, as a user runs them: `svc init --template
-// reply-tone` scaffolds a DPO project and `svc start` trains it, unchanged,
-// on the bundled svc/pico-llama through a real `svc server`; the step lines
-// carry the held-out preference figures, and held-out preference accuracy
-// rises from chance (the reference: every reward 0, a tie counts 0.5) to a
-// clearly higher figure.
+// <name>` scaffolds the project and `svc start` trains it, unchanged, on the
+// bundled svc/pico-llama through a real `svc server`. reply-tone (DPO): the
+// step lines carry the held-out preference figures, and held-out preference
+// accuracy rises from chance (the reference: every reward 0, a tie counts 0.5)
+// to a clearly higher figure. full-sentences (GRPO, a multi grader and a
+// TypeScript reward run by svc start): the grader's share and the held-out
+// mean reward rise.
 import assert from "node:assert/strict";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -24,10 +26,11 @@ after(async () => {
   await server?.stop();
 });
 
-test("svc init --list shows the DPO template", async () => {
+test("svc init --list shows the DPO and GRPO templates", async () => {
   const list = await runSvc(["init", "--list"], { cwd: home, env });
   assert.equal(list.code, 0, list.stderr);
   assert.match(list.stdout, /^reply-tone +support reply: .*\(DPO\)$/m);
+  assert.match(list.stdout, /^full-sentences +writing prompt .*\(GRPO\)$/m);
 });
 
 test("reply-tone: svc start trains DPO and held-out preference accuracy rises from chance", async () => {
@@ -63,4 +66,45 @@ test("reply-tone: svc start trains DPO and held-out preference accuracy rises fr
   const shown = JSON.parse((await runSvc(["jobs", "show", id, "--json"], { cwd: dir, env })).stdout);
   assert.equal(shown.job.method, "dpo");
   assert.equal(shown.job.hyperparameters.beta, 0.1);
+});
+
+test("full-sentences: svc start trains GRPO with its grader and TypeScript reward; the rewards rise", async () => {
+  const dir = join(await tempDir("post-training"), "sentences");
+  const init = await runSvc(["init", dir, "--template", "full-sentences"], { cwd: home, env });
+  assert.equal(init.code, 0, init.stderr);
+  const source = await readFile(join(dir, "src", "svc", "index.ts"), "utf8");
+  assert.match(source, /method: "grpo"/);
+  assert.match(source, /variety: \(\{ completion \}\) =>/);
+
+  const run = await runSvc(["start"], { cwd: dir, env, timeoutMs: 600_000 });
+  assert.equal(run.code, 0, `${run.stdout}\n${run.stderr}\n${server.log()}`);
+  assert.match(run.stdout, /^started: 20 steps, 48 train \/ 12 eval examples, base model svc\/pico-llama/m);
+  const steps = [
+    ...run.stdout.matchAll(
+      /^step (\d+)\/20 .*reward=([\d.]+) sentence=([\d.]+) variety=([\d.]+)(?: evalReward=([\d.]+))?$/gm,
+    ),
+  ].map((m) => ({ step: Number(m[1]), sentence: Number(m[3]), variety: Number(m[4]), evalReward: m[5] }));
+  assert.equal(steps.length, 20, run.stdout);
+  const evals = steps.filter((s) => s.evalReward !== undefined).map((s) => [s.step, Number(s.evalReward)]);
+  assert.deepEqual(
+    evals.map(([step]) => step),
+    [5, 10, 15, 20],
+  );
+  const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+  const first = mean(steps.slice(0, 3).map((s) => s.sentence));
+  const last = mean(steps.slice(-3).map((s) => s.sentence));
+  console.log(
+    `# full-sentences: grader share ${first.toFixed(3)} (steps 1-3) -> ${last.toFixed(3)} (steps 18-20); ` +
+      `held-out mean reward ${evals.map(([step, r]) => `${r} at step ${step}`).join(", ")}`,
+  );
+  // measured 0.115 -> 0.729, and held-out 0.5686 (step 5) -> 0.8906 (step 20)
+  assert.ok(last > first + 0.3, `grader share ${first} -> ${last}`);
+  assert.ok(evals[3][1] > evals[0][1] + 0.15, `held-out mean reward ${evals[0][1]} -> ${evals[3][1]}`);
+  assert.ok(
+    steps.every((s) => s.variety > 0.5),
+    "no step collapsed into repeating itself",
+  );
+  const id = (/^done: job (\S+) \(adapter: final\)$/m.exec(run.stdout) as RegExpExecArray)[1];
+  const shown = JSON.parse((await runSvc(["jobs", "show", id, "--json"], { cwd: dir, env })).stdout);
+  assert.equal(shown.job.method, "grpo");
 });
