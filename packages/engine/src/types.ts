@@ -139,6 +139,13 @@ export interface TrainProgress {
   learningRate: number;
   epoch: number;
   tokensPerSecond: number;
+  /** Tokens the step's forward and backward ran over (prompts and answers, not padding): OpenAI's trained tokens. */
+  trainedTokens?: number;
+  /**
+   * SFT: the share of the step's target tokens whose argmax logit is the target (train mean token
+   * accuracy), counted in the loss pass itself; absent for methods whose targets are not answers to match.
+   */
+  tokenAccuracy?: number;
 }
 
 export interface CheckpointInfo {

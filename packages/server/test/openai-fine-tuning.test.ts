@@ -22,6 +22,7 @@ import {
   call,
   chatJsonl,
   createJob,
+  eventsUntilEnd,
   type Identity,
   newIdentity,
   serverFor,
@@ -151,7 +152,24 @@ for (const backend of ["sqlite", "postgres"] as Backend[]) {
         assert.equal(e.level, "info");
         assert.equal(typeof data.train_loss, "number");
         assert.equal(data.total_steps, 4);
+        // counted in the step's own loss pass: the share of its answer tokens predicted exactly
+        assert.ok(data.train_mean_token_accuracy >= 0 && data.train_mean_token_accuracy <= 1);
       }
+      // trained_tokens: every step's tokens (prompts and answers), as the svc events report them
+      const frames = await eventsUntilEnd(server.apiUrl, id.token, created.id.slice("ftjob-".length), 60_000);
+      const stepTokens = frames
+        .filter((f) => f.event === "training.log")
+        .map((f) => (JSON.parse(f.data) as { trainedTokens: number }).trainedTokens);
+      assert.equal(stepTokens.length, 4);
+      assert.ok(stepTokens.every((n) => Number.isInteger(n) && n > 0));
+      assert.equal(
+        job.trained_tokens,
+        stepTokens.reduce((a, b) => a + b, 0),
+      );
+      assert.equal(
+        (await client.fineTuning.jobs.list()).data.find((j) => j.id === job.id)?.trained_tokens,
+        job.trained_tokens,
+      );
       assert.equal(typeof (metrics[0].data as Record<string, number>).valid_loss, "number");
 
       const checkpoints = (await client.fineTuning.jobs.checkpoints.list(job.id)).data;
@@ -163,6 +181,7 @@ for (const backend of ["sqlite", "postgres"] as Backend[]) {
       assert.equal(atStep2.fine_tuned_model_checkpoint, `${job.fine_tuned_model}:ckpt-step-2`);
       assert.equal(typeof atStep2.metrics.train_loss, "number");
       assert.equal(typeof atStep2.metrics.valid_loss, "number");
+      assert.equal(typeof atStep2.metrics.train_mean_token_accuracy, "number");
 
       // The result file: OpenAI's metrics CSV, one row a step.
       assert.equal(job.result_files.length, 1);
@@ -172,6 +191,11 @@ for (const backend of ["sqlite", "postgres"] as Backend[]) {
       assert.deepEqual(
         lines.slice(1).map((line) => Number(line.split(",")[0])),
         [1, 2, 3, 4],
+      );
+      // train_accuracy is the step's train mean token accuracy
+      assert.deepEqual(
+        lines.slice(1).map((line) => Number(line.split(",")[2])),
+        [...metrics].reverse().map((e) => (e.data as Record<string, number>).train_mean_token_accuracy),
       );
 
       for (const model of [job.fine_tuned_model as string, atStep2.fine_tuned_model_checkpoint, PICO]) {

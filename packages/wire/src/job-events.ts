@@ -62,6 +62,10 @@ export interface TrainingLogEvent extends JobEventBase {
   learningRate: number | null;
   epoch: number | null;
   tokensPerSecond: number | null;
+  /** Tokens the step trained on, prompts and answers (OpenAI's trained tokens); absent before svc counted them. */
+  trainedTokens?: number;
+  /** SFT: the share of the step's answer tokens whose argmax is the target (train mean token accuracy). */
+  tokenAccuracy?: number;
   /** The backend that trained the step; events recorded before backends existed lack it (the engine). */
   backend?: "engine" | "torch";
   /** The torch backend's device: "cpu", "cuda", or "cuda x4" for four data-parallel processes. */

@@ -79,8 +79,9 @@ export class LmHead {
    * The summed cross-entropy of xf[N,C]'s rows against targets (a target < 0
    * counts nothing) and the count of counted rows. With dxf given, the head's
    * backward runs too: dxf[n] = d(loss·gradScale)/d(xf[n]) (zero for skipped rows).
-   * Without dxf (eval), `correct` counts the counted rows whose logits' argmax
-   * (the first, on ties) is the target; with dxf it is null. With rowLoss
+   * `correct` counts the counted rows whose logits' argmax (the first, on
+   * ties) is the target, with dxf too (before the gradient overwrites the
+   * logits: one pass over the chunk's logits, beside the softmax's). With rowLoss
    * given, rowLoss[n] receives row n's own cross-entropy (0 for uncounted rows),
    * which preference losses sum per sequence (preference-step.ts).
    */
@@ -92,7 +93,7 @@ export class LmHead {
     dxf: Float32Array | null,
     gradScale: number,
     rowLoss: Float32Array | null = null,
-  ): { lossSum: number; count: number; correct: number | null } {
+  ): { lossSum: number; count: number; correct: number } {
     const { hiddenSize: C, vocabSize: V } = this.config;
     const k = this.kern;
     const chunk = this.headTargets.length;
@@ -116,6 +117,8 @@ export class LmHead {
       if (m === 0) break;
       const logits = this.logitChunk;
       this.logits(this.headRows, logits, m, dxf ? this.capTanh : null);
+      // the cross-entropy below overwrites the logits with their gradient: count the hits first
+      if (dxf) correct += argmaxHits(logits, this.headTargets, m, V);
       let t0 = tick();
       if (rowLoss) {
         for (let i = 0; i < m; i++) {
@@ -149,7 +152,7 @@ export class LmHead {
       tock("bwd.matmul.lm_head", t0);
       for (let i = 0; i < m; i++) dxf.set(this.headRows.subarray(i * C, i * C + C), rowsOfChunk[i] * C);
     }
-    return { lossSum, count, correct: dxf ? null : correct };
+    return { lossSum, count, correct };
   }
 }
 

@@ -102,8 +102,8 @@ export class ModelGraph {
    * Forward pass of a training batch with the loss. Returns the summed loss
    * over rows with a target and their count. With gradScale set, the LM
    * head's backward runs here too (dLogits = gradScale·(softmax − onehot)),
-   * leaving d(xf) for backward(). Without it (eval), `correct` counts the rows
-   * with a target whose argmax logit is the target (lm-head.ts). With rowLoss
+   * leaving d(xf) for backward(). With it or without (eval), `correct` counts the
+   * rows with a target whose argmax logit is the target (lm-head.ts). With rowLoss
    * given, each row's own cross-entropy lands there (0 for rows without a target).
    */
   forward(

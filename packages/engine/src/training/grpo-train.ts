@@ -406,6 +406,11 @@ export async function trainGrpo(options: GrpoTrainOptions): Promise<TrainResult>
       learningRate,
       epoch: step / stepsPerEpoch,
       tokensPerSecond: elapsed > 0 ? totalTokens / elapsed : 0,
+      // the update's forward and backward ran over the prompts and completions of groups with an advantage
+      trainedTokens: examples.reduce(
+        (sum, e, i) => (zeroGroups[Math.floor(i / G)] ? sum : sum + e.inputIds.length),
+        0,
+      ),
       grpo: metrics,
       timing: { generation, scoring, update },
       evalGrpo,

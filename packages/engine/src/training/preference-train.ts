@@ -154,6 +154,7 @@ export async function trainPreference(options: PreferenceTrainOptions): Promise<
         learningRate: base.learningRate,
         epoch: base.epoch,
         tokensPerSecond: base.tokensPerSecond,
+        trainedTokens: base.trainedTokens,
         preference: figures,
         evalPreference,
       };

@@ -180,7 +180,7 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
         )
       : null;
   let exactMatch: ExactMatchRunner | null = null;
-  const objective: TrainingObjective<null, SftEval, TrainProgress> = {
+  const objective: TrainingObjective<{ tokenAccuracy: number }, SftEval, TrainProgress> = {
     beginStep(indices) {
       // micro-batches of B; each token's gradient is scaled by 1 / the step's target count
       const batches: Batch[] = [];
@@ -199,14 +199,17 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
         tokens += countTokens(batch);
       }
       let lossSum = 0;
+      let correct = 0;
       return {
         tokens,
         microBatches: batches.length,
         microBatch(k) {
-          lossSum += graph.forward(batches[k], lora, 1 / stepTargets).lossSum;
+          const pass = graph.forward(batches[k], lora, 1 / stepTargets);
+          lossSum += pass.lossSum;
+          correct += pass.correct ?? 0;
           graph.backward(lora, grads);
         },
-        result: () => ({ loss: lossSum / stepTargets, figures: null }),
+        result: () => ({ loss: lossSum / stepTargets, figures: { tokenAccuracy: correct / stepTargets } }),
       };
     },
     evaluate:
@@ -228,7 +231,7 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
           }
         : null,
     evalLoss: (e) => e.loss,
-    report(base, _figures, e) {
+    report(base, figures, e) {
       const progress: TrainProgress = {
         step: base.step,
         totalSteps: base.totalSteps,
@@ -239,6 +242,8 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
         learningRate: base.learningRate,
         epoch: base.epoch,
         tokensPerSecond: base.tokensPerSecond,
+        trainedTokens: base.trainedTokens,
+        tokenAccuracy: figures.tokenAccuracy,
       };
       const row = {
         step: base.step,

@@ -149,7 +149,7 @@ export interface StepPass<F> {
 /** The figures every trainer reports for a step. */
 export type StepReport = Pick<
   TrainProgress,
-  "step" | "totalSteps" | "loss" | "learningRate" | "epoch" | "tokensPerSecond"
+  "step" | "totalSteps" | "loss" | "learningRate" | "epoch" | "tokensPerSecond" | "trainedTokens"
 >;
 
 /** What differs between trainers: F are a step's own figures, E an eval's, P the progress event. */
@@ -282,6 +282,7 @@ export async function runTrainingLoop<F, E, P extends TrainProgress>(
       learningRate,
       epoch: step / stepsPerEpoch,
       tokensPerSecond: seconds > 0 ? pass.tokens / seconds : 0,
+      trainedTokens: pass.tokens,
     };
     const { progress, row } = objective.report(base, figures, evaluation);
     run.history.push(row);

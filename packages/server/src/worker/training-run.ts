@@ -121,6 +121,8 @@ export async function runTrainingProcess(
             learningRate: p.learningRate ?? null,
             epoch: p.epoch ?? null,
             tokensPerSecond: p.tokensPerSecond ?? null,
+            ...(p.trainedTokens !== undefined ? { trainedTokens: p.trainedTokens } : {}),
+            ...(p.tokenAccuracy !== undefined ? { tokenAccuracy: p.tokenAccuracy } : {}),
             ...(p.backend ? { backend: p.backend } : {}),
             ...(p.device ? { device: p.device } : {}),
             ...(p.memoryBytes !== undefined ? { memoryBytes: p.memoryBytes } : {}),

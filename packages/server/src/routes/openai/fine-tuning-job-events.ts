@@ -15,6 +15,7 @@ import { modelNameOf, unixSeconds } from "./fine-tuning-job-object.js";
 import { fineTuningJobOr404 } from "./fine-tuning-jobs.js";
 import { preferenceMetricsOf } from "./fine-tuning-method.js";
 import { rewardMetricsOf } from "./fine-tuning-reinforcement.js";
+import { stepLogs } from "./fine-tuning-step-logs.js";
 import { checkpointId, checkpointModelId, eventId, eventSeqOf, fineTuningJobId } from "./openai-ids.js";
 import { checkQuery, limitQuery, pageAfter } from "./openai-list.js";
 
@@ -32,6 +33,7 @@ interface FineTuningEvent {
 export function metricsOf(log: TrainingLogEvent): Record<string, number> {
   const named: [string, number | null][] = [
     ["train_loss", log.loss],
+    ["train_mean_token_accuracy", log.tokenAccuracy ?? null],
     ["valid_loss", log.evalLoss],
     ["valid_mean_token_accuracy", log.evalTokenAccuracy],
     ["learning_rate", log.learningRate],
@@ -102,17 +104,6 @@ function fineTuningEvent(jobId: string, stored: StoredJobEvent, totalSteps: numb
     created_at: unixSeconds(event.timestamp),
     ...describeEvent(event, totalSteps),
   };
-}
-
-/** Each step's training.log, the latest run's where a resumed run logged a step again, in step order. */
-export async function stepLogs(ctx: ServerContext, jobId: string): Promise<TrainingLogEvent[]> {
-  const byStep = new Map<number, TrainingLogEvent>();
-  for (const stored of await ctx.store.jobs.eventsAfter(jobId, 0)) {
-    if (stored.type !== "training.log") continue;
-    const log = JSON.parse(stored.data) as TrainingLogEvent;
-    byStep.set(log.step, log);
-  }
-  return [...byStep.values()].sort((a, b) => a.step - b.step);
 }
 
 export function fineTuningEventRoutes(ctx: ServerContext) {

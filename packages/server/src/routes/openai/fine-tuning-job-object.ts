@@ -55,7 +55,13 @@ export const modelNameOf = (job: Job, orgSlug: string, facts: OpenAiJobFacts): F
   jobId: job.id,
 });
 
-export function fineTuningJobObject(job: Job, orgSlug: string, facts: OpenAiJobFacts): FineTuningJobObject {
+/** `trainedTokens`: a succeeded job's (fine-tuning-step-logs.ts trainedTokensOf); null while it has none. */
+export function fineTuningJobObject(
+  job: Job,
+  orgSlug: string,
+  facts: OpenAiJobFacts,
+  trainedTokens: number | null = null,
+): FineTuningJobObject {
   const hyperparameters = hyperparametersOf(job);
   // A dry run completes without training: it has no model and no metrics.
   const succeeded = job.status === "completed" && !job.dryRun;
@@ -73,8 +79,7 @@ export function fineTuningJobObject(job: Job, orgSlug: string, facts: OpenAiJobF
     training_file: fileId(job.datasetId),
     validation_file: job.evalDatasetId ? fileId(job.evalDatasetId) : null,
     result_files: succeeded ? [resultFileId(job.id)] : [],
-    // svc counts no trained tokens per job (yet).
-    trained_tokens: null,
+    trained_tokens: succeeded ? trainedTokens : null,
     error:
       job.status === "failed"
         ? { code: "training_failed", message: job.error ?? "the job failed", param: null }

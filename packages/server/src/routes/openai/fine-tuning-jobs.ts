@@ -18,6 +18,7 @@ import { pauseJob, resumeJob } from "../job-pause.js";
 import { cancelJob, createJob, createJobBody } from "../jobs.js";
 import { fineTuningJobObject } from "./fine-tuning-job-object.js";
 import { fileRefusal, hyperparametersCheck, methodCheck, svcTraining } from "./fine-tuning-method.js";
+import { trainedTokensOf } from "./fine-tuning-step-logs.js";
 import { fineTunedModelOr404 } from "./models.js";
 import { datasetIdOf, jobIdOf } from "./openai-ids.js";
 import { checkQuery, limitQuery, metadataFilters, pageAfter } from "./openai-list.js";
@@ -122,7 +123,12 @@ export function fineTuningJobRoutes(ctx: ServerContext) {
   };
 
   const objectOf = async (job: Job) =>
-    fineTuningJobObject(job, await facts.orgSlugOf(job.projectId), await facts.facts(job.id));
+    fineTuningJobObject(
+      job,
+      await facts.orgSlugOf(job.projectId),
+      await facts.facts(job.id),
+      job.status === "completed" ? await trainedTokensOf(ctx, job.id) : null,
+    );
 
   app.post("/v1/fine_tuning/jobs", async (c) => {
     const project = await scopedProject(ctx, c);
@@ -177,7 +183,12 @@ export function fineTuningJobRoutes(ctx: ServerContext) {
           all.get(job.id) ?? { suffix: null, metadata: null, modelDeleted: false },
         ),
       );
-    return c.json({ object: "list", ...pageAfter(objects, c.req.query("after"), limit) });
+    const page = pageAfter(objects, c.req.query("after"), limit);
+    // trained tokens are summed from a job's steps: only for the page's succeeded jobs
+    for (const object of page.data)
+      if (object.status === "succeeded")
+        object.trained_tokens = await trainedTokensOf(ctx, jobIdOf(object.id) ?? object.id);
+    return c.json({ object: "list", ...page });
   });
 
   app.get("/v1/fine_tuning/jobs/:id", async (c) => {

@@ -8,9 +8,10 @@
 import type { TrainingMethod } from "@svc/wire";
 import type { ServerContext } from "../../context.js";
 import { toJob } from "../../store/job-store.js";
-import { metricsOf, stepLogs } from "./fine-tuning-job-events.js";
+import { metricsOf } from "./fine-tuning-job-events.js";
 import { PREFERENCE_METRICS } from "./fine-tuning-method.js";
 import { REWARD_METRICS } from "./fine-tuning-reinforcement.js";
+import { stepLogs } from "./fine-tuning-step-logs.js";
 
 /** OpenAI's supervised columns, each with the metrics event's name for its number. */
 const BASE_COLUMNS: [column: string, metric: string][] = [
