@@ -43,6 +43,8 @@ test("rewards are named by key or by function name, weighted by name or order, a
     }),
     { lora: { r: 8, alpha: 16 }, beta: 0, numGenerations: 4, temperature: 0.7, maxCompletionTokens: 8 },
   );
+  // evalGenerations (an evalDataset's samples per prompt) goes to the job as the other GRPO settings do
+  assert.equal(hyperparametersOf({ ...grpo, graders: [GRADER], evalGenerations: 3 }).evalGenerations, 3);
 });
 
 test("bad rewards, weights, graders and GRPO settings are refused at construction, naming the field", () => {
@@ -79,6 +81,11 @@ test("bad rewards, weights, graders and GRPO settings are refused at constructio
   refused(
     { graders: [GRADER], numGenerations: 1 },
     /numGenerations: expected a number >= 2 and <= 64, got 1/,
+  );
+  // completions per eval prompt (with an evalDataset, docs/post-training.md#grpo-eval)
+  refused(
+    { graders: [GRADER], evalGenerations: 0 },
+    /evalGenerations: expected a number >= 1 and <= 64, got 0/,
   );
   refused(
     { method: "sft", graders: [GRADER] },

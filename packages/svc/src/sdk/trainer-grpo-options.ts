@@ -101,7 +101,14 @@ export function validateGrpo(o: TrainerOptions): void {
   }
   if (o.method === undefined && !stray) return;
   const range = hyperparameterRanges();
-  for (const key of ["numGenerations", "temperature", "topP", "maxCompletionTokens", "epsilon"] as const)
+  for (const key of [
+    "numGenerations",
+    "temperature",
+    "topP",
+    "maxCompletionTokens",
+    "epsilon",
+    "evalGenerations",
+  ] as const)
     withinRange(key, o[key], range[key]);
   withinRange("beta", o.beta, range.beta);
   if (o.scaleRewards !== undefined && typeof o.scaleRewards !== "boolean")
