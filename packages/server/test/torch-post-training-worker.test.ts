@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 import { needs } from "@svc/engine/testing";
-import { call, createJob, uploadDataset, waitForExit } from "./harness.js";
+import { call, createJob, until, uploadDataset, waitForExit } from "./harness.js";
 import {
   checkpointSteps,
   completedTorchLogs,
@@ -23,6 +23,8 @@ import {
 } from "./torch-harness.js";
 
 const PYTHON = TORCH_PYTHON;
+// A job whose trainer's scorer stops claiming pauses after this long (the server and workers this file starts).
+process.env.SVC_SCORER_TIMEOUT_MS ??= "3000";
 // GRPO samples from the bundled model, whose English completions sometimes say " the " and sometimes not
 const PICO = "svc/pico-llama";
 const PICO_DIR = join(fileURLToPath(new URL("../../../..", import.meta.url)), "models/pico-llama");
@@ -134,6 +136,22 @@ describe("methods dpo and grpo on the torch backend through svc server", {
     assert.equal((await job(created.id)).status, "completed");
   });
 
+  /** This test as the trainer's scorer, as svc start is: each completion's reward is its length. */
+  const scoreUntilEnd = async (jobId: string) => {
+    const api = (path: string, json: unknown) =>
+      call(cluster.server.apiUrl, "POST", `${path}?${cluster.id.scope}`, { token: cluster.id.token, json });
+    const scored: number[] = [];
+    for (;;) {
+      const got = await api(`/v1/jobs/${jobId}/scoring/claim`, {});
+      if (got.status === 409) return scored;
+      if (got.status === 204) continue;
+      assert.equal(got.status, 200, JSON.stringify(got.body));
+      const rewards = got.body.batch.items.map((item: { completion: string }) => [item.completion.length]);
+      scored.push(got.body.batch.step);
+      assert.equal((await api(`/v1/jobs/${jobId}/scoring/${got.body.batch.id}`, { rewards })).status, 200);
+    }
+  };
+
   it("a GRPO job rewarded by its trainer's code (the scoring routes) trains on the torch worker", async () => {
     const dataset = await upload(promptRows, "rewarded.jsonl");
     const created = await createJob(
@@ -143,23 +161,7 @@ describe("methods dpo and grpo on the torch backend through svc server", {
       { maxSteps: 3, batchSize: 2, numGenerations: 2, maxCompletionTokens: 4, saveSteps: 3 },
       { method: "grpo", backend: "torch", rewards: [{ name: "length" }] },
     );
-    const api = (path: string, json: unknown) =>
-      call(cluster.server.apiUrl, "POST", `${path}?${cluster.id.scope}`, { token: cluster.id.token, json });
-    // this test is the trainer's scorer, as svc start is: each completion's reward is its length
-    const scored: number[] = [];
-    for (;;) {
-      const got = await api(`/v1/jobs/${created.id}/scoring/claim`, {});
-      if (got.status === 409) break;
-      if (got.status === 204) continue;
-      assert.equal(got.status, 200, JSON.stringify(got.body));
-      const rewards = got.body.batch.items.map((item: { completion: string }) => [item.completion.length]);
-      scored.push(got.body.batch.step);
-      assert.equal(
-        (await api(`/v1/jobs/${created.id}/scoring/${got.body.batch.id}`, { rewards })).status,
-        200,
-      );
-    }
-    assert.deepEqual(scored, [1, 2, 3]);
+    assert.deepEqual(await scoreUntilEnd(created.id), [1, 2, 3]);
     const frames = await cluster.eventsUntilEnd(created.id, 60_000);
     assert.equal(frames.at(-2)?.event, "training.completed", framesText(frames).slice(-2000));
     const logs = trainingLogs(frames);
@@ -170,6 +172,34 @@ describe("methods dpo and grpo on the torch backend through svc server", {
         [2, "torch", "number"],
         [3, "torch", "number"],
       ],
+    );
+  });
+
+  it("a torch GRPO job whose trainer's scorer is gone pauses (scorer_gone) and resumes when it claims again", async () => {
+    const dataset = await upload(promptRows, "paused.jsonl");
+    const created = await createJob(
+      cluster.server.apiUrl,
+      cluster.id,
+      dataset.id,
+      { maxSteps: 2, batchSize: 2, numGenerations: 2, maxCompletionTokens: 4, saveSteps: 2 },
+      { method: "grpo", backend: "torch", rewards: [{ name: "length" }] },
+    );
+    // nobody claims: the job pauses with its reason instead of training on missing rewards
+    await until(
+      "the job to pause for its scorer",
+      async () => (await job(created.id)).status === "paused",
+      60_000,
+    );
+    assert.equal((await job(created.id)).pausedReason, "scorer_gone");
+    assert.deepEqual(await scoreUntilEnd(created.id), [1, 2]);
+    const frames = await cluster.eventsUntilEnd(created.id, 60_000);
+    const events = frames.map((f) => f.event);
+    assert.ok(events.includes("training.paused") && events.includes("training.resumed"), framesText(frames));
+    assert.equal(events.at(-2), "training.completed", framesText(frames).slice(-2000));
+    assert.ok(!events.includes("training.failed"));
+    assert.deepEqual(
+      trainingLogs(frames).map((l) => l.step),
+      [1, 2],
     );
   });
 });

@@ -105,9 +105,12 @@ def main(argv=None):
             emit(request)
             while not cancel.is_set():
                 try:
-                    return replies.get(timeout=0.1)
+                    reply = replies.get(timeout=0.1)
                 except queue.Empty:
-                    pass
+                    continue
+                # a cancel (pause, shutdown) read before or with the reply wins: the worker's scorer may
+                # answer a stopped wait with an error, which must not fail the job
+                return None if cancel.is_set() else reply
             return None
 
     world = int(os.environ.get("WORLD_SIZE", "1"))
