@@ -79,6 +79,31 @@ for (const backend of ["sqlite", "postgres"] as Backend[]) {
     });
     after(() => server?.cleanup());
 
+    /** A finished job's training.log events, each logged sample's reward checked against graders/run's for it. */
+    async function judgedLogs(jobId: string, grader: typeof JUDGE): Promise<TrainingLogEvent[]> {
+      const frames = await eventsUntilEnd(server.apiUrl, id.token, jobId.slice("ftjob-".length), 60_000);
+      const logs = frames
+        .filter((f) => f.event === "training.log")
+        .map((f) => JSON.parse(f.data) as TrainingLogEvent);
+      const rows = PROMPTS.trim()
+        .split("\n")
+        .map((line) => JSON.parse(line));
+      let judged = 0;
+      for (const log of logs)
+        for (const sample of log.grpo?.samples ?? []) {
+          const run = await client.fineTuning.alpha.graders.run({
+            grader,
+            model_sample: sample.completion,
+            item: rows[sample.rowNumber - 1],
+          });
+          assert.equal(sample.reward, run.reward, `step ${log.step}: ${JSON.stringify(sample.completion)}`);
+          assert.equal(sample.rewards.judge, run.reward);
+          judged++;
+        }
+      assert.ok(judged >= 4, String(judged));
+      return logs;
+    }
+
     it("trains a reinforcement job with a string_check grader, follows events, reads checkpoints, chats with its ft: model", async () => {
       const hyperparameters = {
         n_epochs: 2,
@@ -230,30 +255,36 @@ for (const backend of ["sqlite", "postgres"] as Backend[]) {
       );
 
       // The svc events: each eval's figures; each sampled completion's reward is what graders/run gives it.
-      const svcId = created.id.slice("ftjob-".length);
-      const frames = await eventsUntilEnd(server.apiUrl, id.token, svcId, 60_000);
-      const logs = frames
-        .filter((f) => f.event === "training.log")
-        .map((f) => JSON.parse(f.data) as TrainingLogEvent);
-      const rows = PROMPTS.trim()
-        .split("\n")
-        .map((line) => JSON.parse(line));
-      let judged = 0;
+      const logs = await judgedLogs(created.id, JUDGE);
       for (const log of logs) {
         assert.ok(log.evalGrpo, `step ${log.step}: an eval`);
         assert.deepEqual(Object.keys(log.evalGrpo.rewards), ["judge"]);
-        for (const sample of log.grpo?.samples ?? []) {
-          const run = await client.fineTuning.alpha.graders.run({
-            grader: JUDGE,
-            model_sample: sample.completion,
-            item: rows[sample.rowNumber - 1],
-          });
-          assert.equal(sample.reward, run.reward, `step ${log.step}: ${JSON.stringify(sample.completion)}`);
-          assert.equal(sample.rewards.judge, run.reward);
-          judged++;
-        }
       }
-      assert.ok(judged >= 4, String(judged));
+
+      // A judge that is an ft: model (this job's adapter, on the job's own base): its scores too.
+      const ftJudge = { ...JUDGE, model: job.fine_tuned_model as string };
+      const second = await client.fineTuning.jobs.create({
+        model: PICO,
+        training_file: prompts.id,
+        seed: 6,
+        method: {
+          type: "reinforcement",
+          reinforcement: {
+            grader: ftJudge,
+            hyperparameters: { n_epochs: 1, batch_size: 2, compute_multiplier: 0.25 },
+          },
+        },
+      });
+      const done = await until(
+        "the ft:-judged job to finish",
+        async () => {
+          const j = await client.fineTuning.jobs.retrieve(second.id);
+          return ["succeeded", "failed", "cancelled"].includes(j.status) && j;
+        },
+        240_000,
+      );
+      assert.equal(done.status, "succeeded", JSON.stringify(done.error));
+      await judgedLogs(second.id, ftJudge);
     });
 
     it("refuses unknown and unhonourable hyperparameters and bad graders, naming the param", async () => {
