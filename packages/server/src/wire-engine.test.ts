@@ -25,4 +25,5 @@ test("the wire's allowed values are the engine's", () => {
   assert.deepEqual([...wire.BASE_WEIGHT_FORMATS], [...engine.BASE_WEIGHT_FORMATS]);
   assert.deepEqual([...wire.WEIGHT_FORMATS], [...engine.WEIGHT_FORMATS]);
   assert.deepEqual([...wire.TRUNCATION_MODES], [...engine.TRUNCATION_MODES]);
+  assert.equal(wire.SAMPLING_RANGES.topLogprobs.max, engine.MAX_TOP_LOGPROBS);
 });

@@ -19,6 +19,7 @@ export * from "./model-pulls.js";
 export * from "./precision.js";
 export * from "./project-keys.js";
 export * from "./routes.js";
+export * from "./rules.js";
 export * from "./scoring.js";
 export * from "./studio.js";
 export * from "./tools.js";

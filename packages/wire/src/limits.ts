@@ -31,6 +31,25 @@ export const EVAL_FRACTION_RANGE: NumericRange = { integer: false, exclusiveMin:
 export const DEFAULT_JOB_LIMITS = { maxSteps: 100_000, batchSize: 256 } as const;
 export type JobLimits = { maxSteps: number; batchSize: number };
 
+/**
+ * The generation parameters' ranges, by svc's names (OpenAI's are their
+ * snake_case): the one chat parser of the edge's /v1/chat/completions and of
+ * /v1/inference/chat (packages/server/src/inference/chat-params.ts), and GRPO's
+ * sampling hyperparameters below.
+ */
+export const SAMPLING_RANGES = {
+  temperature: { integer: false, min: 0, max: 2 },
+  topP: { integer: false, exclusiveMin: 0, max: 1 },
+  /** max_tokens / max_completion_tokens / maxTokens: one answer's most tokens. */
+  maxTokens: { integer: true, min: 1, max: 8192 },
+  /** Completions sampled together. */
+  n: { integer: true, min: 1, max: 16 },
+  /** frequency_penalty and presence_penalty. */
+  penalty: { integer: false, min: -2, max: 2 },
+  /** Alternatives per token with logprobs (the engine's MAX_TOP_LOGPROBS; a server test pins the two). */
+  topLogprobs: { integer: true, min: 0, max: 20 },
+} as const satisfies Record<string, NumericRange>;
+
 /** The one definition of every job hyperparameter's range, for the given limits. */
 export function hyperparameterRanges(limits: JobLimits = DEFAULT_JOB_LIMITS) {
   const steps = (min: number): NumericRange => ({ integer: true, min, max: limits.maxSteps });
@@ -61,8 +80,8 @@ export function hyperparameterRanges(limits: JobLimits = DEFAULT_JOB_LIMITS) {
     gamma: { integer: false, min: 0, max: 100 },
     // method "grpo" (docs/post-training.md#grpo); the engine checks the same (grpo-train.ts resolveGrpo)
     numGenerations: { integer: true, min: 2, max: 64 },
-    temperature: { integer: false, min: 0, max: 2 },
-    topP: { integer: false, exclusiveMin: 0, max: 1 },
+    temperature: SAMPLING_RANGES.temperature,
+    topP: SAMPLING_RANGES.topP,
     maxCompletionTokens: { integer: true, min: 1, max: 4096 },
     epsilon: { integer: false, min: 0, max: 0.9 },
     // completions per eval prompt at each GRPO eval (grpo-eval.ts)

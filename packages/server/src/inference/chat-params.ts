@@ -5,8 +5,8 @@
 // holds without storage (user, metadata, store: false), or refused with 400
 // naming it; a key in no list is refused too (docs/api.md#chat-parameters).
 // null means absent, as the OpenAI clients send it.
-import { MAX_LOGIT_BIAS_ENTRIES, MAX_TOP_LOGPROBS } from "@svc/engine";
-import { SEED_RANGE } from "@svc/wire";
+import { MAX_LOGIT_BIAS_ENTRIES } from "@svc/engine";
+import { SAMPLING_RANGES, SEED_RANGE } from "@svc/wire";
 import { type ApiError, badRequest } from "../http/api-error.js";
 import {
   array,
@@ -32,8 +32,7 @@ import {
 export type ChatDialect = "openai" | "svc";
 
 /** Most completions one request may ask for (`n`). */
-export const MAX_CHOICES = 16;
-const MAX_COMPLETION_TOKENS = 8192;
+export const MAX_CHOICES = SAMPLING_RANGES.n.max;
 
 /** "stop": a string or up to 4 strings. */
 export const stopCheck: Check<string[]> = (value, path) =>
@@ -77,20 +76,22 @@ export const refused =
     throw badRequest(`"${path}" is not supported: ${why}`, "unsupported_parameter");
   };
 
-const penalty = () => number({ min: -2, max: 2 });
+const penalty = () => number(SAMPLING_RANGES.penalty);
+// max_tokens and max_completion_tokens: "a positive integer", at most the range's max
+const maxTokens = () => inRange(SAMPLING_RANGES.maxTokens);
 
 /** The generation parameters both APIs take, by their OpenAI names (svc's names are their camelCase). */
 const SHARED = {
   messages: messagesCheck,
-  temperature: optional(number({ min: 0, max: 2 })),
-  top_p: optional(number({ exclusiveMin: 0, max: 1 })),
-  max_tokens: optional(number({ integer: true, positive: true, max: MAX_COMPLETION_TOKENS })),
+  temperature: optional(number(SAMPLING_RANGES.temperature)),
+  top_p: optional(number(SAMPLING_RANGES.topP)),
+  max_tokens: optional(maxTokens()),
   stop: optional(stopCheck),
   seed: optional(inRange(SEED_RANGE)),
   stream: optional(boolean()),
-  n: optional(number({ integer: true, min: 1, max: MAX_CHOICES })),
+  n: optional(number(SAMPLING_RANGES.n)),
   logprobs: optional(boolean()),
-  top_logprobs: optional(number({ integer: true, min: 0, max: MAX_TOP_LOGPROBS })),
+  top_logprobs: optional(number(SAMPLING_RANGES.topLogprobs)),
   frequency_penalty: optional(penalty()),
   presence_penalty: optional(penalty()),
   logit_bias: optional(logitBiasCheck),
@@ -103,7 +104,7 @@ const SHARED = {
 /** What only the OpenAI format has: accepted with OpenAI's meaning, or refused naming the parameter. */
 const OPENAI_ONLY = {
   model: optional(string()),
-  max_completion_tokens: optional(number({ integer: true, positive: true, max: MAX_COMPLETION_TOKENS })),
+  max_completion_tokens: optional(maxTokens()),
   stream_options: optional(
     object({ include_usage: optional(boolean()), include_obfuscation: optional(boolean()) }),
   ),

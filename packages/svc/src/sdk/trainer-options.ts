@@ -1,33 +1,35 @@
 // createTrainer's options: their types, and the checks that make a bad value
 // fail at construction with the field's name.
 import {
-  BASE_WEIGHT_FORMATS,
-  type BaseWeightFormat,
-  TRAINING_PRECISIONS,
-  type TrainingPrecision,
-} from "@svc/engine";
-import {
   type AdapterRef,
   type Artifact,
+  allowedValues,
+  BASE_WEIGHT_FORMATS,
+  type BaseWeightFormat,
   type ChatMessage,
   type CreateJobRequest,
   DEFAULT_LORA,
+  describeRange,
   GRPO_HYPERPARAMETERS,
   type HubDatasetRequest,
   hyperparameterRanges,
+  isInRange,
   JOB_BACKENDS,
   type Job,
   type JobBackend,
   type JobHyperparameters,
   LR_SCHEDULER_TYPES,
+  MAX_STORED_INTEGER,
   type NumericRange,
   PREFERENCE_HYPERPARAMETERS,
   PREFERENCE_LOSSES,
   TORCH_MODELS,
   type ToolDefinition,
   TRAINING_METHODS,
+  TRAINING_PRECISIONS,
   TRUNCATION_MODES,
   type TrainingMethod,
+  type TrainingPrecision,
 } from "@svc/wire";
 import type { BoundInfer } from "./infer.js";
 import { assertSupportedModel, type BaseModelName } from "./models.js";
@@ -128,19 +130,13 @@ export function fail(field: string, expected: string, value: unknown): never {
   );
 }
 
-function positiveInt(field: string, v: unknown, allowZero = false): void {
-  if (v === undefined) return;
-  if (typeof v !== "number" || !Number.isInteger(v) || v < (allowZero ? 0 : 1)) {
-    fail(field, allowZero ? "an integer >= 0" : "a positive integer", v);
-  }
-}
-
-function positiveNumber(field: string, v: unknown, allowZero = false): void {
-  if (v === undefined) return;
-  if (typeof v !== "number" || !Number.isFinite(v) || v < 0 || (!allowZero && v === 0)) {
-    fail(field, allowZero ? "a number >= 0" : "a positive number", v);
-  }
-}
+/**
+ * The job hyperparameters' ranges (the wire's, as POST /v1/jobs checks them).
+ * Steps and batchSize are bounded by the server's operator (svc server
+ * --max-job-steps, --max-batch-size), up to the largest stored integer: the
+ * SDK checks that bound and leaves the server's own to the server.
+ */
+const RANGES = hyperparameterRanges({ maxSteps: MAX_STORED_INTEGER, batchSize: MAX_STORED_INTEGER });
 
 const HUB_DATASET_KEYS = ["type", "name", "split", "config", "revision", "columns"];
 const HUB_COLUMN_KEYS = ["messages", "prompt", "completion", "instruction", "input", "output", "system"];
@@ -170,18 +166,9 @@ function validateHubDataset(field: string, ds: Record<string, unknown>): void {
   }
 }
 
-/** The API's range (wire-limits.ts), checked before anything is sent. */
+/** The API's range (@svc/wire limits.ts), checked before anything is sent. */
 export function withinRange(field: string, v: unknown, range: NumericRange): void {
-  if (v === undefined) return;
-  const low = range.exclusiveMin ?? range.min ?? 0;
-  const ok =
-    typeof v === "number" &&
-    Number.isFinite(v) &&
-    (range.exclusiveMin !== undefined ? v > low : v >= low) &&
-    v <= range.max &&
-    (!range.integer || Number.isInteger(v));
-  if (!ok)
-    fail(field, `a number ${range.exclusiveMin !== undefined ? ">" : ">="} ${low} and <= ${range.max}`, v);
+  if (v !== undefined && !isInRange(range, v)) fail(field, describeRange(range), v);
 }
 
 const isPreferencePair = (row: Record<string, unknown>) =>
@@ -230,7 +217,7 @@ export function validateTrainerOptions(o: TrainerOptions): void {
     fail("name", "a non-empty string", o.name);
   assertSupportedModel(o.model, "createTrainer: model");
   if (o.method !== undefined && !TRAINING_METHODS.includes(o.method))
-    fail("method", '"sft", "dpo" or "grpo"', o.method);
+    fail("method", allowedValues(TRAINING_METHODS), o.method);
   validateDataset("dataset", o.dataset, o.method);
   if (o.evalDataset !== undefined) validateDataset("evalDataset", o.evalDataset, o.method);
   validatePreference(o);
@@ -238,11 +225,12 @@ export function validateTrainerOptions(o: TrainerOptions): void {
   if (o.lora !== undefined) {
     if (typeof o.lora !== "object" || o.lora === null)
       fail("lora", "{ r, alpha, targetModules?, maxLength? }", o.lora);
-    positiveInt("lora.r", o.lora.r);
-    if (o.lora.r === undefined) fail("lora.r", "a positive integer", o.lora.r);
-    positiveNumber("lora.alpha", o.lora.alpha);
-    if (o.lora.alpha === undefined) fail("lora.alpha", "a positive number", o.lora.alpha);
-    positiveInt("lora.maxLength", o.lora.maxLength);
+    const lora = RANGES.lora;
+    if (o.lora.r === undefined) fail("lora.r", describeRange(lora.r), o.lora.r);
+    withinRange("lora.r", o.lora.r, lora.r);
+    if (o.lora.alpha === undefined) fail("lora.alpha", describeRange(lora.alpha), o.lora.alpha);
+    withinRange("lora.alpha", o.lora.alpha, lora.alpha);
+    withinRange("lora.maxLength", o.lora.maxLength, lora.maxLength);
     const targets: unknown = o.lora.targetModules;
     if (
       targets !== undefined &&
@@ -256,28 +244,31 @@ export function validateTrainerOptions(o: TrainerOptions): void {
         targets,
       );
   }
-  positiveInt("maxSteps", o.maxSteps);
-  positiveNumber("numTrainEpochs", o.numTrainEpochs);
-  positiveNumber("learningRate", o.learningRate);
-  positiveInt("batchSize", o.batchSize);
+  for (const key of [
+    "maxSteps",
+    "numTrainEpochs",
+    "learningRate",
+    "batchSize",
+    "warmupSteps",
+    "weightDecay",
+    "evalSteps",
+    "saveSteps",
+    "seed",
+    "exactMatchMaxTokens",
+    "exactMatchSamples",
+  ] as const)
+    withinRange(key, o[key], RANGES[key]);
   if (o.lrSchedulerType !== undefined && !LR_SCHEDULER_TYPES.includes(o.lrSchedulerType)) {
-    fail("lrSchedulerType", '"linear", "cosine" or "constant"', o.lrSchedulerType);
+    fail("lrSchedulerType", allowedValues(LR_SCHEDULER_TYPES), o.lrSchedulerType);
   }
   if (o.truncation !== undefined && !TRUNCATION_MODES.includes(o.truncation)) {
-    fail("truncation", '"keep_answers", "end" or "strict"', o.truncation);
+    fail("truncation", allowedValues(TRUNCATION_MODES), o.truncation);
   }
-  positiveInt("warmupSteps", o.warmupSteps, true);
-  positiveNumber("weightDecay", o.weightDecay, true);
-  positiveInt("evalSteps", o.evalSteps);
-  positiveInt("saveSteps", o.saveSteps);
-  positiveInt("seed", o.seed, true);
-  positiveInt("exactMatchMaxTokens", o.exactMatchMaxTokens, true);
-  positiveInt("exactMatchSamples", o.exactMatchSamples, true);
   if (o.torchModel !== undefined && !TORCH_MODELS.includes(o.torchModel))
-    fail("torchModel", '"svc" or "transformers"', o.torchModel);
+    fail("torchModel", allowedValues(TORCH_MODELS), o.torchModel);
   if (o.dryRun !== undefined && typeof o.dryRun !== "boolean") fail("dryRun", "a boolean", o.dryRun);
   if (o.backend !== undefined && !JOB_BACKENDS.includes(o.backend))
-    fail("backend", '"auto", "engine" or "torch"', o.backend);
+    fail("backend", allowedValues(JOB_BACKENDS), o.backend);
   if (o.startAdapter !== undefined) validateStartAdapter(o.startAdapter);
   // The engine's values, as POST /v1/jobs checks them.
   if (o.precision !== undefined && !TRAINING_PRECISIONS.includes(o.precision))
@@ -311,9 +302,9 @@ function validatePreference(o: TrainerOptions): void {
     if (stray) fail(stray, 'to be left out unless method is "dpo"', o[stray]);
     return;
   }
-  const range = hyperparameterRanges();
+  const range = RANGES;
   if (o.loss !== undefined && !PREFERENCE_LOSSES.includes(o.loss))
-    fail("loss", '"sigmoid" or "simpo"', o.loss);
+    fail("loss", allowedValues(PREFERENCE_LOSSES), o.loss);
   withinRange("beta", o.beta, range.dpoBeta);
   withinRange("labelSmoothing", o.labelSmoothing, range.labelSmoothing);
   withinRange("gamma", o.gamma, range.gamma);
