@@ -154,7 +154,12 @@ describe("event streams on two API processes over one PostgreSQL", { timeout: 30
 
   it("subscribers on both processes get every live event in order, once; /healthz and RSS of both stay bounded", async () => {
     const rss = [watchRss(a.proc.pid!), watchRss(b.proc.pid!)];
-    const loadWatch = watchLoad(() => [a.proc.pid, b.proc.pid, worker.proc.pid, ...probes.map((p) => p.pid)]);
+    const loadWatch = watchLoad(
+      () => [a.proc.pid, b.proc.pid, worker.proc.pid, ...probes.map((p) => p.pid)],
+      {
+        postgres: true,
+      },
+    );
     const since = Date.now();
     const nonReaders = Array.from({ length: 100 }, () => openNonReader(b.apiUrl, running, id.token));
     const followers = [

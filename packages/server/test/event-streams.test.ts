@@ -174,7 +174,9 @@ for (const backend of ["sqlite", "postgres"] as Backend[]) {
     /** n subscribers at once on `jobId`: half never read, a few parse every frame, the rest read and discard. */
     async function crowd(jobId: string, n: number, whileOpen: () => Promise<void> = async () => {}) {
       const rss = watchRss(server.proc.pid!);
-      const loadWatch = watchLoad(() => [server.proc.pid, worker?.proc.pid, probe.pid]);
+      const loadWatch = watchLoad(() => [server.proc.pid, worker?.proc.pid, probe.pid], {
+        postgres: backend === "postgres",
+      });
       const since = Date.now();
       const followers = n >= 100 ? 10 : 5;
       const nonReaders = Array.from({ length: n / 2 }, () => openNonReader(server.apiUrl, jobId, id.token));

@@ -5,9 +5,9 @@
 // On a quiet machine the bound is strict: the API's and the edge's /healthz
 // max under 200 ms. "Quiet" is judged without the test's own processes (the
 // server, a worker, the training child, the clients in the test process, the
-// prober), which by themselves keep about three tasks runnable on a 2-core
-// machine: their runnable threads are sampled from /proc and subtracted from
-// the machine's (/proc/loadavg). When other processes want the CPU too (other
+// prober, the PostgreSQL server), which by themselves keep about three tasks
+// runnable on a 2-core machine: their runnable threads are sampled from /proc
+// and subtracted from the machine's (/proc/loadavg). When other processes want the CPU too (other
 // test suites, builds), any busy process gets that much less of a core and
 // answers later whatever it does; then the bound grows with the 1-minute load
 // average per core and holds for 95 in 100 answers, and none may take 10 s
@@ -79,12 +79,30 @@ export interface LoadSeen {
   others: number;
 }
 
+/** Runnable PostgreSQL server processes (the test run's cluster serves only the tests). */
+function runnablePostgres(seen: Set<number>): number {
+  let running = 0;
+  for (const name of readdirSync("/proc")) {
+    const pid = Number(name);
+    if (!Number.isInteger(pid) || seen.has(pid)) continue;
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, "latin1");
+      if (stat.includes(" (postgres) ") && stat[stat.lastIndexOf(")") + 2] === "R") running++;
+    } catch {}
+  }
+  return running;
+}
+
 /**
  * Samples the machine's load every 200 ms until stop(): the 1-minute load
  * average, and how many runnable tasks are not this test's (this process
- * and `roots()` with their descendants).
+ * and `roots()` with their descendants, and with `postgres` the PostgreSQL
+ * server's processes).
  */
-export function watchLoad(roots: () => (number | undefined)[]): { stop(): LoadSeen } {
+export function watchLoad(
+  roots: () => (number | undefined)[],
+  options: { postgres?: boolean } = {},
+): { stop(): LoadSeen } {
   let load = loadavg()[0];
   let othersSum = 0;
   let samples = 0;
@@ -93,6 +111,7 @@ export function watchLoad(roots: () => (number | undefined)[]): { stop(): LoadSe
     const seen = new Set<number>();
     let ours = runnableIn(process.pid, seen);
     for (const pid of roots()) if (pid) ours += runnableIn(pid, seen);
+    if (options.postgres) ours += runnablePostgres(seen);
     const running = Number(readFileSync("/proc/loadavg", "latin1").split(" ")[3].split("/")[0]);
     othersSum += Math.max(0, running - ours);
     samples++;
