@@ -5,7 +5,8 @@
 // samples in Python, is graded by the worker, logs the reward figures and
 // samples, and after its worker is killed with SIGKILL another one resumes it
 // from its last checkpoint; a GRPO job rewarded by its trainer's code (this test
-// answering the scoring routes, as svc start does) trains on the torch worker too.
+// answering the scoring routes, as svc start does) trains on the torch worker too,
+// pauses when its scorer is gone and resumes; a score_model grader is judged there.
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { describe, it } from "node:test";
@@ -173,6 +174,31 @@ describe("methods dpo and grpo on the torch backend through svc server", {
         [3, "torch", "number"],
       ],
     );
+  });
+
+  it("a torch GRPO job with a score_model grader is judged by the worker (the judge's model loaded there)", async () => {
+    const dataset = await upload(promptRows, "judged.jsonl");
+    const judge = {
+      type: "score_model",
+      name: "judge",
+      model: PICO,
+      input: [{ role: "user", content: "Score this reply from 0 to 1: {{sample.output_text}}" }],
+      // the bundled model is no judge: any number it gives is in range, so the job trains on its scores
+      range: [-1e12, 1e12],
+    };
+    const created = await createJob(
+      cluster.server.apiUrl,
+      cluster.id,
+      dataset.id,
+      { maxSteps: 2, batchSize: 2, numGenerations: 2, maxCompletionTokens: 4, saveSteps: 2 },
+      { method: "grpo", backend: "torch", graders: [{ grader: judge }] },
+    );
+    const frames = await cluster.eventsUntilEnd(created.id, 120_000);
+    assert.equal(frames.at(-2)?.event, "training.completed", framesText(frames).slice(-2000));
+    for (const log of trainingLogs(frames)) {
+      const score = log.grpo.rewards.judge;
+      assert.ok(Number.isFinite(score), JSON.stringify(log.grpo));
+    }
   });
 
   it("a torch GRPO job whose trainer's scorer is gone pauses (scorer_gone) and resumes when it claims again", async () => {

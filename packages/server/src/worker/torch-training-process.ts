@@ -27,6 +27,7 @@ import {
 } from "./torch-job.js";
 import { combinedScorer, trainerScorer } from "./trainer-rewards.js";
 import { graderScorer } from "./training-grpo.js";
+import { trainingJudge } from "./training-judge.js";
 import {
   postToRunner as post,
   type TorchLaunch,
@@ -170,17 +171,14 @@ async function prepareRun(launch: TorchLaunch, scratch: string): Promise<TorchRu
     return { file, exactMatch: null, tokenizer: model.tokenizer, processes: 1 };
   }
   if (method === "grpo") {
-    // score_model judges generate with the engine on a model this process does not hold: refused by name
-    // rather than trained without them.
     const { graders, rewards } = input.hyperparameters;
-    if (input.judges?.length || graders?.some((g) => g.grader.type === "score_model"))
-      throw new Error(
-        `graders: the torch backend's GRPO does not run score_model graders yet; train this job on the engine backend`,
-      );
+    // score_model judges generate with the engine here, on their own models (loaded at the first grade: this
+    // process holds no engine copy of the policy's base)
+    const judge = trainingJudge(null, input.judges ?? []);
     const { model, trainSet, prompts, started } = await readTorchGrpoSet(input);
     // the job's graders, run here, then its trainer's rewards, asked of the trainer through the runner
     const scorer = combinedScorer(
-      graders?.length ? graderScorer(graders) : null,
+      graders?.length ? graderScorer(graders, judge) : null,
       rewards?.length ? trainerScorer(rewards, stopped.signal, () => scoringStep) : null,
     );
     await post({ ...started, precision: ran, baseWeights: ran });

@@ -22,13 +22,20 @@ import type { JudgeModel } from "./training-protocol.js";
 /** Most judge prompts decoded together. */
 const JUDGE_BATCH = 8;
 
-export function trainingJudge(policy: { model: Model; dir: string }, judges: readonly JudgeModel[]): Judge {
+/**
+ * policy: the engine model this process trains, whose weights a judge on the same base shares; null in
+ * the torch backend's process, which holds no engine model (each judge's model is loaded at its first grade).
+ */
+export function trainingJudge(
+  policy: { model: Model; dir: string } | null,
+  judges: readonly JudgeModel[],
+): Judge {
   const generators = new Map<string, Promise<Generator>>();
   const adapters = new Map<string, LoraAdapter>();
   const generatorFor = (modelDir: string): Promise<Generator> => {
     let generator = generators.get(modelDir);
     if (!generator) {
-      generator = (modelDir === policy.dir ? Promise.resolve(policy.model) : loadModel(modelDir)).then(
+      generator = (modelDir === policy?.dir ? Promise.resolve(policy.model) : loadModel(modelDir)).then(
         (model) => createGenerator(model, { maxBatch: JUDGE_BATCH }),
       );
       generators.set(modelDir, generator);
