@@ -4,11 +4,13 @@
 // by default). For each crowd size it reports the cloud API's and the edge's
 // /healthz (p50, p99, max, probed every 50 ms from a separate process), the
 // server's peak RSS, how long the readers took to get every event, and how
-// many of them the server disconnected (and they resumed with Last-Event-ID).
+// many of them the server disconnected (and they resumed with Last-Event-ID),
+// next to the machine's load: its load average, and the runnable tasks of
+// processes other than the bench's, the server's and PostgreSQL's.
 //
-//   npm run build && nice -n 10 node bench/sse-fanout.mjs [--subscribers 100,500,2000] [--events 20000] [--database-url postgres://...]
+//   npm run build && node bench/sse-fanout.mjs [--subscribers 100,500,2000] [--events 20000] [--database-url postgres://...]
 import { mkdtempSync, rmSync } from "node:fs";
-import { availableParallelism, loadavg, tmpdir } from "node:os";
+import { availableParallelism, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
@@ -20,6 +22,8 @@ const { DataDir } = await dist("src/data-dir.js");
 const { openDatabase } = await dist("src/db/connect.js");
 const { Store } = await dist("src/store/store.js");
 const { drain, follow, openNonReader, probeHealth, watchRss } = await dist("test/sse-load.js");
+const { loadLine, watchLoad } = await dist("test/healthz-bounds.js");
+const { seedCompletedJob } = await dist("test/event-log.js");
 
 const { values } = parseArgs({
   options: {
@@ -66,37 +70,7 @@ const { job } = await api(server.apiUrl, "POST", `/v1/jobs?${who.scope}`, {
 
 // The history, written straight to the store: a run's events as the engine reports them.
 const store = new Store(await openDatabase({ databaseUrl, sqlitePath: new DataDir(dataDir).sqlitePath }));
-const log = (step) => ({
-  type: "training.log",
-  step,
-  loss: 2.345678 - step * 1e-5,
-  evalLoss: null,
-  evalTokenAccuracy: null,
-  evalExactMatch: null,
-  learningRate: 0.00019876,
-  epoch: step / 1000,
-  tokensPerSecond: 5210.5,
-});
-const history = [
-  {
-    type: "training.started",
-    baseModel: "bench/tiny",
-    totalSteps: events,
-    trainExamples: 16,
-    evalExamples: 0,
-  },
-  ...Array.from({ length: events - 3 }, (_, i) => log(i + 1)),
-];
-for (let at = 0; at < history.length; at += 1000)
-  await store.jobs.appendEvents(job.id, history.slice(at, at + 1000));
-await store.jobs.transition(job.id, { status: ["queued"] }, { status: "completed" }, [
-  {
-    type: "training.completed",
-    artifacts: [],
-    metrics: { steps: events - 3, finalLoss: null, evalLoss: null },
-  },
-  { type: "end" },
-]);
+await seedCompletedJob(store, job.id, events);
 await store.close();
 
 const probe = probeHealth(server.apiUrl, server.edgeUrl);
@@ -113,6 +87,7 @@ console.log(
 );
 for (const n of crowds) {
   const rss = watchRss(server.pid);
+  const load = watchLoad(() => [server.pid, probe.pid], { postgres: databaseUrl !== null });
   const since = Date.now();
   const nonReaders = Array.from({ length: n / 2 }, () => openNonReader(server.apiUrl, job.id, who.token));
   const followers = Array.from({ length: 4 }, () => follow(server.apiUrl, job.id, who.token, 600_000));
@@ -123,6 +98,7 @@ for (const n of crowds) {
   const samples = probe.since(since);
   const peak = rss.peak();
   rss.stop();
+  const seen = load.stop();
   for (const f of followed)
     if (f.ids.length !== events || f.ids.some((id, i) => id !== i + 1))
       throw new Error("a reader missed events");
@@ -130,7 +106,7 @@ for (const n of crowds) {
   const resumed = [...followed, ...drained].reduce((sum, r) => sum + r.reconnects, 0);
   for (const s of nonReaders) s.destroy();
   console.log(
-    `  ${String(n).padStart(5)} subscribers: readers done in ${seconds.toFixed(1)} s (resumed ${resumed} times); /healthz over ${samples.length} rounds: api ${stats(samples, "api")}, edge ${stats(samples, "edge")}, bare control server ${stats(samples, "control")}; server RSS peak ${mib(peak)}; load average ${loadavg()[0].toFixed(1)}`,
+    `  ${String(n).padStart(5)} subscribers: readers done in ${seconds.toFixed(1)} s (resumed ${resumed} times); /healthz over ${samples.length} rounds: api ${stats(samples, "api")}, edge ${stats(samples, "edge")}, bare control server ${stats(samples, "control")}; server RSS peak ${mib(peak)}; ${loadLine(seen)}`,
   );
   await new Promise((resolve) => setTimeout(resolve, 2000));
 }
