@@ -3,14 +3,15 @@
 // UPDATE ... WHERE id = (SELECT ...) RETURNING, which SQLite runs atomically)
 // and hold a lease that they renew; a lapsed lease means the worker died.
 import type { BaseWeightFormat, TrainingPrecision } from "@svc/engine";
-import type {
-  AdapterRef,
-  Artifact,
-  Job,
-  JobEvent,
-  JobEventType,
-  JobHyperparameters,
-  TrainingMethod,
+import {
+  type AdapterRef,
+  type Artifact,
+  isJobEventType,
+  type Job,
+  type JobEvent,
+  type JobEventType,
+  type JobHyperparameters,
+  type TrainingMethod,
 } from "@svc/wire";
 import { type Kysely, sql, type Transaction } from "kysely";
 import type { DatabaseKind } from "../db/connect.js";
@@ -34,6 +35,17 @@ export type NewJobRow = Omit<JobRow, DefaultedColumns> & Partial<Pick<JobRow, De
 export type NewJobEvent = {
   [T in JobEventType]: Omit<Extract<JobEvent, { type: T }>, "jobId" | "timestamp">;
 }[JobEventType];
+
+/**
+ * A stored row as an event, its type checked against the wire's list
+ * (JOB_EVENT_TYPES): a type no reader knows is an error naming it, never a
+ * frame that every client silently ignores.
+ */
+function storedEvent(r: { seq: number | string | bigint; type: string; payload: string }): StoredJobEvent {
+  if (!isJobEventType(r.type))
+    throw new Error(`job event ${r.seq} has a type the wire does not list: "${r.type}"`);
+  return { seq: Number(r.seq), type: r.type, data: r.payload };
+}
 
 export interface StoredJobEvent {
   seq: number;
@@ -368,7 +380,7 @@ export class JobStore {
       .where("seq", ">", afterSeq)
       .orderBy("seq")
       .execute();
-    return rows.map((r) => ({ seq: Number(r.seq), type: r.type as JobEventType, data: r.payload }));
+    return rows.map(storedEvent);
   }
 
   /** At most `limit` events after `afterSeq`, in order: one page of a replay. */
@@ -381,7 +393,7 @@ export class JobStore {
       .orderBy("seq")
       .limit(limit)
       .execute();
-    return rows.map((r) => ({ seq: Number(r.seq), type: r.type as JobEventType, data: r.payload }));
+    return rows.map(storedEvent);
   }
 
   /** The job's training.started events (one per run): the resume markers a paged replay filters by. */
@@ -393,7 +405,7 @@ export class JobStore {
       .where("type", "=", "training.started")
       .orderBy("seq")
       .execute();
-    return rows.map((r) => ({ seq: Number(r.seq), type: r.type as JobEventType, data: r.payload }));
+    return rows.map(storedEvent);
   }
 
   async addArtifact(row: ArtifactsTable): Promise<Artifact> {
