@@ -100,7 +100,7 @@ export {
   toolCallGrammar,
 } from "./text/tool-calls.js";
 export { DEFAULT_TOOL_SYNTAX, type ToolSyntax } from "./text/tool-syntax.js";
-export type { GrpoEvalMetrics } from "./training/grpo-eval.js";
+export { evalFigures, type GrpoEvalMetrics } from "./training/grpo-eval.js";
 export { type StepRewardFigures, stepRewardFigures } from "./training/grpo-figures.js";
 export {
   DEFAULT_GRPO,

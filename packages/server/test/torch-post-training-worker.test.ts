@@ -92,14 +92,36 @@ describe("methods dpo and grpo on the torch backend through svc server", {
     );
   });
 
-  it("a GRPO job samples in Python, is graded by the worker, and resumes after its worker is killed", async () => {
+  it("a GRPO job samples in Python, is graded by the worker, evaluates its eval set, and resumes after its worker is killed", async () => {
     const dataset = await upload(promptRows, "prompts.jsonl");
+    const heldOut = await upload(
+      ["a horse", "the moon"].map((topic) => ({
+        messages: [{ role: "user", content: `Write about ${topic}.` }],
+        word: " the ",
+      })),
+      "held-out.jsonl",
+    );
     const created = await createJob(
       cluster.server.apiUrl,
       cluster.id,
       dataset.id,
-      { maxSteps: 16, saveSteps: 2, batchSize: 2, numGenerations: 4, maxCompletionTokens: 8, beta: 0.04 },
-      { method: "grpo", backend: "torch", graders: [{ grader: GRADER }], baseModel: PICO },
+      {
+        maxSteps: 16,
+        saveSteps: 2,
+        evalSteps: 8,
+        evalGenerations: 2,
+        batchSize: 2,
+        numGenerations: 4,
+        maxCompletionTokens: 8,
+        beta: 0.04,
+      },
+      {
+        method: "grpo",
+        backend: "torch",
+        graders: [{ grader: GRADER }],
+        baseModel: PICO,
+        evalDatasetId: heldOut.id,
+      },
     );
     assert.equal((await job(created.id)).backend, "torch");
     await cluster.waitForEvent(created.id, "checkpoint.saved");
@@ -134,6 +156,22 @@ describe("methods dpo and grpo on the torch backend through svc server", {
       "some steps had groups that disagreed, and the policy moved from the reference",
     );
     assert.ok(checkpointSteps(frames).includes(16), JSON.stringify(checkpointSteps(frames)));
+    // the eval set at steps 8 and 16: 2 prompts x evalGenerations 2, scored by the same grader
+    for (const log of logs) {
+      if (log.step % 8 !== 0) assert.equal(log.evalGrpo, null, JSON.stringify(log));
+      else {
+        const e = log.evalGrpo;
+        assert.ok(
+          e && e.reward >= 0 && e.reward <= 1 && e.rewards["says the"] === e.reward,
+          JSON.stringify(log),
+        );
+        assert.ok(e.completionLength > 0 && e.completionLength <= 8, JSON.stringify(e));
+      }
+    }
+    assert.ok(
+      logs.some((l) => l.step === 16 && l.evalGrpo),
+      "the last step evaluates",
+    );
     assert.equal((await job(created.id)).status, "completed");
   });
 

@@ -11,7 +11,8 @@
    frozen) through every kept completion token, normalised per token or per sequence over the
    whole step, in micro-batches of batchSize groups; a zero group is not run.
 
-The prompts (job["grpo"]["prompts"]) are the engine's tokenization (preparePrompts). A test may give
+The prompts (job["grpo"]["prompts"], and an eval set's evalPrompts, sampled evalGenerations times
+each at every eval and scored the same way) are the engine's tokenization (preparePrompts). A test may give
 job["grpo"]["fixedCompletions"] (per step, the completions' token ids in sampling order) to switch
 sampling off; everything else is the same path.
 """
@@ -54,7 +55,9 @@ class GrpoObjective:
         self.eos = set(g["eosTokenIds"])
         self.fixed = g.get("fixedCompletions")
         self.n = len(self.prompts)
-        self.has_eval = False
+        # the held-out prompts (an eval set), sampled evalGenerations times each at every eval
+        self.eval_prompts = g.get("evalPrompts") or []
+        self.has_eval = bool(self.eval_prompts)
         self.pad = job["padTokenId"]
         self.B = trainer.s["batchSize"]
         # From a start adapter, that adapter, frozen, is the reference (on resume too); else the adapter off.
@@ -63,13 +66,14 @@ class GrpoObjective:
             self.frozen = load_adapter(job["startAdapter"])[1]
 
     @torch.no_grad()
-    def sample(self, step, rows):
-        """[(row, token ids)], numGenerations per row in order; None when cancelled part-way."""
+    def sample(self, step, rows, prompts=None, G=None):
+        """[(row, token ids)], G (numGenerations) per row in order; None when cancelled part-way."""
         t, s, g = self.t, self.t.s, self.g
-        G = g["numGenerations"]
+        prompts = self.prompts if prompts is None else prompts
+        G = g["numGenerations"] if G is None else G
         out = []
         for k, row in enumerate(rows):
-            prompt = self.prompts[row]
+            prompt = prompts[row]
             max_tokens = min(g["maxCompletionTokens"], s["maxLength"] - len(prompt))
             generators = [torch.Generator().manual_seed((s["seed"] * 1_000_003 + step * 7919 + k * G + i) & M32)
                           for i in range(G)]
@@ -168,11 +172,29 @@ class GrpoObjective:
         update_began = time.perf_counter()
         return StepPass(batches, run, sums, result, sum(len(c) for _, c in sampled))
 
+    def evaluate(self):
+        """The eval set's reward figures, as the engine's evaluateGrpo: each eval prompt sampled
+        evalGenerations times under the adapter as it stands, with the seeds' step -1 (no training step
+        has it, so every eval draws the same seeds), scored by the worker; None when cancelled."""
+        t = self.t
+        sampled = self.sample(-1, list(range(len(self.eval_prompts))), self.eval_prompts, self.g["evalGenerations"])
+        if sampled is None:
+            return None
+        reply = t.ask({"type": "score", "set": "eval", "step": t.last_step,
+                       "completions": [{"row": row, "tokenIds": ids} for row, ids in sampled]})
+        if reply is None:
+            return None
+        if reply.get("error"):
+            raise ValueError(reply["error"])
+        return {"loss": None, **reply["figures"]}
+
     def report(self, progress, row, figures, evaluation):
         metrics, timing, elapsed, tokens = figures
         progress["grpo"] = metrics
         progress["timing"] = timing
-        progress["evalGrpo"] = None  # the torch backend's GRPO has no eval set yet
+        progress["evalGrpo"] = None if evaluation is None else {k: v for k, v in evaluation.items() if k != "loss"}
         # completion tokens per second over the whole step, sampling and scoring included (the engine's)
         progress["tokensPerSecond"] = tokens / elapsed if elapsed > 0 else 0
         row["grpo"] = {k: v for k, v in metrics.items() if k != "samples"}
+        if evaluation is not None:
+            row["eval_grpo"] = progress["evalGrpo"]

@@ -56,6 +56,24 @@ export async function evaluateGrpo(
     step,
     "eval",
   );
+  return evalFigures(
+    scores,
+    combined,
+    rewards.names,
+    sampled.map((c) => c.tokenIds.length),
+  );
+}
+
+/**
+ * An eval's figures from its scored completions (one definition for both backends: the torch
+ * backend's worker scores what svc_trainer sampled for the eval and reports these).
+ */
+export function evalFigures(
+  scores: number[][],
+  combined: ArrayLike<number>,
+  names: readonly string[],
+  completionLengths: readonly number[],
+): GrpoEvalMetrics {
   const mean = (values: ArrayLike<number>) => {
     let sum = 0;
     for (let i = 0; i < values.length; i++) sum += values[i];
@@ -63,7 +81,7 @@ export async function evaluateGrpo(
   };
   return {
     reward: mean(combined),
-    rewards: Object.fromEntries(rewards.names.map((name, k) => [name, mean(scores.map((s) => s[k]))])),
-    completionLength: mean(sampled.map((c) => c.tokenIds.length)),
+    rewards: Object.fromEntries(names.map((name, k) => [name, mean(scores.map((s) => s[k]))])),
+    completionLength: mean(completionLengths),
   };
 }

@@ -246,9 +246,6 @@ export async function createJob(ctx: ServerContext, project: Project, body: Crea
   return (await withQueuedReasons(ctx.store.db, [job]))[0];
 }
 
-/** Whether the job asks for the torch backend (a function: what checkMethod refused before does not narrow it). */
-const onTorch = (body: CreateJobRequest): boolean => body.backend === "torch";
-
 /** The method's rules across fields: its hyperparameters only with it, and the backends that train it. */
 function checkMethod(method: TrainingMethod, body: CreateJobRequest): void {
   const hp = body.hyperparameters;
@@ -283,10 +280,6 @@ function checkMethod(method: TrainingMethod, body: CreateJobRequest): void {
       );
     if (hp?.evalGenerations !== undefined && !body.evalDatasetId)
       throw badRequest(`"hyperparameters.evalGenerations" samples the eval set: give "evalDatasetId" too`);
-    if (body.evalDatasetId && onTorch(body))
-      throw badRequest(
-        `"evalDatasetId": the torch backend's GRPO has no eval set yet; leave "backend" out or set "engine"`,
-      );
     return;
   }
   // GRPO's beta may be 0 (no KL term); DPO's must be positive: the same field, a narrower range.

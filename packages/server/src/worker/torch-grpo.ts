@@ -9,6 +9,8 @@
 // that is not finite is answered as an error, which fails the job naming the
 // step and row: nothing is trained on it.
 import {
+  evalFigures,
+  type GrpoEvalMetrics,
   type GrpoPrompt,
   type GrpoRow,
   groupAdvantages,
@@ -27,34 +29,33 @@ import type { TrainingProcessInput, TrainingProcessMessage } from "./training-pr
 import { type ModelHeader, torchModelHeader } from "./training-sets.js";
 
 /**
- * The job's prompt rows, the model's header (PyTorch reads the weights), the
- * prompts tokenized and the "started" report. A GRPO eval set is the engine's
- * only so far: refused by name rather than left out.
+ * The job's prompt rows (and its eval set's, evalDatasetId), the model's header
+ * (PyTorch reads the weights), the prompts tokenized and the "started" report.
  */
 export async function readTorchGrpoSet(input: TrainingProcessInput): Promise<{
   model: ModelHeader;
   trainSet: GrpoRow[];
   prompts: GrpoPrompt[];
+  evalSet: GrpoRow[];
+  evalPrompts: GrpoPrompt[];
   started: Extract<TrainingProcessMessage, { type: "started" }>;
 }> {
-  if (input.evalPath || input.evalFraction)
-    throw new Error(
-      `${input.evalPath ? "evalDatasetId" : "evalFraction"}: the torch backend's GRPO has no eval set yet; train this job on the engine backend`,
-    );
   const trainSet = await readPromptDataset(input.trainPath);
+  const evalSet = input.evalPath ? await readPromptDataset(input.evalPath) : [];
   const model = await torchModelHeader(input);
   const { maxLength } = resolveHyperparameters(input.hyperparameters);
-  const prompts = torchGrpoPrompts(model.tokenizer, trainSet, maxLength);
+  const prompts = torchGrpoPrompts(model.tokenizer, trainSet, maxLength, "trainSet");
+  const evalPrompts = torchGrpoPrompts(model.tokenizer, evalSet, maxLength, "evalSet");
   const started = {
     type: "started" as const,
     totalSteps: plannedSteps(trainSet.length, input.hyperparameters),
     trainExamples: trainSet.length,
-    evalExamples: 0,
+    evalExamples: evalSet.length,
     truncatedRows: 0,
     droppedRows: 0,
     rowNotes: [],
   };
-  return { model, trainSet, prompts, started };
+  return { model, trainSet, prompts, evalSet, evalPrompts, started };
 }
 
 /**
@@ -63,12 +64,17 @@ export async function readTorchGrpoSet(input: TrainingProcessInput): Promise<{
  * constrained decoding, and a completion the grammar would not allow is not one
  * the job asked to train on.
  */
-export function torchGrpoPrompts(tokenizer: Tokenizer, rows: GrpoRow[], maxLength: number): GrpoPrompt[] {
-  const prompts = preparePrompts(tokenizer, rows, "trainSet", undefined, maxLength);
+export function torchGrpoPrompts(
+  tokenizer: Tokenizer,
+  rows: GrpoRow[],
+  maxLength: number,
+  set: "trainSet" | "evalSet" = "trainSet",
+): GrpoPrompt[] {
+  const prompts = preparePrompts(tokenizer, rows, set, undefined, maxLength);
   const constrained = prompts.findIndex((p) => p.grammar !== undefined);
   if (constrained >= 0)
     throw new Error(
-      `trainSet row ${constrained + 1}: response_format asks for constrained decoding, which the torch backend's sampling does not do; train this job on the engine backend`,
+      `${set} row ${constrained + 1}: response_format asks for constrained decoding, which the torch backend's sampling does not do; train this job on the engine backend`,
     );
   return prompts;
 }
@@ -76,6 +82,8 @@ export function torchGrpoPrompts(tokenizer: Tokenizer, rows: GrpoRow[], maxLengt
 /** What svc_trainer asks (grpo.py): the step's completions, numGenerations per prompt in order. */
 export interface TorchScoreRequest {
   type: "score";
+  /** "eval": an eval's completions (evalGenerations per eval prompt), scored for its figures only. */
+  set?: "eval";
   step: number;
   completions: { row: number; tokenIds: number[] }[];
 }
@@ -88,19 +96,22 @@ export type TorchScoreReply =
       zeroGroups: boolean[];
       figures: ReturnType<typeof stepRewardFigures>;
     }
+  | { type: "scores"; step: number; figures: GrpoEvalMetrics }
   | { type: "scores"; step: number; error: string };
 
-/** Answers svc_trainer's score requests for one job. */
+/** Answers svc_trainer's score requests for one job: a step's completions, or an eval's (set "eval"). */
 export function torchScorer(
   rows: GrpoRow[],
   tokenizer: Tokenizer,
   hyperparameters: EngineJobHyperparameters,
   scorer: GraderScorer,
+  evalRows: GrpoRow[] = [],
 ): (request: TorchScoreRequest) => Promise<TorchScoreReply> {
   const grpo = resolveGrpo(hyperparameters);
   const eos = new Set(tokenizer.eosTokenIds);
   return async (request) => {
     try {
+      const set: "eval" | undefined = request.set === "eval" ? "eval" : undefined;
       // the text the engine's generator returns: the end-of-turn token ends it and adds no text
       const texts = request.completions.map((c) =>
         tokenizer.decode(
@@ -109,9 +120,10 @@ export function torchScorer(
         ),
       );
       const items = request.completions.map((c, i) => ({
-        row: rows[c.row],
+        row: (set ? evalRows : rows)[c.row],
         rowNumber: c.row + 1,
         completion: texts[i],
+        ...(set ? { set } : {}),
       }));
       const [scores, combined] = await scoreBatch(
         scorer.score,
@@ -119,7 +131,16 @@ export function torchScorer(
         scorer.rewardNames,
         scorer.rewardWeights,
         request.step,
+        set,
       );
+      if (set) {
+        const lengths = request.completions.map((c) => c.tokenIds.length);
+        return {
+          type: "scores",
+          step: request.step,
+          figures: evalFigures(scores, combined, scorer.rewardNames, lengths),
+        };
+      }
       const { advantages, zeroGroups } = groupAdvantages(combined, grpo.numGenerations, grpo.scaleRewards);
       return {
         type: "scores",

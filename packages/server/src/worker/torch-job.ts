@@ -218,6 +218,8 @@ export function writeTorchGrpoJob(
   dir: string,
   options: Omit<TorchJobOptions, "prepared" | "hyperparameters"> & {
     prompts: GrpoPrompt[];
+    /** An eval set's prompts, sampled evalGenerations times each at every eval. */
+    evalPrompts?: GrpoPrompt[];
     hyperparameters: GrpoTrainHyperparameters;
     fixedCompletions?: number[][][];
   },
@@ -228,6 +230,7 @@ export function writeTorchGrpoJob(
     grpo: {
       settings: resolveGrpo(options.hyperparameters),
       prompts: options.prompts.map((p) => p.promptIds),
+      evalPrompts: (options.evalPrompts ?? []).map((p) => p.promptIds),
       eosTokenIds: options.model.tokenizer.eosTokenIds,
       ...(options.fixedCompletions ? { fixedCompletions: options.fixedCompletions } : {}),
     },

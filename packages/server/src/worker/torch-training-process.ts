@@ -175,7 +175,7 @@ async function prepareRun(launch: TorchLaunch, scratch: string): Promise<TorchRu
     // score_model judges generate with the engine here, on their own models (loaded at the first grade: this
     // process holds no engine copy of the policy's base)
     const judge = trainingJudge(null, input.judges ?? []);
-    const { model, trainSet, prompts, started } = await readTorchGrpoSet(input);
+    const { model, trainSet, prompts, evalSet, evalPrompts, started } = await readTorchGrpoSet(input);
     // the job's graders, run here, then its trainer's rewards, asked of the trainer through the runner
     const scorer = combinedScorer(
       graders?.length ? graderScorer(graders, judge) : null,
@@ -183,8 +183,8 @@ async function prepareRun(launch: TorchLaunch, scratch: string): Promise<TorchRu
     );
     await post({ ...started, precision: ran, baseWeights: ran });
     if (input.dryRun) return null;
-    const file = writeTorchGrpoJob(scratch, { ...common, model, prompts });
-    const score = torchScorer(trainSet, model.tokenizer, input.hyperparameters, scorer);
+    const file = writeTorchGrpoJob(scratch, { ...common, model, prompts, evalPrompts });
+    const score = torchScorer(trainSet, model.tokenizer, input.hyperparameters, scorer, evalSet);
     return { file, exactMatch: null, tokenizer: model.tokenizer, score, processes: 1 };
   }
   const { model, prepared, started } = await readTrainingSetsForTorch(input);
