@@ -1,5 +1,4 @@
 // Deployments: GET|POST /v1/endpoints, GET|PATCH|DELETE /v1/endpoints/:id.
-import { WEIGHT_FORMATS, type WeightFormat } from "@svc/engine";
 import {
   type Deployment,
   type DeploymentTarget,
@@ -10,6 +9,8 @@ import {
   SLUG_MAX_LENGTH,
   SLUG_MIN_LENGTH,
   SLUG_PATTERN,
+  WEIGHT_FORMATS,
+  type WeightFormat,
 } from "@svc/wire";
 import type { Context } from "hono";
 import { Hono } from "hono";

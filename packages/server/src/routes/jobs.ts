@@ -1,7 +1,8 @@
 // Jobs: POST /v1/jobs, GET /v1/jobs (newest first), GET /v1/jobs/:id,
 // POST /v1/jobs/:id/cancel.
-import { BASE_WEIGHT_FORMATS, DEFAULT_JOB_PRECISION, plannedSteps, TRAINING_PRECISIONS } from "@svc/engine";
+import { DEFAULT_JOB_PRECISION, plannedSteps } from "@svc/engine";
 import {
+  BASE_WEIGHT_FORMATS,
   type BaseModelInfo,
   DEFAULT_LORA,
   EVAL_FRACTION_RANGE,
@@ -17,6 +18,7 @@ import {
   type Project,
   TORCH_MODELS,
   TRAINING_METHODS,
+  TRAINING_PRECISIONS,
   TRUNCATION_MODES,
   type TrainingMethod,
 } from "@svc/wire";

@@ -1,13 +1,14 @@
 // svc deploy create | list | show | update | delete: a deployment is a URL
 // <slug>.<deployment domain> serving chat completions from a target.
-import { WEIGHT_FORMATS, type WeightFormat } from "@svc/engine";
-import type {
-  AuthMode,
-  Deployment,
-  DeploymentTarget,
-  DeploymentUpstream,
-  RunRetentionMode,
-  UpdateDeploymentRequest,
+import {
+  type AuthMode,
+  type Deployment,
+  type DeploymentTarget,
+  type DeploymentUpstream,
+  type RunRetentionMode,
+  type UpdateDeploymentRequest,
+  WEIGHT_FORMATS,
+  type WeightFormat,
 } from "@svc/wire";
 import type { CloudApiClient } from "../../sdk/client.js";
 import { openExistingScopedSession, openScopedSession } from "../../sdk/session.js";

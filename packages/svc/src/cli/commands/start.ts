@@ -1,7 +1,13 @@
 // svc start: run the project's trainer. Reuses .svc/build/index.mjs when present
 // (svc build refreshes it), submits the job and prints its progress until it ends.
-import { TRAINING_PRECISIONS, type TrainingPrecision } from "@svc/engine";
-import { JOB_BACKENDS, type JobBackend, TRAINING_METHODS, type TrainingMethod } from "@svc/wire";
+import {
+  JOB_BACKENDS,
+  type JobBackend,
+  TRAINING_METHODS,
+  TRAINING_PRECISIONS,
+  type TrainingMethod,
+  type TrainingPrecision,
+} from "@svc/wire";
 import { ensureLocalServer } from "../../sdk/local-server.js";
 import { loadProject, ManifestBuildError } from "../../sdk/manifest.js";
 import { defaultProjectDir, openExistingScopedSession } from "../../sdk/session.js";
