@@ -34,8 +34,8 @@ export type JobLimits = { maxSteps: number; batchSize: number };
 /**
  * The generation parameters' ranges, by svc's names (OpenAI's are their
  * snake_case): the one chat parser of the edge's /v1/chat/completions and of
- * /v1/inference/chat (packages/server/src/inference/chat-params.ts), and GRPO's
- * sampling hyperparameters below.
+ * /v1/inference/chat (packages/server/src/inference/chat-params.ts), the
+ * Responses API's (responses-request.ts), and GRPO's sampling hyperparameters below.
  */
 export const SAMPLING_RANGES = {
   temperature: { integer: false, min: 0, max: 2 },

@@ -6,14 +6,20 @@
 // parameter is honoured, accepted, or refused with 400 naming it; an unknown
 // key is refused too (docs/api.md#responses-parameters). svc stores no
 // response, so `previous_response_id` is refused.
-import { MAX_TOP_LOGPROBS } from "@svc/engine";
-import type { ChatMessage, ResponseFormat, ToolChoice, ToolDefinition } from "@svc/wire";
+import {
+  type ChatMessage,
+  type ResponseFormat,
+  SAMPLING_RANGES,
+  type ToolChoice,
+  type ToolDefinition,
+} from "@svc/wire";
 import { badRequest } from "../http/api-error.js";
 import {
   array,
   boolean,
   type Check,
   describe,
+  inRange,
   literal,
   nullable,
   number,
@@ -206,9 +212,9 @@ const SHAPE = {
   model: optional(string()),
   input: inputCheck,
   instructions: optional(text()),
-  max_output_tokens: optional(number({ integer: true, positive: true, max: 8192 })),
-  temperature: optional(number({ min: 0, max: 2 })),
-  top_p: optional(number({ exclusiveMin: 0, max: 1 })),
+  max_output_tokens: optional(inRange(SAMPLING_RANGES.maxTokens)),
+  temperature: optional(number(SAMPLING_RANGES.temperature)),
+  top_p: optional(number(SAMPLING_RANGES.topP)),
   tools: optional(array(toolCheck, { max: MAX_TOOLS })),
   tool_choice: optional(toolChoiceCheck),
   parallel_tool_calls: optional(boolean()),
@@ -250,7 +256,7 @@ const SHAPE = {
   ),
   reasoning: optional(refused("svc's models have no reasoning settings")),
   prompt: optional(refused("svc stores no prompt templates")),
-  top_logprobs: optional(number({ integer: true, min: 0, max: MAX_TOP_LOGPROBS })),
+  top_logprobs: optional(number(SAMPLING_RANGES.topLogprobs)),
   max_tool_calls: optional(refused("svc does not cap tool calls; parallel_tool_calls: false allows one")),
 };
 
