@@ -285,6 +285,8 @@ export type QueryOf<R> =
 /** The JSON answer of a route, as the server sends it. */
 export type AnswerOf<R> =
   R extends Route<HttpMethod, string, unknown, unknown, infer A, string | None> ? A : never;
+/** A table route's JSON answer by its name: what the server's handler sends (`c.json(x satisfies Answer<"getJob">)`). */
+export type Answer<K extends RouteName> = AnswerOf<RouteTable[K]>;
 /** What the SDK returns for a route: the unwrapped field, or the whole answer. */
 export type ResultOf<R> =
   R extends Route<HttpMethod, string, unknown, unknown, infer A, infer U>

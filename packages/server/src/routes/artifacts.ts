@@ -8,6 +8,7 @@ import { createReadStream } from "node:fs";
 import { stat } from "node:fs/promises";
 import { join } from "node:path";
 import { Readable } from "node:stream";
+import type { Answer } from "@svc/wire";
 import { Hono } from "hono";
 import type { ApiEnv, ServerContext } from "../context.js";
 import { notFound } from "../http/api-error.js";
@@ -18,13 +19,15 @@ export function artifactRoutes(ctx: ServerContext) {
   const app = new Hono<ApiEnv>();
   app.get("/v1/jobs/:id/artifacts", async (c) => {
     const job = await jobOr404(ctx, c, c.req.param("id"));
-    return c.json({ artifacts: (await ctx.store.jobs.artifacts(job.id)).map(toArtifact) });
+    return c.json({
+      artifacts: (await ctx.store.jobs.artifacts(job.id)).map(toArtifact),
+    } satisfies Answer<"listArtifacts">);
   });
   app.get("/v1/jobs/:id/artifacts/:name", async (c) => {
     const job = await jobOr404(ctx, c, c.req.param("id"));
     const row = await ctx.store.jobs.artifact(job.id, c.req.param("name"));
     if (!row) throw notFound(`artifact ${c.req.param("name")}`);
-    return c.json({ artifact: toArtifact(row) });
+    return c.json({ artifact: toArtifact(row) } satisfies Answer<"getArtifact">);
   });
   app.get("/v1/jobs/:id/artifacts/:name/:file", async (c) => {
     const job = await jobOr404(ctx, c, c.req.param("id"));

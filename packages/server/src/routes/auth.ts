@@ -1,6 +1,6 @@
 // Identity: anonymous tokens, the OIDC settings the CLI logs in with, and /me.
 
-import type { AnonymousAuthResponse, Me } from "@svc/wire";
+import type { AnonymousAuthResponse, Answer, Me } from "@svc/wire";
 import { Hono } from "hono";
 import type { ApiEnv, ServerContext } from "../context.js";
 import { clientAddress, enforceRateLimit } from "../http/rate-limit.js";
@@ -13,7 +13,7 @@ export function publicAuthRoutes(ctx: ServerContext) {
     enforceRateLimit(c, ctx.rateLimiters.signup, clientAddress(c), "to sign up from this address");
     const { token, org } = await ctx.store.identity.createAnonymous();
     const body: AnonymousAuthResponse = { token, org };
-    return c.json(body, 201);
+    return c.json(body satisfies Answer<"createAnonymousIdentity">, 201);
   });
   app.get("/v1/auth/config", (c) =>
     c.json({
@@ -33,7 +33,7 @@ export function meRoutes(ctx: ServerContext) {
       email: user.email,
       orgs: await ctx.store.identity.orgsOf(user.id),
     };
-    return c.json(me);
+    return c.json(me satisfies Answer<"me">);
   });
   return app;
 }

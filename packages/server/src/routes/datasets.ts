@@ -7,6 +7,7 @@
 // profile for it, and the answer carries the profile as it stands (dataset-profiles.ts).
 
 import {
+  type Answer,
   type Dataset,
   type DatasetProfile,
   DEFAULT_PROFILE_MAX_LENGTH,
@@ -150,7 +151,7 @@ export function datasetRoutes(ctx: ServerContext) {
         const config = loaded.source.config ? `/${loaded.source.config}` : "";
         const name = nameCheck(body.name, "name") ?? `${request.name}${config}:${request.split}`;
         const stored = await storeDataset(ctx, project, name, loaded.jsonl, profile, false, loaded.rows);
-        return c.json({ ...stored, source: loaded.source }, 201);
+        return c.json({ ...stored, source: loaded.source } satisfies Answer<"createDataset">, 201);
       }
       const body = parseBody(fromUrlBody, json);
       let url: URL;
@@ -176,7 +177,10 @@ export function datasetRoutes(ctx: ServerContext) {
         allowedHosts: ctx.datasetUrlAllow,
         ownPorts: ctx.ownPorts,
       });
-      return c.json(await storeDataset(ctx, project, name, bytes, profile, true), 201);
+      return c.json(
+        (await storeDataset(ctx, project, name, bytes, profile, true)) satisfies Answer<"createDataset">,
+        201,
+      );
     }
     const name = nameCheck(c.req.query("name"), "name") ?? "dataset.jsonl";
     const baseModel = c.req.query("baseModel");
@@ -189,16 +193,21 @@ export function datasetRoutes(ctx: ServerContext) {
     const bytes = await readBodyBytes(c, ctx.maxDatasetBytes);
     if (bytes.length === 0)
       throw badRequest("request body is empty; send the JSONL file as the body", "invalid_dataset");
-    return c.json(await storeDataset(ctx, project, name, bytes, profile), 201);
+    return c.json(
+      (await storeDataset(ctx, project, name, bytes, profile)) satisfies Answer<"createDataset">,
+      201,
+    );
   });
 
   app.get("/v1/datasets", async (c) => {
     const project = await projectFromQuery(ctx, c);
-    return c.json({ datasets: await ctx.store.datasets.list(project.id) });
+    return c.json({ datasets: await ctx.store.datasets.list(project.id) } satisfies Answer<"listDatasets">);
   });
 
   app.get("/v1/datasets/:id", async (c) => {
-    return c.json({ dataset: toDataset(await datasetOr404(ctx, c, c.req.param("id"))) });
+    return c.json({
+      dataset: toDataset(await datasetOr404(ctx, c, c.req.param("id"))),
+    } satisfies Answer<"getDataset">);
   });
   return app;
 }

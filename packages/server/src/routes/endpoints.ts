@@ -1,5 +1,6 @@
 // Deployments: GET|POST /v1/endpoints, GET|PATCH|DELETE /v1/endpoints/:id.
 import {
+  type Answer,
   type Deployment,
   type DeploymentTarget,
   type DeploymentUpstream,
@@ -192,18 +193,23 @@ export function endpointRoutes(ctx: ServerContext) {
       updated_at: now,
     });
     if (!row) throw conflict(`The slug "${body.slug}" is already taken. Choose another one.`, "slug_taken");
-    return c.json({ deployment: toDeployment(row, ctx.deploymentDomain) }, 201);
+    return c.json(
+      { deployment: toDeployment(row, ctx.deploymentDomain) } satisfies Answer<"createDeployment">,
+      201,
+    );
   });
 
   app.get("/v1/endpoints", async (c) => {
     const project = await projectFromQuery(ctx, c);
     const rows = await ctx.store.deployments.list(project.id);
-    return c.json({ deployments: rows.map((r) => toDeployment(r, ctx.deploymentDomain)) });
+    return c.json({
+      deployments: rows.map((r) => toDeployment(r, ctx.deploymentDomain)),
+    } satisfies Answer<"listDeployments">);
   });
 
   app.get("/v1/endpoints/:id", async (c) => {
     const row = await deploymentOr404(ctx, c, c.req.param("id"));
-    return c.json({ deployment: toDeployment(row, ctx.deploymentDomain) });
+    return c.json({ deployment: toDeployment(row, ctx.deploymentDomain) } satisfies Answer<"getDeployment">);
   });
 
   app.patch("/v1/endpoints/:id", async (c) => {
@@ -239,7 +245,9 @@ export function endpointRoutes(ctx: ServerContext) {
     }
     const updated = await ctx.store.deployments.update(row.id, patch);
     if (!updated) throw new ApiError(404, "not_found", `deployment ${row.id} not found`);
-    return c.json({ deployment: toDeployment(updated, ctx.deploymentDomain) });
+    return c.json({
+      deployment: toDeployment(updated, ctx.deploymentDomain),
+    } satisfies Answer<"updateDeployment">);
   });
 
   app.delete("/v1/endpoints/:id", async (c) => {

@@ -7,7 +7,7 @@
 import { createReadStream } from "node:fs";
 import { Readable } from "node:stream";
 import { checkExportOptions, type EngineError, EXPORT_FORMATS } from "@svc/engine";
-import type { ExportInfo } from "@svc/wire";
+import type { Answer, ExportInfo } from "@svc/wire";
 import type { Context } from "hono";
 import { Hono } from "hono";
 import type { ApiEnv, ServerContext } from "../context.js";
@@ -101,13 +101,15 @@ export function exportRoutes(ctx: ServerContext, runner: ExportRunner) {
       transformersOnly: target.transformersOnly === true,
     });
     startedByOrg.set(project.orgId, pending.add(info.id));
-    return c.json({ export: info }, 202);
+    return c.json({ export: info } satisfies Answer<"createExport">, 202);
   });
-  app.get("/v1/exports/:id", async (c) => c.json({ export: await exportOr404(ctx, runner, c) }));
+  app.get("/v1/exports/:id", async (c) =>
+    c.json({ export: await exportOr404(ctx, runner, c) } satisfies Answer<"getExport">),
+  );
   app.delete("/v1/exports/:id", async (c) => {
     const info = await exportOr404(ctx, runner, c);
     runner.remove(info.id);
-    return c.json({ export: info });
+    return c.json({ export: info } satisfies Answer<"deleteExport">);
   });
   app.get("/v1/exports/:id/:file", async (c) => {
     const info = await exportOr404(ctx, runner, c);

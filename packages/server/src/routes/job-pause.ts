@@ -6,7 +6,7 @@
 // Resume queues it again, to go on from that checkpoint with the same step
 // count, data order and optimizer state as if it had never stopped.
 
-import type { Job } from "@svc/wire";
+import type { Answer, Job } from "@svc/wire";
 import { Hono } from "hono";
 import type { ApiEnv, ServerContext } from "../context.js";
 import { conflict } from "../http/api-error.js";
@@ -43,10 +43,14 @@ export async function resumeJob(ctx: ServerContext, job: JobRow): Promise<Job> {
 export function jobPauseRoutes(ctx: ServerContext) {
   const app = new Hono<ApiEnv>();
   app.post("/v1/jobs/:id/pause", async (c) => {
-    return c.json({ job: await pauseJob(ctx, await jobOr404(ctx, c, c.req.param("id"))) });
+    return c.json({
+      job: await pauseJob(ctx, await jobOr404(ctx, c, c.req.param("id"))),
+    } satisfies Answer<"pauseJob">);
   });
   app.post("/v1/jobs/:id/resume", async (c) => {
-    return c.json({ job: await resumeJob(ctx, await jobOr404(ctx, c, c.req.param("id"))) });
+    return c.json({
+      job: await resumeJob(ctx, await jobOr404(ctx, c, c.req.param("id"))),
+    } satisfies Answer<"resumeJob">);
   });
   return app;
 }

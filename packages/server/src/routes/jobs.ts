@@ -2,6 +2,7 @@
 // POST /v1/jobs/:id/cancel.
 import { DEFAULT_JOB_PRECISION, plannedSteps } from "@svc/engine";
 import {
+  type Answer,
   BASE_WEIGHT_FORMATS,
   type BaseModelInfo,
   DEFAULT_LORA,
@@ -319,21 +320,25 @@ export function jobRoutes(ctx: ServerContext) {
     const project = await projectFromQuery(ctx, c);
     const raw = await readJson(c);
     const job = await createJob(ctx, project, { ...parseBody(createBody, raw), loraGiven: setsLora(raw) });
-    return c.json({ job }, 201);
+    return c.json({ job } satisfies Answer<"createJob">, 201);
   });
 
   app.get("/v1/jobs", async (c) => {
     const project = await projectFromQuery(ctx, c);
-    return c.json({ jobs: await withQueuedReasons(ctx.store.db, await ctx.store.jobs.list(project.id)) });
+    return c.json({
+      jobs: await withQueuedReasons(ctx.store.db, await ctx.store.jobs.list(project.id)),
+    } satisfies Answer<"listJobs">);
   });
 
   app.get("/v1/jobs/:id", async (c) => {
     const job = toJob(await jobOr404(ctx, c, c.req.param("id")));
-    return c.json({ job: (await withQueuedReasons(ctx.store.db, [job]))[0] });
+    return c.json({ job: (await withQueuedReasons(ctx.store.db, [job]))[0] } satisfies Answer<"getJob">);
   });
 
   app.post("/v1/jobs/:id/cancel", async (c) => {
-    return c.json({ job: await cancelJob(ctx, await jobOr404(ctx, c, c.req.param("id"))) });
+    return c.json({
+      job: await cancelJob(ctx, await jobOr404(ctx, c, c.req.param("id"))),
+    } satisfies Answer<"cancelJob">);
   });
   return app;
 }

@@ -3,6 +3,7 @@
 // answers 202 { pull }; GET /v1/models/pull/:id says how far it is (bytes per
 // file) and how it ended: the cached commit, or the Hub's error. The same
 // --hub-models policy as jobs decides what may be pulled (docs/hub.md).
+import type { Answer } from "@svc/wire";
 import { Hono } from "hono";
 import type { ApiEnv, ServerContext } from "../context.js";
 import { badRequest, notFound } from "../http/api-error.js";
@@ -19,12 +20,12 @@ export function modelPullRoutes(ctx: ServerContext) {
       throw badRequest(
         `"model": ${body.model} is a ${ctx.models.get(body.model)!.info.source} model of this server, never fetched from the Hub`,
       );
-    return c.json({ pull: ctx.models.pulls.start(body.model) }, 202);
+    return c.json({ pull: ctx.models.pulls.start(body.model) } satisfies Answer<"pullModel">, 202);
   });
   app.get("/v1/models/pull/:id", (c) => {
     const pull = ctx.models.pulls.get(c.req.param("id"));
     if (!pull) throw notFound(`pull ${c.req.param("id")}`);
-    return c.json({ pull });
+    return c.json({ pull } satisfies Answer<"getModelPull">);
   });
   return app;
 }

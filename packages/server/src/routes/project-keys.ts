@@ -4,7 +4,7 @@
 // OpenAI API routes of its project only (auth/project-key.ts); these routes
 // take an svc token.
 
-import { KEY_LABEL_MAX_LENGTH } from "@svc/wire";
+import { type Answer, KEY_LABEL_MAX_LENGTH } from "@svc/wire";
 import { Hono } from "hono";
 import type { ApiEnv, ServerContext } from "../context.js";
 import { notFound, quoteInput } from "../http/api-error.js";
@@ -21,17 +21,20 @@ export function projectKeyRoutes(ctx: ServerContext) {
   app.post("/v1/project-keys", async (c) => {
     const project = await projectFromQuery(ctx, c);
     const body = parseBody(issueBody, await readJson(c));
-    return c.json({ key: await keys.issue(project.id, c.get("user").id, body.label) }, 201);
+    return c.json(
+      { key: await keys.issue(project.id, c.get("user").id, body.label) } satisfies Answer<"issueProjectKey">,
+      201,
+    );
   });
   app.get("/v1/project-keys", async (c) => {
     const project = await projectFromQuery(ctx, c);
-    return c.json({ keys: await keys.list(project.id) });
+    return c.json({ keys: await keys.list(project.id) } satisfies Answer<"listProjectKeys">);
   });
   app.delete("/v1/project-keys/:keyId", async (c) => {
     const project = await projectFromQuery(ctx, c);
     const key = await keys.revoke(project.id, c.req.param("keyId"));
     if (!key) throw notFound(`key ${quoteInput(c.req.param("keyId"))}`);
-    return c.json({ key });
+    return c.json({ key } satisfies Answer<"revokeProjectKey">);
   });
   return app;
 }

@@ -1,6 +1,6 @@
 // Projects of an org: GET /v1/projects?orgSlug=, POST /v1/projects.
 
-import { SLUG_MAX_LENGTH, SLUG_MIN_LENGTH, SLUG_PATTERN } from "@svc/wire";
+import { type Answer, SLUG_MAX_LENGTH, SLUG_MIN_LENGTH, SLUG_PATTERN } from "@svc/wire";
 import { Hono } from "hono";
 import type { ApiEnv, ServerContext } from "../context.js";
 import { conflict, notFound, quoteInput } from "../http/api-error.js";
@@ -26,7 +26,7 @@ export function projectRoutes(ctx: ServerContext) {
   const app = new Hono<ApiEnv>();
   app.get("/v1/projects", async (c) => {
     const org = await orgFromQuery(ctx, c);
-    return c.json({ projects: await ctx.store.projects.list(org) });
+    return c.json({ projects: await ctx.store.projects.list(org) } satisfies Answer<"listProjects">);
   });
   app.post("/v1/projects", async (c) => {
     const body = parseBody(createProjectBody, await readJson(c));
@@ -35,7 +35,7 @@ export function projectRoutes(ctx: ServerContext) {
     const project = await ctx.store.projects.create(org, body.slug, body.name ?? body.slug);
     if (!project)
       throw conflict(`Project slug "${body.slug}" is already taken in org ${org.slug}.`, "slug_taken");
-    return c.json({ project }, 201);
+    return c.json({ project } satisfies Answer<"createProject">, 201);
   });
   return app;
 }
