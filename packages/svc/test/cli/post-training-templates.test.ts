@@ -74,16 +74,16 @@ test("full-sentences: svc start trains GRPO with its grader and TypeScript rewar
   assert.equal(init.code, 0, init.stderr);
   const source = await readFile(join(dir, "src", "svc", "index.ts"), "utf8");
   assert.match(source, /method: "grpo"/);
-  assert.match(source, /variety: \(\{ completion \}\) =>/);
+  assert.match(source, /noLoop: \(\{ completion \}\) =>/);
 
   const run = await runSvc(["start"], { cwd: dir, env, timeoutMs: 600_000 });
   assert.equal(run.code, 0, `${run.stdout}\n${run.stderr}\n${server.log()}`);
   assert.match(run.stdout, /^started: 20 steps, 48 train \/ 12 eval examples, base model svc\/pico-llama/m);
   const steps = [
     ...run.stdout.matchAll(
-      /^step (\d+)\/20 .*reward=([\d.]+) sentence=([\d.]+) variety=([\d.]+)(?: evalReward=([\d.]+))?$/gm,
+      /^step (\d+)\/20 .*reward=([\d.]+) sentence=([\d.]+) noLoop=([\d.]+)(?: evalReward=([\d.]+))?$/gm,
     ),
-  ].map((m) => ({ step: Number(m[1]), sentence: Number(m[3]), variety: Number(m[4]), evalReward: m[5] }));
+  ].map((m) => ({ step: Number(m[1]), sentence: Number(m[3]), noLoop: Number(m[4]), evalReward: m[5] }));
   assert.equal(steps.length, 20, run.stdout);
   const evals = steps.filter((s) => s.evalReward !== undefined).map((s) => [s.step, Number(s.evalReward)]);
   assert.deepEqual(
@@ -97,12 +97,13 @@ test("full-sentences: svc start trains GRPO with its grader and TypeScript rewar
     `# full-sentences: grader share ${first.toFixed(3)} (steps 1-3) -> ${last.toFixed(3)} (steps 18-20); ` +
       `held-out mean reward ${evals.map(([step, r]) => `${r} at step ${step}`).join(", ")}`,
   );
-  // measured 0.115 -> 0.729, and held-out 0.5686 (step 5) -> 0.8906 (step 20)
+  // measured in fp32 0.104 -> 0.823 and held-out 0.6667 (step 5) -> 1.3333 (step 20); in bf16 0.094 -> 0.760
+  // and 0.5833 -> 1.1667 (the precision is the CPU's: training-precision.md)
   assert.ok(last > first + 0.3, `grader share ${first} -> ${last}`);
   assert.ok(evals[3][1] > evals[0][1] + 0.15, `held-out mean reward ${evals[0][1]} -> ${evals[3][1]}`);
   assert.ok(
-    steps.every((s) => s.variety > 0.5),
-    "no step collapsed into repeating itself",
+    steps.every((s) => s.noLoop >= 0.9),
+    "no step's replies fell into loops (the trainer's reward function)",
   );
   const id = (/^done: job (\S+) \(adapter: final\)$/m.exec(run.stdout) as RegExpExecArray)[1];
   const shown = JSON.parse((await runSvc(["jobs", "show", id, "--json"], { cwd: dir, env })).stdout);
