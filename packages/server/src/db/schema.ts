@@ -51,7 +51,7 @@ export interface DatasetsTable {
 }
 
 /**
- * The profile of a dataset for one base model's tokenizer (wire-dataset-profiles.ts),
+ * The profile of a dataset for one base model's tokenizer (@svc/wire's dataset-profiles.ts),
  * computed in the background by whichever API process claimed it (a lease it
  * renews, like a job's); `profile` is the engine's DatasetProfile as JSON.
  */

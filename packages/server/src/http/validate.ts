@@ -100,7 +100,7 @@ export function number(
   };
 }
 
-/** A number within one of the shared ranges (wire-limits.ts). */
+/** A number within one of the shared ranges (@svc/wire's limits.ts). */
 export function inRange(range: NumericRange): Check<number> {
   // "> 0" and integers "≥ 1" read as "a positive number/integer" in messages.
   const positive = range.exclusiveMin === 0 || (range.integer && range.min === 1);

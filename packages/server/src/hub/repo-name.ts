@@ -10,7 +10,7 @@ export interface HubRepoRef {
   revision: string;
 }
 
-/** Splits `org/name@revision`; null when it is not a Hub id (wire.ts's isHubModelName: `svc/…` names are bundled models). */
+/** Splits `org/name@revision`; null when it is not a Hub id (@svc/wire's isHubModelName: `svc/…` names are bundled models). */
 export function parseHubName(name: string): HubRepoRef | null {
   if (!isHubModelName(name)) return null;
   const at = name.indexOf("@");

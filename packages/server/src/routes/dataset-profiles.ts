@@ -1,5 +1,5 @@
 // GET /v1/datasets/:id/profile?baseModel=&maxLength=: the dataset's profile for
-// a base model's tokenizer (wire-dataset-profiles.ts). The first request starts
+// a base model's tokenizer (@svc/wire's dataset-profiles.ts). The first request starts
 // the computation in the background and answers 202 with status "pending" and
 // its progress; later ones answer 200 with the result (or the reason it failed).
 // POST /v1/datasets?baseModel= starts it at upload (routes/datasets.ts).

@@ -50,7 +50,7 @@ import { checkGradersOnDataset, checkRewardNames, jobGradersCheck, jobRewardsChe
 import { checkJobJudges } from "./job-judges.js";
 import { setsLora, startAdapterLora } from "./job-start-adapter.js";
 
-/** hyperparameters, ranged by wire-limits.ts under this server's job limits; a missing `lora` is DEFAULT_LORA (as documented). */
+/** hyperparameters, ranged by @svc/wire's limits.ts under this server's job limits; a missing `lora` is DEFAULT_LORA (as documented). */
 function hyperparametersCheck(limits: JobLimits): Check<JobHyperparameters> {
   const range = hyperparameterRanges(limits);
   const lora = object({

@@ -56,7 +56,7 @@ export function svcHyperparameters(
 ): JobHyperparameters {
   // An epoch longer than the server's step limit is refused by the job's step bound, which names n_epochs.
   const stepsPerEpoch = Math.min(Math.max(1, Math.ceil(rows / hp.batch_size)), limits.maxSteps);
-  // learningRate is bounded at 1 (wire-limits): a larger multiplier is refused where it is read.
+  // learningRate is bounded at 1 (@svc/wire's limits.ts): a larger multiplier is refused where it is read.
   const learningRate = hp.learning_rate_multiplier * baseRate;
   return {
     lora: { ...DEFAULT_LORA },
