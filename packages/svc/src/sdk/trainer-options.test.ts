@@ -240,7 +240,7 @@ test("precision and baseWeights: the engine's values are taken, others refused a
   assert.equal(createTrainer({ ...ok, precision: "bf16", baseWeights: "int8" }).name, "t");
   assert.throws(
     () => createTrainer({ ...ok, precision: "fp16" as never }),
-    /createTrainer: precision: expected "fp32", "bf16", "auto", got "fp16"/,
+    /createTrainer: precision: expected "fp32", "bf16" or "auto", got "fp16"/,
   );
   assert.throws(() => createTrainer({ ...ok, precision: "BF16" as never }), /precision: expected/);
   assert.throws(

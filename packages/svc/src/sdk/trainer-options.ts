@@ -272,13 +272,9 @@ export function validateTrainerOptions(o: TrainerOptions): void {
   if (o.startAdapter !== undefined) validateStartAdapter(o.startAdapter);
   // The engine's values, as POST /v1/jobs checks them.
   if (o.precision !== undefined && !TRAINING_PRECISIONS.includes(o.precision))
-    fail("precision", TRAINING_PRECISIONS.map((v) => JSON.stringify(v)).join(", "), o.precision);
+    fail("precision", allowedValues(TRAINING_PRECISIONS), o.precision);
   if (o.baseWeights !== undefined && !BASE_WEIGHT_FORMATS.includes(o.baseWeights))
-    fail(
-      "baseWeights",
-      `${BASE_WEIGHT_FORMATS.map((v) => JSON.stringify(v)).join(", ")} or omitted`,
-      o.baseWeights,
-    );
+    fail("baseWeights", `${allowedValues(BASE_WEIGHT_FORMATS)} or omitted`, o.baseWeights);
   if (o.callbacks !== undefined) {
     if (typeof o.callbacks !== "object" || o.callbacks === null)
       fail("callbacks", "an object of functions", o.callbacks);
