@@ -27,7 +27,11 @@ import {
 } from "../models/transformers-only-model.js";
 import type { TrainingProcessInput, TrainingProcessMessage } from "./training-protocol.js";
 
-/** Deterministic shuffle (mulberry32) so a job's eval split is the same on every resume. */
+/**
+ * Deterministic shuffle (mulberry32) so a job's eval split is the same on every resume.
+ * Not the engine's Rng (xoshiro128**): its sequence differs, and stored jobs' splits
+ * depend on this one (packages/wire/README.md#decisions).
+ */
 function shuffled<T>(rows: T[], seed: number): T[] {
   let state = seed >>> 0;
   const random = () => {
