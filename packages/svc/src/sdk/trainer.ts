@@ -97,8 +97,9 @@ export interface Trainer {
    * The training dataset's profile for the trainer's model and maxLength
    * (row and token counts, duplicates, a suggested maxLength), which start()
    * set going at upload: waits up to `timeoutMs` (default 60 s) for it, then
-   * resolves with it as it stands. null before start() or from a server
-   * without dataset profiles.
+   * resolves with it as it stands. null before start(), from a server
+   * without dataset profiles, or for a DPO or GRPO job (the profile describes
+   * chat rows; their datasets hold pairs or prompts).
    */
   datasetProfile(options?: { timeoutMs?: number; signal?: AbortSignal }): Promise<DatasetProfile | null>;
   wait(options?: WaitOptions): Promise<TrainerResult>;
@@ -151,6 +152,8 @@ class SvcTrainer implements Trainer {
   private submitted: Promise<{ jobId: string }> | null = null;
   private id: string | null = null;
   private datasetId: string | null = null;
+  /** The profile describes chat rows: a DPO or GRPO job's dataset (pairs, prompts) has none. */
+  private chatRows = true;
 
   constructor(options: TrainerOptions) {
     this.options = options;
@@ -181,6 +184,7 @@ class SvcTrainer implements Trainer {
       const job = await this.session.scoped.getJob(jobId);
       this.id = job.id;
       this.datasetId = job.datasetId;
+      this.chatRows = (job.method ?? "sft") === "sft";
       return { jobId: job.id };
     })().catch((err) => {
       this.submitted = null;
@@ -204,7 +208,9 @@ class SvcTrainer implements Trainer {
     const targets = this.options.lora?.targetModules;
     if (targets && model) assertLoraTargets(model, targets, "createTrainer: lora.targetModules");
     // Naming the model at upload starts the dataset's profile for it (datasetProfile() reads it).
-    const profile = model ? { baseModel: this.model, maxLength: this.options.lora?.maxLength } : {};
+    this.chatRows = (method ?? "sft") === "sft";
+    const profile =
+      model && this.chatRows ? { baseModel: this.model, maxLength: this.options.lora?.maxLength } : {};
     const dataset = await uploadDataset(
       client,
       this.options.dataset,
@@ -243,7 +249,7 @@ class SvcTrainer implements Trainer {
   ): Promise<DatasetProfile | null> {
     if (!this.submitted) return null;
     await this.submitted;
-    if (!this.datasetId) return null;
+    if (!this.datasetId || !this.chatRows) return null;
     try {
       return await waitForDatasetProfile(this.session!.scoped, this.datasetId, {
         baseModel: this.model,

@@ -45,6 +45,8 @@ test("reply-tone: svc start trains DPO and held-out preference accuracy rises fr
   const run = await runSvc(["start"], { cwd: dir, env, timeoutMs: 600_000 });
   assert.equal(run.code, 0, `${run.stdout}\n${run.stderr}\n${server.log()}`);
   assert.match(run.stdout, /^job \S+ submitted: reply-tone on svc\/pico-llama$/m);
+  // the dataset profile describes chat rows: a DPO trainer's pairs get none (no "failed" line either)
+  assert.doesNotMatch(run.stdout, /^dataset profile/m);
   assert.match(run.stdout, /^started: 60 steps, 160 train \/ 32 eval examples, base model svc\/pico-llama/m);
   const evals = [
     ...run.stdout.matchAll(/^step (\d+)\/60 .*evalPreferenceAccuracy=([\d.]+) evalMargin=(-?[\d.]+)$/gm),
@@ -79,6 +81,7 @@ test("full-sentences: svc start trains GRPO with its grader and TypeScript rewar
   const run = await runSvc(["start"], { cwd: dir, env, timeoutMs: 600_000 });
   assert.equal(run.code, 0, `${run.stdout}\n${run.stderr}\n${server.log()}`);
   assert.match(run.stdout, /^started: 20 steps, 48 train \/ 12 eval examples, base model svc\/pico-llama/m);
+  assert.doesNotMatch(run.stdout, /^dataset profile/m);
   const steps = [
     ...run.stdout.matchAll(
       /^step (\d+)\/20 .*reward=([\d.]+) sentence=([\d.]+) noLoop=([\d.]+)(?: evalReward=([\d.]+))?$/gm,
