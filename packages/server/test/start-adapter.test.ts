@@ -143,7 +143,10 @@ for (const backend of ["sqlite", "postgres"] as const)
         /^"hyperparameters.lora.targetModules"/,
       );
       // a DPO job may start from it (dpo-start-adapter.test.ts): what refuses this one is its chat dataset
-      await refused({ method: "dpo", startAdapter: final }, /^"datasetId": method "dpo" trains on preference pairs/);
+      await refused(
+        { method: "dpo", startAdapter: final },
+        /^"datasetId": method "dpo" trains on preference pairs/,
+      );
       const torch = await post({ hyperparameters: { maxSteps: 1 }, backend: "torch", startAdapter: final });
       assert.equal(
         torch.status,

@@ -115,7 +115,9 @@ test("GRPO eval: a bad reward on the eval set fails the step naming the eval set
     }),
     (error: unknown) =>
       isEngineError(error, "invalid_reward") &&
-      /step 1 \(eval set\): row 3: reward "reward" is NaN; .* so the eval was not scored/.test((error as Error).message),
+      /step 1 \(eval set\): row 3: reward "reward" is NaN; .* so the eval was not scored/.test(
+        (error as Error).message,
+      ),
   );
   await assert.rejects(
     trainGrpo({
