@@ -11,7 +11,7 @@ const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 export const MAIN_JS = join(root, "packages/server/dist/src/main.js");
 
 export async function tinyModel(options = {}) {
-  const { createRandomModel } = await import(join(root, "packages/engine/dist/src/index.js"));
+  const { createRandomModel } = await import(join(root, "packages/engine/dist/src/testing/index.js"));
   const dir = join(mkdtempSync(join(tmpdir(), "svc-bench-model-")), "tiny");
   await createRandomModel(dir, { seed: 1, ...options });
   return dir;
