@@ -32,3 +32,17 @@ export class EngineError extends Error {
 export function isEngineError(error: unknown, code?: EngineErrorCode): error is EngineError {
   return error instanceof EngineError && (code === undefined || error.code === code);
 }
+
+/**
+ * Allowed values in words, for a refusal: '"linear", "cosine" or "constant"'.
+ * Every engine message that lists allowed values builds it from the list the
+ * check reads, so a value added to the list is named too. The wire's
+ * allowedValues (@svc/wire rules.ts) words a list the same way; the engine
+ * cannot import the wire, so packages/server/src/wire-engine.test.ts pins the two.
+ */
+export function allowedValues(values: readonly string[]): string {
+  const quoted = values.map((v) => JSON.stringify(v));
+  return quoted.length < 2
+    ? (quoted[0] ?? "nothing")
+    : `${quoted.slice(0, -1).join(", ")} or ${quoted.at(-1)}`;
+}

@@ -31,7 +31,7 @@ export {
   type ProfileFileOptions,
   profileDatasetFile,
 } from "./data/dataset-profile-file.js";
-export { tokenizeExample } from "./data/examples.js";
+export { LOSS_ON, tokenizeExample } from "./data/examples.js";
 export { isPromptRow, parsePromptDataset, readPromptDataset } from "./data/grpo-dataset.js";
 export {
   answerRow,
@@ -41,7 +41,7 @@ export {
   readPreferenceDataset,
 } from "./data/preference-dataset.js";
 export { type FittedRow, fitRow, TRUNCATION_MODES } from "./data/truncation.js";
-export { EngineError, type EngineErrorCode, isEngineError } from "./errors.js";
+export { allowedValues, EngineError, type EngineErrorCode, isEngineError } from "./errors.js";
 export {
   checkExportOptions,
   EXPORT_FORMATS,
@@ -104,6 +104,7 @@ export { evalFigures, type GrpoEvalMetrics } from "./training/grpo-eval.js";
 export { type StepRewardFigures, stepRewardFigures } from "./training/grpo-figures.js";
 export {
   DEFAULT_GRPO,
+  GRPO_NORMALIZATIONS,
   type GrpoNormalization,
   type GrpoSettings,
   groupAdvantages,
@@ -143,8 +144,9 @@ export {
   preparePairSets,
   trainPreference,
 } from "./training/preference-train.js";
+export { LR_SCHEDULER_TYPES } from "./training/schedule.js";
 export { answersMatch, type ExactMatchRow, exactMatchSample } from "./training/task-metrics.js";
-export { plannedSteps, prepareSets, resolveHyperparameters, train } from "./training/train.js";
+export { DEFAULT_SEED, plannedSteps, prepareSets, resolveHyperparameters, train } from "./training/train.js";
 export {
   BASE_WEIGHT_FORMATS,
   type BaseWeightFormat,

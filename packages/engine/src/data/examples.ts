@@ -45,12 +45,15 @@
 // tokenizing text[0..p) and counting the leading ids it shares with the whole
 // text's ids, so a token that straddles a boundary belongs to the side after it.
 
-import { EngineError } from "../errors.js";
+import { allowedValues, EngineError } from "../errors.js";
 import type { ChatMessage, DatasetRow, TokenizedExample, Tokenizer, ToolDefinition } from "../types.js";
 import type { DatasetMessage } from "./dataset.js";
 
 /** The label of a position that is not trained on (PyTorch's cross-entropy ignore_index). */
 export const IGNORE_INDEX = -100;
+
+/** hyperparameters.lossOn's values: the answers only (default), or every token. */
+export const LOSS_ON: readonly NonNullable<TokenizeExampleOptions["lossOn"]>[] = ["assistant", "all"];
 
 export interface TokenizeExampleOptions {
   /** Keep at most this many tokens, dropping from the end. */
@@ -208,10 +211,10 @@ export function checkExampleOptions(options: TokenizeExampleOptions): void {
   if (maxLength !== undefined && (!Number.isInteger(maxLength) || maxLength < 2)) {
     throw new EngineError("invalid_argument", `maxLength must be an integer of at least 2, got ${maxLength}`);
   }
-  if (lossOn !== "assistant" && lossOn !== "all") {
+  if (!LOSS_ON.includes(lossOn)) {
     throw new EngineError(
       "invalid_argument",
-      `lossOn must be "assistant" or "all", got ${JSON.stringify(lossOn)}`,
+      `lossOn must be ${allowedValues(LOSS_ON)}, got ${JSON.stringify(lossOn)}`,
     );
   }
 }

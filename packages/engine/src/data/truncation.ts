@@ -14,7 +14,7 @@
 // A row whose answer cannot fit (nothing trained survives) is dropped and
 // counted, not fatal: prepareSet fails only when no row of a set is usable.
 
-import { EngineError } from "../errors.js";
+import { allowedValues, EngineError } from "../errors.js";
 import type {
   DatasetRow,
   PreparedSet,
@@ -56,7 +56,7 @@ export function fitRow(tokenizer: Tokenizer, row: DatasetRow, options: FitOption
   if (!TRUNCATION_MODES.includes(truncation)) {
     throw new EngineError(
       "invalid_argument",
-      `truncation must be "keep_answers", "end" or "strict", got ${JSON.stringify(truncation)}`,
+      `truncation must be ${allowedValues(TRUNCATION_MODES)}, got ${JSON.stringify(truncation)}`,
     );
   }
   const messages = rowMessages(row);

@@ -22,6 +22,8 @@
 import { EngineError } from "../errors.js";
 
 export type GrpoNormalization = "token" | "sequence";
+/** hyperparameters.normalization's values (grpoLoss says how each divides the loss; DEFAULT_GRPO's is "token"). */
+export const GRPO_NORMALIZATIONS: readonly GrpoNormalization[] = ["token", "sequence"];
 
 export interface GrpoSettings {
   /** ε_low: the ratio's lower clip is 1 − ε_low (default 0.2). */

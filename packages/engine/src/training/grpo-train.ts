@@ -9,7 +9,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { initLoraAdapter, loraLayersOf, loraParams, zerosLike } from "../adapters/lora.js";
 import { saveAdapter } from "../adapters/peft.js";
-import { EngineError } from "../errors.js";
+import { allowedValues, EngineError } from "../errors.js";
 import { createGenerator } from "../generation/generate.js";
 import { ModelGraph } from "../graph/model.js";
 import type { LoraLayers } from "../graph/weights.js";
@@ -26,6 +26,7 @@ import { evaluateGrpo, type GrpoEvalMetrics, type GrpoEvalSet } from "./grpo-eva
 import { stepRewardFigures } from "./grpo-figures.js";
 import {
   DEFAULT_GRPO,
+  GRPO_NORMALIZATIONS,
   type GrpoNormalization,
   type GrpoSettings,
   groupAdvantages,
@@ -105,8 +106,10 @@ export function resolveGrpo(h: GrpoHyperparameters): GrpoResolved {
     bad(`hyperparameters.maxCompletionTokens must be an integer >= 1 (got ${r.maxCompletionTokens})`);
   if (!Number.isInteger(r.evalGenerations) || r.evalGenerations < 1)
     bad(`hyperparameters.evalGenerations must be an integer >= 1 (got ${r.evalGenerations})`);
-  if (r.normalization !== "token" && r.normalization !== "sequence")
-    bad(`hyperparameters.normalization must be "token" or "sequence" (got ${r.normalization})`);
+  if (!GRPO_NORMALIZATIONS.includes(r.normalization))
+    bad(
+      `hyperparameters.normalization must be ${allowedValues(GRPO_NORMALIZATIONS)} (got ${r.normalization})`,
+    );
   return r;
 }
 

@@ -14,7 +14,7 @@
 // implicit reward) and β/|y|·log πθ(y|x) for SimPO; the margin is chosen minus
 // rejected, and a pair counts as accurate when the chosen reward is the larger
 // (half when they tie).
-import { EngineError } from "../errors.js";
+import { allowedValues, EngineError } from "../errors.js";
 
 export const PREFERENCE_LOSSES = ["sigmoid", "simpo"] as const;
 export type PreferenceLossType = (typeof PREFERENCE_LOSSES)[number];
@@ -49,7 +49,7 @@ export function resolvePreference(h: PreferenceHyperparameters): PreferenceSetti
       `hyperparameters.${field} must be ${want} (got ${JSON.stringify(value)})`,
     );
   const loss = h.loss ?? "sigmoid";
-  if (!PREFERENCE_LOSSES.includes(loss)) throw bad("loss", '"sigmoid" or "simpo"', h.loss);
+  if (!PREFERENCE_LOSSES.includes(loss)) throw bad("loss", allowedValues(PREFERENCE_LOSSES), h.loss);
   const beta = h.beta ?? DEFAULT_BETA[loss];
   if (typeof beta !== "number" || !Number.isFinite(beta) || beta <= 0)
     throw bad("beta", "a number > 0", h.beta);

@@ -3,6 +3,9 @@
 // completed steps (so with warm-up the first step runs at rate 0).
 import type { LrSchedulerType } from "../types.js";
 
+/** hyperparameters.lrSchedulerType's values (the wire's LR_SCHEDULER_TYPES is pinned to this list). */
+export const LR_SCHEDULER_TYPES: readonly LrSchedulerType[] = ["linear", "cosine", "constant"];
+
 export function lrMultiplier(
   type: LrSchedulerType,
   step: number,

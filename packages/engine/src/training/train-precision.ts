@@ -3,7 +3,7 @@
 // LoRA factors, their gradients, the optimizer state, norms, softmax, the
 // loss and the residual stream are fp32 in every precision.
 
-import { EngineError } from "../errors.js";
+import { allowedValues, EngineError } from "../errors.js";
 import { type ModelConfig, SLOTS } from "../families/index.js";
 import {
   type LayerWeights,
@@ -54,13 +54,13 @@ export function resolvePrecision(
   if (!(TRAINING_PRECISIONS as readonly unknown[]).includes(p)) {
     throw new EngineError(
       "invalid_argument",
-      `precision must be "fp32", "bf16" or "auto" (got ${JSON.stringify(precision)})`,
+      `precision must be ${allowedValues(TRAINING_PRECISIONS)} (got ${JSON.stringify(precision)})`,
     );
   }
   if (baseWeights !== undefined && !(BASE_WEIGHT_FORMATS as readonly unknown[]).includes(baseWeights)) {
     throw new EngineError(
       "invalid_argument",
-      `baseWeights must be "int8" or omitted (got ${JSON.stringify(baseWeights)})`,
+      `baseWeights must be ${allowedValues(BASE_WEIGHT_FORMATS)} or omitted (got ${JSON.stringify(baseWeights)})`,
     );
   }
   const compute = p === "auto" ? (kern.bf16Dot ? "bf16" : "fp32") : (p as "fp32" | "bf16");

@@ -6,13 +6,13 @@
 // rate of the step number, so a checkpoint that holds the adapter, the
 // optimizer moments and the step resumes exactly.
 import { countTargets, countTokens, makeBatch } from "../data/batching.js";
+import { LOSS_ON } from "../data/examples.js";
 import { prepareSet, TRUNCATION_MODES } from "../data/truncation.js";
-import { EngineError } from "../errors.js";
+import { allowedValues, EngineError } from "../errors.js";
 import type { Batch, ModelGraph } from "../graph/model.js";
 import type { LoraLayers } from "../graph/weights.js";
 import type {
   DatasetRow,
-  LrSchedulerType,
   PreparedSets,
   TokenizedExample,
   Tokenizer,
@@ -21,6 +21,7 @@ import type {
   TrainProgress,
   TrainResult,
 } from "../types.js";
+import { LR_SCHEDULER_TYPES } from "./schedule.js";
 import {
   DEFAULT_EXACT_MATCH_MAX_TOKENS,
   DEFAULT_EXACT_MATCH_SAMPLES,
@@ -39,6 +40,9 @@ import {
 export type { ResolvedHyperparameters } from "./training-loop.js";
 // epochOrder lives with the loop that uses it; it stays importable from here for the other trainers.
 export { epochOrder } from "./training-loop.js";
+
+/** The seed of a job that names none: its data order, and the server's eval split (training-sets.ts). */
+export const DEFAULT_SEED = 42;
 
 /** Hyperparameters with defaults applied; a bad value is an EngineError naming the field. */
 export function resolveHyperparameters(h: TrainHyperparameters): ResolvedHyperparameters {
@@ -63,7 +67,7 @@ export function resolveHyperparameters(h: TrainHyperparameters): ResolvedHyperpa
     maxLength: h.maxLength ?? 512,
     lossOn: h.lossOn ?? "assistant",
     truncation: h.truncation ?? "keep_answers",
-    seed: h.seed ?? 42,
+    seed: h.seed ?? DEFAULT_SEED,
   };
   const bad = (field: string, want: string, value: unknown) =>
     new EngineError(
@@ -103,12 +107,12 @@ export function resolveHyperparameters(h: TrainHyperparameters): ResolvedHyperpa
     if (!(s[field] >= 0 && s[field] < 1)) throw bad(field, "in [0, 1)", s[field]);
   }
   if (!(s.adamEpsilon > 0)) throw bad("adamEpsilon", "a number > 0", s.adamEpsilon);
-  if (!(["linear", "cosine", "constant"] as LrSchedulerType[]).includes(s.lrSchedulerType)) {
-    throw bad("lrSchedulerType", '"linear", "cosine" or "constant"', s.lrSchedulerType);
+  if (!LR_SCHEDULER_TYPES.includes(s.lrSchedulerType)) {
+    throw bad("lrSchedulerType", allowedValues(LR_SCHEDULER_TYPES), s.lrSchedulerType);
   }
-  if (s.lossOn !== "assistant" && s.lossOn !== "all") throw bad("lossOn", '"assistant" or "all"', s.lossOn);
+  if (!LOSS_ON.includes(s.lossOn)) throw bad("lossOn", allowedValues(LOSS_ON), s.lossOn);
   if (!TRUNCATION_MODES.includes(s.truncation)) {
-    throw bad("truncation", '"keep_answers", "end" or "strict"', s.truncation);
+    throw bad("truncation", allowedValues(TRUNCATION_MODES), s.truncation);
   }
   if (!s.lora || typeof s.lora !== "object")
     throw bad("lora", "an object { r, alpha, targetModules }", s.lora);

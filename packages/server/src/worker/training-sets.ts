@@ -5,6 +5,7 @@
 // sets fitted to maxLength, with the "started" report of what was cut and dropped.
 import {
   type DatasetRow,
+  DEFAULT_SEED,
   loadModel,
   loadTokenizer,
   type Model,
@@ -139,7 +140,8 @@ async function splitSets<R>(input: TrainingProcessInput, read: (path: string) =>
   if (!evalSet && input.evalFraction) {
     const order = shuffled(
       rows.map((_, i) => i),
-      input.hyperparameters.seed ?? 42,
+      // a job naming no seed splits with the one it trains with: the engine's default
+      input.hyperparameters.seed ?? DEFAULT_SEED,
     );
     const count = Math.min(order.length - 1, Math.max(1, Math.round(order.length * input.evalFraction)));
     if (count >= 1) {
