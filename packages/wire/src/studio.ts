@@ -1,6 +1,12 @@
 // Studio's own /api (served by `svc dev`, packages/svc/src/studio) as the page
 // (packages/studio) reads it: the bodies both sides type, the headers they
-// name, and the pattern of a job id in `svc start`'s output.
+// name, and the pattern of a job id in `svc start`'s output. An /api route that
+// forwards a cloud route answers with that route's `Answer<"name">`
+// (routes.ts): the proxy handler `satisfies` it and the page fetches it, so only
+// the /api routes that are Studio's own have a body here.
+
+import type { ErrorBody } from "./common.js";
+import type { ToolCall } from "./tools.js";
 
 /** GET /api/credentials: what the header's identity line needs; the cloud bearer token never leaves `svc dev`. */
 export interface StudioIdentityBody {
@@ -24,6 +30,18 @@ export interface StudioConnectionBody {
   /** The local server's log; null for a remote API. */
   log: string | null;
 }
+
+/** GET /api/manifest: the trainer the project's src/svc/index.ts declares, if any. */
+export interface StudioManifestBody {
+  trainer: { name: string } | null;
+}
+
+/**
+ * One line of POST /api/inference/chat's NDJSON answer: a text piece, the
+ * tool calls of an answer with tools, or the error that broke the stream after
+ * it started (before that, errors keep their HTTP status).
+ */
+export type StudioChatLine = { delta: string } | { toolCalls: ToolCall[] } | ErrorBody;
 
 /** The per-run token the page sends on every /api request (docs/studio.md#security). */
 export const STUDIO_TOKEN_HEADER = "X-Svc-Studio-Token";

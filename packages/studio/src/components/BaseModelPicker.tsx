@@ -4,7 +4,7 @@
 // a Hub id it does not list gets a Download action (ModelDownload.tsx). Every
 // picker chooses a model to serve, so a train-only model (an architecture only
 // transformers computes) is listed but cannot be picked.
-import type { BaseModelInfo } from "@svc/wire";
+import type { Answer, BaseModelInfo } from "@svc/wire";
 import { useCallback, useEffect, useId, useState } from "react";
 import { errorMessage, getJson } from "../api.js";
 import {
@@ -41,7 +41,7 @@ export function useBaseModels(): { models: BaseModelInfo[]; error: string | null
   }, []);
   // biome-ignore lint/correctness/useExhaustiveDependencies: `asked` counts refreshes; each asks again
   useEffect(() => {
-    modelsRequest ??= getJson<{ models: BaseModelInfo[] }>("/api/models").then((r) => r.models);
+    modelsRequest ??= getJson<Answer<"listModels">>("/api/models").then((r) => r.models);
     let live = true;
     modelsRequest.then(
       (m) => {

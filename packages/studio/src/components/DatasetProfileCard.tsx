@@ -2,7 +2,7 @@
 // model and maxLength (GET /api/jobs/:id/profile), a small histogram of row
 // lengths with the maxLength line, and the figures behind it. While the server
 // computes the profile the card shows its progress and asks again each second.
-import type { DatasetProfile, ReadyDatasetProfile, TokenLengths } from "@svc/wire";
+import type { Answer, DatasetProfile, ReadyDatasetProfile, TokenLengths } from "@svc/wire";
 import { useEffect, useState } from "react";
 import { errorMessage, getJson } from "../api.js";
 import { histogramLayout } from "../lib/dataset-histogram.js";
@@ -136,7 +136,7 @@ export function DatasetProfileCard({ jobId }: { jobId: string }) {
     let timer: ReturnType<typeof setTimeout> | undefined;
     const load = async () => {
       try {
-        const r = await getJson<{ profile: DatasetProfile }>(
+        const r = await getJson<Answer<"getDatasetProfile">>(
           `/api/jobs/${encodeURIComponent(jobId)}/profile`,
         );
         if (stopped) return;

@@ -1,7 +1,7 @@
 // Export a finished job's adapter from its page: GGUF (llama.cpp, Ollama), a
 // merged Hugging Face folder (transformers, vLLM) or the PEFT adapter, written
 // by the cloud API, each file then saved through the browser.
-import type { ExportFormat, ExportInfo } from "@svc/wire";
+import type { Answer, ExportFormat, ExportInfo } from "@svc/wire";
 import { useState } from "react";
 import { errorMessage, getJson, sendJson, studioFetch } from "../api.js";
 import { ErrorText } from "./common.js";
@@ -43,13 +43,13 @@ export function ExportCard({ jobId }: { jobId: string }) {
     setResult(null);
     try {
       let info = (
-        await sendJson<{ export: ExportInfo }>("POST", base, { format, ...(quant ? { quant } : {}) })
+        await sendJson<Answer<"createExport">>("POST", base, { format, ...(quant ? { quant } : {}) })
       ).export;
       // the cloud API exports in the background: follow it until its files are written
       while (info.status === "running") {
         setRunning(info);
         await new Promise((resolve) => setTimeout(resolve, 500));
-        info = (await getJson<{ export: ExportInfo }>(`${base}/${encodeURIComponent(info.id)}`)).export;
+        info = (await getJson<Answer<"getExport">>(`${base}/${encodeURIComponent(info.id)}`)).export;
       }
       if (info.status === "failed") setError(info.error?.message ?? "the export failed");
       else setResult(info);

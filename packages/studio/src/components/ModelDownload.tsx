@@ -3,7 +3,7 @@
 // shows the pull's bar and bytes, asking every half second until it has
 // completed (onDone: the caller refreshes its model list, which then lists the
 // model as cached) or failed (the server's reason).
-import type { ModelPull } from "@svc/wire";
+import type { Answer, ModelPull } from "@svc/wire";
 import { useEffect, useState } from "react";
 import { errorMessage, getJson, sendJson } from "../api.js";
 import { pullSummary } from "../lib/model-facts.js";
@@ -36,7 +36,7 @@ export function ModelDownload({
     if (!pullId) return;
     let live = true;
     const timer = setInterval(() => {
-      getJson<{ pull: ModelPull }>(`/api/models/pull/${encodeURIComponent(pullId)}`).then(
+      getJson<Answer<"getModelPull">>(`/api/models/pull/${encodeURIComponent(pullId)}`).then(
         (r) => {
           if (!live) return;
           setPull(r.pull);
@@ -55,7 +55,7 @@ export function ModelDownload({
     setAsking(true);
     setError(null);
     try {
-      const r = await sendJson<{ pull: ModelPull }>("POST", "/api/models/pull", { model });
+      const r = await sendJson<Answer<"pullModel">>("POST", "/api/models/pull", { model });
       setPull(r.pull);
     } catch (e) {
       setError(errorMessage(e));

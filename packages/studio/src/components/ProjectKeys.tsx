@@ -1,7 +1,7 @@
 // The project's API keys for the cloud API's OpenAI routes (files, fine-tuning
 // jobs, models, chat completions; docs/openai-fine-tuning.md): issue one (its
 // plaintext shown once), see when each was last used, revoke it.
-import type { IssuedProjectKey, ProjectKey } from "@svc/wire";
+import type { Answer, IssuedProjectKey, ProjectKey } from "@svc/wire";
 import { useCallback, useEffect, useState } from "react";
 import { errorMessage, getJson, sendJson } from "../api.js";
 import { CopyButton, ErrorText } from "./common.js";
@@ -12,7 +12,7 @@ export function ProjectKeys() {
   const [issued, setIssued] = useState<IssuedProjectKey | null>(null);
   const [error, setError] = useState<string | null>(null);
   const load = useCallback(() => {
-    getJson<{ keys: ProjectKey[] }>("/api/project-keys")
+    getJson<Answer<"listProjectKeys">>("/api/project-keys")
       .then((r) => setKeys(r.keys))
       .catch((e) => setError(errorMessage(e)));
   }, []);
@@ -28,7 +28,7 @@ export function ProjectKeys() {
   };
   const issue = () =>
     act(async () => {
-      const r = await sendJson<{ key: IssuedProjectKey }>("POST", "/api/project-keys", {
+      const r = await sendJson<Answer<"issueProjectKey">>("POST", "/api/project-keys", {
         label: label.trim(),
       });
       setIssued(r.key);

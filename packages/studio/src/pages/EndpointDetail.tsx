@@ -1,6 +1,6 @@
 // Endpoint detail: the serving URL, Quick start samples (built locally, no
 // upstream call), Settings (enable/disable, auth mode, target), API keys.
-import type { AuthMode, Deployment, DeploymentKey, IssuedDeploymentKey } from "@svc/wire";
+import type { Answer, AuthMode, Deployment, DeploymentKey, IssuedDeploymentKey } from "@svc/wire";
 import { useCallback, useEffect, useState } from "react";
 import { errorMessage, getJson, sendJson } from "../api.js";
 import { CodeBlock, CopyButton, ErrorText } from "../components/common.js";
@@ -81,7 +81,7 @@ function Settings({ d, onSaved }: { d: Deployment; onSaved: (d: Deployment) => v
   const patch = async (body: Record<string, unknown>) => {
     setError(null);
     try {
-      const r = await sendJson<{ deployment: Deployment }>("PATCH", `/api/deployments/${d.id}`, body);
+      const r = await sendJson<Answer<"updateDeployment">>("PATCH", `/api/deployments/${d.id}`, body);
       onSaved(r.deployment);
       return true;
     } catch (e) {
@@ -166,7 +166,7 @@ function ApiKeys({ d }: { d: Deployment }) {
   const [issued, setIssued] = useState<IssuedDeploymentKey | null>(null);
   const [error, setError] = useState<string | null>(null);
   const load = useCallback(() => {
-    getJson<{ keys: DeploymentKey[] }>(`/api/deployments/${d.id}/keys`)
+    getJson<Answer<"listDeploymentKeys">>(`/api/deployments/${d.id}/keys`)
       .then((r) => setKeys(r.keys))
       .catch((e) => setError(errorMessage(e)));
   }, [d.id]);
@@ -174,7 +174,7 @@ function ApiKeys({ d }: { d: Deployment }) {
   const issue = async () => {
     setError(null);
     try {
-      const r = await sendJson<{ key: IssuedDeploymentKey }>("POST", `/api/deployments/${d.id}/keys`, {
+      const r = await sendJson<Answer<"issueDeploymentKey">>("POST", `/api/deployments/${d.id}/keys`, {
         label: label.trim(),
       });
       setIssued(r.key);
@@ -317,7 +317,7 @@ export function EndpointDetail({ id }: { id: string }) {
   const [d, setD] = useState<Deployment | null>(null);
   const [error, setError] = useState<string | null>(null);
   useEffect(() => {
-    getJson<{ deployment: Deployment }>(`/api/deployments/${encodeURIComponent(id)}`)
+    getJson<Answer<"getDeployment">>(`/api/deployments/${encodeURIComponent(id)}`)
       .then((r) => setD(r.deployment))
       .catch((e) => setError(errorMessage(e)));
   }, [id]);

@@ -1,6 +1,6 @@
 // Endpoints: the deployment list (slug + host suffix, target summary, auth
 // mode, enabled badge), the inline create form, and the project's API keys.
-import type { AuthMode, Deployment } from "@svc/wire";
+import type { Answer, AuthMode, Deployment } from "@svc/wire";
 import { useCallback, useEffect, useState } from "react";
 import { errorMessage, getJson, IDENTITY_CHANGED_EVENT, sendJson } from "../api.js";
 import { ErrorText } from "../components/common.js";
@@ -91,7 +91,7 @@ export function Endpoints() {
   const [error, setError] = useState<string | null>(null);
   const [creating, setCreating] = useState(false);
   const load = useCallback(() => {
-    getJson<{ deployments: Deployment[] }>("/api/deployments")
+    getJson<Answer<"listDeployments">>("/api/deployments")
       .then((r) => setList(r.deployments))
       .catch((e) => setError(errorMessage(e)));
   }, []);

@@ -2,7 +2,7 @@
 // preference accuracy and rewards charts; a GRPO job's rewards and health
 // charts and its Samples panel) with the Advanced statistics, the
 // event log, and a Metadata sidebar (artifact count).
-import type { Job } from "@svc/wire";
+import type { Answer, Job } from "@svc/wire";
 import { useEffect, useState } from "react";
 import { errorMessage, getJson, sendJson } from "../api.js";
 import { ErrorText, StatusBadge, shortId } from "../components/common.js";
@@ -32,7 +32,7 @@ export function JobDetail({ jobId }: { jobId: string }) {
   // Read again as the job moves on: the resolved revision of a Hub base model is set once it is downloaded.
   // biome-ignore lint/correctness/useExhaustiveDependencies: ev.status is the trigger, not an input
   useEffect(() => {
-    getJson<{ job: Job }>(`/api/jobs/${encodeURIComponent(jobId)}`)
+    getJson<Answer<"getJob">>(`/api/jobs/${encodeURIComponent(jobId)}`)
       .then((r) => setJob(r.job))
       .catch((e) => setError(errorMessage(e)));
   }, [jobId, ev.status]);
@@ -44,7 +44,7 @@ export function JobDetail({ jobId }: { jobId: string }) {
   const cancel = async () => {
     setCancelling(true);
     try {
-      const r = await sendJson<{ job: Job }>("POST", `/api/jobs/${encodeURIComponent(jobId)}/cancel`);
+      const r = await sendJson<Answer<"cancelJob">>("POST", `/api/jobs/${encodeURIComponent(jobId)}/cancel`);
       setJob(r.job);
     } catch (e) {
       setError(errorMessage(e));

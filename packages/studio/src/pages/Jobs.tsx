@@ -1,6 +1,6 @@
 // Jobs: GET /api/jobs at mount and every 5 s, a Refresh control, text search and
 // one status chip at a time, rows in the order the server returned them.
-import type { Job } from "@svc/wire";
+import type { Answer, Job } from "@svc/wire";
 import { useCallback, useEffect, useState } from "react";
 import { errorMessage, getJson } from "../api.js";
 import { ErrorText, StatusBadge } from "../components/common.js";
@@ -15,7 +15,7 @@ export function Jobs() {
   const [chip, setChip] = useState<StatusChip>("all");
 
   const load = useCallback(() => {
-    getJson<{ jobs: Job[] }>("/api/jobs")
+    getJson<Answer<"listJobs">>("/api/jobs")
       .then((r) => {
         setJobs(r.jobs);
         setError(null);

@@ -1,7 +1,7 @@
 // Overview: the project's single trainer and the Run training action. The log
 // box shows exactly what `svc start` prints; once the job id is known the live
 // loss chart of that run appears next to it.
-import { JOB_ID_HEADER, type Job } from "@svc/wire";
+import { type Answer, JOB_ID_HEADER, type Job, type StudioManifestBody } from "@svc/wire";
 import { useEffect, useRef, useState } from "react";
 import { errorMessage, getJson, IDENTITY_CHANGED_EVENT, studioFetch } from "../api.js";
 import { StatusBadge, shortId } from "../components/common.js";
@@ -9,10 +9,6 @@ import { LossChart } from "../components/LossChart.js";
 import { TaskMetricsChart } from "../components/TaskMetricsChart.js";
 import { useJobEvents } from "../components/useJobEvents.js";
 import { jobIdFromOutput, terminalText } from "../lib/terminal-text.js";
-
-interface ManifestResponse {
-  trainer: { name: string } | null;
-}
 
 export const NO_TRAINER_TEXT =
   "No trainer in src/svc/index.ts yet. Add createTrainer(...) and pass it to createSvc.";
@@ -26,7 +22,7 @@ type Manifest =
 function useManifest(): Manifest {
   const [m, setM] = useState<Manifest>({ state: "loading" });
   useEffect(() => {
-    getJson<ManifestResponse>("/api/manifest")
+    getJson<StudioManifestBody>("/api/manifest")
       .then((r) => setM(r.trainer ? { state: "ok", name: r.trainer.name } : { state: "none" }))
       .catch((e) => setM({ state: "error", message: errorMessage(e) }));
   }, []);
@@ -71,7 +67,7 @@ function RecentJobs({ refreshKey }: { refreshKey: string | null }) {
   const [jobs, setJobs] = useState<Job[] | null>(null);
   // biome-ignore lint/correctness/useExhaustiveDependencies: reload when a new run starts
   useEffect(() => {
-    getJson<{ jobs: Job[] }>("/api/jobs")
+    getJson<Answer<"listJobs">>("/api/jobs")
       .then((r) => setJobs(r.jobs.slice(0, 5)))
       .catch(() => setJobs([]));
   }, [refreshKey]);

@@ -2,7 +2,15 @@
 // checkpoint) or with a base model from GET /v1/models (or any Hub id typed in
 // the base-model picker), with sampling controls, tool definitions and a
 // JSON-schema output mode (components/ToolsPanel.tsx).
-import type { AdapterRef, Artifact, BaseModelInfo, ChatMessage, Job } from "@svc/wire";
+import type {
+  AdapterRef,
+  Answer,
+  Artifact,
+  BaseModelInfo,
+  ChatMessage,
+  Job,
+  StudioChatLine,
+} from "@svc/wire";
 import { useCallback, useEffect, useRef, useState } from "react";
 import { errorMessage, getJson, studioFetch } from "../api.js";
 import { BaseModelPicker } from "../components/BaseModelPicker.js";
@@ -48,7 +56,7 @@ export function Playground() {
   const transcriptRef = useRef<HTMLDivElement>(null);
 
   useEffect(() => {
-    Promise.all([getJson<{ models: BaseModelInfo[] }>("/api/models"), getJson<{ jobs: Job[] }>("/api/jobs")])
+    Promise.all([getJson<Answer<"listModels">>("/api/models"), getJson<Answer<"listJobs">>("/api/jobs")])
       .then(([m, j]) => {
         setModels(m.models);
         const done = j.jobs.filter((x) => x.status === "completed" && !x.dryRun);
@@ -73,7 +81,7 @@ export function Playground() {
   };
   // The picker's Download put a Hub model in the server's cache: list it, and chat with it.
   const downloaded = useCallback((name: string) => {
-    getJson<{ models: BaseModelInfo[] }>("/api/models")
+    getJson<Answer<"listModels">>("/api/models")
       .then((m) => {
         setModels(m.models);
         if (m.models.some((x) => x.name === name)) setChoice(encodeChoice({ kind: "base", name }));
@@ -85,7 +93,7 @@ export function Playground() {
     setCheckpoint("final");
     setCheckpoints([]);
     if (!selectedJob) return;
-    getJson<{ artifacts: Artifact[] }>(`/api/jobs/${encodeURIComponent(selectedJob)}/artifacts`)
+    getJson<Answer<"listArtifacts">>(`/api/jobs/${encodeURIComponent(selectedJob)}/artifacts`)
       .then((r) =>
         setCheckpoints(r.artifacts.filter((a) => a.kind === "checkpoint").sort((a, b) => a.step - b.step)),
       )
@@ -148,20 +156,16 @@ export function Playground() {
         buffered = lines.pop() ?? "";
         for (const line of lines) {
           if (!line.trim()) continue;
-          const msg = JSON.parse(line) as {
-            delta?: string;
-            toolCalls?: ChatMessage["tool_calls"];
-            error?: { message: string };
-          };
-          if (msg.error) throw new Error(msg.error.message);
-          if (msg.toolCalls) {
+          const msg = JSON.parse(line) as StudioChatLine;
+          if ("error" in msg) throw new Error(msg.error.message);
+          if ("toolCalls" in msg) {
             called = true;
             setMessages([
               ...history,
               { role: "assistant", content: reply || null, tool_calls: msg.toolCalls },
             ]);
           }
-          if (msg.delta) {
+          if ("delta" in msg && msg.delta) {
             reply += msg.delta;
             setMessages([...history, { role: "assistant", content: reply }]);
           }

@@ -1,6 +1,7 @@
 // /api/deployments: a thin layer over the SDK's deployment methods. Every call
 // re-reads credentials and state; CloudApiError keeps its upstream status.
-import type { CreateDeploymentRequest, Deployment, UpdateDeploymentRequest } from "@svc/wire";
+// Each answer is the cloud route's (`satisfies Answer<...>`), which the page reads.
+import type { Answer, CreateDeploymentRequest, Deployment, UpdateDeploymentRequest } from "@svc/wire";
 import { type Context, Hono } from "hono";
 import { ensuredProjectSession, existingProjectSession, projectSessionOr404 } from "../cloud-session.js";
 import type { StudioEnv } from "../env.js";
@@ -29,23 +30,30 @@ export function deploymentRoutes(env: StudioEnv): Hono {
   app.get("/", async (c) => {
     const s = await existingProjectSession(env.projectDir);
     const deployments: Deployment[] = s ? await s.client.listDeployments() : [];
-    return c.json({ deployments });
+    return c.json({ deployments } satisfies Answer<"listDeployments">);
   });
 
   // The first create of an anonymous project writes .svc/state.json.
   app.post("/", async (c) => {
     const body = (await jsonObjectBody(c)) as unknown as CreateDeploymentRequest;
     const s = await ensuredProjectSession(env.projectDir);
-    return c.json({ deployment: await s.client.createDeployment(body) }, 201);
+    return c.json(
+      { deployment: await s.client.createDeployment(body) } satisfies Answer<"createDeployment">,
+      201,
+    );
   });
 
   app.get("/:id", async (c) => {
-    return c.json({ deployment: await (await session()).client.getDeployment(c.req.param("id")) });
+    return c.json({
+      deployment: await (await session()).client.getDeployment(c.req.param("id")),
+    } satisfies Answer<"getDeployment">);
   });
 
   app.patch("/:id", async (c) => {
     const body = (await jsonObjectBody(c)) as UpdateDeploymentRequest;
-    return c.json({ deployment: await (await session()).client.updateDeployment(c.req.param("id"), body) });
+    return c.json({
+      deployment: await (await session()).client.updateDeployment(c.req.param("id"), body),
+    } satisfies Answer<"updateDeployment">);
   });
 
   app.delete("/:id", async (c) => {
@@ -54,7 +62,9 @@ export function deploymentRoutes(env: StudioEnv): Hono {
   });
 
   app.get("/:id/keys", async (c) => {
-    return c.json({ keys: await (await session()).client.listDeploymentKeys(c.req.param("id")) });
+    return c.json({
+      keys: await (await session()).client.listDeploymentKeys(c.req.param("id")),
+    } satisfies Answer<"listDeploymentKeys">);
   });
 
   app.post("/:id/keys", async (c) => {
@@ -62,12 +72,12 @@ export function deploymentRoutes(env: StudioEnv): Hono {
     if (typeof body.label !== "string")
       throw new StudioError(400, "invalid_request", "label: expected a string");
     const key = await (await session()).client.issueDeploymentKey(c.req.param("id"), { label: body.label });
-    return c.json({ key }, 201);
+    return c.json({ key } satisfies Answer<"issueDeploymentKey">, 201);
   });
 
   app.delete("/:id/keys/:keyId", async (c) => {
     const key = await (await session()).client.revokeDeploymentKey(c.req.param("id"), c.req.param("keyId"));
-    return c.json({ key });
+    return c.json({ key } satisfies Answer<"revokeDeploymentKey">);
   });
 
   return app;

@@ -10,6 +10,7 @@ import type {
   ChatMessage,
   InferArgs,
   ResponseFormat,
+  StudioChatLine,
   ToolChoice,
   ToolDefinition,
 } from "@svc/wire";
@@ -76,7 +77,7 @@ export function inferenceRoutes(env: StudioEnv): Hono {
     const ndjson = { "Content-Type": "application/x-ndjson; charset=utf-8", "Cache-Control": "no-cache" };
     if (args.tools?.length) {
       const message = (await s.client.infer(args)).choices[0]?.message;
-      const lines = [
+      const lines: StudioChatLine[] = [
         ...(message?.content ? [{ delta: message.content }] : []),
         ...(message?.tool_calls?.length ? [{ toolCalls: message.tool_calls }] : []),
       ];
@@ -86,7 +87,7 @@ export function inferenceRoutes(env: StudioEnv): Hono {
     // Wait for the first piece so an upstream refusal still answers with its own status.
     const first = await deltas.next();
     const encoder = new TextEncoder();
-    const line = (v: unknown) => encoder.encode(`${JSON.stringify(v)}\n`);
+    const line = (v: StudioChatLine) => encoder.encode(`${JSON.stringify(v)}\n`);
     const body = new ReadableStream<Uint8Array>({
       async start(controller) {
         try {

@@ -1,7 +1,9 @@
 // /api/jobs: list, detail, artifacts, exports, cancel, the profile of a job's training
 // dataset for its base model and maxLength, and the SSE proxy of a job's
 // events (Last-Event-ID passed through so the browser's reconnect resumes).
+// Each JSON answer is the cloud route's (`satisfies Answer<...>`), which the page reads.
 import {
+  type Answer,
   DEFAULT_PROFILE_MAX_LENGTH,
   type ExportFormat,
   type Job,
@@ -21,17 +23,19 @@ export function jobRoutes(env: StudioEnv): Hono {
   app.get("/", async (c) => {
     const s = await existingProjectSession(env.projectDir);
     const jobs: Job[] = s ? await s.client.listJobs() : [];
-    return c.json({ jobs });
+    return c.json({ jobs } satisfies Answer<"listJobs">);
   });
 
   app.get("/:id", async (c) => {
     const id = c.req.param("id");
-    return c.json({ job: await (await session(id)).client.getJob(id) });
+    return c.json({ job: await (await session(id)).client.getJob(id) } satisfies Answer<"getJob">);
   });
 
   app.get("/:id/artifacts", async (c) => {
     const id = c.req.param("id");
-    return c.json({ artifacts: await (await session(id)).client.listArtifacts(id) });
+    return c.json({
+      artifacts: await (await session(id)).client.listArtifacts(id),
+    } satisfies Answer<"listArtifacts">);
   });
 
   // Exports of the job's final adapter: written by the cloud API, downloaded through here.
@@ -44,12 +48,12 @@ export function jobRoutes(env: StudioEnv): Hono {
       format: body.format as ExportFormat,
       ...(body.quant ? { quant: body.quant } : {}),
     });
-    return c.json({ export: info }, 202);
+    return c.json({ export: info } satisfies Answer<"createExport">, 202);
   });
 
   app.get("/:id/exports/:exportId", async (c) => {
     const { client } = await session(c.req.param("id"));
-    return c.json({ export: await client.getExport(c.req.param("exportId")) });
+    return c.json({ export: await client.getExport(c.req.param("exportId")) } satisfies Answer<"getExport">);
   });
 
   app.get("/:id/exports/:exportId/:file", async (c) => {
@@ -74,12 +78,15 @@ export function jobRoutes(env: StudioEnv): Hono {
       baseModel: job.baseModel,
       maxLength: job.hyperparameters.lora?.maxLength ?? DEFAULT_PROFILE_MAX_LENGTH,
     });
-    return c.json({ profile }, profile.status === "pending" ? 202 : 200);
+    return c.json(
+      { profile } satisfies Answer<"getDatasetProfile">,
+      profile.status === "pending" ? 202 : 200,
+    );
   });
 
   app.post("/:id/cancel", async (c) => {
     const id = c.req.param("id");
-    return c.json({ job: await (await session(id)).client.cancelJob(id) });
+    return c.json({ job: await (await session(id)).client.cancelJob(id) } satisfies Answer<"cancelJob">);
   });
 
   app.get("/:id/events", async (c) => {

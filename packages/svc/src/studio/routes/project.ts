@@ -1,7 +1,7 @@
 // /api/manifest, /api/credentials and /api/models: the project's trainer, the
 // identity shown in the header, and the base models for the pickers;
 // /api/models/pull: the server downloading a Hub model (the picker's Download).
-import type { StudioIdentityBody } from "@svc/wire";
+import type { Answer, StudioIdentityBody, StudioManifestBody } from "@svc/wire";
 import { Hono } from "hono";
 import { cloudApiUrl, isDefaultCloudApi } from "../../sdk/config.js";
 import { ensureCredentials, readCredentials } from "../../sdk/credentials.js";
@@ -20,7 +20,9 @@ export function projectRoutes(env: StudioEnv): Hono {
   // Rebuilt on every call, so reloading the page picks up edits to src/svc/index.ts.
   app.get("/manifest", async (c) => {
     const manifest = await loadManifest(env.projectDir, { rebuild: true });
-    return c.json({ trainer: manifest.trainer ? { name: manifest.trainer.name } : null });
+    return c.json({
+      trainer: manifest.trainer ? { name: manifest.trainer.name } : null,
+    } satisfies StudioManifestBody);
   });
 
   app.get("/credentials", async (c) => {
@@ -45,7 +47,7 @@ export function projectRoutes(env: StudioEnv): Hono {
 
   app.get("/models", async (c) => {
     const { client } = await openCloudSession();
-    return c.json({ models: await client.listModels() });
+    return c.json({ models: await client.listModels() } satisfies Answer<"listModels">);
   });
 
   app.post("/models/pull", async (c) => {
@@ -53,12 +55,12 @@ export function projectRoutes(env: StudioEnv): Hono {
     if (typeof body.model !== "string")
       throw new StudioError(400, "invalid_request", "model: expected a string");
     const { client } = await openCloudSession();
-    return c.json({ pull: await client.pullModel(body.model) }, 202);
+    return c.json({ pull: await client.pullModel(body.model) } satisfies Answer<"pullModel">, 202);
   });
 
   app.get("/models/pull/:id", async (c) => {
     const { client } = await openCloudSession();
-    return c.json({ pull: await client.getModelPull(c.req.param("id")) });
+    return c.json({ pull: await client.getModelPull(c.req.param("id")) } satisfies Answer<"getModelPull">);
   });
 
   return app;
