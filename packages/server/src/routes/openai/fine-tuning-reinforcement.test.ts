@@ -91,10 +91,18 @@ test("refusals name the field: the grader's, and what svc cannot honour", () => 
   for (const [field, value] of [
     ["compute_multiplier", 0.1],
     ["compute_multiplier", 0.3],
-    ["eval_interval", 2],
-    ["eval_samples", 2],
     ["reasoning_effort", "medium"],
     ["beta", 0.1],
   ] as const)
     assert.equal(param(rft({ grader: GRADER, hyperparameters: { [field]: value } })), `${hp}.${field}`);
+  // eval_interval and eval_samples are numbers svc honours, but only with a validation_file to evaluate.
+  for (const field of ["eval_interval", "eval_samples"]) {
+    const method = check(rft({ grader: GRADER, hyperparameters: { [field]: 2 } }), "method");
+    assert.throws(
+      () => svcTraining(method, 5, 8, false, DEFAULT_JOB_LIMITS),
+      (error: Error & { param?: string }) =>
+        error.param === `${hp}.${field}` && /give one/.test(error.message),
+    );
+    assert.equal(svcTraining(method, 5, 8, true, DEFAULT_JOB_LIMITS).method, "grpo");
+  }
 });
