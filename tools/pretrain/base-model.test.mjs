@@ -9,7 +9,8 @@ import { readFileSync, statSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
-import { loadModel, needs } from "@svc/engine";
+import { loadModel } from "@svc/engine";
+import { needs } from "@svc/engine/testing";
 
 const repo = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 const dir = join(repo, "models", "pico-llama");
