@@ -1,7 +1,7 @@
 // Follows one job's SSE stream: status per the spec's state table, loss series,
 // the 500-row event log, artifact count and failure text. The browser's own
 // EventSource reconnect (with Last-Event-ID) handles interruptions; `end` closes.
-import { JOB_EVENT_TYPES, type JobStatus } from "@svc/wire";
+import { JOB_EVENT_TYPES, type JobEvent, type JobEventType, type JobStatus } from "@svc/wire";
 import { useEffect, useState } from "react";
 import { jobEventsUrl } from "../api.js";
 import { applyDownloadEvent, type Download, downloadKey } from "../lib/download-progress.js";
@@ -55,6 +55,19 @@ const initial = (): JobEventState => ({
   precision: null,
 });
 
+const EVENT_TYPES: ReadonlySet<string> = new Set(JOB_EVENT_TYPES);
+
+/**
+ * A frame as the wire's JobEvent (its SSE name is its type), or null for a name the wire does not
+ * define or a body that is not a JSON object: the stream's shape comes from @svc/wire, not from
+ * checks written here. Fields that events recorded by older servers lack are optional in the wire.
+ */
+function asJobEvent(name: string, payload: Record<string, unknown>): JobEvent | null {
+  if (!EVENT_TYPES.has(name) || typeof payload !== "object" || payload === null || Array.isArray(payload))
+    return null;
+  return { ...payload, type: name as JobEventType } as JobEvent;
+}
+
 function reduce(s: JobEventState, event: string, raw: string, id: string): JobEventState {
   let payload: Record<string, unknown> = {};
   try {
@@ -75,31 +88,31 @@ function reduce(s: JobEventState, event: string, raw: string, id: string): JobEv
     log: appendLogEntry(s.log, entry),
     downloads: applyDownloadEvent(s.downloads, event, payload),
   };
-  const step = typeof payload.step === "number" ? payload.step : null;
-  switch (event) {
+  const ev = asJobEvent(event, payload);
+  switch (ev?.type) {
     case "training.started":
       next.status = "running";
-      if (typeof payload.totalSteps === "number") next.totalSteps = payload.totalSteps;
+      next.totalSteps = ev.totalSteps;
       next.precision = precisionOfStarted(payload) ?? s.precision;
-      if (typeof payload.attempt === "number") {
-        next.attempt = payload.attempt;
-        next.restartedAfter = typeof payload.restartedAfter === "string" ? payload.restartedAfter : null;
+      if (ev.attempt !== undefined) {
+        next.attempt = ev.attempt;
+        next.restartedAfter = ev.restartedAfter ?? null;
       }
       // A resumed run logs the steps after its checkpoint again: its frames replace the earlier ones.
-      if (typeof payload.resumedFromStep === "number") {
-        next.series = dropStepsAfter(s.series, payload.resumedFromStep);
-        next.grpo = dropGrpoStepsAfter(s.grpo, payload.resumedFromStep);
-        next.lastStep = payload.resumedFromStep;
+      if (ev.resumedFromStep !== undefined) {
+        next.series = dropStepsAfter(s.series, ev.resumedFromStep);
+        next.grpo = dropGrpoStepsAfter(s.grpo, ev.resumedFromStep);
+        next.lastStep = ev.resumedFromStep;
       }
       break;
     case "training.log":
       next.series = addLogFrame(s.series, payload);
       next.grpo = addGrpoFrame(s.grpo, payload);
       next.runtime = runtimeOfLog(payload) ?? s.runtime;
-      if (step !== null) next.lastStep = step;
+      next.lastStep = ev.step;
       break;
     case "checkpoint.saved":
-      if (step !== null) next.lastStep = Math.max(step, s.lastStep ?? 0);
+      next.lastStep = Math.max(ev.step, s.lastStep ?? 0);
       break;
     case "training.completed":
       next.status = "completed";
