@@ -20,6 +20,10 @@ export class OpenAiError extends ApiError {
   }
 }
 
+/** A 400 in OpenAI's shape naming `param` (code "invalid_request" unless given): the OpenAI routes' refusal. */
+export const refuseParam = (param: string, message: string, code = "invalid_request"): OpenAiError =>
+  new OpenAiError(400, code, message, param);
+
 /** The paths of OpenAI's API: their errors take OpenAI's shape (svc's own model pulls keep svc's). */
 const OPENAI_PATHS = /^\/v1\/(files|fine_tuning|chat\/completions|responses|models)(\/|$)/;
 

@@ -9,7 +9,7 @@ import type { ApiEnv, ServerContext } from "../../context.js";
 import type { DatasetsTable } from "../../db/schema.js";
 import { ApiError } from "../../http/api-error.js";
 import { readBodyBytes } from "../../http/body.js";
-import { noSuch, OpenAiError } from "../../http/openai-error.js";
+import { noSuch, OpenAiError, refuseParam } from "../../http/openai-error.js";
 import { oneOf, string } from "../../http/validate.js";
 import { storeDataset } from "../datasets.js";
 import { unixSeconds } from "./fine-tuning-job-object.js";
@@ -47,14 +47,11 @@ const datasetFile = (row: Pick<DatasetsTable, "id" | "name" | "bytes" | "created
   expires_at: null,
 });
 
-const refuse = (param: string, message: string, code = "invalid_request") =>
-  new OpenAiError(400, code, message, param);
-
 /** The multipart body's `file` and `purpose`; anything else in it is refused, naming it. */
 async function readUpload(c: Context, limit: number): Promise<{ file: File; purpose: string }> {
   const type = c.req.header("content-type") ?? "";
   if (!/^multipart\/form-data\s*;/i.test(type))
-    throw refuse(
+    throw refuseParam(
       "file",
       `POST /v1/files takes multipart/form-data with "file" and "purpose" (got ${type || "no content type"})`,
     );
@@ -63,16 +60,16 @@ async function readUpload(c: Context, limit: number): Promise<{ file: File; purp
   try {
     form = await new Response(bytes, { headers: { "content-type": type } }).formData();
   } catch {
-    throw refuse("file", "the request body is not valid multipart/form-data");
+    throw refuseParam("file", "the request body is not valid multipart/form-data");
   }
   for (const key of form.keys())
     if (key !== "file" && key !== "purpose")
-      throw refuse(key, `"${key}" is not a known field of a file upload`);
+      throw refuseParam(key, `"${key}" is not a known field of a file upload`);
   const file = form.get("file");
   const purpose = form.get("purpose");
   if (!(file instanceof File))
-    throw refuse("file", `"file" is required: the file itself, as a multipart file field`);
-  if (typeof purpose !== "string") throw refuse("purpose", `"purpose" is required`);
+    throw refuseParam("file", `"file" is required: the file itself, as a multipart file field`);
+  if (typeof purpose !== "string") throw refuseParam("purpose", `"purpose" is required`);
   return { file, purpose };
 }
 
@@ -114,14 +111,14 @@ export function fileRoutes(ctx: ServerContext) {
     const { file, purpose } = await readUpload(c, ctx.maxDatasetBytes);
     oneOf(PURPOSES)(purpose, "purpose");
     if (purpose !== "fine-tune")
-      throw refuse(
+      throw refuseParam(
         "purpose",
         `"purpose": svc keeps files for fine-tuning only: send "fine-tune" (got ${JSON.stringify(purpose)})`,
       );
     const name = string({ min: 1, max: 200 })(file.name, "file");
     const bytes = Buffer.from(await file.arrayBuffer());
     if (bytes.length === 0)
-      throw refuse(
+      throw refuseParam(
         "file",
         `"file" is empty: send a JSONL file, one training example a line`,
         "invalid_file_format",
@@ -139,7 +136,7 @@ export function fileRoutes(ctx: ServerContext) {
     } catch (error) {
       // The dataset check's message names the file's line and field.
       if (error instanceof ApiError && error.code === "invalid_dataset")
-        throw refuse("file", error.message, "invalid_file_format");
+        throw refuseParam("file", error.message, "invalid_file_format");
       throw error;
     }
   });

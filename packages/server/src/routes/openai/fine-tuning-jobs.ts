@@ -8,7 +8,7 @@ import { type Context, Hono } from "hono";
 import type { ApiEnv, ServerContext } from "../../context.js";
 import { ApiError } from "../../http/api-error.js";
 import { readJson } from "../../http/body.js";
-import { noSuch, OpenAiError } from "../../http/openai-error.js";
+import { noSuch, OpenAiError, refuseParam } from "../../http/openai-error.js";
 import { inRange, nullable, object, optional, parseBody, string } from "../../http/validate.js";
 import { metadataCheck } from "../../inference/chat-params.js";
 import type { JobRow } from "../../store/job-store.js";
@@ -23,9 +23,6 @@ import { fineTunedModelOr404 } from "./models.js";
 import { datasetIdOf, jobIdOf } from "./openai-ids.js";
 import { checkQuery, limitQuery, metadataFilters, pageAfter } from "./openai-list.js";
 import { canSee, scopedProject } from "./openai-scope.js";
-
-const refuse = (param: string, message: string, code = "invalid_request") =>
-  new OpenAiError(400, code, message, param);
 
 const SUFFIX = /^[A-Za-z0-9._-]+$/;
 
@@ -46,7 +43,10 @@ const createBody = (limits: JobLimits) =>
     integrations: nullable(
       optional((value: unknown, path: string) => {
         if (Array.isArray(value) && value.length === 0) return value;
-        throw refuse(path, `"${path}": svc has no integrations (Weights & Biases); send [] or leave it out`);
+        throw refuseParam(
+          path,
+          `"${path}": svc has no integrations (Weights & Biases); send [] or leave it out`,
+        );
       }),
     ),
   });
@@ -84,7 +84,7 @@ async function startingModel(
     };
   } catch (error) {
     if (!(error instanceof OpenAiError)) throw error;
-    throw refuse(
+    throw refuseParam(
       "model",
       `Model ${model} is not available for fine-tuning or does not exist.`,
       "model_not_available",
@@ -114,7 +114,7 @@ export function fineTuningJobRoutes(ctx: ServerContext) {
     const datasetId = datasetIdOf(id);
     const dataset = datasetId ? await ctx.store.datasets.get(datasetId) : undefined;
     if (!dataset || dataset.project_id !== project.id)
-      throw refuse(
+      throw refuseParam(
         field,
         `invalid ${field}: no file ${id} in project ${project.orgSlug}/${project.slug}`,
         `invalid_${field}`,
@@ -136,7 +136,7 @@ export function fineTuningJobRoutes(ctx: ServerContext) {
     // An ft: model continues from that job's final adapter, or a checkpoint's (:ckpt-step-N).
     const start = request.model.startsWith("ft:") ? await startingModel(ctx, c, request.model) : null;
     if (request.method && request.hyperparameters)
-      throw refuse(
+      throw refuseParam(
         "hyperparameters",
         `"hyperparameters" (legacy) and "method" cannot both be given; send method.supervised.hyperparameters`,
       );

@@ -19,7 +19,7 @@ import {
   type TrainingLogEvent,
   type TrainingMethod,
 } from "@svc/wire";
-import { OpenAiError } from "../../http/openai-error.js";
+import { OpenAiError, refuseParam } from "../../http/openai-error.js";
 import { type Check, inRange, object, oneOf, optional } from "../../http/validate.js";
 import {
   BASE_LEARNING_RATE,
@@ -57,9 +57,6 @@ const BASE_RATE: Record<TrainingMethod, number> = {
 };
 const MAX_RATE = hyperparameterRanges().learningRate.max as number;
 
-const refuse = (param: string, message: string, code = "invalid_request") =>
-  new OpenAiError(400, code, message, param);
-
 /** A number within its check, or "auto". */
 const autoOr =
   (check: Check<number>): Check<number | "auto"> =>
@@ -74,7 +71,7 @@ export const hyperparametersCheck = (limits: JobLimits, baseRate = BASE_LEARNING
     autoOr(inRange({ integer: false, exclusiveMin: 0, max: MAX_RATE / baseRate })),
   ),
   reasoning_effort: optional((_value: unknown, path: string): never => {
-    throw refuse(path, `"${path}": svc's models are not reasoning models; leave reasoning_effort out`);
+    throw refuseParam(path, `"${path}": svc's models are not reasoning models; leave reasoning_effort out`);
   }),
 });
 

@@ -26,7 +26,7 @@ import {
   type TrainingLogEvent,
 } from "@svc/wire";
 import { parseGrader } from "../../graders/grader-schema.js";
-import { OpenAiError } from "../../http/openai-error.js";
+import { refuseParam } from "../../http/openai-error.js";
 import { type Check, inRange, object, optional } from "../../http/validate.js";
 import {
   BASE_LEARNING_RATE,
@@ -59,8 +59,6 @@ export interface ReinforcementHyperparameters extends SupervisedHyperparameters 
 
 const HP = "method.reinforcement.hyperparameters";
 
-const refuse = (param: string, message: string) => new OpenAiError(400, "invalid_request", message, param);
-
 /** A number within its range, or "auto". */
 const autoOr =
   (range: NumericRange): Check<number | "auto"> =>
@@ -75,7 +73,7 @@ const computeMultiplier: Check<number | "auto"> = (value, path) => {
     max: (GENERATIONS.max as number) / GRPO_BASE_GENERATIONS,
   })(value, path);
   if (!Number.isInteger(multiplier * GRPO_BASE_GENERATIONS))
-    throw refuse(
+    throw refuseParam(
       path,
       `"${path}": svc samples ${GRPO_BASE_GENERATIONS} × compute_multiplier completions per prompt, which must be a whole number (${multiplier} gives ${multiplier * GRPO_BASE_GENERATIONS}); use a multiple of 1/${GRPO_BASE_GENERATIONS}`,
     );
@@ -119,7 +117,10 @@ export function svcReinforcement(
     ["eval_samples", samples],
   ] as const)
     if (value !== undefined && value !== "auto" && !withValidation)
-      throw refuse(`${HP}.${field}`, `"${HP}.${field}": sets how the validation_file is evaluated; give one`);
+      throw refuseParam(
+        `${HP}.${field}`,
+        `"${HP}.${field}": sets how the validation_file is evaluated; give one`,
+      );
   const hyperparameters = svcHyperparameters(
     resolved,
     seed,
