@@ -21,6 +21,8 @@ import type { HealthSample } from "./sse-load.js";
 export const HEALTHZ_MS = 200;
 /** On a loaded machine: the longest any /healthz may take. */
 export const LOADED_MAX_MS = 10_000;
+/** The fewest /healthz rounds a bound is judged on. */
+export const MIN_ROUNDS = 5;
 /** Runnable tasks of other processes, on average, up to which the machine counts as quiet. */
 export const QUIET_OTHERS = 0.5;
 
@@ -132,7 +134,7 @@ export const loadLine = (seen: LoadSeen) =>
 
 /** The bound above on one server's /healthz samples (`who` names it in messages). */
 export function assertHealthz(who: string, health: ReturnType<typeof healthSummary>, seen: LoadSeen): void {
-  assert.ok(health.n >= 5, `${health.n} /healthz rounds on ${who}`);
+  assert.ok(health.n >= MIN_ROUNDS, `${health.n} /healthz rounds on ${who}`);
   assert.ok(!health.api.failed && !health.edge.failed, `no /healthz failed on ${who}`);
   if (seen.others <= QUIET_OTHERS) {
     for (const [name, h] of [

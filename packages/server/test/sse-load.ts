@@ -223,6 +223,18 @@ export function probeHealth(apiUrl: string, edgeUrl: string, intervalMs = 50) {
     pid: proc.pid,
     /** The samples taken from `since` on. */
     since: (since: number) => samples.filter((s) => s.at >= since),
+    /**
+     * Resolves once `n` rounds have been taken from `since` on. A load that
+     * ends within a few rounds on a fast machine is held (its non-readers
+     * stay connected) until the bound has enough answers to be judged on.
+     */
+    async rounds(since: number, n: number, timeoutMs = 30_000) {
+      const deadline = Date.now() + timeoutMs;
+      while (samples.filter((s) => s.at >= since).length < n) {
+        if (Date.now() > deadline) throw new Error(`fewer than ${n} /healthz rounds within ${timeoutMs} ms`);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    },
     stop: () => proc.kill(),
   };
 }
