@@ -85,13 +85,15 @@ function sgemm(kern, [, m, n, k, transA, transB], budget) {
 
 async function engineWorker(name, steps, decodeTokens, decodeReps, sgemmBudget, precision) {
   const { parseModelConfig } = await import(join(dist, "families", "index.js"));
-  const { ModelGraph, profile } = await import(join(dist, "model.js"));
-  const { initLoraAdapter, loraLayersOf, loraParams, zerosLike } = await import(join(dist, "lora.js"));
-  const { AdamW, clipGradNorm } = await import(join(dist, "optim.js"));
-  const { makeBatch } = await import(join(dist, "batching.js"));
+  const { ModelGraph, profile } = await import(join(dist, "graph", "model.js"));
+  const { initLoraAdapter, loraLayersOf, loraParams, zerosLike } = await import(
+    join(dist, "adapters", "lora.js")
+  );
+  const { AdamW, clipGradNorm } = await import(join(dist, "training", "optim.js"));
+  const { makeBatch } = await import(join(dist, "data", "batching.js"));
   const { writeTestTokenizer } = await import(join(dist, "testing", "test-tokenizer.js"));
-  const { loadTokenizer } = await import(join(dist, "tokenizer.js"));
-  const { createGenerator } = await import(join(dist, "generate.js"));
+  const { loadTokenizer } = await import(join(dist, "text", "tokenizer.js"));
+  const { createGenerator } = await import(join(dist, "generation", "generate.js"));
   const { getKernels } = await import(join(dist, "kernels", "index.js"));
   const { Rng } = await import(join(dist, "rng.js"));
 

@@ -10,7 +10,7 @@ import { join } from "node:path";
  */
 export async function randomTrainingWeights(dist, config, precision, kern) {
   const { randomModelWeights } = await import(join(dist, "testing", "random-weights.js"));
-  const { resolvePrecision, trainingWeights } = await import(join(dist, "train-precision.js"));
+  const { resolvePrecision, trainingWeights } = await import(join(dist, "training", "train-precision.js"));
   const resolved = resolvePrecision(precision, undefined, kern);
   const one = { ...config, numHiddenLayers: 1, layers: config.layers.slice(0, 1) };
   let whole = null;

@@ -1,7 +1,8 @@
 // The project's one test command: build everything, then run every compiled
 // test file with Node's test runner, plus the plain-JS tests of tools/ (the
-// bundled base model's checks) and of scripts/ (this runner's). Arguments narrow the run to test files
-// whose path contains any of them (e.g. `npm test -- engine`).
+// bundled base model's checks), of scripts/ (this runner's) and of bench/
+// (that its scripts still find the modules they load). Arguments narrow the
+// run to test files whose path contains any of them (e.g. `npm test -- engine`).
 //
 // The run provisions its PostgreSQL (one throwaway cluster, unless
 // SVC_TEST_DATABASE_URL names a server) and ends with a summary of what it
@@ -43,6 +44,9 @@ for (const pkg of readdirSync(join(root, "packages"))) {
   candidates.push(...walk(dist, ".test.js"));
 }
 candidates.push(...walk(join(root, "tools"), ".test.mjs"), ...walk(join(root, "scripts"), ".test.mjs"));
+// bench/'s own tests sit at its top level (its subfolders hold peers' node_modules).
+for (const name of readdirSync(join(root, "bench")))
+  if (name.endsWith(".test.mjs")) candidates.push(join(root, "bench", name));
 const files = candidates
   .map((f) => relative(root, f))
   .filter((rel) => filters.length === 0 || filters.some((x) => rel.includes(x)));
