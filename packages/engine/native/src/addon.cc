@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <chrono>
+
 #include "addon_args.h"
 #include "addon_matmul.h"
 #include "addon_memory.h"
@@ -234,6 +236,45 @@ napi_value str(napi_env env, const char* s) {
   return v;
 }
 
+// peakGflops(kind: "bf16" | "fp32", seconds) -> the best GFLOP/s of peak.h's loop
+// over about `seconds` (calls of at least 20 ms each), or null where this
+// table or CPU lacks that kind. Timed here: the ISA units hold no clock.
+napi_value PeakGflops(napi_env env, napi_callback_info info) {
+  Call c;
+  if (!start(env, info, c, "peakGflops")) return nullptr;
+  napi_valuetype t;
+  napi_typeof(env, c.argv[0], &t);
+  if (t != napi_string) return fail(c, false, "kind", "must be \"bf16\" or \"fp32\""), nullptr;
+  char name[8] = "";
+  size_t len = 0;
+  napi_get_value_string_utf8(env, c.argv[0], name, sizeof name, &len);
+  int kind = strcmp(name, "fp32") == 0 ? SVC_PEAK_FP32 : strcmp(name, "bf16") == 0 ? SVC_PEAK_BF16 : -1;
+  if (kind < 0) return fail(c, true, "kind", "must be \"bf16\" or \"fp32\""), nullptr;
+  double seconds;
+  if (!num(c, 1, "seconds", &seconds)) return nullptr;
+  if (!(seconds > 0 && seconds <= 60)) return fail(c, true, "seconds", "must be in (0, 60], got %g", seconds), nullptr;
+  napi_value out;
+  if (c.t->peak_flops(kind, 0) < 0) return napi_get_null(env, &out), out;
+  using clock = std::chrono::steady_clock;
+  auto timed = [&](long iters, double* flops) {
+    auto t0 = clock::now();
+    *flops = c.t->peak_flops(kind, iters);
+    return std::chrono::duration<double>(clock::now() - t0).count();
+  };
+  long iters = 256;
+  double flops, s = timed(iters, &flops);
+  while (s < 0.02 && iters < (1L << 30)) s = timed(iters *= 2, &flops);
+  double best = flops / s;
+  auto start_at = clock::now();
+  for (int calls = 0; calls < 3 || std::chrono::duration<double>(clock::now() - start_at).count() < seconds;
+       calls++) {
+    s = timed(iters, &flops);
+    if (flops / s > best) best = flops / s;
+  }
+  napi_create_double(env, best / 1e9, &out);
+  return out;
+}
+
 // create(isa: string) -> kernel functions bound to that ISA's table.
 napi_value Create(napi_env env, napi_callback_info info) {
   size_t argc = 1;
@@ -282,6 +323,7 @@ napi_value Create(napi_env env, napi_callback_info info) {
       {"adamw", Adamw},
       {"matmulQuant", MatmulQuant},
       {"matmulQuantTrain", MatmulQuantTrain},
+      {"peakGflops", PeakGflops},
   };
   napi_value obj;
   napi_create_object(env, &obj);

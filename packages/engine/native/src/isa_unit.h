@@ -10,6 +10,7 @@
 #include "quant_int.h"
 #include "quant_igemm.h"
 #include "quant_train.h"
+#include "peak.h"
 
 static const SvcKernelTable kTable = {
     SVC_ISA_NAME,      matmul,          matmul_low_rank, packed_b_floats,   pack_b_ahead,
@@ -23,4 +24,5 @@ static const SvcKernelTable kTable = {
     matmul_quant,      0,
 #endif
     matmul_quant_train, quant_train_bf16_dot,
+    peak_flops,
 };

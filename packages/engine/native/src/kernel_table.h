@@ -3,6 +3,9 @@
 #pragma once
 #include <stdint.h>
 
+// The kinds of arithmetic peak_flops measures (peak.h).
+enum { SVC_PEAK_FP32 = 0, SVC_PEAK_BF16 = 1 };
+
 struct SvcKernelTable {
   const char* isa;
   // bPacked (may be null): op(b) packed ahead by pack_b, read by the blocked path.
@@ -56,4 +59,7 @@ struct SvcKernelTable {
                              long n, long k, bool transW, bool accumulate, float alpha);
   // Whether matmul_quant_train multiplies bf16 weights with native bf16 dot products (x rounded to bf16).
   bool (*bf16_dot)();
+  // Runs the peak loop (peak.h) for kind (SVC_PEAK_*) on every pool thread; returns the FLOPs done,
+  // or -1 where this unit or CPU lacks that kind. The caller times it.
+  double (*peak_flops)(int kind, long iters);
 };

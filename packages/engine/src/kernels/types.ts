@@ -49,6 +49,15 @@ export interface Kernels {
    */
   readonly bf16Dot?: boolean;
   /**
+   * The machine's arithmetic peak as these kernels can reach it, in GFLOP/s:
+   * independent multiply-add chains over registers on every pool thread, for
+   * about `seconds` (best of the calls). "fp32": FMA (native avx512, avx2);
+   * "bf16": vdpbf16ps, 64 FLOPs each (native AVX-512 units on a CPU with
+   * AVX512_BF16). null where this implementation or CPU lacks that kind;
+   * absent (portable kernels): not measured. For bench/kernels.mjs.
+   */
+  peakGflops?(kind: "bf16" | "fp32", seconds: number): number | null;
+  /**
    * n zeroed floats on a 64-byte boundary, where the kernels write large
    * outputs with streaming stores that need aligned lines (native). Absent:
    * a plain Float32Array serves as well.
