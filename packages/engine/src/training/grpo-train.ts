@@ -1,55 +1,35 @@
-// GRPO (DeepSeekMath's group relative policy optimisation) with LoRA: train()'s
-// loop (train.ts, as preference-train.ts uses it) where each step samples a
-// group of completions per prompt, scores them, and takes one policy-gradient
-// update (grpo-step.ts, grpo-objective.ts). batchSize counts prompts per
-// micro-batch and a step takes batchSize × gradientAccumulationSteps prompts,
-// so a step trains on that many × numGenerations completions; the data order,
-// schedule, clipping, AdamW, checkpoints and resume are train()'s.
-import { writeFileSync } from "node:fs";
-import { join } from "node:path";
-import { initLoraAdapter, loraLayersOf, loraParams, zerosLike } from "../adapters/lora.js";
-import { saveAdapter } from "../adapters/peft.js";
+// GRPO (DeepSeekMath's group relative policy optimisation) with LoRA: the
+// shared loop (training-loop.ts, as train.ts and preference-train.ts use it)
+// where each step samples a group of completions per prompt, scores them, and
+// takes one policy-gradient update (grpo-step-pass.ts, grpo-step.ts,
+// grpo-objective.ts). batchSize counts prompts per micro-batch and a step takes
+// batchSize × gradientAccumulationSteps prompts, so a step trains on that many
+// × numGenerations completions; the data order, schedule, clipping, AdamW,
+// checkpoints and resume are the loop's.
 import { allowedValues, EngineError } from "../errors.js";
 import { createGenerator } from "../generation/generate.js";
-import { ModelGraph } from "../graph/model.js";
-import type { LoraLayers } from "../graph/weights.js";
-import { getKernels } from "../kernels/index.js";
-import type {
-  CheckpointInfo,
-  Tokenizer,
-  TrainHyperparameters,
-  TrainOptions,
-  TrainProgress,
-  TrainResult,
-} from "../types.js";
+import type { Tokenizer, TrainHyperparameters, TrainOptions, TrainProgress, TrainResult } from "../types.js";
 import { evaluateGrpo, type GrpoEvalMetrics, type GrpoEvalSet } from "./grpo-eval.js";
-import { stepRewardFigures } from "./grpo-figures.js";
 import {
   DEFAULT_GRPO,
   GRPO_NORMALIZATIONS,
   type GrpoNormalization,
   type GrpoSettings,
-  groupAdvantages,
 } from "./grpo-objective.js";
-import { type GrpoSample, type GrpoScorer, resolveRewards, scoreBatch } from "./grpo-rewards.js";
+import { type GrpoScorer, resolveRewards } from "./grpo-rewards.js";
+import { type GrpoRow, preparePrompts, type SampledCompletion } from "./grpo-step.js";
 import {
-  completionExample,
-  type GrpoRow,
-  grpoPass,
-  preparePrompts,
-  type SampledCompletion,
-  sampleGroups,
-} from "./grpo-step.js";
-import { AdamW, clipGradNorm } from "./optim.js";
-import { learningRateAt } from "./schedule.js";
-import { epochOrder, plannedSteps, resolveHyperparameters } from "./train.js";
-import {
-  loadStartAdapter,
-  restoreCheckpoint,
-  type TrainerState,
-  writeOptimizerState,
-} from "./train-checkpoint.js";
-import { resolvePrecision, trainingWeights } from "./train-precision.js";
+  beginGrpoStep,
+  type GrpoMetrics,
+  type GrpoStepContext,
+  type GrpoStepFigures,
+} from "./grpo-step-pass.js";
+import { plannedSteps, resolveHyperparameters } from "./train.js";
+import { frozenStartAdapter, type TrainerState } from "./train-checkpoint.js";
+import { runTrainingLoop, startTrainingRun, type TrainingObjective } from "./training-loop.js";
+
+// GrpoMetrics is what a step's pass computes, so it is declared there; exported here with the progress.
+export type { GrpoMetrics } from "./grpo-step-pass.js";
 
 export interface GrpoHyperparameters {
   /** Completions sampled per prompt, the group (default 8, at least 2). */
@@ -113,28 +93,10 @@ export function resolveGrpo(h: GrpoHyperparameters): GrpoResolved {
   return r;
 }
 
-/** One step's GRPO figures. */
-export interface GrpoMetrics {
-  /** Mean combined reward over the step's completions, and the mean of the groups' standard deviations. */
-  reward: number;
-  rewardStd: number;
-  /** Each reward function's own mean. */
-  rewards: Record<string, number>;
-  /** Mean k3 KL to the reference over the trained tokens; null when beta = 0 (no reference pass). */
-  kl: number | null;
-  /** Mean completion length in tokens. */
-  completionLength: number;
-  /** Fraction of groups whose rewards were all equal (they train nothing). */
-  zeroAdvantageFraction: number;
-  clipFraction: number;
-  /** A few of the step's completions (the first group's first ones) with their scores. */
-  samples: GrpoSample[];
-}
-
 export interface GrpoProgress extends TrainProgress {
   grpo: GrpoMetrics;
   /** Seconds spent sampling, scoring and updating this step. */
-  timing: { generation: number; scoring: number; update: number };
+  timing: GrpoStepFigures["timing"];
   /** The eval set's figures when an eval ran at this step (every evalSteps-th and the last); else null. */
   evalGrpo: GrpoEvalMetrics | null;
 }
@@ -172,16 +134,12 @@ function heldOut(tokenizer: Tokenizer, options: GrpoTrainOptions, maxLength: num
   return { rows, rowNumbers, prompts: preparePrompts(tokenizer, rows, "evalSet", rowNumbers, maxLength) };
 }
 
-const nextTick = () => new Promise<void>((resolve) => setImmediate(resolve));
-const seconds = (since: number) => (performance.now() - since) / 1000;
-
 export async function trainGrpo(options: GrpoTrainOptions): Promise<TrainResult> {
   const settings = resolveHyperparameters(options.hyperparameters);
   const grpo = resolveGrpo(options.hyperparameters);
-  const [rewardNames, rewardWeights] = resolveRewards(options.rewardNames, options.rewardWeights);
-  const precision = resolvePrecision(options.precision, options.baseWeights, getKernels());
-  const { model, outputDir, signal } = options;
-  const config = model.config;
+  const [names, weights] = resolveRewards(options.rewardNames, options.rewardWeights);
+  const rewards = { score: options.score, names, weights };
+  const { model, signal } = options;
   if (!Array.isArray(options.trainSet) || options.trainSet.length === 0)
     bad("trainSet is empty: GRPO needs at least one prompt");
   const prompts = preparePrompts(
@@ -191,256 +149,78 @@ export async function trainGrpo(options: GrpoTrainOptions): Promise<TrainResult>
     options.rowNumbers,
     settings.maxLength,
   );
-  const rowNumber = (i: number) => options.rowNumbers?.[i] ?? i + 1;
   const evalSet = heldOut(model.tokenizer, options, settings.maxLength);
   const n = prompts.length;
-  const G = grpo.numGenerations;
-  const B = settings.batchSize;
-  const samplesPerStep = B * settings.gradientAccumulationSteps;
-  const stepsPerEpoch = Math.ceil(n / samplesPerStep);
-  const totalSteps = plannedSteps(n, options.hyperparameters);
-  const pad = model.tokenizer.padTokenId;
-
-  const adapter = initLoraAdapter(config, settings.lora, settings.seed);
-  const lora = loraLayersOf(adapter, config);
-  const gradAdapter = zerosLike(adapter);
-  const grads = loraLayersOf(gradAdapter, config);
-  const params = loraParams(adapter);
-  const gradList = loraParams(gradAdapter);
-  const optimizer = new AdamW(params, {
-    beta1: settings.adamBeta1,
-    beta2: settings.adamBeta2,
-    eps: settings.adamEpsilon,
-    weightDecay: settings.weightDecay,
-  });
-  const history: TrainerState["log_history"] = [];
-  let step = 0;
-  if (options.resumeFrom) {
-    step = restoreCheckpoint(options.resumeFrom, adapter, optimizer, history, {
-      n,
-      samplesPerStep,
-      seed: settings.seed,
-    });
-  } else if (options.startAdapter) loadStartAdapter(options.startAdapter, adapter);
+  const run = startTrainingRun(options, settings, n, plannedSteps(n, options.hyperparameters));
   // From a start adapter, that adapter, frozen, is the reference (kept also on resume); else the adapter off.
-  let reference: LoraLayers | null = null;
-  if (options.startAdapter && grpo.beta > 0) {
-    const frozen = initLoraAdapter(config, settings.lora, settings.seed);
-    loadStartAdapter(options.startAdapter, frozen);
-    reference = loraLayersOf(frozen, config);
-  }
-  const graph = new ModelGraph(config, trainingWeights(model.weights, config, precision));
+  const reference =
+    options.startAdapter && grpo.beta > 0
+      ? frozenStartAdapter(options.startAdapter, model.config, settings.lora, settings.seed)
+      : null;
   // samples under the adapter object the optimizer updates in place: always the current policy
-  const generator = createGenerator(model, { maxBatch: Math.min(64, samplesPerStep * G) });
-  const checkpoints: CheckpointInfo[] = [];
-  const adapterBase = {
-    baseModelName: options.baseModelName ?? model.dir,
-    baseModelRevision: options.baseModelRevision,
+  const generator = createGenerator(model, {
+    maxBatch: Math.min(64, run.samplesPerStep * grpo.numGenerations),
+  });
+  const sampling = { ...grpo, maxLength: settings.maxLength, seed: settings.seed };
+  const context: GrpoStepContext = {
+    trainSet: options.trainSet,
+    prompts,
+    rowNumber: (i) => options.rowNumbers?.[i] ?? i + 1,
+    generator,
+    adapter: run.adapter,
+    sampling,
+    grpo,
+    batchSize: settings.batchSize,
+    pass: { graph: run.graph, lora: run.lora, grads: run.grads, reference, pad: model.tokenizer.padTokenId },
+    rewards,
+    samplesShown: options.samplesPerStep,
+    sampleCompletions: options.sampleCompletions,
+    signal,
   };
-  const writeCheckpoint = async (): Promise<CheckpointInfo> => {
-    const dir = join(outputDir, `checkpoint-${step}`);
-    saveAdapter(adapter, dir, adapterBase);
-    const state: TrainerState = {
-      global_step: step,
-      total_steps: totalSteps,
-      epoch: step / stepsPerEpoch,
-      seed: settings.seed,
-      train_examples: n,
-      samples_per_step: samplesPerStep,
-      steps_per_epoch: stepsPerEpoch,
-      data_position: {
-        epoch: Math.floor(step / stepsPerEpoch),
-        offset: (step % stepsPerEpoch) * samplesPerStep,
-      },
-      lora: { r: adapter.spec.r, alpha: adapter.spec.alpha, target_modules: adapter.spec.targetModules },
-      log_history: history,
-    };
-    writeFileSync(join(dir, "trainer_state.json"), `${JSON.stringify(state, null, 2)}\n`);
-    writeOptimizerState(join(dir, "optimizer.safetensors"), adapter, optimizer);
-    const info = { step, dir };
-    checkpoints.push(info);
-    await options.onCheckpoint?.(info);
-    return info;
-  };
-  const cancelled = async (): Promise<TrainResult> => {
-    for (const g of gradList) g.fill(0);
-    const { dir } = await writeCheckpoint();
-    return {
-      status: "cancelled",
-      precision,
-      steps: step,
-      finalLoss: lastLoss,
-      evalLoss: null,
-      adapterDir: dir,
-      checkpoints,
-    };
-  };
-
-  let order: number[] = [];
-  let orderEpoch = -1;
-  let lastLoss: number | null = null;
-  while (step < totalSteps) {
-    if (signal?.aborted) return cancelled();
-    const epoch = Math.floor(step / stepsPerEpoch);
-    if (epoch !== orderEpoch) {
-      order = epochOrder(n, settings.seed, epoch);
-      orderEpoch = epoch;
-    }
-    const start = (step % stepsPerEpoch) * samplesPerStep;
-    const rows = order.slice(start, Math.min(n, start + samplesPerStep));
-    const began = performance.now();
-    const sampled = options.sampleCompletions
-      ? options.sampleCompletions(rows, step)
-      : await sampleGroups(
-          generator,
-          adapter,
-          prompts,
-          rows,
-          step,
-          { ...grpo, maxLength: settings.maxLength, seed: settings.seed },
-          signal,
-        );
-    if (signal?.aborted) return cancelled();
-    const generation = seconds(began);
-    const scoringBegan = performance.now();
-    const items = sampled.map((c) => ({
-      row: options.trainSet[c.row],
-      rowNumber: rowNumber(c.row),
-      completion: c.text,
-    }));
-    let scored: [number[][], Float64Array];
-    try {
-      scored = await scoreBatch(options.score, items, rewardNames, rewardWeights, step + 1);
-    } catch (error) {
-      // Stopped while the scorer was asked (a pause: the trainer's scorer is gone): the steps done are
-      // checkpointed, and this one is trained after the resume, on scores that came.
-      if (signal?.aborted) return cancelled();
-      throw error;
-    }
-    const [scores, combined] = scored;
-    const scoring = seconds(scoringBegan);
-    const updateBegan = performance.now();
-    const { advantages, zeroGroups } = groupAdvantages(combined, G, grpo.scaleRewards);
-    const examples = sampled.map((c) => completionExample(prompts[c.row], c.tokenIds));
-    let batchTokens = 0;
-    let batchKept = 0;
-    sampled.forEach((c, i) => {
-      if (zeroGroups[Math.floor(i / G)]) return;
-      batchTokens += c.tokenIds.length;
-      batchKept++;
-    });
-    let loss = 0;
-    let klSum = 0;
-    let clipped = 0;
-    // one micro-batch is B prompts' groups; a zero group adds nothing, so it is not run
-    for (let g0 = 0; g0 < zeroGroups.length; g0 += B) {
-      if (signal?.aborted) return cancelled();
-      const members: number[] = [];
-      for (let g = g0; g < Math.min(zeroGroups.length, g0 + B); g++)
-        if (!zeroGroups[g]) for (let k = 0; k < G; k++) members.push(g * G + k);
-      if (members.length === 0) continue;
-      const part = grpoPass(
-        members.map((i) => examples[i]),
-        members.map((i) => advantages[i]),
-        { graph, lora, grads, reference, settings: grpo, pad, batchTokens, batchKept },
-      );
-      loss += part.loss;
-      klSum += part.klSum;
-      clipped += part.clippedTokens;
-      await nextTick();
-    }
-    clipGradNorm(gradList, settings.maxGradNorm);
-    const learningRate = learningRateAt(
-      settings.lrSchedulerType,
-      settings.learningRate,
-      step,
-      settings.warmupSteps,
-      totalSteps,
-    );
-    optimizer.update(gradList, learningRate);
-    for (const g of gradList) g.fill(0);
-    step++;
-    lastLoss = loss;
-    const update = seconds(updateBegan);
-
-    const totalTokens = sampled.reduce((sum, c) => sum + c.tokenIds.length, 0);
-    const figures = stepRewardFigures(
-      items,
-      scores,
-      combined,
-      advantages,
-      zeroGroups,
-      rewardNames,
-      G,
-      options.samplesPerStep,
-    );
-    const metrics: GrpoMetrics = {
-      ...figures,
-      kl: grpo.beta > 0 ? (batchTokens > 0 ? klSum / batchTokens : 0) : null,
-      completionLength: totalTokens / sampled.length,
-      clipFraction: batchTokens > 0 ? clipped / batchTokens : 0,
-    };
-    const elapsed = seconds(began);
-    const evalNow = settings.evalSteps !== undefined && step % settings.evalSteps === 0;
-    const evalGrpo =
-      evalSet && (evalNow || step === totalSteps)
-        ? await evaluateGrpo(
+  const objective: TrainingObjective<GrpoStepFigures, GrpoEvalMetrics, GrpoProgress> = {
+    beginStep: (indices) => beginGrpoStep(context, indices, run.step),
+    evaluate: evalSet
+      ? (evalSignal) =>
+          evaluateGrpo(
             generator,
-            adapter,
+            run.adapter,
             evalSet,
-            {
-              ...grpo,
-              numGenerations: grpo.evalGenerations,
-              maxLength: settings.maxLength,
-              seed: settings.seed,
-            },
-            { score: options.score, names: rewardNames, weights: rewardWeights },
-            step,
-            signal,
+            { ...sampling, numGenerations: grpo.evalGenerations },
+            rewards,
+            run.step,
+            evalSignal,
           )
-        : null;
-    const progress: GrpoProgress = {
-      step,
-      totalSteps,
-      loss,
-      evalLoss: null,
-      evalTokenAccuracy: null,
-      evalExactMatch: null,
-      learningRate,
-      epoch: step / stepsPerEpoch,
-      tokensPerSecond: elapsed > 0 ? totalTokens / elapsed : 0,
-      // the update's forward and backward ran over the prompts and completions of groups with an advantage
-      trainedTokens: examples.reduce(
-        (sum, e, i) => (zeroGroups[Math.floor(i / G)] ? sum : sum + e.inputIds.length),
-        0,
-      ),
-      grpo: metrics,
-      timing: { generation, scoring, update },
-      evalGrpo,
-    };
-    const { samples: _samples, ...logged } = metrics;
-    history.push({
-      step,
-      loss,
-      eval_loss: null,
-      learning_rate: learningRate,
-      epoch: progress.epoch,
-      grpo: logged,
-      ...(evalGrpo ? { eval_grpo: evalGrpo } : {}),
-    } as TrainerState["log_history"][number]);
-    await options.onProgress?.(progress);
-    if (settings.saveSteps !== undefined && step % settings.saveSteps === 0) await writeCheckpoint();
-    await nextTick();
-  }
-  const finalDir = join(outputDir, "final");
-  saveAdapter(adapter, finalDir, adapterBase);
-  return {
-    status: "completed",
-    precision,
-    steps: step,
-    finalLoss: lastLoss,
-    evalLoss: null,
-    adapterDir: finalDir,
-    checkpoints,
+      : null,
+    // GRPO's eval is rewards, not a loss
+    evalLoss: () => null,
+    report(base, figures, evalGrpo) {
+      const progress: GrpoProgress = {
+        step: base.step,
+        totalSteps: base.totalSteps,
+        loss: base.loss,
+        evalLoss: null,
+        evalTokenAccuracy: null,
+        evalExactMatch: null,
+        learningRate: base.learningRate,
+        epoch: base.epoch,
+        tokensPerSecond: figures.tokensPerSecond,
+        trainedTokens: base.trainedTokens,
+        grpo: figures.grpo,
+        timing: figures.timing,
+        evalGrpo,
+      };
+      const { samples: _samples, ...logged } = figures.grpo;
+      const row = {
+        step: base.step,
+        loss: base.loss,
+        eval_loss: null,
+        learning_rate: base.learningRate,
+        epoch: base.epoch,
+        grpo: logged,
+        ...(evalGrpo ? { eval_grpo: evalGrpo } : {}),
+      } as TrainerState["log_history"][number];
+      return { progress, row };
+    },
   };
+  return runTrainingLoop(run, objective, options.onProgress);
 }

@@ -1,9 +1,9 @@
 // The optimizer loop every LoRA trainer shares (SFT in train.ts, DPO/SimPO in
-// preference-train.ts): the adapter and AdamW, resume from a checkpoint, each
-// epoch's shuffled order cut into steps, gradient accumulation over
-// micro-batches, clipping, the schedule, the eval cadence, checkpoints (adapter
-// + trainer_state.json + optimizer moments), cancel, progress and tokens/s. A
-// trainer hands in what differs as a TrainingObjective: how one step's examples
+// preference-train.ts, GRPO in grpo-train.ts): the adapter and AdamW, resume
+// from a checkpoint, each epoch's shuffled order cut into steps, gradient
+// accumulation over micro-batches, clipping, the schedule, the eval cadence,
+// checkpoints (adapter + trainer_state.json + optimizer moments), cancel,
+// progress and tokens/s. A trainer hands in what differs as a TrainingObjective: how one step's examples
 // give a loss and gradients, how its eval is computed, and which figures its
 // progress events and log_history rows carry. One copy of the loop keeps the
 // checkpoint format and the resume rule the same for every method.
@@ -162,9 +162,13 @@ export interface TrainingObjective<F, E, P extends TrainProgress> {
   beginStep(indices: number[]): StepPass<F> | null | Promise<StepPass<F> | null>;
   /** The eval pass (null when aborted part-way); null when the run has no eval set. */
   evaluate: ((signal?: AbortSignal) => Promise<E | null>) | null;
-  /** the loss an eval reports as TrainResult.evalLoss */
-  evalLoss(evaluation: E): number;
-  /** The step's progress event and its log_history row, from the shared figures and the objective's. */
+  /** the loss an eval reports as TrainResult.evalLoss; null for an eval that is no loss (GRPO's rewards) */
+  evalLoss(evaluation: E): number | null;
+  /**
+   * The step's progress event and its log_history row, from the shared figures and the objective's.
+   * base.tokensPerSecond is the step's tokens over its micro-batches; an objective whose step does
+   * more (GRPO samples and scores first) reports its own.
+   */
   report(
     base: StepReport,
     figures: F,
