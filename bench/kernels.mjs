@@ -5,13 +5,29 @@
 // repeated runs, taken in several rounds over all cells (ours and PyTorch's
 // alternating), so a burst of background load depresses no cell for long.
 //
+// Then the bf16 section (issue 38; --no-bf16 leaves it out): the machine's
+// measured peaks, "bf16 dot-product peak" (vdpbf16ps on every thread, native
+// AVX-512 units of a CPU with AVX512_BF16; "none on this CPU (no AVX512_BF16)"
+// elsewhere) and "fp32 FMA peak" (the best native unit's FMA), each unit's own
+// on a line; then a table of the GFLOP/s of matmulQuantTrain on bf16 weights
+// (what a `precision: "bf16"` step runs: vdpbf16ps where the unit has it, W
+// widened to fp32 elsewhere) for the training GEMMs of --bf16-shapes
+// (shapes.mjs's trainingGemms plus q's input gradient, the LM head in the row
+// chunks lm-head.ts runs), per column as above, torch.matmul on bf16 tensors
+// (kernels_torch.py bf16, 2 threads), and the best native rate's and torch's
+// percent of the peak (bf16 where the CPU has it, else fp32 FMA).
+//
 //   npm run build && nice -n 10 node bench/kernels.mjs [--budget 0.2] [--rounds 3] [--no-torch] [--portable-max-gflop 3]
+//       [--no-bf16] [--bf16-shapes small,qwen] [--peak-seconds 1]
 import { spawnSync } from "node:child_process";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { loadNativeKernels, loadPortableKernels } from "../packages/engine/dist/src/kernels/index.js";
+import { SHAPES as MODEL_SHAPES, trainingGemms } from "./shapes.mjs";
+import { bf16Gemm } from "./train-precision.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
+const dist = join(here, "..", "packages", "engine", "dist", "src");
 
 function flag(name, fallback) {
   const i = process.argv.indexOf(`--${name}`);
@@ -80,9 +96,11 @@ for (const isa of ["wasm-simd", "js"]) {
   } catch {}
 }
 
-function torchRound() {
-  const r = spawnSync("/usr/bin/python3", [join(here, "kernels_torch.py"), "2", String(budget)], {
-    input: JSON.stringify(SHAPES),
+// fp32: Debian's PyTorch 1.13 (/usr/bin/python3), as before; bf16: the python3
+// on PATH (PyTorch 2.x where .ci/install put the transformers peer's wheels)
+function torchRound(shapes = SHAPES, dtype = "fp32", python = "/usr/bin/python3") {
+  const r = spawnSync(python, [join(here, "kernels_torch.py"), "2", String(budget), dtype], {
+    input: JSON.stringify(shapes),
     encoding: "utf8",
   });
   if (r.status === 0) return JSON.parse(r.stdout);
@@ -140,3 +158,97 @@ console.log(`\nSGEMM GFLOP/s (best of repeated runs, ${rounds} rounds of ${budge
 console.log(line(header));
 console.log(widths.map((w) => "-".repeat(w)).join("-|-"));
 for (const r of rows) console.log(line(r));
+
+// ---- bf16 (issue 38) ----
+if (!process.argv.includes("--no-bf16")) {
+  const { parseModelConfig } = await import(join(dist, "families", "index.js"));
+  const peakSeconds = Number(flag("peak-seconds", "1"));
+  const torchPython = flag("torch-bf16-python", "python3");
+  // the machine's peaks: the best over the native units, each unit's own printed
+  const peak = { bf16: null, fp32: null };
+  console.log(`\nmeasured peaks (GFLOP/s, every pool thread, ${peakSeconds}s each):`);
+  for (const [name, kern] of columns) {
+    if (!kern.peakGflops) continue;
+    const unit = { bf16: kern.peakGflops("bf16", peakSeconds), fp32: kern.peakGflops("fp32", peakSeconds) };
+    const show = (g) => (g === null ? "none" : g.toFixed(1));
+    console.log(`  ${name}: bf16 dot product ${show(unit.bf16)}, fp32 FMA ${show(unit.fp32)}`);
+    for (const kind of ["bf16", "fp32"])
+      if (unit[kind] !== null && unit[kind] > (peak[kind] ?? 0)) peak[kind] = unit[kind];
+  }
+  console.log(
+    peak.bf16 === null
+      ? "bf16 dot-product peak: none on this CPU (no AVX512_BF16)"
+      : `bf16 dot-product peak: ${peak.bf16.toFixed(1)} GFLOP/s`,
+  );
+  console.log(peak.fp32 === null ? "fp32 FMA peak: none" : `fp32 FMA peak: ${peak.fp32.toFixed(1)} GFLOP/s`);
+  // a bf16 step's products run on vdpbf16ps where the CPU has it, on fp32 FMAs (widened W) elsewhere
+  const [peakKind, peakRate] = peak.bf16 !== null ? ["bf16", peak.bf16] : ["fp32 FMA", peak.fp32];
+
+  const shapes = [];
+  for (const name of flag("bf16-shapes", "small,qwen").split(",")) {
+    const shape = MODEL_SHAPES[name];
+    if (!shape)
+      throw new Error(`--bf16-shapes: unknown shape ${name} (${Object.keys(MODEL_SHAPES).join(", ")})`);
+    const config = parseModelConfig(shape.config);
+    const N = shape.batch * shape.seq;
+    // the LM head's rows per chunk, as lm-head.ts runs it: 2^23 logits, at least 512 rows
+    const headRows = Math.max(1, Math.min(N, Math.max(512, Math.floor(2 ** 23 / config.vocabSize))));
+    const Q = config.numAttentionHeads * config.headDim;
+    const gemms = trainingGemms(config, shape.batch, shape.seq, headRows);
+    gemms.splice(1, 0, [`q dX ${N}x${config.hiddenSize}x${Q} NN`, N, config.hiddenSize, Q, false, false]);
+    for (const g of gemms) shapes.push([`${name} ${g[0]}`, ...g.slice(1)]);
+  }
+  const bestBf16 = shapes.map(() => new Map());
+  let torchInfo = withTorch ? undefined : null;
+  for (let round = 0; round < rounds; round++) {
+    for (const [s, shape] of shapes.entries()) {
+      const flop = 2 * shape[1] * shape[2] * shape[3];
+      for (const [name, kern] of columns) {
+        if (name.startsWith("portable") && flop / 1e9 > portableMaxGflop) continue;
+        const g = await bf16Gemm(dist, kern, shape, budget);
+        bestBf16[s].set(name, Math.max(bestBf16[s].get(name) ?? 0, g));
+      }
+    }
+    if (torchInfo !== null) {
+      const t = torchRound(shapes, "bf16", torchPython);
+      if (t) {
+        torchInfo = t;
+        for (const [s, shape] of shapes.entries())
+          bestBf16[s].set("torch", Math.max(bestBf16[s].get("torch") ?? 0, t.gflops[shape[0]]));
+      } else torchInfo = null;
+    }
+    console.log(`bf16 round ${round + 1}/${rounds} done`);
+  }
+  if (torchInfo)
+    console.log(`torch ${torchInfo.version} (${torchPython}), bf16, ${torchInfo.threads} threads`);
+  const pct = (g) => (g && peakRate ? `${((100 * g) / peakRate).toFixed(0)}%` : "-");
+  const head = [
+    "shape (m x n x k)",
+    ...columns.map(([name]) => name),
+    "best native % of peak",
+    ...(torchInfo ? ["torch bf16", "torch % of peak", "best native / torch"] : []),
+  ];
+  const body = shapes.map((shape, s) => {
+    const cells = [shape[0]];
+    let bestNative = 0;
+    for (const [name] of columns) {
+      const g = bestBf16[s].get(name);
+      if (name.startsWith("native") && g) bestNative = Math.max(bestNative, g);
+      cells.push(g ? g.toFixed(1) : "-");
+    }
+    cells.push(pct(bestNative));
+    if (torchInfo) {
+      const t = bestBf16[s].get("torch");
+      cells.push(t.toFixed(1), pct(t), bestNative ? `${(bestNative / t).toFixed(2)}x` : "-");
+    }
+    return cells;
+  });
+  const w = head.map((h, i) => Math.max(h.length, ...body.map((r) => r[i].length)));
+  const cellsLine = (cells) => cells.map((c, i) => (i === 0 ? c.padEnd(w[i]) : c.padStart(w[i]))).join(" | ");
+  console.log(
+    `\nbf16-weight GEMM (matmulQuantTrain) GFLOP/s, best of ${rounds} rounds of ${budget}s per cell; peak: ${peakKind} ${peakRate ? peakRate.toFixed(1) : "-"} GFLOP/s`,
+  );
+  console.log(cellsLine(head));
+  console.log(w.map((x) => "-".repeat(x)).join("-|-"));
+  for (const r of body) console.log(cellsLine(r));
+}
