@@ -1,20 +1,30 @@
 #!/usr/bin/env node
-// LoRA training of a 1.5B-parameter model on this machine: Qwen2.5-1.5B's
+// LoRA training of a large model on this machine: by default Qwen2.5-1.5B's
 // shape (bench/shapes.mjs "qwen-1.5b": hidden 1536, 28 layers, 12 heads / 2 KV
-// heads of 128, ffn 8960, vocab 151936, tied, q/k/v biases) with random fp32
-// weights, LoRA on every linear layer, AdamW with gradient clipping, on random
-// tokens with every position labelled; then greedy decode at batch 1.
+// heads of 128, ffn 8960, vocab 151936, tied, q/k/v biases; also "qwen-3b",
+// "qwen-7b") with random weights, LoRA on every linear layer, AdamW with
+// gradient clipping, on random tokens with every position labelled; then
+// greedy decode at batch 1.
 //
 //   npm run build && nice node bench/large-model.mjs [--shape qwen-1.5b] [--steps 3]
 //       [--batch 1] [--seq 256] [--r 16] [--decode-tokens 16]
+//       [--precision fp32|bf16] [--base-weights int8]
+//
+// --precision and --base-weights are the engine's train() settings
+// (docs/training-precision.md): the base weights are built layer by layer in
+// the run's format (train-precision.mjs's randomTrainingWeights), so the
+// process never holds the fp32 model and its peak RSS is the run's own.
+// The 8 GiB question (issue 38): `--batch 1 --seq 512 --steps 1
+// --decode-tokens 0`; the first step's backward is the peak.
 //
 // Prints the time to build the weights, every training step's time, the
 // median step, tokens/s, effective GFLOP/s (bench/shapes.mjs counts the
-// FLOPs), decode tokens/s and the process's peak RSS.
-import { mkdtempSync, rmSync } from "node:fs";
+// FLOPs), decode tokens/s, the peak RSS after training (VmHWM, in GiB) with
+// "fits in 8 GiB: yes/no", and the process's peak RSS at the end.
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
-import { randomModelWeights, writeTestTokenizer } from "@svc/engine/testing";
+import { writeTestTokenizer } from "@svc/engine/testing";
 import {
   initLoraAdapter,
   loraLayersOf,
@@ -30,6 +40,7 @@ import { Rng } from "../packages/engine/dist/src/rng.js";
 import { loadTokenizer } from "../packages/engine/dist/src/text/tokenizer.js";
 import { AdamW, clipGradNorm } from "../packages/engine/dist/src/training/optim.js";
 import { SHAPES, trainStepFlops } from "./shapes.mjs";
+import { randomTrainingWeights } from "./train-precision.mjs";
 
 function option(name, fallback) {
   const i = process.argv.indexOf(`--${name}`);
@@ -44,7 +55,17 @@ const B = Number(option("batch", String(shape.batch)));
 const T = Number(option("seq", String(shape.seq)));
 const r = Number(option("r", "16"));
 const decodeTokens = Number(option("decode-tokens", "16"));
+const precision = option("precision", "fp32");
+const baseWeights = option("base-weights", undefined);
 const rssMb = () => process.resourceUsage().maxRSS / 1024;
+/** The process's peak resident set (VmHWM, Linux), in GiB; maxRSS where /proc is absent. */
+const peakRssGiB = () => {
+  try {
+    const kb = readFileSync("/proc/self/status", "utf8").match(/^VmHWM:\s+(\d+) kB/m);
+    if (kb) return Number(kb[1]) / 2 ** 20;
+  } catch {}
+  return process.resourceUsage().maxRSS / 2 ** 20;
+};
 const load = () =>
   loadavg()
     .map((x) => x.toFixed(1))
@@ -62,10 +83,11 @@ console.log(
   `${shapeName}: ${shape.note}; ${(params / 1e9).toFixed(3)}B parameters (${((params * 4) / 2 ** 30).toFixed(2)} GiB fp32); batch ${B} x seq ${T}; LoRA r ${r} all-linear; kernels ${kern.name}/${kern.isa}; load average ${load()}`,
 );
 
+const dist = join(import.meta.dirname, "..", "packages", "engine", "dist", "src");
 let t0 = performance.now();
-const weights = randomModelWeights(config, 1);
+const { weights, resolved } = await randomTrainingWeights(dist, config, precision, kern, baseWeights);
 console.log(
-  `random weights: ${((performance.now() - t0) / 1000).toFixed(1)} s; peak RSS ${rssMb().toFixed(0)} MB`,
+  `random weights (${resolved.precision}, base ${resolved.baseWeights}): ${((performance.now() - t0) / 1000).toFixed(1)} s; peak RSS ${rssMb().toFixed(0)} MB`,
 );
 
 const adapter = initLoraAdapter(config, { r, alpha: 2 * r, targetModules: ["all-linear"] }, 1);
@@ -103,6 +125,7 @@ for (let s = 0; s <= steps; s++) {
 const stepS = median(stepTimes);
 const flops = trainStepFlops(config, B, T, r);
 const trainRss = rssMb();
+const trainHwm = peakRssGiB();
 
 const tokDir = mkdtempSync(join(tmpdir(), "svc-bench-tok-"));
 await writeTestTokenizer(tokDir);
@@ -137,6 +160,9 @@ console.log(
 );
 if (decodeRate !== null)
   console.log(`decode (batch 1, ${decodeTokens} tokens): ${decodeRate.toFixed(2)} tokens/s`);
+console.log(
+  `peak RSS after training (VmHWM): ${trainHwm.toFixed(2)} GiB in ${resolved.precision} on a ${resolved.baseWeights} base, batch ${B} x ${T}; fits in 8 GiB: ${trainHwm <= 8 ? "yes" : "no"}`,
+);
 console.log(
   `peak RSS: ${trainRss.toFixed(0)} MB after training, ${rssMb().toFixed(0)} MB at the end; load average ${load()}`,
 );

@@ -8,6 +8,14 @@
 // transformers 4.55 writes it, Qwen2.5-1.5B, SmolLM2-135M). Metadata keys are
 // left out; so is Qwen2.5's `"use_mrope": false`, which the engine's config
 // reader refuses today (it is false, so it changes nothing).
+// Qwen2.5-3B and Qwen2.5-7B (added for bench/large-model.mjs's 8 GiB question,
+// issue 38) are written from memory of their public config.json files, not
+// checked against a fetched copy (none could be fetched here): the sizes the
+// issue's brief gives (3B: hidden 2048, ffn 11008, 36 layers, 16 / 2 KV heads
+// of 128, tied; 7B: hidden 3584, ffn 18944, 28 layers, 28 / 4 KV heads of 128,
+// vocab 152064, untied), rope_theta 1e6, rms_norm_eps 1e-6; their
+// max_position_embeddings / sliding_window / max_window_layers (32768 / 32768
+// / 70 and 131072 / 131072 / 28) change nothing with use_sliding_window false.
 
 const llama = (sizes) => ({
   architectures: ["LlamaForCausalLM"],
@@ -123,6 +131,38 @@ export const SHAPES = {
       num_hidden_layers: 28,
       num_attention_heads: 12,
       num_key_value_heads: 2,
+      max_position_embeddings: 131072,
+      max_window_layers: 28,
+      sliding_window: 131072,
+    }),
+  },
+  "qwen-3b": {
+    note: "Qwen2.5-3B (Qwen2: q/k/v biases)",
+    batch: 1,
+    seq: 512,
+    config: qwen2({
+      hidden_size: 2048,
+      intermediate_size: 11008,
+      num_hidden_layers: 36,
+      num_attention_heads: 16,
+      num_key_value_heads: 2,
+      max_position_embeddings: 32768,
+      max_window_layers: 70,
+      sliding_window: 32768,
+    }),
+  },
+  "qwen-7b": {
+    note: "Qwen2.5-7B (Qwen2: q/k/v biases, untied head)",
+    batch: 1,
+    seq: 512,
+    config: qwen2({
+      hidden_size: 3584,
+      intermediate_size: 18944,
+      num_hidden_layers: 28,
+      num_attention_heads: 28,
+      num_key_value_heads: 4,
+      vocab_size: 152064,
+      tie_word_embeddings: false,
       max_position_embeddings: 131072,
       max_window_layers: 28,
       sliding_window: 131072,

@@ -6,12 +6,13 @@ import { join } from "node:path";
 /**
  * A shape's random weights as a `precision` run trains on them: layer by layer
  * (each a one-layer model's, seeded by its index), converted as soon as it is
- * made, so at most one layer is ever fp32 beside the embeddings.
+ * made, so at most one layer is ever fp32 beside the embeddings. `baseWeights`
+ * ("int8" or undefined) as the engine's train() takes it.
  */
-export async function randomTrainingWeights(dist, config, precision, kern) {
+export async function randomTrainingWeights(dist, config, precision, kern, baseWeights = undefined) {
   const { randomModelWeights } = await import(join(dist, "testing", "random-weights.js"));
   const { resolvePrecision, trainingWeights } = await import(join(dist, "training", "train-precision.js"));
-  const resolved = resolvePrecision(precision, undefined, kern);
+  const resolved = resolvePrecision(precision, baseWeights, kern);
   const one = { ...config, numHiddenLayers: 1, layers: config.layers.slice(0, 1) };
   let whole = null;
   for (let l = 0; l < config.numHiddenLayers; l++) {
