@@ -2,7 +2,7 @@
 // POST /v1/jobs `precision` and `baseWeights` (docs/training-precision.md,
 // docs/api.md): stored with the job, shown on it, handed to the engine, and
 // what ran reported on training.started. Values not understood are refused
-// with 400 naming the field; the torch backend's refusals name theirs.
+// with 400 naming the field. The torch backend takes the same settings.
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import {
@@ -55,7 +55,7 @@ for (const backend of ["sqlite", "postgres"] as const)
       const job = created.body.job;
       assert.equal(job.precision, "bf16");
       assert.equal(job.baseWeights, null);
-      assert.equal(job.backend, "engine", "only the engine trains in bf16 so far");
+      assert.equal(job.backend, "auto", "either backend trains in bf16");
       assert.equal(job.hyperparameters.precision, undefined, "lifted out of the hyperparameters");
       const events = await jobEvents(server, id, job.id);
       const started = events.find((e) => e.type === "training.started");
@@ -97,6 +97,21 @@ for (const backend of ["sqlite", "postgres"] as const)
       assert.equal(started?.baseWeights, "int8");
     });
 
+    it("the torch backend takes bf16 and an int8 base: the job is queued for a torch worker", async () => {
+      for (const body of [
+        { precision: "bf16", backend: "torch" },
+        { baseWeights: "int8", backend: "torch" },
+        { precision: "bf16", baseWeights: "int8", backend: "torch" },
+      ]) {
+        const res = await post({ ...body, dryRun: true });
+        assert.equal(res.status, 201, JSON.stringify(res.body));
+        assert.equal(res.body.job.backend, "torch", JSON.stringify(body));
+        assert.equal(res.body.job.precision, body.precision ?? "auto");
+        assert.equal(res.body.job.baseWeights, body.baseWeights ?? null);
+        await call(server.apiUrl, "POST", `/v1/jobs/${res.body.job.id}/cancel`, { token: id.token });
+      }
+    });
+
     it("values not understood are refused with 400 naming the field, and nothing is queued", async () => {
       const before = await call(server.apiUrl, "GET", `/v1/jobs?${id.scope}`, { token: id.token });
       const cases: [Record<string, unknown>, RegExp][] = [
@@ -105,12 +120,8 @@ for (const backend of ["sqlite", "postgres"] as const)
         [{ precision: 16 }, /precision/],
         [{ baseWeights: "int4" }, /"?baseWeights"? must be one of "int8"/],
         [
-          { precision: "bf16", backend: "torch" },
-          /"precision": the torch backend does not train in bf16 on every device yet/,
-        ],
-        [
-          { baseWeights: "int8", backend: "torch" },
-          /"baseWeights": the torch backend does not train on an int8 base/,
+          { baseWeights: "int8", backend: "torch", hyperparameters: { ...HP, torchModel: "transformers" } },
+          /"baseWeights": "int8" trains svc's decoder on the torch backend/,
         ],
       ];
       for (const [body, message] of cases) {

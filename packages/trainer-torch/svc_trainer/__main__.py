@@ -30,7 +30,9 @@ import torch.distributed as dist
 
 from .fsdp import fully_shard_api
 from .hf import PeftDecoder
+from .int8 import cast_float_parameters
 from .model import Decoder
+from .precision import resolve
 from .safetensors_io import read_safetensors
 from .trainer import Trainer
 
@@ -134,24 +136,37 @@ def main(argv=None):
         torch.manual_seed(job["settings"]["seed"])
         if job.get("fsdp"):
             fully_shard_api()  # refused before the weights are read where this torch cannot shard
-        # On CUDA the frozen base weights are kept in bf16 and matmuls run under bf16
-        # autocast; LoRA factors and AdamW's state stay fp32. The CPU computes in fp32.
-        bf16 = device.type == "cuda" and job.get("dtype", "bf16") == "bf16"
+        # bf16: the frozen base weights kept in bf16 and the forward and backward under bf16 autocast,
+        # on CUDA and on the CPU; int8: the projections and LM head held int8. LoRA factors and AdamW's
+        # state stay fp32 (precision.py).
+        precision, base_weights = resolve(job, device.type)
+        dtype = torch.bfloat16 if precision == "bf16" else torch.float32
+        int8 = base_weights == "int8"
+        if int8 and job.get("torchModel", "svc") != "svc":
+            raise ValueError('baseWeights "int8" trains svc\'s decoder on the torch backend; '
+                             'hyperparameters.torchModel "transformers" trains on a bf16 or fp32 base')
+        if int8 and job.get("fsdp"):
+            raise ValueError('baseWeights "int8" does not train under FSDP (--fsdp) yet: its int8 weights would not be sharded')
         if job.get("torchModel", "svc") == "transformers":
             if job.get("fsdp") or job.get("packing"):
                 raise ValueError('hyperparameters.torchModel "transformers" trains without --fsdp and --packing')
-            model = PeftDecoder(job["modelDir"], torch.bfloat16 if bf16 else torch.float32,
-                                bool(job.get("gradientCheckpointing")))
+            model = PeftDecoder(job["modelDir"], dtype, bool(job.get("gradientCheckpointing")))
         elif job.get("torchModel", "svc") == "svc":
             model = Decoder(job["model"])
             model.gradient_checkpointing = bool(job.get("gradientCheckpointing"))
             tensors, source = load_base_weights(job["modelDir"])
             model.load_checkpoint(tensors, source)
             del tensors
+            if int8:
+                model.quantize_base()  # from the checkpoint's values, before any cast
         else:
             raise ValueError(f'torchModel must be "svc" or "transformers" (got {json.dumps(job["torchModel"])})')
         # Under FSDP the base stays on the CPU until fully_shard moves each rank's shards to the device.
-        model.to("cpu" if job.get("fsdp") else device, dtype=torch.bfloat16 if bf16 else torch.float32)
+        if int8:
+            model.to(device)
+            cast_float_parameters(model, dtype)  # the int8 weights' scales stay fp32
+        else:
+            model.to("cpu" if job.get("fsdp") else device, dtype=dtype)
         if compiles(job, device, compile_layers):
             model.compile_layers()
         began = time.perf_counter()

@@ -67,8 +67,8 @@ def attach(model, spec, tensors):
     for layer in range(desc["numHiddenLayers"]):
         for module in modules:
             linear = getattr(getattr(model.model.layers[layer], module["parent"]), module["name"])
-            a = nn.Parameter(tensors[tensor_name(layer, module, "A")].clone().to(linear.weight.device))
-            b = nn.Parameter(tensors[tensor_name(layer, module, "B")].clone().to(linear.weight.device))
+            a = nn.Parameter(tensors[tensor_name(layer, module, "A")].clone().to(linear.device))
+            b = nn.Parameter(tensors[tensor_name(layer, module, "B")].clone().to(linear.device))
             linear.lora_A, linear.lora_B, linear.lora_scale = a, b, scale
             params += [(tensor_name(layer, module, "A"), a), (tensor_name(layer, module, "B"), b)]
     return params

@@ -20,6 +20,8 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
+from .int8 import Int8Weight
+
 LAYER_NORMS = ("attnNorm", "attnOutNorm", "mlpNorm", "mlpOutNorm")
 
 
@@ -50,9 +52,20 @@ class Linear(nn.Module):
         # Another policy's factors in place of the trained ones for a reference pass (lora.reference_policy):
         # (None, None) is the adapter switched off, (A, B) a frozen adapter's.
         self.lora_view = None
+        # The frozen weight held int8 in place of `weight` (quantize; baseWeights "int8").
+        self.int8 = None
+
+    @property
+    def device(self):
+        return (self.weight if self.weight is not None else self.int8.q).device
+
+    def quantize(self):
+        """Holds the frozen weight as int8 with per-row scales (int8.py) and drops the float copy."""
+        self.int8 = Int8Weight(self.weight)
+        self.register_parameter("weight", None)
 
     def forward(self, x):
-        y = F.linear(x, self.weight, self.bias)
+        y = F.linear(x, self.weight, self.bias) if self.int8 is None else self.int8.linear(x, self.bias)
         a, b = (self.lora_A, self.lora_B) if self.lora_view is None else self.lora_view
         if a is None:
             return y
@@ -221,9 +234,11 @@ def attention(q, k, v, scale, window, layout=None):
         visible = visible & (j > i - window)
     if sdpa is not None and q.is_cuda:
         return sdpa(q, k, v, attn_mask=visible, scale=scale)
-    scores = (q.float() @ k.float().transpose(-1, -2)) * scale
-    scores = scores.masked_fill(~visible, float("-inf"))
-    return (torch.softmax(scores, dim=-1) @ v.float()).to(q.dtype)
+    # fp32 scores and softmax under the CPU's bf16 autocast too (it would round these two matmuls to bf16)
+    with torch.autocast("cpu", enabled=False):
+        scores = (q.float() @ k.float().transpose(-1, -2)) * scale
+        scores = scores.masked_fill(~visible, float("-inf"))
+        return (torch.softmax(scores, dim=-1) @ v.float()).to(q.dtype)
 
 
 class Decoder(nn.Module):
@@ -238,11 +253,24 @@ class Decoder(nn.Module):
         self.model.add_module("norm", RMSNorm(C, desc["rmsNormEps"], desc["normPlusOne"]))
         if not desc["tieWordEmbeddings"]:
             self.add_module("lm_head", Linear(V, C, False))
+        # A tied LM head's own int8 copy (quantize_base); the embedding table stays as it is.
+        self.head_int8 = None
         self._tables = {}
         for p in self.parameters():
             p.requires_grad_(trainable)
         # Recompute each layer's activations in the backward pass instead of keeping them.
         self.gradient_checkpointing = False
+
+    def quantize_base(self):
+        """baseWeights "int8": every frozen projection and the LM head held int8 (int8.py), from the
+        loaded weights; embeddings and norms keep their dtype. Called before LoRA is attached."""
+        for layer in self.model.layers:
+            for linear, _ in layer.linears.values():
+                linear.quantize()
+        if self.desc["tieWordEmbeddings"]:
+            self.head_int8 = Int8Weight(self.model.embed_tokens.weight)
+        else:
+            self.lm_head.quantize()
 
     def compile_layers(self):
         """torch.compile each decoder layer: its elementwise work (norms, rope, activation, residuals)
@@ -299,8 +327,12 @@ class Decoder(nn.Module):
             else:
                 x = layer(x, rope, layout)
         x = self.model.norm(x)
-        head = self.model.embed_tokens.weight if desc["tieWordEmbeddings"] else self.lm_head.weight
-        logits = F.linear(x, head)
+        if not desc["tieWordEmbeddings"]:
+            logits = self.lm_head(x)
+        elif self.head_int8 is not None:
+            logits = self.head_int8.linear(x)
+        else:
+            logits = F.linear(x, self.model.embed_tokens.weight)
         if desc["logitScale"] != 1:
             logits = logits * desc["logitScale"]
         cap = desc["finalLogitSoftcap"]

@@ -32,6 +32,7 @@ from .batches import token_loss  # noqa: F401 (bench/torch-train.py reads it fro
 from .checkpoint import load_start_adapter, restore_checkpoint, write_checkpoint
 from .fsdp import shard_base
 from .lora import attach, init_adapter, save_adapter
+from .precision import resolve
 from .rng import epoch_order
 from .schedule import learning_rate_at
 
@@ -75,10 +76,11 @@ class Trainer:
         self.last_step = None
         self.world = dist.get_world_size() if dist.is_initialized() else 1
         self.rank = dist.get_rank() if dist.is_initialized() else 0
-        bf16 = device.type == "cuda" and job.get("dtype", "bf16") == "bf16"
+        bf16 = resolve(job, device.type)[0] == "bf16"  # what __main__ built the model for
         self.packing = bool(job.get("packing"))
         self.fsdp = bool(job.get("fsdp"))
-        self.autocast = (lambda: torch.autocast("cuda", dtype=torch.bfloat16)) if bf16 else _no_autocast
+        # on the CPU as on CUDA: autocast's bf16 products with fp32 LoRA factors and gradients
+        self.autocast = (lambda: torch.autocast(device.type, dtype=torch.bfloat16)) if bf16 else _no_autocast
 
     def share(self, items):
         """This rank's contiguous share of a list."""

@@ -163,16 +163,15 @@ export async function createJob(ctx: ServerContext, project: Project, body: Crea
     throw badRequest(`"evalFraction" cannot be combined with "evalDatasetId"`);
   const method = body.method ?? "sft";
   checkMethod(method, body);
-  // The torch backend's "auto" is bf16 autocast on CUDA and fp32 on the CPU, where it has no bf16 yet: a job
-  // asking for bf16 or an int8 base is the engine's (docs/training-precision.md#the-torch-backend).
-  // A GRPO job left at "auto" is the engine's too: the torch backend's sampling has no constrained decoding
-  // (a row's response_format), so it trains GRPO only when asked to (docs/post-training.md#backends).
-  const engineOnly = method === "grpo" || body.precision === "bf16" || body.baseWeights !== undefined;
-  if (body.backend === "torch" && (body.precision === "bf16" || body.baseWeights !== undefined))
+  // Both backends train every precision and an int8 base (docs/training-precision.md#the-torch-backend), so
+  // those leave a job's backend as asked. A GRPO job left at "auto" is the engine's: the torch backend's
+  // sampling has no constrained decoding (a row's response_format), so it trains GRPO only when asked to
+  // (docs/post-training.md#backends).
+  const engineOnly = method === "grpo";
+  // transformers + peft hold the base as transformers loads it (bf16 or fp32): the int8 base is svc's decoder's.
+  if (body.baseWeights !== undefined && body.hyperparameters?.torchModel === "transformers")
     throw badRequest(
-      body.baseWeights !== undefined
-        ? `"baseWeights": the torch backend does not train on an int8 base yet; leave "backend" out or set "engine"`
-        : `"precision": the torch backend does not train in bf16 on every device yet (its "auto" is bf16 on CUDA, fp32 on the CPU); leave "backend" out or set "engine"`,
+      `"baseWeights": "int8" trains svc's decoder on the torch backend; "hyperparameters.torchModel": "transformers" trains on a bf16 or fp32 base (leave one of them out)`,
     );
   let hyperparameters: JobHyperparameters = body.hyperparameters ?? { lora: { ...DEFAULT_LORA } };
   if (body.startAdapter) {
@@ -241,8 +240,7 @@ export async function createJob(ctx: ServerContext, project: Project, body: Crea
     lease_expires_at: null,
     resume_from: null,
     attempts: 0,
-    // Only the engine trains bf16 and int8 bases so far, and GRPO unless asked for the torch backend: such a
-    // job is the engine's, so a torch worker never claims it.
+    // GRPO is the engine's unless the torch backend is asked for, so a torch worker never claims it.
     backend: body.backend === "torch" ? "torch" : engineOnly ? "engine" : (body.backend ?? "auto"),
   });
   ctx.wakeWorkers();

@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import {
   answersMatch,
+  type BaseWeightFormat,
   type ExactMatchRow,
   exactMatchSample,
   FAMILIES,
@@ -74,10 +75,13 @@ export interface TorchJobOptions {
   /** "transformers": transformers + peft build the model instead of svc's decoder (svc_trainer/hf.py). */
   torchModel?: TorchModel;
   /**
-   * The job's precision: "fp32" trains in fp32 on CUDA too; "auto" (or none) is the backend's own rule, bf16
-   * autocast on CUDA and fp32 on the CPU. "bf16" and an int8 base are the engine's (routes/jobs.ts).
+   * The job's precision, resolved by svc_trainer (svc_trainer/precision.py): "bf16" is a bf16 base under bf16
+   * autocast on CUDA and the CPU, "fp32" fp32 everywhere, "auto" (or none) bf16 on CUDA and on a CPU with
+   * native bf16 dot products, fp32 elsewhere.
    */
   precision?: TrainingPrecision;
+  /** "int8": the frozen projections and LM head held int8 with per-row fp32 scales (svc_trainer/int8.py). */
+  baseWeights?: BaseWeightFormat;
   /** Written to the adapters' adapter_config.json: a Hub model's id and commit (default: the model's folder). */
   baseModelName?: string;
   baseModelRevision?: string;
@@ -148,7 +152,8 @@ function jobBase(options: Omit<TorchJobOptions, "prepared">, examples: number) {
     ...(options.packing ? { packing: true } : {}),
     ...(options.fsdp ? { fsdp: true } : {}),
     ...(options.torchModel === "transformers" ? { torchModel: "transformers" } : {}),
-    ...(options.precision === "fp32" ? { dtype: "fp32" } : {}),
+    ...(options.precision ? { precision: options.precision } : {}),
+    ...(options.baseWeights ? { baseWeights: options.baseWeights } : {}),
   };
 }
 

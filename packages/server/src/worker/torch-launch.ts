@@ -3,6 +3,7 @@
 // (and the GPUs asked for), so a worker that cannot train says so before it
 // claims a job.
 import { spawnSync } from "node:child_process";
+import type { BaseWeightFormat, TrainingPrecision } from "@svc/engine";
 import { TRAINER_TORCH_DIR } from "./torch-job.js";
 import type { TorchLaunch } from "./training-protocol.js";
 
@@ -78,4 +79,34 @@ export function resolveTorchLaunch(flags: TorchFlags, env: NodeJS.ProcessEnv = p
   throw new Error(
     `no Python with PyTorch${device === "cuda" ? " and CUDA" : ""} (${failures.join("; ")}): install torch, or pass --python or SVC_PYTHON`,
   );
+}
+
+/** What a torch run trains in, "auto" resolved: training.started's precision and baseWeights. */
+export interface TorchPrecision {
+  precision: "fp32" | "bf16";
+  baseWeights: "fp32" | "bf16" | "int8";
+}
+
+/**
+ * What svc_trainer will run for a job's precision and base weights on this worker's device, asked of
+ * svc_trainer itself (svc_trainer/precision.py, the one place the torch backend resolves "auto":
+ * bf16 on CUDA and on a CPU with native bf16 dot products, fp32 elsewhere).
+ */
+export function torchPrecision(
+  launch: Pick<TorchLaunch, "python" | "device">,
+  precision: TrainingPrecision,
+  baseWeights?: BaseWeightFormat,
+): TorchPrecision {
+  const args = ["-m", "svc_trainer.precision", "--device", launch.device, "--precision", precision];
+  if (baseWeights) args.push("--base-weights", baseWeights);
+  const probe = spawnSync(launch.python, args, {
+    cwd: TRAINER_TORCH_DIR,
+    env: { ...process.env, PYTHONPATH: TRAINER_TORCH_DIR },
+    encoding: "utf8",
+  });
+  if (probe.status !== 0)
+    throw new Error(
+      `svc_trainer could not resolve precision ${JSON.stringify(precision)}${baseWeights ? ` on an ${baseWeights} base` : ""}: ${probe.error?.message ?? (probe.stderr.trim() || `exit ${probe.status}`)}`,
+    );
+  return JSON.parse(probe.stdout) as TorchPrecision;
 }

@@ -25,6 +25,7 @@ import {
   writeTorchJob,
   writeTorchPreferenceJob,
 } from "./torch-job.js";
+import { torchPrecision } from "./torch-launch.js";
 import { combinedScorer, trainerScorer } from "./trainer-rewards.js";
 import { graderScorer } from "./training-grpo.js";
 import { trainingJudge } from "./training-judge.js";
@@ -145,11 +146,11 @@ async function prepareRun(launch: TorchLaunch, scratch: string): Promise<TorchRu
     );
   if (method !== "sft" && launch.fsdp)
     throw new Error(`method "${method}" does not train under FSDP yet: run it on a worker without --fsdp`);
-  // What svc_trainer runs (torch-job.ts precision): bf16 autocast on CUDA unless the job asked for fp32; fp32
-  // on the CPU. A bf16 or int8-base job is the engine's (routes/jobs.ts).
-  // A job from before precisions trained by the backend's own rule, which is what "auto" is here.
-  const precision = input.hyperparameters.precision ?? "auto";
-  const ran = launch.device === "cuda" && precision !== "fp32" ? "bf16" : "fp32";
+  // A job from before precisions trained in what svc_trainer ran then: bf16 autocast on CUDA, fp32 on the CPU.
+  const precision = input.hyperparameters.precision ?? (launch.device === "cuda" ? "bf16" : "fp32");
+  const { baseWeights } = input.hyperparameters;
+  // What svc_trainer will run, "auto" resolved on this machine by svc_trainer's own rule (precision.py).
+  const ran = torchPrecision(launch, precision, baseWeights);
   const common = {
     hyperparameters: input.hyperparameters,
     outputDir: input.outputDir,
@@ -158,6 +159,7 @@ async function prepareRun(launch: TorchLaunch, scratch: string): Promise<TorchRu
     gradientCheckpointing: launch.gradientCheckpointing,
     torchModel: input.torchModel,
     precision,
+    baseWeights,
     baseModelName: input.baseModelName,
     baseModelRevision: input.baseModelRevision,
   } satisfies Partial<TorchJobOptions>;
@@ -165,7 +167,7 @@ async function prepareRun(launch: TorchLaunch, scratch: string): Promise<TorchRu
     const { model, prepared, started } = await readPreferenceTrainingSets(input, () =>
       torchModelHeader(input),
     );
-    await post({ ...started, precision: ran, baseWeights: ran });
+    await post({ ...started, ...ran });
     if (input.dryRun) return null;
     const file = writeTorchPreferenceJob(scratch, { ...common, model, pairs: prepared });
     return { file, exactMatch: null, tokenizer: model.tokenizer, processes: 1 };
@@ -181,14 +183,14 @@ async function prepareRun(launch: TorchLaunch, scratch: string): Promise<TorchRu
       graders?.length ? graderScorer(graders, judge) : null,
       rewards?.length ? trainerScorer(rewards, stopped.signal, () => scoringStep) : null,
     );
-    await post({ ...started, precision: ran, baseWeights: ran });
+    await post({ ...started, ...ran });
     if (input.dryRun) return null;
     const file = writeTorchGrpoJob(scratch, { ...common, model, prompts, evalPrompts });
     const score = torchScorer(trainSet, model.tokenizer, input.hyperparameters, scorer, evalSet);
     return { file, exactMatch: null, tokenizer: model.tokenizer, score, processes: 1 };
   }
   const { model, prepared, started } = await readTrainingSetsForTorch(input);
-  await post({ ...started, precision: ran, baseWeights: ran });
+  await post({ ...started, ...ran });
   if (input.dryRun) return null;
   const { file, exactMatch } = writeTorchJob(scratch, {
     ...common,
