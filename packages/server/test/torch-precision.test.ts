@@ -5,12 +5,13 @@
 // dot products, as this one). bf16 and int8's first-step losses are held to the
 // fp32 run's on the same model and data.
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import { loadModel, prepareSets } from "@svc/engine";
 import { needs } from "@svc/engine/testing";
-import { writeTorchJob } from "../src/worker/torch-job.js";
+import { TRAINER_TORCH_DIR, writeTorchJob } from "../src/worker/torch-job.js";
 import {
   completedTorchLogs,
   FIXTURES,
@@ -54,6 +55,48 @@ it("the job file carries the job's precision and base weights for svc_trainer to
     { precision: undefined, baseWeights: undefined },
     "svc_trainer's default: auto",
   );
+});
+
+// svc_trainer/int8.py against PyTorch's own product with the dequantized weight: the same outputs and input
+// gradients in fp32 and under the CPU's bf16 autocast, the weights within scale/2 of the originals.
+const INT8_CHECK = `
+import json, torch, torch.nn.functional as F
+from svc_trainer.int8 import Int8Weight, dequantize
+torch.manual_seed(0)
+w = torch.randn(48, 32)
+m = Int8Weight(w)
+wd = dequantize(m.q, m.scale, torch.float32)
+out = {"q": str(m.q.dtype), "scale": str(m.scale.dtype), "within": bool((wd - w).abs().max() <= m.scale.max() / 2 + 1e-6)}
+for ac in (False, True):
+    x = torch.randn(3, 5, 32, requires_grad=True)
+    x2 = x.detach().clone().requires_grad_(True)
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=ac):
+        y, y2 = m.linear(x), F.linear(x2, wd)
+    dy = torch.randn(y.shape)
+    (y.float() * dy).sum().backward()
+    (y2.float() * dy).sum().backward()
+    out["bf16" if ac else "fp32"] = [str(y.dtype), float((y.float() - y2.float()).abs().max()),
+                                     float((x.grad - x2.grad).abs().max()), str(x.grad.dtype)]
+print(json.dumps(out))
+`;
+
+it("svc_trainer's int8 weight computes PyTorch's product and input gradient with its dequantized values", {
+  skip: !hasTorch && needs("torch", `${TORCH_PYTHON} has no torch`),
+}, () => {
+  const run = spawnSync(TORCH_PYTHON, ["-c", INT8_CHECK], {
+    cwd: TRAINER_TORCH_DIR,
+    env: { ...process.env, PYTHONPATH: TRAINER_TORCH_DIR },
+    encoding: "utf8",
+  });
+  assert.equal(run.status, 0, run.stderr);
+  const out = JSON.parse(run.stdout);
+  assert.deepEqual(out, {
+    q: "torch.int8",
+    scale: "torch.float32",
+    within: true,
+    fp32: ["torch.float32", 0, 0, "torch.float32"],
+    bf16: ["torch.bfloat16", 0, 0, "torch.float32"],
+  });
 });
 
 describe("a job's precision on the torch backend", {
