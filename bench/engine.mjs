@@ -362,7 +362,7 @@ if (worker) {
     );
     console.log(`training step: ${row.gflop.toFixed(1)} GFLOP (${parts.join(", ")}), ${stepS.toFixed(3)} s`);
     console.log(
-      `effective ${f(effective)} GFLOP/s (PyTorch ${f(torchEffective)}); best native SGEMM ${f(bestSgemm)} GFLOP/s; ${f(100 * row.ofSgemm, 0)}% of it (medians over rounds)`,
+      `effective ${f(effective)} GFLOP/s (PyTorch ${f(torchEffective)}); best ${row.precision === "bf16" ? "bf16-weight GEMM" : "native SGEMM"} ${f(bestSgemm)} GFLOP/s; ${f(100 * row.ofSgemm, 0)}% of it (medians over rounds)`,
     );
     console.log(
       `per round: ${perRound.map((p) => `${f(p.eff)} of ${f(p.sg)} GFLOP/s (${f(100 * p.of, 0)}%)`).join("; ")}`,
@@ -397,14 +397,14 @@ if (worker) {
   const small = summary.find((r) => r.name === "small");
   console.log(`\nsummary (medians; load average ${load()} at the end)`);
   console.log(
-    "| shape | train tok/s svc | train tok/s PyTorch | ratio | vs small's ratio | decode tok/s svc | decode tok/s PyTorch | ratio | peak RSS svc / PyTorch | GFLOP/step | effective GFLOP/s | best SGEMM | % of SGEMM |",
+    "| shape | precision | train tok/s svc | train tok/s PyTorch | ratio | vs small's ratio | decode tok/s svc | decode tok/s PyTorch | ratio | peak RSS svc / PyTorch | GFLOP/step | effective GFLOP/s | best GEMM (SGEMM; bf16-weight GEMM in bf16) | % of it |",
   );
-  console.log("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+  console.log("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
   for (const r of summary) {
     const vsSmall =
       small?.trainRatio && r.trainRatio ? `${f((100 * r.trainRatio) / small.trainRatio, 0)}%` : "-";
     console.log(
-      `| ${r.name} | ${f(r.trainSvc)} | ${f(r.trainTorch)} | ${f(r.trainRatio, 2)}× | ${vsSmall} | ${f(r.decodeSvc)} | ${f(r.decodeTorch)} | ${f(r.decodeRatio, 2)}× | ${f(r.rssSvc, 0)} MB / ${f(r.rssTorch, 0)} MB | ${f(r.gflop)} | ${f(r.effective)} | ${f(r.bestSgemm)} | ${f(100 * r.ofSgemm, 0)}% |`,
+      `| ${r.name} | ${r.precision} | ${f(r.trainSvc)} | ${f(r.trainTorch)} | ${f(r.trainRatio, 2)}× | ${vsSmall} | ${f(r.decodeSvc)} | ${f(r.decodeTorch)} | ${f(r.decodeRatio, 2)}× | ${f(r.rssSvc, 0)} MB / ${f(r.rssTorch, 0)} MB | ${f(r.gflop)} | ${f(r.effective)} | ${f(r.bestSgemm)} | ${f(100 * r.ofSgemm, 0)}% |`,
     );
   }
 }
