@@ -105,7 +105,9 @@ bool quant_weights(Call& c, int i, long format, long n, long k, void** w, void**
                              typed(c, i + 1, "scales", napi_uint16_array, "a Uint16Array", nk / 32, scales);
 }
 
-// matmulQuantTrain(format, x, data, scales, y, m, n, k, transW, accumulate, alpha?): quant_train.h.
+// matmulQuantTrain(format, x, data, scales, y, m, n, k, transW, accumulate, alpha?, a2?, b2?, k2?, transB2?,
+// alpha2?): quant_train.h; a2 (Float32Array [m, k2]) adds alpha2 · a2 · op(b2), b2 [k2, cols] or
+// (transB2) [cols, k2].
 napi_value MatmulQuantTrain(napi_env env, napi_callback_info info) {
   Call c;
   if (!start(env, info, c, "matmulQuantTrain")) return nullptr;
@@ -121,7 +123,17 @@ napi_value MatmulQuantTrain(napi_env env, napi_callback_info info) {
   if (!quant_weights(c, 2, format, n, k, &w, &scales)) return nullptr;
   double inner = tw ? n : k, cols = tw ? k : n;
   if (!f32(c, 1, "x", (double)m * inner, &x) || !f32(c, 4, "y", (double)m * cols, &y)) return nullptr;
-  c.t->matmul_quant_train((int)format, x, w, scales, y, m, n, k, tw, acc, (float)alpha);
+  float *a2 = nullptr, *b2 = nullptr;
+  long k2 = 0;
+  bool tb2 = false;
+  double alpha2 = 1;
+  if (!is_nullish(c, 11)) {
+    if (!dim(c, 13, "k2", &k2) || !flag(c, 14, "transB2", &tb2) || !num(c, 15, "alpha2", &alpha2) ||
+        !f32(c, 11, "a2", (double)m * k2, &a2) || !f32(c, 12, "b2", cols * k2, &b2))
+      return nullptr;
+  }
+  c.t->matmul_quant_train((int)format, x, w, scales, y, m, n, k, tw, acc, (float)alpha, a2, b2, k2, tb2,
+                          (float)alpha2);
   return undefined(env);
 }
 

@@ -14,7 +14,10 @@
 constexpr int BF_MR = 12, BF_NR = 32;
 constexpr long BF_KC = 256;  // pairs per pass: a B micro-panel of 32 KB stays in L1
 constexpr long BF_NC = 512;  // columns of W packed per block
-constexpr long BF_XC = 4096; // pairs of the contraction per chunk (x packed 16 KB a row)
+constexpr long BF_XC = 4096; // the most pairs of the contraction per chunk (x packed 16 KB a row)
+// Bytes of packed x a chunk may take: each W micro-panel's task reads all of it once a chunk, so it
+// should stay in L2 (down's forward, 1024 rows over 1536, packed 3.2 MB whole, ran at ~75% of up's).
+constexpr long BF_X_BYTES = 1L << 20;
 
 static bool svc_cpu_has_bf16_dot() {
   static const bool has = [] {
@@ -117,10 +120,22 @@ static void bf16_pack_w(const unsigned short* w, long n, long k, bool transW, lo
   });
 }
 
-// c[rows, cols] of one BF_MR x BF_NR tile (=|+=) alpha · a-panel · b-panel over kc pairs.
+// A LoRA branch's second product, added to the last pass's tiles in fp32:
+// y += alpha2 · a2[m, k2] · op(b2), with op(b2) packed as [column panels of BF_NR][k2][BF_NR].
+struct Bf16LowRank {
+  const float* a2;  // [m, k2]
+  const float* b2p; // op(b2) packed
+  long k2;
+  float alpha2;
+};
+
+// c[rows, cols] of one BF_MR x BF_NR tile (=|+=) alpha · a-panel · b-panel over kc pairs
+// (+ lr: the low-rank rows a2 [rows, k2] against one packed panel b2 [k2][BF_NR]).
 __attribute__((target("avx512bf16"))) static void bf16_micro(const unsigned int* a, const unsigned int* b,
                                                               long kc, float* c, long ldc, int rows, int cols,
-                                                              float alpha, bool load_c) {
+                                                              float alpha, bool load_c, const float* a2 = nullptr,
+                                                              const float* b2 = nullptr, long k2 = 0,
+                                                              float alpha2 = 0.f) {
   __m512 acc[BF_MR][2];
   for (int i = 0; i < BF_MR; i++) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
   for (long p = 0; p < kc; p++) {
@@ -135,9 +150,23 @@ __attribute__((target("avx512bf16"))) static void bf16_micro(const unsigned int*
   __mmask16 m0 = cols >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << cols) - 1);
   __mmask16 m1 = cols >= 32 ? (__mmask16)0xffff : cols > 16 ? (__mmask16)((1u << (cols - 16)) - 1) : 0;
   __m512 va = _mm512_set1_ps(alpha);
+  for (int i = 0; i < BF_MR; i++) {
+    acc[i][0] = _mm512_mul_ps(acc[i][0], va);
+    acc[i][1] = _mm512_mul_ps(acc[i][1], va);
+  }
+  for (long p = 0; p < k2; p++) {  // fp32 FMAs; rows past `rows` stay unread and unstored
+    __m512 b0 = _mm512_loadu_ps(b2 + p * BF_NR), b1 = _mm512_loadu_ps(b2 + p * BF_NR + 16);
+#pragma GCC unroll 12
+    for (int i = 0; i < BF_MR; i++) {
+      if (i >= rows) break;
+      __m512 av = _mm512_set1_ps(alpha2 * a2[i * k2 + p]);
+      acc[i][0] = _mm512_fmadd_ps(av, b0, acc[i][0]);
+      acc[i][1] = _mm512_fmadd_ps(av, b1, acc[i][1]);
+    }
+  }
   for (int i = 0; i < rows; i++) {
     float* cr = c + i * ldc;
-    __m512 v0 = _mm512_mul_ps(acc[i][0], va), v1 = _mm512_mul_ps(acc[i][1], va);
+    __m512 v0 = acc[i][0], v1 = acc[i][1];
     if (load_c) {
       v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(m0, cr));
       v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(m1, cr + 16));
@@ -147,20 +176,42 @@ __attribute__((target("avx512bf16"))) static void bf16_micro(const unsigned int*
   }
 }
 
-// y (=|+=) alpha · x · op(W), W bf16 [n, k]: transW false y[m, n] = x[m, k]·Wᵀ, true y[m, k] = x[m, n]·W.
+// op(b2) [k2, cols] (transB2: b2 is [cols, k2]) as [column panels of BF_NR][k2][BF_NR], zero-padded.
+static float* bf16_pack_low_rank(const float* b2, long k2, long cols, bool transB2) {
+  long panels = ceil_div(cols, BF_NR);
+  float* out = svc_scratch(SVC_SLOT_CALLER, (size_t)panels * k2 * BF_NR);
+  for (long q = 0; q < panels; q++)
+    for (long p = 0; p < k2; p++)
+      for (int jj = 0; jj < BF_NR; jj++) {
+        long j = q * BF_NR + jj;
+        out[(q * k2 + p) * BF_NR + jj] = j >= cols ? 0.f : transB2 ? b2[j * k2 + p] : b2[p * cols + j];
+      }
+  return out;
+}
+
+// y (=|+=) alpha · x · op(W) (+ alpha2 · a2[m, k2] · op(b2)), W bf16 [n, k]:
+// transW false y[m, n] = x[m, k]·Wᵀ, true y[m, k] = x[m, n]·W. The low-rank
+// term (a LoRA branch's second product) joins the last pass over each tile,
+// so y is written once.
 static void bf16_gemm_weights(const unsigned short* w, const float* x, float* y, long m, long n, long k,
-                              bool transW, float alpha, bool accumulate) {
+                              bool transW, float alpha, bool accumulate, const float* a2 = nullptr,
+                              const float* b2 = nullptr, long k2 = 0, bool transB2 = false,
+                              float alpha2 = 0.f) {
   long inner = transW ? n : k, cols = transW ? k : n;
   long mpanels = ceil_div(m, BF_MR);
-  // The contraction a chunk at a time (one chunk below BF_XC pairs: every projection),
-  // so x's packed copy stays small where it is long (the LM head's input gradient,
-  // whose contraction is the vocabulary).
-  long kpAll = (inner + 1) / 2, kpMax = min_l(kpAll, BF_XC);
+  const float* b2p = a2 && k2 > 0 ? bf16_pack_low_rank(b2, k2, cols, transB2) : nullptr;
+  // The contraction a chunk at a time, as many pairs as keep x's packed chunk within
+  // BF_X_BYTES (at least half a pass, at most BF_XC): each task reads the whole chunk,
+  // so it is read from L2, not L3, and y takes a pass per chunk (1024 rows: 256 pairs;
+  // the LM head's input gradient, 512 rows over the vocabulary: 508).
+  long fit = BF_X_BYTES / (mpanels * BF_MR * 4);
+  long kpChunk = min_l(BF_XC, fit < BF_KC / 2 ? BF_KC / 2 : fit);
+  long kpAll = (inner + 1) / 2, kpMax = min_l(kpAll, kpChunk);
   unsigned int* xp = reinterpret_cast<unsigned int*>(svc_scratch(SVC_SLOT_QUANT_X, (size_t)mpanels * BF_MR * kpMax));
   unsigned int* wp = reinterpret_cast<unsigned int*>(svc_scratch(SVC_SLOT_QUANT, (size_t)BF_NC * kpMax));
-  for (long p0 = 0; p0 < kpAll; p0 += BF_XC) {
-    long kk = min_l(inner - 2 * p0, 2 * BF_XC), kp = (kk + 1) / 2;
-    bool load = accumulate || p0 > 0;
+  for (long p0 = 0; p0 < kpAll; p0 += kpChunk) {
+    long kk = min_l(inner - 2 * p0, 2 * kpChunk), kp = (kk + 1) / 2;
+    bool load = accumulate || p0 > 0, lastChunk = p0 + kpChunk >= kpAll;
     bf16_pack_x(x + 2 * p0, inner, m, kk, xp, kp);
     for (long jc = 0; jc < cols; jc += BF_NC) {
       long nc = min_l(BF_NC, cols - jc), npanels = ceil_div(nc, BF_NR);
@@ -176,8 +227,11 @@ static void bf16_gemm_weights(const unsigned short* w, const float* x, float* y,
           long kc = min_l(BF_KC, kp - pc);
           for (long r = r0; r < r1; r++) {
             int rows = (int)min_l(BF_MR, m - r * BF_MR);
+            bool lowRank = b2p && lastChunk && pc + kc == kp;
             bf16_micro(xp + r * kp * BF_MR + pc * BF_MR, wp + q * kp * BF_NR + pc * BF_NR, kc,
-                       y + r * BF_MR * cols + jc + q * BF_NR, cols, rows, ncols, alpha, load || pc > 0);
+                       y + r * BF_MR * cols + jc + q * BF_NR, cols, rows, ncols, alpha, load || pc > 0,
+                       lowRank ? a2 + r * BF_MR * k2 : nullptr,
+                       lowRank ? b2p + (jc / BF_NR + q) * k2 * BF_NR : nullptr, lowRank ? k2 : 0, alpha2);
           }
         }
       });

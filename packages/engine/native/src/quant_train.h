@@ -46,22 +46,9 @@ static bool quant_train_bf16_dot() {
 #endif
 }
 
-// The table's entry. The caller has checked the format and lengths (k % 32 == 0 for q4_0).
-static void matmul_quant_train(int format, const float* x, const void* w, const void* scales, float* y,
-                               long m, long n, long k, bool transW, bool accumulate, float alpha) {
-  long cols = transW ? k : n, inner = transW ? n : k;
-  if (m == 0 || cols == 0) return;
-  if (inner == 0) {
-    if (!accumulate)
-      for (long i = 0; i < m * cols; i++) y[i] = 0.f;
-    return;
-  }
-#if SVC_BF16_DOT
-  if (format == SVC_QUANT_BF16 && m > STREAM_MAX_ROWS && svc_cpu_has_bf16_dot()) {
-    bf16_gemm_weights(static_cast<const unsigned short*>(w), x, y, m, n, k, transW, alpha, accumulate);
-    return;
-  }
-#endif
+// Every product but the bf16 GEMM: W widened (or dequantized) on the fly.
+static void matmul_quant_train_widened(int format, const float* x, const void* w, const void* scales, float* y,
+                                       long m, long n, long k, bool transW, bool accumulate, float alpha) {
   if (!transW) {
     matmul_quant(format, x, w, scales, y, m, n, k, accumulate, alpha);
   } else if (format == SVC_QUANT_BF16) {
@@ -73,4 +60,28 @@ static void matmul_quant_train(int format, const float* x, const void* w, const 
     qmatmul_t(QQ4{static_cast<const unsigned char*>(w), static_cast<const unsigned short*>(scales), k}, x, y,
               m, n, k, alpha, accumulate);
   }
+}
+
+// The table's entry. The caller has checked the format and lengths (k % 32 == 0 for q4_0).
+// a2 (nullable): y += alpha2 · a2[m, k2] · op(b2) as well (op(b2) [k2, cols]; transB2: b2 is
+// [cols, k2]), a LoRA branch's second product: inside the bf16 GEMM's last pass, else after.
+static void matmul_quant_train(int format, const float* x, const void* w, const void* scales, float* y,
+                               long m, long n, long k, bool transW, bool accumulate, float alpha,
+                               const float* a2, const float* b2, long k2, bool transB2, float alpha2) {
+  long cols = transW ? k : n, inner = transW ? n : k;
+  if (m == 0 || cols == 0) return;
+  bool lowRank = a2 && k2 > 0;
+  if (inner == 0) {
+    if (!accumulate)
+      for (long i = 0; i < m * cols; i++) y[i] = 0.f;
+  }
+#if SVC_BF16_DOT
+  else if (format == SVC_QUANT_BF16 && m > STREAM_MAX_ROWS && svc_cpu_has_bf16_dot()) {
+    bf16_gemm_weights(static_cast<const unsigned short*>(w), x, y, m, n, k, transW, alpha, accumulate, a2, b2,
+                      lowRank ? k2 : 0, transB2, alpha2);
+    return;
+  }
+#endif
+  else matmul_quant_train_widened(format, x, w, scales, y, m, n, k, transW, accumulate, alpha);
+  if (lowRank) matmul(a2, b2, y, m, cols, k2, false, transB2, true, alpha2);
 }

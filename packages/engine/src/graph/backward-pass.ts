@@ -147,18 +147,9 @@ function projectBack(
   addend: LowRankAddend | null,
 ): void {
   const t = tick();
-  if (!(w instanceof Float32Array)) {
-    // a bf16 / int8 base (train-precision.ts): dy·W by the kernels' frozen-weight product, then the LoRA term
-    matmulFrozen(g.kern, dy, w, dx, N, out, inDim, true, accumulate);
-    if (addend) g.kern.matmul(addend.xa, addend.b, dx, N, inDim, addend.r, false, false, true, addend.scale);
-    tock(`bwd.matmul.${slot}`, t);
-    return;
-  }
-  const packed = g.packed?.backward(w, out, inDim) ?? null;
-  if (addend) {
-    const { xa, b, r, scale } = addend;
-    g.kern.matmulLowRank(dy, w, dx, N, inDim, out, false, xa, b, r, false, scale, accumulate, packed);
-  } else g.kern.matmul(dy, w, dx, N, inDim, out, false, false, accumulate, 1, packed);
+  // fp32 W packed ahead where it is; a bf16 / int8 base (train-precision.ts) by the kernels' frozen-weight product
+  const packed = w instanceof Float32Array ? (g.packed?.backward(w, out, inDim) ?? null) : null;
+  matmulFrozen(g.kern, dy, w, dx, N, out, inDim, true, accumulate, packed, addend);
   tock(`bwd.matmul.${slot}`, t);
 }
 

@@ -111,8 +111,9 @@ export function forwardLayers(g: GraphState, rows: Rows): Float32Array {
 /**
  * The projections that read one input (q/k/v, o, gate/up, down) and their LoRA
  * branches: ys[i] (+)= x·W_iᵀ (+ bias) + scale·(x·A_iᵀ)·B_iᵀ. With one adapter
- * over all rows and fp32 weights, each branch's second product rides on its
- * projection's matmul (one pass over y); otherwise the branches are added after.
+ * over all rows and fp32 weights, or a training run's bf16 / int8 base, each
+ * branch's second product rides on its projection's matmul (one pass over y);
+ * otherwise the branches are added after.
  */
 function projectGroup(
   g: GraphState,
@@ -127,9 +128,11 @@ function projectGroup(
   state: number,
   accumulate = false,
 ): void {
-  const fp32 = slots.every((slot) => lw[slot] instanceof Float32Array);
-  const addends = fp32 ? g.lora.addends(rows.lora, x, inDim, l, state, slots, rows.N) : null;
   const joined = accumulate || rows.N > JOINED_MAX_ROWS ? null : joinedWeight(lw, slots);
+  // fp32 weights take the branch into matmulLowRank; a training run's bf16 / int8 base into
+  // matmulQuantTrain's low-rank term. Serving formats at inference add the branches after.
+  const fused = !joined && (!g.inferenceOnly || slots.every((slot) => lw[slot] instanceof Float32Array));
+  const addends = fused ? g.lora.addends(rows.lora, x, inDim, l, state, slots, rows.N) : null;
   if (joined) projectJoined(g, x, lw, joined, slots, ys, outs, rows.N);
   else
     for (let i = 0; i < slots.length; i++)
@@ -190,11 +193,9 @@ function project(
   const t = tick();
   const w = lw[slot];
   const packed = g.packed?.forward(w, out, inDim) ?? null;
-  if (addend && w instanceof Float32Array) {
-    const { xa, b, r, scale } = addend;
-    g.kern.matmulLowRank(x, w, y, N, out, inDim, true, xa, b, r, true, scale, accumulate, packed);
-  } else if (g.inferenceOnly) matmulWeight(g.kern, x, w, y, N, out, inDim, accumulate, 1, packed);
-  else matmulFrozen(g.kern, x, w, y, N, out, inDim, false, accumulate, packed); // training: bf16 dot products
+  if (g.inferenceOnly && !(addend && w instanceof Float32Array))
+    matmulWeight(g.kern, x, w, y, N, out, inDim, accumulate, 1, packed);
+  else matmulFrozen(g.kern, x, w, y, N, out, inDim, false, accumulate, packed, addend); // training: bf16 dot products
   const bias = lw.bias[slot];
   if (bias) g.kern.addBias(y, bias, N, out, 1);
   tock(`fwd.matmul.${slot}`, t);

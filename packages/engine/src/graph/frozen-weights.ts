@@ -8,6 +8,7 @@ import { SLOTS } from "../families/index.js";
 import { dequantizeRow } from "../kernels/quant-matrix.js";
 import type { Kernels } from "../kernels/types.js";
 import { matrixBytes } from "../quant/formats.js";
+import type { LowRankAddend } from "./lora-apply.js";
 import type { ProjectionWeight, ServingWeights } from "./weights.js";
 
 /** Bytes of the weights a decode step reads: every projection, the LM head (embeddings: one row a token). */
@@ -43,7 +44,11 @@ export function matmulWeight(
  * kernels' matmulQuantTrain for a serving format: bf16 dot products where
  * the kernels have them): transW false y[N, out] (+)= x[N, in]·Wᵀ, true
  * y[N, in] (+)= x[N, out]·W (the input gradient). bPacked: an fp32 W packed
- * ahead in that orientation (PackedWeights), or null.
+ * ahead in that orientation (PackedWeights), or null. addend: a LoRA
+ * branch's second product, added in the same pass over y (matmulLowRank for
+ * fp32 W, matmulQuantTrain's low-rank term otherwise): y += scale·xa·op(b),
+ * b being B [out, r] forward (used transposed) and the stacked A [r, in] for
+ * the input gradient.
  */
 export function matmulFrozen(
   kern: Kernels,
@@ -56,9 +61,19 @@ export function matmulFrozen(
   transW: boolean,
   accumulate: boolean,
   bPacked: Float32Array | null = null,
+  addend: LowRankAddend | null = null,
 ): void {
-  if (!(w instanceof Float32Array)) kern.matmulQuantTrain(x, w, y, N, transW, accumulate, 1);
-  else if (transW) kern.matmul(x, w, y, N, inDim, out, false, false, accumulate, 1, bPacked);
+  if (!(w instanceof Float32Array)) {
+    const lowRank = addend
+      ? { a: addend.xa, b: addend.b, k: addend.r, transB: !transW, alpha: addend.scale }
+      : undefined;
+    kern.matmulQuantTrain(x, w, y, N, transW, accumulate, 1, lowRank);
+  } else if (addend) {
+    const { xa, b, r, scale } = addend;
+    if (transW)
+      kern.matmulLowRank(x, w, y, N, inDim, out, false, xa, b, r, false, scale, accumulate, bPacked);
+    else kern.matmulLowRank(x, w, y, N, out, inDim, true, xa, b, r, true, scale, accumulate, bPacked);
+  } else if (transW) kern.matmul(x, w, y, N, inDim, out, false, false, accumulate, 1, bPacked);
   else kern.matmul(x, w, y, N, out, inDim, false, true, accumulate, 1, bPacked);
 }
 

@@ -34,6 +34,11 @@ type AddonMatmulQuantTrain = (
   transW: boolean,
   accumulate: boolean,
   alpha?: number,
+  a2?: Float32Array,
+  b2?: Float32Array,
+  k2?: number,
+  transB2?: boolean,
+  alpha2?: number,
 ) => void;
 
 interface NativeAddon {
@@ -120,10 +125,31 @@ export function loadNativeKernels(options: NativeKernelOptions = {}): NativeKern
       const code = QUANT_FORMAT_CODES[w.format];
       quant(code, x, w.data, w.scales, y, m, w.rows, w.cols, accumulate, alpha);
     },
-    matmulQuantTrain(x, w, y, m, transW, accumulate, alpha) {
+    matmulQuantTrain(x, w, y, m, transW, accumulate, alpha, lowRank) {
       checkQuantMatrix(w, "matmulQuantTrain");
       const code = QUANT_FORMAT_CODES[w.format];
-      quantTrain(code, x, w.data, w.scales, y, m, w.rows, w.cols, transW, accumulate, alpha);
+      if (!lowRank) quantTrain(code, x, w.data, w.scales, y, m, w.rows, w.cols, transW, accumulate, alpha);
+      else {
+        const { a, b, k, transB, alpha: alpha2 } = lowRank;
+        quantTrain(
+          code,
+          x,
+          w.data,
+          w.scales,
+          y,
+          m,
+          w.rows,
+          w.cols,
+          transW,
+          accumulate,
+          alpha,
+          a,
+          b,
+          k,
+          transB,
+          alpha2,
+        );
+      }
     },
     name: "native",
     isa: methods.isa,

@@ -2,6 +2,7 @@
 // the WebAssembly build is available. Same algorithms as the native code, with
 // float64 accumulators and scratch arrays reused across calls; arguments are
 // checked by the caller (validate.ts).
+import { addLowRankTerm } from "./low-rank-term.js";
 import { matmulQuantRows, matmulQuantTransRows } from "./quant-matrix.js";
 import { GELU_BETA, GELU_KAPPA, referenceKernels } from "./reference.js";
 import type { Kernels } from "./types.js";
@@ -212,13 +213,14 @@ export const jsKernels: Kernels = {
   },
 
   // The same rows widened one at a time; the input gradient sums in float64 scratch.
-  matmulQuantTrain(x, w, y, m, transW, accumulate, alpha = 1) {
+  matmulQuantTrain(x, w, y, m, transW, accumulate, alpha = 1, lowRank) {
     scratchRow = growF32(scratchRow, w.cols);
     if (!transW) matmulQuantRows(x, w, y, m, accumulate, alpha, scratchRow);
     else {
       if (scratchF64.length < m * w.cols) scratchF64 = new Float64Array(m * w.cols);
       matmulQuantTransRows(x, w, y, m, accumulate, alpha, scratchRow, scratchF64);
     }
+    addLowRankTerm(jsKernels, y, m, transW ? w.cols : w.rows, lowRank);
   },
 
   // One pass over the row already: the reference's loop is the whole kernel.

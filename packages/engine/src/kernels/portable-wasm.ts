@@ -4,6 +4,7 @@
 // outputs back; arguments are checked by the caller (validate.ts).
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
+import { addLowRankTerm } from "./low-rank-term.js";
 import { jsKernels } from "./portable-js.js";
 import { type Kernels, QUANT_FORMAT_CODES, type QuantMatrix } from "./types.js";
 import type { WasmExports } from "./wasm-exports.js";
@@ -160,7 +161,7 @@ export function loadWasmKernels(path = defaultWasmPath): Kernels {
     unstage(dUp, pdu, n);
   }
 
-  return {
+  const kernels: Kernels = {
     name: "portable",
     isa: "wasm-simd",
     matmul(a, b, c, m, n, k, transA, transB, accumulate, alpha = 1) {
@@ -197,8 +198,10 @@ export function loadWasmKernels(path = defaultWasmPath): Kernels {
       unstage(dxa, pdxa, dxaLen);
     },
     matmulQuant: (x, wq, y, m, accumulate, alpha = 1) => matmulQuant(x, wq, y, m, accumulate, alpha),
-    matmulQuantTrain: (x, wq, y, m, transW, accumulate, alpha = 1) =>
-      matmulQuantTrain(x, wq, y, m, transW, accumulate, alpha),
+    matmulQuantTrain(x, wq, y, m, transW, accumulate, alpha = 1, lowRank) {
+      matmulQuantTrain(x, wq, y, m, transW, accumulate, alpha);
+      addLowRankTerm(kernels, y, m, transW ? wq.cols : wq.rows, lowRank);
+    },
     rmsnormForward(x, weight, y, rstd, rows, dim, eps) {
       const [px, pw, py, pr] = stage([
         [x, rows * dim, true],
@@ -316,4 +319,5 @@ export function loadWasmKernels(path = defaultWasmPath): Kernels {
       unstage(v, pv, n);
     },
   };
+  return kernels;
 }

@@ -2,6 +2,7 @@
 // They are the oracle the fast kernels are tested against; the portable JS
 // kernels also run rmsnormForward and rope from here, where a faster loop has
 // nothing to gain.
+import { addLowRankTerm } from "./low-rank-term.js";
 import { matmulQuantRows, matmulQuantTransRows } from "./quant-matrix.js";
 import type { Kernels } from "./types.js";
 
@@ -65,10 +66,11 @@ export const referenceKernels: Kernels = {
   },
 
   // The same, x as given (never rounded to bf16), float64 sums.
-  matmulQuantTrain(x, w, y, m, transW, accumulate, alpha = 1) {
+  matmulQuantTrain(x, w, y, m, transW, accumulate, alpha = 1, lowRank) {
     const row = new Float64Array(w.cols);
     if (!transW) matmulQuantRows(x, w, y, m, accumulate, alpha, row);
     else matmulQuantTransRows(x, w, y, m, accumulate, alpha, row, new Float64Array(m * w.cols));
+    addLowRankTerm(referenceKernels, y, m, transW ? w.cols : w.rows, lowRank);
   },
 
   rmsnormForward(x, weight, y, rstd, rows, dim, eps) {

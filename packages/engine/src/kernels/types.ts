@@ -26,6 +26,20 @@ export type QuantMatrix =
 
 export type QuantFormat = QuantMatrix["format"];
 
+/**
+ * A term y += alpha · a[m, k] · op(b) that matmulQuantTrain adds to its
+ * product: a LoRA branch's second product (x·Aᵀ times Bᵀ in the forward,
+ * d(x·Aᵀ) times the stacked A in the input gradient). op(b) is [k, cols]:
+ * b is [k, cols], or [cols, k] with transB.
+ */
+export interface LowRankTerm {
+  a: Float32Array;
+  b: Float32Array;
+  k: number;
+  transB: boolean;
+  alpha: number;
+}
+
 /** The number each implementation passes for a format (native quant.h's SVC_QUANT_*). */
 export const QUANT_FORMAT_CODES: Record<QuantFormat, number> = { bf16: 1, int8: 2, q4_0: 3 };
 
@@ -165,6 +179,8 @@ export interface Kernels {
    * as PyTorch's bf16 autocast does; each output is then within
    * |alpha|·Σ|x·w|·2⁻⁸ of the fp32 product. Otherwise x stays fp32 and W is
    * widened to fp32 on the fly (never held whole in fp32).
+   * lowRank: y += lowRank.alpha · a[m, k] · op(b) as well, in fp32 (a LoRA
+   * branch's second product), in the same pass over y where the kernels can.
    */
   matmulQuantTrain(
     x: Float32Array,
@@ -174,6 +190,7 @@ export interface Kernels {
     transW: boolean,
     accumulate: boolean,
     alpha?: number,
+    lowRank?: LowRankTerm,
   ): void;
 
   /**

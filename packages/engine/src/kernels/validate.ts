@@ -132,7 +132,7 @@ export function withValidation(impl: Kernels): Kernels {
       f32(fn, "y", y, m * w.rows);
       impl.matmulQuant(x, w, y, m, accumulate, alpha ?? 1);
     },
-    matmulQuantTrain(x, w, y, m, transW, accumulate, alpha) {
+    matmulQuantTrain(x, w, y, m, transW, accumulate, alpha, lowRank) {
       const fn = "matmulQuantTrain";
       checkQuantMatrix(w, fn);
       dim(fn, "m", m);
@@ -141,7 +141,14 @@ export function withValidation(impl: Kernels): Kernels {
       if (optional(alpha)) num(fn, "alpha", alpha);
       f32(fn, "x", x, m * (transW ? w.rows : w.cols));
       f32(fn, "y", y, m * (transW ? w.cols : w.rows));
-      impl.matmulQuantTrain(x, w, y, m, transW, accumulate, alpha ?? 1);
+      if (lowRank !== undefined && lowRank !== null) {
+        dim(fn, "lowRank.k", lowRank.k);
+        flag(fn, "lowRank.transB", lowRank.transB);
+        num(fn, "lowRank.alpha", lowRank.alpha);
+        f32(fn, "lowRank.a", lowRank.a, m * lowRank.k);
+        f32(fn, "lowRank.b", lowRank.b, (transW ? w.cols : w.rows) * lowRank.k);
+      }
+      impl.matmulQuantTrain(x, w, y, m, transW, accumulate, alpha ?? 1, lowRank ?? undefined);
     },
     rmsnormForward(x, weight, y, rstd, rows, d, eps) {
       const fn = "rmsnormForward";

@@ -3,8 +3,11 @@
 // input gradient), every format, GEMV row counts and the many-row path,
 // shapes on and across the native bf16 GEMM's tile edges (12 rows, 32
 // columns, 256 pairs = 512 of the contraction per pass, 512 columns per
-// packed block, 4096 pairs per chunk of x), odd contractions (a half pair), views at non-zero offsets,
-// accumulate and alpha, y between guards that must come back untouched.
+// packed block, 4096 pairs per chunk of x, fewer where packed x passes 1 MB),
+// odd contractions (a half pair), views at non-zero offsets,
+// accumulate and alpha, the low-rank term (a LoRA branch's second product, on
+// the last pass's tiles in the native bf16 GEMM), y between guards that must
+// come back untouched.
 //
 // Where an implementation multiplies bf16 weights with bf16 dot products
 // (Kernels.bf16Dot), x is rounded to bf16 first: each x is then off by at most
@@ -16,7 +19,7 @@
 
 import { dequantizeRow } from "../../kernels/quant-matrix.js";
 import { referenceKernels } from "../../kernels/reference.js";
-import type { Kernels, QuantFormat, QuantMatrix } from "../../kernels/types.js";
+import type { Kernels, LowRankTerm, QuantFormat, QuantMatrix } from "../../kernels/types.js";
 import { type KernelCase, randomSource, randomView } from "./conformance-inputs.js";
 import { randomQuantMatrix } from "./conformance-quant.js";
 
@@ -34,6 +37,8 @@ interface Shape {
   transW: boolean;
   accumulate: boolean;
   alpha: number | undefined;
+  /** The low-rank term's width and orientation (its a [m, k2], b op'd to [k2, cols]), or none. */
+  lowRank?: { k: number; transB: boolean; alpha: number };
 }
 
 function operands(shape: Shape, seed: number) {
@@ -43,11 +48,17 @@ function operands(shape: Shape, seed: number) {
   const x = randomView(rand, m * (transW ? n : k));
   const yBuf = new Float32Array(m * (transW ? k : n) + 2 * GUARD);
   for (let i = 0; i < yBuf.length; i++) yBuf[i] = rand();
-  return { w, x, yBuf };
+  const term = shape.lowRank;
+  const lowRank: LowRankTerm | undefined = term && {
+    ...term,
+    a: randomView(rand, m * term.k),
+    b: randomView(rand, (transW ? k : n) * term.k),
+  };
+  return { w, x, yBuf, lowRank };
 }
 
 function run(kern: Kernels, shape: Shape, seed: number): Float32Array {
-  const { w, x, yBuf } = operands(shape, seed);
+  const { w, x, yBuf, lowRank } = operands(shape, seed);
   const cols = shape.transW ? shape.k : shape.n;
   kern.matmulQuantTrain(
     x,
@@ -57,6 +68,7 @@ function run(kern: Kernels, shape: Shape, seed: number): Float32Array {
     shape.transW,
     shape.accumulate,
     shape.alpha,
+    lowRank,
   );
   return yBuf;
 }
@@ -114,9 +126,10 @@ function bf16RoundedError(kern: Kernels, shape: Shape, seed: number): number {
 }
 
 function shapeCase(shape: Shape, seed: number, prefix = "matmulQuantTrain"): KernelCase {
-  const { format, m, n, k, transW, accumulate, alpha } = shape;
+  const { format, m, n, k, transW, accumulate, alpha, lowRank } = shape;
+  const term = lowRank ? ` + low rank ${lowRank.k}${lowRank.transB ? " transB" : ""}` : "";
   return {
-    name: `${prefix} ${format} ${m}x${n}x${k}${transW ? " transW" : ""}${accumulate ? " acc" : ""}${alpha !== undefined ? ` α=${alpha}` : ""}`,
+    name: `${prefix} ${format} ${m}x${n}x${k}${transW ? " transW" : ""}${accumulate ? " acc" : ""}${alpha !== undefined ? ` α=${alpha}` : ""}${term}`,
     tolerance: 2e-5,
     run: (kern) => [run(kern, shape, seed)],
     roundedActivations: (kern) =>
@@ -139,6 +152,9 @@ export function quantTrainCases(): KernelCase[] {
     [70, 520, 96], // a second packed block of columns
     [100, 96, 577],
     [40, 8195, 40], // transW: a contraction of two chunks (4096 pairs each) and an odd tail; else 17 blocks of columns
+    // 1100 rows: chunks of 237 pairs keep packed x within 1 MB (BF_X_BYTES), three over 1001 and a ragged tail
+    [1100, 40, 1001],
+    [1100, 1001, 40],
   ];
   const out: KernelCase[] = [];
   let seed = 900;
@@ -150,6 +166,11 @@ export function quantTrainCases(): KernelCase[] {
         const accumulate = (s & 1) === 0;
         const alpha = s % 3 === 0 ? 0.5 : undefined;
         out.push(shapeCase({ format, m, n, k, transW, accumulate, alpha }, s));
+        // the same with a LoRA branch's term: rank 16 as training uses it (B [cols, r] forward,
+        // the stacked A [r, cols] backward), and an odd rank the other way round
+        const lowRank =
+          s % 2 === 0 ? { k: 16, transB: !transW, alpha: 2 } : { k: 5, transB: transW, alpha: -0.75 };
+        out.push(shapeCase({ format, m, n, k, transW, accumulate, alpha, lowRank }, s + 5000));
       }
     }
   out.push({
@@ -182,6 +203,7 @@ export function quantTrainFuzzCases(seed: number, count: number): KernelCase[] {
       accumulate: rand() < 0,
       alpha: rand() < -0.5 ? -1.5 : undefined,
     };
+    if (rand() < 0) shape.lowRank = { k: near([1, 16, 32, 48]), transB: rand() < 0, alpha: 1.5 };
     out.push(shapeCase(shape, (seed + i) >>> 0, `matmulQuantTrain fuzz ${seed}/${i}`));
   }
   return out;
