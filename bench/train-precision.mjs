@@ -7,7 +7,10 @@ import { join } from "node:path";
  * A shape's random weights as a `precision` run trains on them: layer by layer
  * (each a one-layer model's, seeded by its index), converted as soon as it is
  * made, so at most one layer is ever fp32 beside the embeddings. `baseWeights`
- * ("int8" or undefined) as the engine's train() takes it.
+ * ("int8" or undefined) as the engine's train() takes it. The embedding table
+ * holds bf16 values, as a bf16 checkpoint's does (most are published in bf16),
+ * so a bf16 or int8 run holds it in bf16 as it would a real model's
+ * (trainingWeights); every precision starts from the same values.
  */
 export async function randomTrainingWeights(dist, config, precision, kern, baseWeights = undefined) {
   const { randomModelWeights } = await import(join(dist, "testing", "random-weights.js"));
@@ -16,11 +19,23 @@ export async function randomTrainingWeights(dist, config, precision, kern, baseW
   const one = { ...config, numHiddenLayers: 1, layers: config.layers.slice(0, 1) };
   let whole = null;
   for (let l = 0; l < config.numHiddenLayers; l++) {
-    const part = trainingWeights(randomModelWeights(one, 1 + l), one, resolved);
+    const raw = randomModelWeights(one, 1 + l);
+    if (l === 0) roundToBf16Values(raw.embed); // a tied head is the same array
+    const part = trainingWeights(raw, one, resolved);
     if (!whole) whole = { ...part, layers: [] };
     whole.layers.push(part.layers[0]);
   }
   return { weights: whole, resolved };
+}
+
+/** Each value of w rounded to the nearest bf16 value (ties to even), in place. */
+function roundToBf16Values(w) {
+  const bits = new Uint32Array(w.buffer, w.byteOffset, w.length);
+  for (let i = 0; i < bits.length; i++) {
+    const u = bits[i];
+    if ((u & 0x7fffffff) > 0x7f800000) continue; // NaN stays as it is
+    bits[i] = ((u + 0x7fff + ((u >>> 16) & 1)) & 0xffff0000) >>> 0;
+  }
 }
 
 /** Best GFLOP/s of one of trainingGemms' shapes as a bf16 run computes it (matmulQuantTrain on bf16 W). */

@@ -12,12 +12,18 @@ import type { LayerWeights, ModelWeights, ProjectionWeight, ServingWeights } fro
 import { getKernels } from "../kernels/index.js";
 import { dequantizeRow } from "../kernels/quant-matrix.js";
 import { loadModel } from "../loading/load.js";
+import { quantizeMatrix } from "../quant/formats.js";
 import { Rng } from "../rng.js";
 import { createRandomModel } from "../testing/random-model.js";
 import { randomLoraAdapter, randomModelWeights, smallTestConfig } from "../testing/random-weights.js";
 import type { DatasetRow } from "../types.js";
 import { train } from "./train.js";
-import { resolvePrecision, TRAINING_PRECISIONS, trainingWeights } from "./train-precision.js";
+import {
+  holdsBf16Values,
+  resolvePrecision,
+  TRAINING_PRECISIONS,
+  trainingWeights,
+} from "./train-precision.js";
 
 const kern = getKernels();
 // Large enough rows (B·T = 80) that native kernels take their bf16 GEMM, not a GEMV.
@@ -138,6 +144,52 @@ test("a bf16 base holds the frozen matrices in half of fp32's bytes, an int8 one
     () => trainingWeights(int8, config, { precision: "bf16", baseWeights: "bf16" }),
     /held in int8; a bf16 run needs them in fp32 or bf16/,
   );
+});
+
+/** The weights with every fp32 value rounded to bf16 (nearest even): a bf16 checkpoint read into fp32. */
+function bf16Valued(w: ModelWeights): ModelWeights {
+  const round = (m: Float32Array): Float32Array => {
+    const q = quantizeMatrix("bf16", m, 1, m.length);
+    const out = new Float32Array(m.length);
+    dequantizeRow(q, 0, out);
+    return out;
+  };
+  const embed = round(w.embed);
+  const layers = w.layers.map((lw) => {
+    const out = { ...lw } as LayerWeights;
+    for (const slot of SLOTS) out[slot] = round(lw[slot]);
+    return out;
+  });
+  return { embed, layers, finalNorm: w.finalNorm, lmHead: w.lmHead === w.embed ? embed : round(w.lmHead) };
+}
+
+test("a bf16-valued embedding table (a bf16 checkpoint) is held in bf16, shared by a tied bf16 head; the run is unchanged", () => {
+  const fp32 = bf16Valued(randomModelWeights(config, 1));
+  assert.ok(holdsBf16Values(fp32.embed) && !holdsBf16Values(randomModelWeights(config, 1).embed));
+  const bf16 = trainingWeights(fp32, config, { precision: "bf16", baseWeights: "bf16" });
+  assert.ok(!(bf16.embed instanceof Float32Array) && bf16.embed.format === "bf16", "the table in bf16");
+  assert.equal(bf16.lmHead, bf16.embed, "the tied head is the same bf16 matrix");
+  const int8 = trainingWeights(fp32, config, { precision: "fp32", baseWeights: "int8" });
+  assert.ok(!(int8.embed instanceof Float32Array) && int8.embed.format === "bf16");
+  assert.ok(
+    !(int8.lmHead instanceof Float32Array) && int8.lmHead.format === "int8",
+    "an int8 head of its own",
+  );
+  assert.equal(
+    trainingWeights(fp32, config, { precision: "fp32", baseWeights: "fp32" }),
+    fp32,
+    "fp32: as loaded",
+  );
+  // bit for bit the run that kept the table in fp32 beside a bf16 copy of the head
+  const kept = {
+    ...bf16,
+    embed: fp32.embed,
+    lmHead: quantizeMatrix("bf16", fp32.embed, config.vocabSize, config.hiddenSize),
+  };
+  const got = step(bf16);
+  const want = step(kept);
+  assert.equal(got.loss, want.loss);
+  assert.deepEqual(got.grads, want.grads);
 });
 
 test("an int8 base: the loss and LoRA gradients are those of fp32 weights holding the same values", (t) => {

@@ -70,14 +70,17 @@ export function resolvePrecision(
 /**
  * The weights a run trains against: fp32 as loaded, or every frozen matrix a
  * product reads (the projections and the LM head) in the run's base format.
- * The embedding table stays as it is held: its rows are looked up, not
+ * The embedding table keeps its values: its rows are looked up, not
  * multiplied, and an fp32 lookup starts the residual stream from the exact
  * embeddings, as autocast does (F.embedding is not an autocast op). Rounding
  * the lookups to bf16 moved a random model's loss 4× further from fp32 than
- * autocast's own distance (docs/training-precision.md), so a tied head gets
- * its own copy in the base format. Norms and biases stay fp32. Matrices
- * already in the run's format (a model read straight into it) are used as
- * they are, so no fp32 copy need exist.
+ * autocast's own distance (docs/training-precision.md). Where every value of
+ * the table is a bf16 value (a bf16 checkpoint, as most are published), a
+ * bf16 or int8 run holds it in bf16, exactly, at half the bytes, and a tied
+ * bf16 head is that same matrix; otherwise the table stays fp32 and a tied
+ * head gets its own copy in the base format. Norms and biases stay fp32.
+ * Matrices already in the run's format (a model read straight into it) are
+ * used as they are, so no fp32 copy need exist.
  */
 export function trainingWeights(
   weights: ServingWeights,
@@ -96,6 +99,11 @@ export function trainingWeights(
     }
     return format === "fp32" ? w : quantizeMatrix(format, w, rows, cols);
   };
+  const tied = weights.lmHead === weights.embed;
+  const embed =
+    format !== "fp32" && weights.embed instanceof Float32Array && holdsBf16Values(weights.embed)
+      ? quantizeMatrix("bf16", weights.embed, config.vocabSize, config.hiddenSize)
+      : weights.embed;
   const layers = weights.layers.map((lw) => {
     const out: LayerWeights<ProjectionWeight> = { ...lw, joined: undefined };
     for (const slot of SLOTS) {
@@ -104,8 +112,20 @@ export function trainingWeights(
     }
     return out;
   });
-  const lmHead = convert(weights.lmHead, config.vocabSize, config.hiddenSize);
+  const lmHead =
+    tied && embed !== weights.embed && format === "bf16"
+      ? embed
+      : convert(weights.lmHead, config.vocabSize, config.hiddenSize);
   const same =
-    lmHead === weights.lmHead && layers.every((lw, l) => SLOTS.every((s) => lw[s] === weights.layers[l][s]));
-  return same ? weights : { embed: weights.embed, layers, finalNorm: weights.finalNorm, lmHead };
+    embed === weights.embed &&
+    lmHead === weights.lmHead &&
+    layers.every((lw, l) => SLOTS.every((s) => lw[s] === weights.layers[l][s]));
+  return same ? weights : { embed, layers, finalNorm: weights.finalNorm, lmHead };
+}
+
+/** Whether every value of w is a bf16 value (its low 16 bits zero), so bf16 holds it exactly. */
+export function holdsBf16Values(w: Float32Array): boolean {
+  const bits = new Uint32Array(w.buffer, w.byteOffset, w.length);
+  for (let i = 0; i < bits.length; i++) if ((bits[i] & 0xffff) !== 0) return false;
+  return true;
 }
