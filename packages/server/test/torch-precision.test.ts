@@ -1,9 +1,10 @@
 // A job's precision on the torch backend (docs/training-precision.md#the-torch-backend),
 // through `svc server` and `svc worker --backend torch` (python3-torch on the
 // CPU): "fp32", "auto", "bf16" and an int8 base train, and training.started
-// reports what svc_trainer runs ("auto" is fp32 on a CPU without native bf16
-// dot products, as this one). bf16 and int8's first-step losses are held to the
-// fp32 run's on the same model and data.
+// reports what svc_trainer runs ("auto" is bf16 where PyTorch's CPU kernels
+// have native bf16 dot products, AVX512_BF16 or AMX-BF16, and fp32 elsewhere).
+// bf16 and int8's first-step losses are held to the fp32 run's on the same
+// model and data.
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync } from "node:fs";
@@ -53,7 +54,7 @@ it("the job file carries the job's precision and base weights for svc_trainer to
   assert.deepEqual(
     fileFor(),
     { precision: undefined, baseWeights: undefined },
-    "svc_trainer's default: auto",
+    "none: svc_trainer's rule from before precisions (bf16 on CUDA, fp32 on the CPU)",
   );
 });
 
@@ -99,6 +100,32 @@ it("svc_trainer's int8 weight computes PyTorch's product and input gradient with
   });
 });
 
+/**
+ * Whether PyTorch's CPU kernels have native bf16 dot products on this machine, read independently of
+ * svc_trainer: the CPU's flags (avx512_bf16 or amx_bf16) and, where PyTorch reports it (2.0 and later),
+ * an AVX-512 kernel capability.
+ */
+function nativeBf16(): boolean {
+  let flags: string[] = [];
+  try {
+    const line = readFileSync("/proc/cpuinfo", "utf8")
+      .split("\n")
+      .find((l) => l.startsWith("flags"));
+    flags = line ? line.split(":")[1].trim().split(/\s+/) : [];
+  } catch {}
+  if (!flags.includes("avx512_bf16") && !flags.includes("amx_bf16")) return false;
+  const probe = spawnSync(
+    TORCH_PYTHON,
+    [
+      "-c",
+      "import torch; c = getattr(torch.backends, 'cpu', None); print(c.get_cpu_capability() if c is not None and hasattr(c, 'get_cpu_capability') else '')",
+    ],
+    { encoding: "utf8" },
+  );
+  const capability = probe.stdout?.trim() ?? "";
+  return capability === "" || capability.startsWith("AVX512");
+}
+
 describe("a job's precision on the torch backend", {
   skip: !hasTorch && needs("torch", `${TORCH_PYTHON} has no torch`),
 }, () => {
@@ -106,9 +133,10 @@ describe("a job's precision on the torch backend", {
 
   // Tiny runs: PyTorch's bf16 on a CPU without AVX512_BF16 is emulated and many times slower than fp32.
   const firstLoss: Record<string, number> = {};
+  const auto = nativeBf16() ? "bf16" : "fp32";
   const cases = [
     [{ precision: "fp32" }, "fp32", "fp32"],
-    [{ precision: "auto" }, "fp32", "fp32"],
+    [{ precision: "auto" }, auto, auto],
     [{ precision: "bf16" }, "bf16", "bf16"],
     [{ precision: "fp32", baseWeights: "int8" }, "fp32", "int8"],
     [{ precision: "bf16", baseWeights: "int8" }, "bf16", "int8"],
@@ -129,7 +157,8 @@ describe("a job's precision on the torch backend", {
     // The same model, data and seed: the first step's loss differs only by the base's rounding and bf16's
     // products. Measured on the fixture: see docs/training-precision.md#the-torch-backend.
     const fp32 = firstLoss[JSON.stringify(cases[0][0])];
-    assert.equal(firstLoss[JSON.stringify(cases[1][0])], fp32, '"auto" is fp32 here');
+    const same = firstLoss[JSON.stringify({ precision: auto })];
+    assert.equal(firstLoss[JSON.stringify(cases[1][0])], same, `"auto" is ${auto} here`);
     for (const [asked] of cases.slice(2)) {
       const loss = firstLoss[JSON.stringify(asked)];
       const gap = Math.abs(loss - fp32) / fp32;

@@ -183,6 +183,9 @@ describe("an architecture svc's engine does not implement, on transformers + pef
       baseModel: GPT2,
       backend: "torch",
       evalDatasetId: evalSet.id,
+      // fp32, so that training's eval loss is peft's fp32 one to 1e-5 below ("auto" is bf16 autocast on a
+      // CPU with AVX512_BF16)
+      precision: "fp32",
     });
     await cluster.startWorker(PYTHON, ["--device", "cpu"]);
     const frames = await cluster.eventsUntilEnd(created.id, 180_000);

@@ -1,7 +1,8 @@
 """A job's precision and base-weight format on the torch backend (docs/training-precision.md#the-torch-backend).
 
-The job file's `precision` is the job's ("fp32", "bf16" or "auto"; absent: "auto") and `baseWeights`
-"int8" or absent. This module is the one place "auto" is resolved for the torch backend: the worker
+The job file's `precision` is the job's ("fp32", "bf16" or "auto") and `baseWeights` "int8" or
+absent. A job file without `precision` (written before precisions existed, or by hand) trains as
+svc_trainer did then: bf16 autocast on CUDA, fp32 on the CPU; the server writes every job's. This module is the one place "auto" is resolved for the torch backend: the worker
 asks it (python3 -m svc_trainer.precision) for the training.started event, and the trainer runs what
 it answers. The rule is the engine's: bf16 where the device has native bf16 dot products (every
 CUDA GPU svc trains on; a CPU with AVX512_BF16 or AMX-BF16), fp32 elsewhere, because bf16 emulated
@@ -50,7 +51,9 @@ def cpu_bf16_native():
 def resolve(job, device_type):
     """(precision, baseWeights) the run trains in: precision "bf16" or "fp32" ("auto" resolved on this
     device), baseWeights "int8" or the precision. Values not understood are refused, naming the field."""
-    asked = job.get("precision", "auto")
+    asked = job.get("precision")
+    if asked is None:  # svc_trainer's rule before precisions: bf16 autocast on CUDA, fp32 on the CPU
+        asked = "bf16" if device_type == "cuda" else "fp32"
     if asked not in PRECISIONS:
         raise ValueError(f"precision must be one of {', '.join(PRECISIONS)} (got {json.dumps(asked)})")
     base = job.get("baseWeights")
