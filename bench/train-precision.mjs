@@ -15,27 +15,18 @@ import { join } from "node:path";
 export async function randomTrainingWeights(dist, config, precision, kern, baseWeights = undefined) {
   const { randomModelWeights } = await import(join(dist, "testing", "random-weights.js"));
   const { resolvePrecision, trainingWeights } = await import(join(dist, "training", "train-precision.js"));
+  const { decodeBf16, encodeBf16 } = await import(join(dist, "quant", "half.js"));
   const resolved = resolvePrecision(precision, baseWeights, kern);
   const one = { ...config, numHiddenLayers: 1, layers: config.layers.slice(0, 1) };
   let whole = null;
   for (let l = 0; l < config.numHiddenLayers; l++) {
     const raw = randomModelWeights(one, 1 + l);
-    if (l === 0) roundToBf16Values(raw.embed); // a tied head is the same array
+    if (l === 0) decodeBf16(encodeBf16(raw.embed), raw.embed); // rounded in place: a tied head is the same array
     const part = trainingWeights(raw, one, resolved);
     if (!whole) whole = { ...part, layers: [] };
     whole.layers.push(part.layers[0]);
   }
   return { weights: whole, resolved };
-}
-
-/** Each value of w rounded to the nearest bf16 value (ties to even), in place. */
-function roundToBf16Values(w) {
-  const bits = new Uint32Array(w.buffer, w.byteOffset, w.length);
-  for (let i = 0; i < bits.length; i++) {
-    const u = bits[i];
-    if ((u & 0x7fffffff) > 0x7f800000) continue; // NaN stays as it is
-    bits[i] = ((u + 0x7fff + ((u >>> 16) & 1)) & 0xffff0000) >>> 0;
-  }
 }
 
 /** Best GFLOP/s of one of trainingGemms' shapes as a bf16 run computes it (matmulQuantTrain on bf16 W). */

@@ -120,17 +120,9 @@ static void bf16_pack_w(const unsigned short* w, long n, long k, bool transW, lo
   });
 }
 
-// A LoRA branch's second product, added to the last pass's tiles in fp32:
-// y += alpha2 · a2[m, k2] · op(b2), with op(b2) packed as [column panels of BF_NR][k2][BF_NR].
-struct Bf16LowRank {
-  const float* a2;  // [m, k2]
-  const float* b2p; // op(b2) packed
-  long k2;
-  float alpha2;
-};
-
 // c[rows, cols] of one BF_MR x BF_NR tile (=|+=) alpha · a-panel · b-panel over kc pairs
-// (+ lr: the low-rank rows a2 [rows, k2] against one packed panel b2 [k2][BF_NR]).
+// (+ alpha2 · a2 · b2: a LoRA branch's second product in fp32, the tile's rows of a2 [rows, k2]
+// against one panel of op(b2) packed [k2][BF_NR]; none where k2 is 0).
 __attribute__((target("avx512bf16"))) static void bf16_micro(const unsigned int* a, const unsigned int* b,
                                                               long kc, float* c, long ldc, int rows, int cols,
                                                               float alpha, bool load_c, const float* a2 = nullptr,

@@ -193,8 +193,8 @@ function project(
   const t = tick();
   const w = lw[slot];
   const packed = g.packed?.forward(w, out, inDim) ?? null;
-  if (g.inferenceOnly && !(addend && w instanceof Float32Array))
-    matmulWeight(g.kern, x, w, y, N, out, inDim, accumulate, 1, packed);
+  // at inference an addend exists only for fp32 weights (projectGroup)
+  if (g.inferenceOnly && !addend) matmulWeight(g.kern, x, w, y, N, out, inDim, accumulate, 1, packed);
   else matmulFrozen(g.kern, x, w, y, N, out, inDim, false, accumulate, packed, addend); // training: bf16 dot products
   const bias = lw.bias[slot];
   if (bias) g.kern.addBias(y, bias, N, out, 1);

@@ -128,28 +128,24 @@ export function loadNativeKernels(options: NativeKernelOptions = {}): NativeKern
     matmulQuantTrain(x, w, y, m, transW, accumulate, alpha, lowRank) {
       checkQuantMatrix(w, "matmulQuantTrain");
       const code = QUANT_FORMAT_CODES[w.format];
-      if (!lowRank) quantTrain(code, x, w.data, w.scales, y, m, w.rows, w.cols, transW, accumulate, alpha);
-      else {
-        const { a, b, k, transB, alpha: alpha2 } = lowRank;
-        quantTrain(
-          code,
-          x,
-          w.data,
-          w.scales,
-          y,
-          m,
-          w.rows,
-          w.cols,
-          transW,
-          accumulate,
-          alpha,
-          a,
-          b,
-          k,
-          transB,
-          alpha2,
-        );
-      }
+      quantTrain(
+        code,
+        x,
+        w.data,
+        w.scales,
+        y,
+        m,
+        w.rows,
+        w.cols,
+        transW,
+        accumulate,
+        alpha,
+        lowRank?.a,
+        lowRank?.b,
+        lowRank?.k,
+        lowRank?.transB,
+        lowRank?.alpha,
+      );
     },
     name: "native",
     isa: methods.isa,

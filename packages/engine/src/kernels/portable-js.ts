@@ -220,7 +220,7 @@ export const jsKernels: Kernels = {
       if (scratchF64.length < m * w.cols) scratchF64 = new Float64Array(m * w.cols);
       matmulQuantTransRows(x, w, y, m, accumulate, alpha, scratchRow, scratchF64);
     }
-    addLowRankTerm(jsKernels, y, m, transW ? w.cols : w.rows, lowRank);
+    addLowRankTerm(jsKernels, y, m, w, transW, lowRank);
   },
 
   // One pass over the row already: the reference's loop is the whole kernel.

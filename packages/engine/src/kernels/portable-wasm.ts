@@ -200,7 +200,7 @@ export function loadWasmKernels(path = defaultWasmPath): Kernels {
     matmulQuant: (x, wq, y, m, accumulate, alpha = 1) => matmulQuant(x, wq, y, m, accumulate, alpha),
     matmulQuantTrain(x, wq, y, m, transW, accumulate, alpha = 1, lowRank) {
       matmulQuantTrain(x, wq, y, m, transW, accumulate, alpha);
-      addLowRankTerm(kernels, y, m, transW ? wq.cols : wq.rows, lowRank);
+      addLowRankTerm(kernels, y, m, wq, transW, lowRank);
     },
     rmsnormForward(x, weight, y, rstd, rows, dim, eps) {
       const [px, pw, py, pr] = stage([

@@ -148,3 +148,8 @@ export function checkQuantMatrix(w: QuantMatrix, fn = "matmulQuant"): void {
       fail("w.format", `must be "bf16", "int8" or "q4_0", got ${JSON.stringify(format)}`, true);
   }
 }
+
+/** matmulQuantTrain's y width: W's rows forward (x·Wᵀ), its columns for the input gradient (dy·W). */
+export function quantTrainCols(w: QuantMatrix, transW: boolean): number {
+  return transW ? w.cols : w.rows;
+}

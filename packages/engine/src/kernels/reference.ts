@@ -70,7 +70,7 @@ export const referenceKernels: Kernels = {
     const row = new Float64Array(w.cols);
     if (!transW) matmulQuantRows(x, w, y, m, accumulate, alpha, row);
     else matmulQuantTransRows(x, w, y, m, accumulate, alpha, row, new Float64Array(m * w.cols));
-    addLowRankTerm(referenceKernels, y, m, transW ? w.cols : w.rows, lowRank);
+    addLowRankTerm(referenceKernels, y, m, w, transW, lowRank);
   },
 
   rmsnormForward(x, weight, y, rstd, rows, dim, eps) {

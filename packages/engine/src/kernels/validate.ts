@@ -1,7 +1,7 @@
 // Argument checks for the portable kernels, with the native addon's messages:
 // a wrong type is a TypeError, a short array or a bad shape a RangeError, each
 // naming the argument. Cheap (lengths and a pass over the integer arrays).
-import { checkQuantMatrix } from "./quant-matrix.js";
+import { checkQuantMatrix, quantTrainCols } from "./quant-matrix.js";
 import type { Kernels } from "./types.js";
 
 function fail(fn: string, arg: string, detail: string, range: boolean): never {
@@ -140,13 +140,13 @@ export function withValidation(impl: Kernels): Kernels {
       flag(fn, "accumulate", accumulate);
       if (optional(alpha)) num(fn, "alpha", alpha);
       f32(fn, "x", x, m * (transW ? w.rows : w.cols));
-      f32(fn, "y", y, m * (transW ? w.cols : w.rows));
+      f32(fn, "y", y, m * quantTrainCols(w, transW));
       if (lowRank !== undefined && lowRank !== null) {
         dim(fn, "lowRank.k", lowRank.k);
         flag(fn, "lowRank.transB", lowRank.transB);
         num(fn, "lowRank.alpha", lowRank.alpha);
         f32(fn, "lowRank.a", lowRank.a, m * lowRank.k);
-        f32(fn, "lowRank.b", lowRank.b, (transW ? w.cols : w.rows) * lowRank.k);
+        f32(fn, "lowRank.b", lowRank.b, quantTrainCols(w, transW) * lowRank.k);
       }
       impl.matmulQuantTrain(x, w, y, m, transW, accumulate, alpha ?? 1, lowRank ?? undefined);
     },

@@ -99,6 +99,13 @@ export function roundToF16(values: Float32Array): Float32Array {
   return decodeF16(encodeF16(values));
 }
 
+/** Whether every value is a bf16 value (its low 16 bits zero), so bf16 holds them exactly. */
+export function holdsBf16Values(values: Float32Array): boolean {
+  const bits = bitsOf(values);
+  for (let i = 0; i < bits.length; i++) if ((bits[i] & 0xffff) !== 0) return false;
+  return true;
+}
+
 /** The values as bf16 would store them. */
 export function roundToBf16(values: Float32Array): Float32Array {
   return decodeBf16(encodeBf16(values));

@@ -13,17 +13,13 @@ import { getKernels } from "../kernels/index.js";
 import { dequantizeRow } from "../kernels/quant-matrix.js";
 import { loadModel } from "../loading/load.js";
 import { quantizeMatrix } from "../quant/formats.js";
+import { holdsBf16Values, roundToBf16 } from "../quant/half.js";
 import { Rng } from "../rng.js";
 import { createRandomModel } from "../testing/random-model.js";
 import { randomLoraAdapter, randomModelWeights, smallTestConfig } from "../testing/random-weights.js";
 import type { DatasetRow } from "../types.js";
 import { train } from "./train.js";
-import {
-  holdsBf16Values,
-  resolvePrecision,
-  TRAINING_PRECISIONS,
-  trainingWeights,
-} from "./train-precision.js";
+import { resolvePrecision, TRAINING_PRECISIONS, trainingWeights } from "./train-precision.js";
 
 const kern = getKernels();
 // Large enough rows (B·T = 80) that native kernels take their bf16 GEMM, not a GEMV.
@@ -148,19 +144,18 @@ test("a bf16 base holds the frozen matrices in half of fp32's bytes, an int8 one
 
 /** The weights with every fp32 value rounded to bf16 (nearest even): a bf16 checkpoint read into fp32. */
 function bf16Valued(w: ModelWeights): ModelWeights {
-  const round = (m: Float32Array): Float32Array => {
-    const q = quantizeMatrix("bf16", m, 1, m.length);
-    const out = new Float32Array(m.length);
-    dequantizeRow(q, 0, out);
-    return out;
-  };
-  const embed = round(w.embed);
+  const embed = roundToBf16(w.embed);
   const layers = w.layers.map((lw) => {
     const out = { ...lw } as LayerWeights;
-    for (const slot of SLOTS) out[slot] = round(lw[slot]);
+    for (const slot of SLOTS) out[slot] = roundToBf16(lw[slot]);
     return out;
   });
-  return { embed, layers, finalNorm: w.finalNorm, lmHead: w.lmHead === w.embed ? embed : round(w.lmHead) };
+  return {
+    embed,
+    layers,
+    finalNorm: w.finalNorm,
+    lmHead: w.lmHead === w.embed ? embed : roundToBf16(w.lmHead),
+  };
 }
 
 test("a bf16-valued embedding table (a bf16 checkpoint) is held in bf16, shared by a tied bf16 head; the run is unchanged", () => {

@@ -13,6 +13,7 @@ import {
 } from "../graph/weights.js";
 import type { Kernels } from "../kernels/types.js";
 import { quantizeMatrix } from "../quant/formats.js";
+import { holdsBf16Values } from "../quant/half.js";
 
 /**
  * The values of a job's `precision`: "fp32" (every product in fp32), "bf16"
@@ -121,11 +122,4 @@ export function trainingWeights(
     lmHead === weights.lmHead &&
     layers.every((lw, l) => SLOTS.every((s) => lw[s] === weights.layers[l][s]));
   return same ? weights : { embed, layers, finalNorm: weights.finalNorm, lmHead };
-}
-
-/** Whether every value of w is a bf16 value (its low 16 bits zero), so bf16 holds it exactly. */
-export function holdsBf16Values(w: Float32Array): boolean {
-  const bits = new Uint32Array(w.buffer, w.byteOffset, w.length);
-  for (let i = 0; i < bits.length; i++) if ((bits[i] & 0xffff) !== 0) return false;
-  return true;
 }
