@@ -1,12 +1,13 @@
 """A job's precision and base-weight format on the torch backend (docs/training-precision.md#the-torch-backend).
 
 The job file's `precision` is the job's ("fp32", "bf16" or "auto") and `baseWeights` "int8" or
-absent. A job file without `precision` (written before precisions existed, or by hand) trains as
-svc_trainer did then: bf16 autocast on CUDA, fp32 on the CPU; the server writes every job's. This module is the one place "auto" is resolved for the torch backend: the worker
-asks it (python3 -m svc_trainer.precision) for the training.started event, and the trainer runs what
-it answers. The rule is the engine's: bf16 where the device has native bf16 dot products (every
-CUDA GPU svc trains on; a CPU with AVX512_BF16 or AMX-BF16), fp32 elsewhere, because bf16 emulated
-on AVX2 is many times slower than fp32 (a 1024x576x1536 matmul: 1.25 GFLOP/s against 79).
+absent. Without a `precision` (a job stored before precisions existed, a job file written by hand)
+it trains as svc_trainer did then: bf16 autocast on CUDA, fp32 on the CPU. This module is the one
+place the torch backend resolves them: the worker asks it (python3 -m svc_trainer.precision) for
+the training.started event, and the trainer runs what it answers. "auto" is the engine's rule:
+bf16 where the device has native bf16 dot products (every CUDA GPU svc trains on; a CPU with
+AVX512_BF16 or AMX-BF16), fp32 elsewhere, because bf16 emulated on AVX2 is many times slower than
+fp32 (a 1024x576x1536 matmul: 1.25 GFLOP/s against 79).
 
 bf16: the frozen base held in bf16 and the forward and backward under torch.autocast(bf16), on
 CUDA and on the CPU. int8: the frozen projections and LM head held int8 (int8.py), dequantized in
@@ -14,7 +15,7 @@ each product. LoRA's factors, their gradients and AdamW's state are fp32 in ever
 
     python3 -m svc_trainer.precision --device cpu|cuda [--precision P] [--base-weights int8]
 
-prints {"precision": "bf16"|"fp32", "baseWeights": "bf16"|"fp32"|"int8"}.
+(no --precision: a job that asked none) prints {"precision": "bf16"|"fp32", "baseWeights": "bf16"|"fp32"|"int8"}.
 """
 
 import argparse
@@ -67,10 +68,13 @@ def resolve(job, device_type):
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python3 -m svc_trainer.precision")
     parser.add_argument("--device", choices=["cpu", "cuda"], required=True)
-    parser.add_argument("--precision", default="auto")
+    parser.add_argument("--precision", default=None)
     parser.add_argument("--base-weights", default=None)
     args = parser.parse_args(argv)
-    job = {"precision": args.precision, **({"baseWeights": args.base_weights} if args.base_weights else {})}
+    job = {
+        **({"precision": args.precision} if args.precision else {}),
+        **({"baseWeights": args.base_weights} if args.base_weights else {}),
+    }
     try:
         precision, base = resolve(job, args.device)
     except ValueError as error:

@@ -89,15 +89,17 @@ export interface TorchPrecision {
 
 /**
  * What svc_trainer will run for a job's precision and base weights on this worker's device, asked of
- * svc_trainer itself (svc_trainer/precision.py, the one place the torch backend resolves "auto":
- * bf16 on CUDA and on a CPU with native bf16 dot products, fp32 elsewhere).
+ * svc_trainer itself (svc_trainer/precision.py, the one place the torch backend resolves them: "auto"
+ * is bf16 on CUDA and on a CPU with native bf16 dot products, fp32 elsewhere; none, a job stored before
+ * precisions, what svc_trainer ran then).
  */
 export function torchPrecision(
   launch: Pick<TorchLaunch, "python" | "device">,
-  precision: TrainingPrecision,
+  precision: TrainingPrecision | undefined,
   baseWeights?: BaseWeightFormat,
 ): TorchPrecision {
-  const args = ["-m", "svc_trainer.precision", "--device", launch.device, "--precision", precision];
+  const args = ["-m", "svc_trainer.precision", "--device", launch.device];
+  if (precision) args.push("--precision", precision);
   if (baseWeights) args.push("--base-weights", baseWeights);
   const probe = spawnSync(launch.python, args, {
     cwd: TRAINER_TORCH_DIR,
@@ -106,7 +108,7 @@ export function torchPrecision(
   });
   if (probe.status !== 0)
     throw new Error(
-      `svc_trainer could not resolve precision ${JSON.stringify(precision)}${baseWeights ? ` on an ${baseWeights} base` : ""}: ${probe.error?.message ?? (probe.stderr.trim() || `exit ${probe.status}`)}`,
+      `svc_trainer could not resolve precision ${precision ? JSON.stringify(precision) : "(none)"}${baseWeights ? ` on an ${baseWeights} base` : ""}: ${probe.error?.message ?? (probe.stderr.trim() || `exit ${probe.status}`)}`,
     );
   return JSON.parse(probe.stdout) as TorchPrecision;
 }

@@ -146,10 +146,9 @@ async function prepareRun(launch: TorchLaunch, scratch: string): Promise<TorchRu
     );
   if (method !== "sft" && launch.fsdp)
     throw new Error(`method "${method}" does not train under FSDP yet: run it on a worker without --fsdp`);
-  // A job from before precisions trained in what svc_trainer ran then: bf16 autocast on CUDA, fp32 on the CPU.
-  const precision = input.hyperparameters.precision ?? (launch.device === "cuda" ? "bf16" : "fp32");
-  const { baseWeights } = input.hyperparameters;
-  // What svc_trainer will run, "auto" resolved on this machine by svc_trainer's own rule (precision.py).
+  // none: a job from before precisions, which svc_trainer trains as it did then (precision.py)
+  const { precision, baseWeights } = input.hyperparameters;
+  // What svc_trainer will run, "auto" and none resolved on this machine by svc_trainer's own rule.
   const ran = torchPrecision(launch, precision, baseWeights);
   const common = {
     hyperparameters: input.hyperparameters,
