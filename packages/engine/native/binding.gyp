@@ -20,7 +20,7 @@
       "cflags_cc": ["-pthread"],
       "ldflags": ["-pthread"],
       "conditions": [
-        ["target_arch=='x64'", {"dependencies": ["svc_isa_avx2", "svc_isa_avx512", "svc_isa_avx512vnni"]}]
+        ["target_arch=='x64'", {"dependencies": ["svc_isa_avx2", "svc_isa_avx512", "svc_isa_avx512vnni", "svc_isa_amx"]}]
       ]
     }
   ],
@@ -43,6 +43,12 @@
           "target_name": "svc_isa_avx512vnni",
           "type": "static_library",
           "sources": ["src/isa_avx512vnni.cc"],
+          "cflags_cc": ["-mavx512f", "-mavx512bw", "-mavx512dq", "-mavx512vl", "-mavx512vnni", "-mavx2", "-mfma", "-mf16c", "-mprefer-vector-width=512"]
+        },
+        {
+          "target_name": "svc_isa_amx",
+          "type": "static_library",
+          "sources": ["src/isa_amx.cc"],
           "cflags_cc": ["-mavx512f", "-mavx512bw", "-mavx512dq", "-mavx512vl", "-mavx512vnni", "-mavx2", "-mfma", "-mf16c", "-mprefer-vector-width=512"]
         }
       ]

@@ -74,14 +74,19 @@ static void bf16_pack_x(const float* x, long ldx, long m, long kk, unsigned int*
 // is W's column j, pairs across two rows. Each loop reads W front to back (a strided
 // walk across rows left the backward's packing latency-bound: 4x the forward's).
 // Only pairs p0.. of the contraction, kk of its elements (kp = ceil(kk/2) pairs): a chunk of it.
+// kpad (>= kp; 0: kp): pairs a panel holds, those past kp zero (the AMX tiles' whole blocks).
 static void bf16_pack_w(const unsigned short* w, long n, long k, bool transW, long j0, long nc, long p0, long kk,
-                        unsigned int* out) {
+                        unsigned int* out, long kpad = 0) {
   long panels = ceil_div(nc, BF_NR), kp = (kk + 1) / 2;
+  if (kpad < kp) kpad = kp;
+  for (long pn = 0; pn < panels && kpad > kp; pn++)
+    for (long p = kp; p < kpad; p++)
+      for (int jj = 0; jj < BF_NR; jj++) out[(pn * kpad + p) * BF_NR + jj] = 0;
   if (!transW) {  // W [n, k]: column j of Wᵀ is row j, read along; a panel (kp x 128 B) stays cached
     long tasks = min_l(panels, svc_num_threads() * 2L);
     par(tasks, [&](long t) {
       for (long pn = panels * t / tasks; pn < panels * (t + 1) / tasks; pn++) {
-        unsigned int* o = out + pn * kp * BF_NR;
+        unsigned int* o = out + pn * kpad * BF_NR;
         for (int jj = 0; jj < BF_NR; jj++) {
           long j = j0 + pn * BF_NR + jj;
           if (j >= j0 + nc) {
@@ -104,7 +109,7 @@ static void bf16_pack_w(const unsigned short* w, long n, long k, bool transW, lo
       const unsigned short* r0 = w + 2 * (p0 + p) * k + j0;
       const unsigned short* r1 = 2 * (p0 + p) + 1 < n ? r0 + k : nullptr;
       for (long pn = 0; pn < panels; pn++) {
-        unsigned int* __restrict o = out + pn * kp * BF_NR + p * BF_NR;
+        unsigned int* __restrict o = out + (pn * kpad + p) * BF_NR;
         long c0 = pn * BF_NR, cols = min_l(BF_NR, nc - c0);
         if (cols == BF_NR && r1) {
           for (int jj = 0; jj < BF_NR; jj++)

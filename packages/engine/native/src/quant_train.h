@@ -7,6 +7,7 @@
 // Where the unit is AVX-512 and the CPU has AVX512_BF16, bf16 weights at more
 // rows than a GEMV takes go through vdpbf16ps (bf16_gemm.h): x rounded to bf16
 // (nearest even), products summed in fp32, as PyTorch's bf16 autocast does.
+// The amx unit (SVC_AMX) multiplies them on AMX tiles instead (amx_gemm.h).
 // Everywhere else the weights are widened to fp32 on the fly: a panel of W's
 // rows at a time into fp32 scratch, then the blocked SGEMM, so the fp32 copy
 // of W never exists whole and the memory saving holds on every unit.
@@ -14,6 +15,12 @@
 #if SVC_VEC_BYTES == 64 && defined(SVC_X86)
 #include "bf16_gemm.h"
 #define SVC_BF16_DOT 1
+#if SVC_AMX
+#include "amx_gemm.h"
+#define svc_bf16_weights_gemm amx_gemm_weights
+#else
+#define svc_bf16_weights_gemm bf16_gemm_weights
+#endif
 #else
 #define SVC_BF16_DOT 0
 #endif
@@ -77,8 +84,8 @@ static void matmul_quant_train(int format, const float* x, const void* w, const 
   }
 #if SVC_BF16_DOT
   else if (format == SVC_QUANT_BF16 && m > STREAM_MAX_ROWS && svc_cpu_has_bf16_dot()) {
-    bf16_gemm_weights(static_cast<const unsigned short*>(w), x, y, m, n, k, transW, alpha, accumulate, a2, b2,
-                      lowRank ? k2 : 0, transB2, alpha2);
+    svc_bf16_weights_gemm(static_cast<const unsigned short*>(w), x, y, m, n, k, transW, alpha, accumulate, a2, b2,
+                          lowRank ? k2 : 0, transB2, alpha2);
     return;
   }
 #endif

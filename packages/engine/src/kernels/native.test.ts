@@ -26,6 +26,14 @@ try {
 const skip = native ? false : needs("native kernels", `native addon not built: ${loadError}`);
 const isas = native ? native.supportedIsas : [];
 
+test("lists the amx unit exactly where the CPU has AMX-BF16 tiles and AVX512_BF16", { skip }, () => {
+  // Linux grants the tiles to any process that asks from 5.16; this kernel is newer.
+  const flags = cpuFlags();
+  const hasAmx = ["amx_bf16", "amx_tile", "avx512_bf16", "avx512_vnni"].every((f) => flags.includes(f));
+  assert.equal(isas.includes("amx"), hasAmx, `flags ${hasAmx}, units ${isas.join(", ")}`);
+  if (hasAmx) assert.equal(isas[0], "amx", "the best unit is listed first");
+});
+
 describe("native kernels match the reference", { skip }, () => {
   for (const isa of isas) {
     describe(isa, () => {
@@ -35,11 +43,11 @@ describe("native kernels match the reference", { skip }, () => {
         assert.equal(kern.isa, isa);
         assert.ok(kern.threads >= 1);
       });
-      test("reports bf16 dot products exactly where the CPU has AVX512_BF16 and the unit is AVX-512", () => {
+      test("reports bf16 dot products exactly where the CPU has AVX512_BF16 and the unit is AVX-512 or AMX", () => {
         const cpuHasBf16 = cpuFlags().includes("avx512_bf16");
         assert.equal(
           kern.bf16Dot,
-          cpuHasBf16 && isa.startsWith("avx512"),
+          cpuHasBf16 && (isa.startsWith("avx512") || isa === "amx"),
           `${isa}, avx512_bf16 ${cpuHasBf16}`,
         );
       });

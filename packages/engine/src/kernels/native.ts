@@ -42,7 +42,7 @@ type AddonMatmulQuantTrain = (
 ) => void;
 
 interface NativeAddon {
-  /** The ISAs this CPU runs, best first ("avx512vnni", "avx512", "avx2", "baseline"). */
+  /** The ISAs this CPU runs, best first ("amx", "avx512vnni", "avx512", "avx2", "baseline"). */
   readonly supportedIsas: string[];
   /** Threads in the addon's worker pool (calling thread included). */
   readonly threads: number;
@@ -71,13 +71,13 @@ export interface NativeKernels extends Kernels {
 }
 
 export interface NativeKernelOptions {
-  /** "avx512vnni", "avx512", "avx2" or "baseline"; default SVC_KERNELS_ISA, else the best the CPU supports. */
+  /** "amx", "avx512vnni", "avx512", "avx2" or "baseline"; default SVC_KERNELS_ISA, else the best the CPU supports. */
   isa?: string;
   /** The .node file; default SVC_KERNELS_ADDON, else native/build/Release/svc_kernels.node. */
   addonPath?: string;
 }
 
-export const NATIVE_ISAS = ["avx512vnni", "avx512", "avx2", "baseline"] as const;
+export const NATIVE_ISAS = ["amx", "avx512vnni", "avx512", "avx2", "baseline"] as const;
 
 export const defaultAddonPath = fileURLToPath(
   new URL("../../../native/build/Release/svc_kernels.node", import.meta.url),

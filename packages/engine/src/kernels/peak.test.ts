@@ -36,8 +36,8 @@ describe("native peakGflops", { skip }, () => {
       // fp32 FMA on the avx2 and AVX-512 units; baseline (SSE2) has no FMA
       if (isa === "baseline") assert.equal(fp32, null);
       else assert.ok(typeof fp32 === "number" && fp32 > 0, `fp32 ${fp32}`);
-      // vdpbf16ps only on the AVX-512 units of a CPU with AVX512_BF16
-      if (isa.startsWith("avx512") && cpuHas("avx512_bf16"))
+      // vdpbf16ps only on the AVX-512 units of a CPU with AVX512_BF16; tiles on the amx unit
+      if ((isa.startsWith("avx512") || isa === "amx") && cpuHas("avx512_bf16"))
         assert.ok(typeof bf16 === "number" && bf16 > 0, `bf16 ${bf16}`);
       else assert.equal(bf16, null);
     });

@@ -1,0 +1,182 @@
+// bf16 GEMM on AMX tiles (TDPBF16PS), the amx unit's path for the training
+// products with frozen bf16 weights (quant_train.h). Included after
+// bf16_gemm.h, whose W packing it shares: op(W) as [column panels of BF_NR]
+// [pairs][BF_NR] is exactly two B tiles per 16 pairs (16 rows of 16 columns x
+// a bf16 pair, rows 128 bytes apart).
+//
+// Where vdpbf16ps (bf16_gemm.h) does 64 bf16 FLOPs an instruction, one
+// TDPBF16PS multiplies a 16 x 32 A tile by a 32 x 16 B tile into a 16 x 16
+// fp32 C tile: 16,384 FLOPs. On the Xeon this was written on, vdpbf16ps runs
+// at half the fp32 FMA rate (236 against 475 GFLOP/s on two cores), so
+// without tiles bf16 training would be slower than fp32 there.
+//
+// x is rounded to bf16 (nearest even) and packed as A tiles: [row panels of
+// 16][blocks of 16 pairs][16 rows][16 pairs], each tile 1 KB contiguous. The
+// contraction of a chunk is zero-padded to whole 16-pair blocks on both
+// operands. A task keeps a 32 x 32 block of C in four tiles over the chunk
+// (tiles 0-3; A in 4-5, B in 6-7), then adds alpha, the low-rank term and
+// y's previous value in fp32 on the way out. Tiles need the process's
+// permission (isas.h asks the kernel once) and each thread's configuration,
+// loaded at the start of every task and released at its end, so no thread
+// holds tile state between calls.
+
+#include <immintrin.h>
+
+constexpr int AMX_MR = 16;   // rows of a tile
+constexpr long AMX_KB = 16;  // pairs of the contraction a tile step takes (32 bf16)
+constexpr long AMX_X_BYTES = 3L << 20;
+
+struct alignas(64) AmxTileConfig {
+  unsigned char palette, startRow, reserved[14];
+  unsigned short colsBytes[16];
+  unsigned char rows[16];
+};
+
+// Palette 1, tiles 0-7 all 16 rows of 64 bytes.
+__attribute__((target("amx-tile"))) static void amx_configure() {
+  AmxTileConfig cfg = {};
+  cfg.palette = 1;
+  for (int t = 0; t < 8; t++) {
+    cfg.colsBytes[t] = 64;
+    cfg.rows[t] = AMX_MR;
+  }
+  _tile_loadconfig(&cfg);
+}
+
+// Row panel pn of x [m, kk] (rows ldx apart) as bf16 pairs into its A tiles o [kb][16][16], zero-padded.
+__attribute__((target("avx512bf16"))) static void amx_pack_panel(const float* x, long ldx, long m, long kk,
+                                                                 unsigned int* o, long kb, long pn) {
+  long kp = (kk + 1) / 2;
+  for (int i = 0; i < AMX_MR; i++) {
+    long row = pn * AMX_MR + i;
+    const float* xr = x + row * ldx;
+    for (long b = 0; b < kb; b++) {
+      unsigned int* ob = o + (b * AMX_MR + i) * AMX_KB;
+      long e0 = 2 * b * AMX_KB;  // the block's first element
+      if (row < m && e0 + 32 <= kk) {
+        __m512 lo = _mm512_loadu_ps(xr + e0), hi = _mm512_loadu_ps(xr + e0 + 16);
+        _mm512_storeu_si512(ob, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
+        continue;
+      }
+      for (long q = 0; q < AMX_KB; q++) {
+        long p = b * AMX_KB + q;
+        unsigned int lo = row < m && p < kp ? bf16_bits(xr[2 * p]) : 0u;
+        unsigned int hi = row < m && 2 * p + 1 < kk ? bf16_bits(xr[2 * p + 1]) : 0u;
+        ob[q] = lo | (hi << 16);
+      }
+    }
+  }
+}
+
+// x [m, kk] as A tiles [ceil(m/16)][kb][16][16].
+static void amx_pack_x(const float* x, long ldx, long m, long kk, unsigned int* out, long kb) {
+  long panels = ceil_div(m, AMX_MR);
+  long tasks = min_l(panels, svc_num_threads() * 4L);
+  par(tasks, [&](long t) {
+    for (long pn = panels * t / tasks; pn < panels * (t + 1) / tasks; pn++)
+      amx_pack_panel(x, ldx, m, kk, out + pn * kb * AMX_MR * AMX_KB, kb, pn);
+  });
+}
+
+// One C tile's way out: buf [16][16] fp32 sums -> y's rows x cols (rows ldc apart),
+// times alpha, plus alpha2 · a2 [rows, k2] · b2 ([k2] rows BF_NR apart) where k2 > 0,
+// plus y's previous value where load_c.
+__attribute__((target("avx512f"))) static void amx_store_tile(const float* buf, float* y, long ldc, int rows,
+                                                              int cols, float alpha, bool load_c, const float* a2,
+                                                              const float* b2, long k2, float alpha2) {
+  __mmask16 mask = cols >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << cols) - 1);
+  __m512 va = _mm512_set1_ps(alpha);
+  for (int i = 0; i < rows; i++) {
+    __m512 v = _mm512_mul_ps(_mm512_load_ps(buf + i * 16), va);
+    for (long p = 0; p < k2; p++)
+      v = _mm512_fmadd_ps(_mm512_set1_ps(alpha2 * a2[i * k2 + p]), _mm512_loadu_ps(b2 + p * BF_NR), v);
+    float* yr = y + i * ldc;
+    if (load_c) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mask, yr));
+    _mm512_mask_storeu_ps(yr, mask, v);
+  }
+}
+
+// A task's share: row panels r0..r1 of xp against the W panel bp (32 columns, ncols of them real),
+// kb blocks of 16 pairs; two row panels at a time into four C tiles.
+__attribute__((target("amx-tile,amx-bf16,avx512f"))) static void amx_task(
+    const unsigned int* xp, const unsigned int* bp, long kb, long m, long r0, long r1, float* y, long ldc,
+    int ncols, float alpha, bool load_c, const float* a2, const float* b2, long k2, float alpha2) {
+  amx_configure();
+  alignas(64) float buf[4][AMX_MR * 16];
+  const long panelU32 = kb * AMX_MR * AMX_KB;  // one row panel of packed x
+  for (long r = r0; r < r1; r += 2) {
+    bool two = r + 1 < r1;
+    const unsigned int* a0 = xp + r * panelU32;
+    const unsigned int* a1 = two ? a0 + panelU32 : a0;
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+    for (long b = 0; b < kb; b++) {
+      const unsigned int* bb = bp + b * AMX_KB * BF_NR;
+      _tile_loadd(6, bb, BF_NR * 4);
+      _tile_loadd(7, bb + 16, BF_NR * 4);
+      _tile_loadd(4, a0 + b * AMX_MR * AMX_KB, 64);
+      _tile_dpbf16ps(0, 4, 6);
+      _tile_dpbf16ps(1, 4, 7);
+      if (two) {
+        _tile_loadd(5, a1 + b * AMX_MR * AMX_KB, 64);
+        _tile_dpbf16ps(2, 5, 6);
+        _tile_dpbf16ps(3, 5, 7);
+      }
+    }
+    _tile_stored(0, buf[0], 64);
+    _tile_stored(1, buf[1], 64);
+    if (two) {
+      _tile_stored(2, buf[2], 64);
+      _tile_stored(3, buf[3], 64);
+    }
+    for (int h = 0; h < (two ? 2 : 1); h++) {
+      long row0 = (r + h) * AMX_MR;
+      int rows = (int)min_l(AMX_MR, m - row0);
+      for (int c = 0; c < 2; c++) {
+        int cols = ncols - 16 * c;
+        if (cols <= 0) continue;
+        amx_store_tile(buf[2 * h + c], y + row0 * ldc + 16 * c, ldc, rows, cols > 16 ? 16 : cols, alpha, load_c,
+                       a2 ? a2 + row0 * k2 : nullptr, b2 ? b2 + 16 * c : nullptr, k2, alpha2);
+      }
+    }
+  }
+  _tile_release();
+}
+
+// y (=|+=) alpha · x · op(W) (+ alpha2 · a2[m, k2] · op(b2)): bf16_gemm_weights's contract, on tiles.
+static void amx_gemm_weights(const unsigned short* w, const float* x, float* y, long m, long n, long k,
+                             bool transW, float alpha, bool accumulate, const float* a2 = nullptr,
+                             const float* b2 = nullptr, long k2 = 0, bool transB2 = false, float alpha2 = 0.f) {
+  long inner = transW ? n : k, cols = transW ? k : n;
+  long mpanels = ceil_div(m, AMX_MR);
+  const float* b2p = a2 && k2 > 0 ? bf16_pack_low_rank(b2, k2, cols, transB2) : nullptr;
+  // Chunks of the contraction as in bf16_gemm_weights (packed x within BF_X_BYTES), whole blocks.
+  long fit = AMX_X_BYTES / (mpanels * AMX_MR * 4) / AMX_KB * AMX_KB;
+  long kpChunk = min_l(BF_XC, fit < AMX_KB * 8 ? AMX_KB * 8 : fit);
+  long kpAll = (inner + 1) / 2, kpMax = min_l(ceil_div(kpAll, AMX_KB) * AMX_KB, kpChunk);
+  unsigned int* xp = reinterpret_cast<unsigned int*>(svc_scratch(SVC_SLOT_QUANT_X, (size_t)mpanels * AMX_MR * kpMax));
+  unsigned int* wp = reinterpret_cast<unsigned int*>(svc_scratch(SVC_SLOT_QUANT, (size_t)BF_NC * kpMax));
+  for (long p0 = 0; p0 < kpAll; p0 += kpChunk) {
+    long kk = min_l(inner - 2 * p0, 2 * kpChunk), kb = ceil_div((kk + 1) / 2, AMX_KB);
+    bool load = accumulate || p0 > 0, lastChunk = p0 + kpChunk >= kpAll;
+    amx_pack_x(x + 2 * p0, inner, m, kk, xp, kb);
+    for (long jc = 0; jc < cols; jc += BF_NC) {
+      long nc = min_l(BF_NC, cols - jc), npanels = ceil_div(nc, BF_NR);
+      bf16_pack_w(w, n, k, transW, jc, nc, p0, kk, wp, kb * AMX_KB);
+      long splits = npanels >= 2L * svc_num_threads() ? 1 : 2;
+      par(npanels * splits, [&](long t) {
+        long q = t / splits, s = t % splits;
+        // shares of whole row-panel pairs, so only the last share has an odd panel
+        long pairs = ceil_div(mpanels, 2);
+        long r0 = 2 * (pairs * s / splits), r1 = min_l(mpanels, 2 * (pairs * (s + 1) / splits));
+        if (r0 >= r1) return;
+        int ncols = (int)min_l(BF_NR, nc - q * BF_NR);
+        amx_task(xp, wp + q * kb * AMX_KB * BF_NR, kb, m, r0, r1, y + jc + q * BF_NR, cols, ncols, alpha, load,
+                 lastChunk ? a2 : nullptr, lastChunk && b2p ? b2p + (jc / BF_NR + q) * k2 * BF_NR : nullptr,
+                 lastChunk && b2p ? k2 : 0, alpha2);
+      });
+    }
+  }
+}
