@@ -80,40 +80,80 @@ static void amx_pack_x(const float* x, long ldx, long m, long kk, unsigned int* 
 
 // One C tile's way out: buf [16][16] fp32 sums -> y's rows x cols (rows ldc apart),
 // times alpha, plus alpha2 · a2 [rows, k2] · b2 ([k2] rows BF_NR apart) where k2 > 0,
-// plus y's previous value where load_c.
-__attribute__((target("avx512f"))) static void amx_store_tile(const float* buf, float* y, long ldc, int rows,
-                                                              int cols, float alpha, bool load_c, const float* a2,
+// plus y's previous value where load_c. The low-rank term goes 16 of its k2 at a time,
+// with those rows of b2 (scaled by alpha2) held in registers across the tile's rows.
+__attribute__((target("avx512f"))) static void amx_store_tile(float* buf, float* y, long ldc, int rows, int cols,
+                                                              float alpha, bool load_c, const float* a2,
                                                               const float* b2, long k2, float alpha2) {
+  if (alpha != 1.f)
+    for (int i = 0; i < rows; i++)
+      _mm512_store_ps(buf + i * 16, _mm512_mul_ps(_mm512_load_ps(buf + i * 16), _mm512_set1_ps(alpha)));
+  for (long p0 = 0; p0 < k2; p0 += 16) {
+    __m512 bv[16];
+    if (k2 - p0 >= 16) {
+#pragma GCC unroll 16
+      for (int p = 0; p < 16; p++) bv[p] = _mm512_mul_ps(_mm512_set1_ps(alpha2), _mm512_loadu_ps(b2 + (p0 + p) * BF_NR));
+      for (int i = 0; i < rows; i++) {
+        const float* ar = a2 + i * k2 + p0;
+        __m512 t = _mm512_load_ps(buf + i * 16);
+#pragma GCC unroll 16
+        for (int p = 0; p < 16; p++) t = _mm512_fmadd_ps(_mm512_set1_ps(ar[p]), bv[p], t);
+        _mm512_store_ps(buf + i * 16, t);
+      }
+      continue;
+    }
+    for (int i = 0; i < rows; i++) {  // the last k2 % 16 of the term
+      __m512 t = _mm512_load_ps(buf + i * 16);
+      for (long p = p0; p < k2; p++)
+        t = _mm512_fmadd_ps(_mm512_set1_ps(alpha2 * a2[i * k2 + p]), _mm512_loadu_ps(b2 + p * BF_NR), t);
+      _mm512_store_ps(buf + i * 16, t);
+    }
+  }
   __mmask16 mask = cols >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << cols) - 1);
-  __m512 va = _mm512_set1_ps(alpha);
   for (int i = 0; i < rows; i++) {
-    __m512 v = _mm512_mul_ps(_mm512_load_ps(buf + i * 16), va);
-    for (long p = 0; p < k2; p++)
-      v = _mm512_fmadd_ps(_mm512_set1_ps(alpha2 * a2[i * k2 + p]), _mm512_loadu_ps(b2 + p * BF_NR), v);
+    __m512 v = _mm512_load_ps(buf + i * 16);
     float* yr = y + i * ldc;
     if (load_c) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mask, yr));
     _mm512_mask_storeu_ps(yr, mask, v);
   }
 }
 
-// A task's share: row panels r0..r1 of xp against the W panel bp (32 columns, ncols of them real),
-// kb blocks of 16 pairs; two row panels at a time into four C tiles.
+// A task: row panels r, r + 1 (where there is one) of xp against W panels q0..q1 of the block
+// at bp (each kb blocks of 16 pairs x BF_NR columns; the block nc columns wide), four C tiles
+// over the chunk. Walking the columns (y's rows written along) with A held in L1 ran at 1.2x
+// walking the rows of one W panel, whose writes went down y's columns.
 __attribute__((target("amx-tile,amx-bf16,avx512f"))) static void amx_task(
-    const unsigned int* xp, const unsigned int* bp, long kb, long m, long r0, long r1, float* y, long ldc,
-    int ncols, float alpha, bool load_c, const float* a2, const float* b2, long k2, float alpha2) {
+    const unsigned int* xp, const unsigned int* bp, long kb, long m, long r, long q0, long q1, long nc, float* y,
+    long ldc, float alpha, bool load_c, const float* a2, const float* b2, long k2, float alpha2) {
   amx_configure();
   alignas(64) float buf[4][AMX_MR * 16];
   const long panelU32 = kb * AMX_MR * AMX_KB;  // one row panel of packed x
-  for (long r = r0; r < r1; r += 2) {
-    bool two = r + 1 < r1;
-    const unsigned int* a0 = xp + r * panelU32;
-    const unsigned int* a1 = two ? a0 + panelU32 : a0;
-    _tile_zero(0);
-    _tile_zero(1);
-    _tile_zero(2);
-    _tile_zero(3);
+  const long mpanels = ceil_div(m, AMX_MR);
+  bool two = r + 1 < mpanels;
+  const unsigned int* a0 = xp + r * panelU32;
+  const unsigned int* a1 = two ? a0 + panelU32 : a0;
+  int rows0 = (int)min_l(AMX_MR, m - r * AMX_MR), rows1 = two ? (int)min_l(AMX_MR, m - (r + 1) * AMX_MR) : 0;
+  for (long q = q0; q < q1; q++) {
+    const unsigned int* bq = bp + q * kb * AMX_KB * BF_NR;
+    int ncols = (int)min_l(BF_NR, nc - q * BF_NR);
+    float* yq = y + r * AMX_MR * ldc + q * BF_NR;
+    // Whole tiles with nothing to add on the way out go to and from y directly.
+    bool direct = alpha == 1.f && !b2 && ncols == BF_NR && rows0 == AMX_MR && (!two || rows1 == AMX_MR);
+    if (direct && load_c) {
+      _tile_loadd(0, yq, ldc * 4);
+      _tile_loadd(1, yq + 16, ldc * 4);
+      if (two) {
+        _tile_loadd(2, yq + AMX_MR * ldc, ldc * 4);
+        _tile_loadd(3, yq + AMX_MR * ldc + 16, ldc * 4);
+      }
+    } else {
+      _tile_zero(0);
+      _tile_zero(1);
+      _tile_zero(2);
+      _tile_zero(3);
+    }
     for (long b = 0; b < kb; b++) {
-      const unsigned int* bb = bp + b * AMX_KB * BF_NR;
+      const unsigned int* bb = bq + b * AMX_KB * BF_NR;
       _tile_loadd(6, bb, BF_NR * 4);
       _tile_loadd(7, bb + 16, BF_NR * 4);
       _tile_loadd(4, a0 + b * AMX_MR * AMX_KB, 64);
@@ -125,20 +165,27 @@ __attribute__((target("amx-tile,amx-bf16,avx512f"))) static void amx_task(
         _tile_dpbf16ps(3, 5, 7);
       }
     }
+    if (direct) {
+      _tile_stored(0, yq, ldc * 4);
+      _tile_stored(1, yq + 16, ldc * 4);
+      if (two) {
+        _tile_stored(2, yq + AMX_MR * ldc, ldc * 4);
+        _tile_stored(3, yq + AMX_MR * ldc + 16, ldc * 4);
+      }
+      continue;
+    }
     _tile_stored(0, buf[0], 64);
     _tile_stored(1, buf[1], 64);
-    if (two) {
-      _tile_stored(2, buf[2], 64);
-      _tile_stored(3, buf[3], 64);
-    }
+    _tile_stored(2, buf[2], 64);
+    _tile_stored(3, buf[3], 64);
     for (int h = 0; h < (two ? 2 : 1); h++) {
       long row0 = (r + h) * AMX_MR;
-      int rows = (int)min_l(AMX_MR, m - row0);
       for (int c = 0; c < 2; c++) {
         int cols = ncols - 16 * c;
         if (cols <= 0) continue;
-        amx_store_tile(buf[2 * h + c], y + row0 * ldc + 16 * c, ldc, rows, cols > 16 ? 16 : cols, alpha, load_c,
-                       a2 ? a2 + row0 * k2 : nullptr, b2 ? b2 + 16 * c : nullptr, k2, alpha2);
+        amx_store_tile(buf[2 * h + c], yq + h * AMX_MR * ldc + 16 * c, ldc, h ? rows1 : rows0, cols > 16 ? 16 : cols,
+                       alpha, load_c, a2 ? a2 + row0 * k2 : nullptr, b2 ? b2 + q * k2 * BF_NR + 16 * c : nullptr, k2,
+                       alpha2);
       }
     }
   }
@@ -165,17 +212,15 @@ static void amx_gemm_weights(const unsigned short* w, const float* x, float* y, 
     for (long jc = 0; jc < cols; jc += BF_NC) {
       long nc = min_l(BF_NC, cols - jc), npanels = ceil_div(nc, BF_NR);
       bf16_pack_w(w, n, k, transW, jc, nc, p0, kk, wp, kb * AMX_KB);
-      long splits = npanels >= 2L * svc_num_threads() ? 1 : 2;
-      par(npanels * splits, [&](long t) {
-        long q = t / splits, s = t % splits;
-        // shares of whole row-panel pairs, so only the last share has an odd panel
-        long pairs = ceil_div(mpanels, 2);
-        long r0 = 2 * (pairs * s / splits), r1 = min_l(mpanels, 2 * (pairs * (s + 1) / splits));
-        if (r0 >= r1) return;
-        int ncols = (int)min_l(BF_NR, nc - q * BF_NR);
-        amx_task(xp, wp + q * kb * AMX_KB * BF_NR, kb, m, r0, r1, y + jc + q * BF_NR, cols, ncols, alpha, load,
-                 lastChunk ? a2 : nullptr, lastChunk && b2p ? b2p + (jc / BF_NR + q) * k2 * BF_NR : nullptr,
-                 lastChunk && b2p ? k2 : 0, alpha2);
+      // A task: a pair of row panels across the block's W panels, or half of them
+      // when there are fewer pairs than two per thread.
+      long pairs = ceil_div(mpanels, 2), splits = pairs >= 2L * svc_num_threads() ? 1 : 2;
+      par(pairs * splits, [&](long t) {
+        long pr = t / splits, s = t % splits;
+        long q0 = npanels * s / splits, q1 = npanels * (s + 1) / splits;
+        if (q0 >= q1) return;
+        amx_task(xp, wp, kb, m, 2 * pr, q0, q1, nc, y + jc, cols, alpha, load, lastChunk ? a2 : nullptr,
+                 lastChunk && b2p ? b2p + jc / BF_NR * k2 * BF_NR : nullptr, lastChunk && b2p ? k2 : 0, alpha2);
       });
     }
   }
