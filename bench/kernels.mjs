@@ -6,11 +6,12 @@
 // alternating), so a burst of background load depresses no cell for long.
 //
 // Then the bf16 section (issue 38; --no-bf16 leaves it out): the machine's
-// measured peaks, "bf16 dot-product peak" (vdpbf16ps on every thread, native
+// measured peaks, "bf16 dot-product peak" (AMX tiles' TDPBF16PS on the native
+// amx unit of a CPU with AMX-BF16; else vdpbf16ps on every thread, native
 // AVX-512 units of a CPU with AVX512_BF16; "none on this CPU (no AVX512_BF16)"
 // elsewhere) and "fp32 FMA peak" (the best native unit's FMA), each unit's own
 // on a line; then a table of the GFLOP/s of matmulQuantTrain on bf16 weights
-// (what a `precision: "bf16"` step runs: vdpbf16ps where the unit has it, W
+// (what a `precision: "bf16"` step runs: AMX tiles or vdpbf16ps where the unit has them, W
 // widened to fp32 elsewhere) for the training GEMMs of --bf16-shapes
 // (shapes.mjs's trainingGemms plus q's input gradient, the LM head in the row
 // chunks lm-head.ts runs), per column as above, torch.matmul on bf16 tensors
@@ -181,7 +182,7 @@ if (!process.argv.includes("--no-bf16")) {
       : `bf16 dot-product peak: ${peak.bf16.toFixed(1)} GFLOP/s`,
   );
   console.log(peak.fp32 === null ? "fp32 FMA peak: none" : `fp32 FMA peak: ${peak.fp32.toFixed(1)} GFLOP/s`);
-  // a bf16 step's products run on vdpbf16ps where the CPU has it, on fp32 FMAs (widened W) elsewhere
+  // a bf16 step's products run on AMX tiles or vdpbf16ps where the CPU has them, on fp32 FMAs (widened W) elsewhere
   const [peakKind, peakRate] = peak.bf16 !== null ? ["bf16", peak.bf16] : ["fp32 FMA", peak.fp32];
 
   const shapes = [];
