@@ -137,9 +137,13 @@ __attribute__((target("amx-tile,amx-bf16,avx512f"))) static void amx_task(
     const unsigned int* bq = bp + q * kb * AMX_KB * BF_NR;
     int ncols = (int)min_l(BF_NR, nc - q * BF_NR);
     float* yq = y + r * AMX_MR * ldc + q * BF_NR;
-    // Whole tiles with nothing to add on the way out go to and from y directly.
-    bool direct = alpha == 1.f && !b2 && ncols == BF_NR && rows0 == AMX_MR && (!two || rows1 == AMX_MR);
-    if (direct && load_c) {
+    // Whole tiles at alpha 1 start from y's previous value and, with no low-rank term to
+    // add, go back to y directly. Whether they start from y never depends on the term, so
+    // a zero term (a fresh LoRA B) gives exactly the sums of no term (DPO's step 1
+    // compares the policy with the reference bit for bit).
+    bool whole = alpha == 1.f && ncols == BF_NR && rows0 == AMX_MR && (!two || rows1 == AMX_MR);
+    bool preload = whole && load_c, direct = whole && !b2;
+    if (preload) {
       _tile_loadd(0, yq, ldc * 4);
       _tile_loadd(1, yq + 16, ldc * 4);
       if (two) {
@@ -184,7 +188,7 @@ __attribute__((target("amx-tile,amx-bf16,avx512f"))) static void amx_task(
         int cols = ncols - 16 * c;
         if (cols <= 0) continue;
         amx_store_tile(buf[2 * h + c], yq + h * AMX_MR * ldc + 16 * c, ldc, h ? rows1 : rows0, cols > 16 ? 16 : cols,
-                       alpha, load_c, a2 ? a2 + row0 * k2 : nullptr, b2 ? b2 + q * k2 * BF_NR + 16 * c : nullptr, k2,
+                       alpha, load_c && !preload, a2 ? a2 + row0 * k2 : nullptr, b2 ? b2 + q * k2 * BF_NR + 16 * c : nullptr, k2,
                        alpha2);
       }
     }

@@ -51,6 +51,41 @@ describe("native kernels match the reference", { skip }, () => {
           `${isa}, avx512_bf16 ${cpuHasBf16}`,
         );
       });
+      test("a zero low-rank term leaves matmulQuantTrain's sums bit for bit as without one", () => {
+        // DPO's first step compares a policy whose LoRA B is zero with the reference
+        // (no branch) and expects rewards of exactly 0.
+        let seed = 7;
+        const rand = () => ((seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32) * 2 - 1;
+        const m = 100,
+          n = 96,
+          k = 200,
+          r = 8;
+        const w = {
+          format: "bf16",
+          rows: n,
+          cols: k,
+          data: Uint16Array.from({ length: n * k }, () => (Math.fround(rand()) * 2 ** 15) & 0xbfff),
+          scales: null,
+        } as const;
+        for (const transW of [false, true])
+          for (const accumulate of [false, true]) {
+            const cols = transW ? k : n;
+            const x = Float32Array.from({ length: m * (transW ? n : k) }, rand);
+            const y0 = Float32Array.from({ length: m * cols }, rand);
+            const plain = y0.slice(),
+              withTerm = y0.slice();
+            kern.matmulQuantTrain(x, w, plain, m, transW, accumulate, 1);
+            const term = {
+              a: Float32Array.from({ length: m * r }, rand),
+              b: new Float32Array(r * cols),
+              k: r,
+              transB: false,
+              alpha: 2,
+            };
+            kern.matmulQuantTrain(x, w, withTerm, m, transW, accumulate, 1, term);
+            assert.deepEqual(withTerm, plain, `${isa} transW ${transW} accumulate ${accumulate}`);
+          }
+      });
       for (const c of kernelCases()) {
         test(c.name, () => {
           assert.equal(conformanceFailure(kern, c), null, isa);
