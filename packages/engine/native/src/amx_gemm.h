@@ -14,8 +14,9 @@
 // 16][blocks of 16 pairs][16 rows][16 pairs], each tile 1 KB contiguous. The
 // contraction of a chunk is zero-padded to whole 16-pair blocks on both
 // operands. A task keeps a 32 x 32 block of C in four tiles over the chunk
-// (tiles 0-3; A in 4-5, B in 6-7), then adds alpha, the low-rank term and
-// y's previous value in fp32 on the way out. Tiles need the process's
+// (tiles 0-3; A in 4-5, B in 6-7): whole tiles at alpha 1 start from y's
+// previous value, the others add it in fp32 on the way out, after alpha and
+// the low-rank term. Tiles need the process's
 // permission (isas.h asks the kernel once) and each thread's configuration,
 // loaded at the start of every task and released at its end, so no thread
 // holds tile state between calls.
@@ -24,6 +25,10 @@
 
 constexpr int AMX_MR = 16;   // rows of a tile
 constexpr long AMX_KB = 16;  // pairs of the contraction a tile step takes (32 bf16)
+// Packed x a chunk may take. Larger than BF_X_BYTES: a task holds its two row panels
+// in L1 and streams the W block, so x need not stay in L2; 1 MB split SmolLM2's
+// 576-wide contraction into 256 + 32 pairs and a second pass over y (up's forward ran
+// at 544 GFLOP/s then, 777 with 3 MB).
 constexpr long AMX_X_BYTES = 3L << 20;
 
 struct alignas(64) AmxTileConfig {
@@ -153,8 +158,10 @@ __attribute__((target("amx-tile,amx-bf16,avx512f"))) static void amx_task(
     } else {
       _tile_zero(0);
       _tile_zero(1);
-      _tile_zero(2);
-      _tile_zero(3);
+      if (two) {
+        _tile_zero(2);
+        _tile_zero(3);
+      }
     }
     for (long b = 0; b < kb; b++) {
       const unsigned int* bb = bq + b * AMX_KB * BF_NR;
@@ -180,8 +187,10 @@ __attribute__((target("amx-tile,amx-bf16,avx512f"))) static void amx_task(
     }
     _tile_stored(0, buf[0], 64);
     _tile_stored(1, buf[1], 64);
-    _tile_stored(2, buf[2], 64);
-    _tile_stored(3, buf[3], 64);
+    if (two) {
+      _tile_stored(2, buf[2], 64);
+      _tile_stored(3, buf[3], 64);
+    }
     for (int h = 0; h < (two ? 2 : 1); h++) {
       long row0 = (r + h) * AMX_MR;
       for (int c = 0; c < 2; c++) {
@@ -203,9 +212,8 @@ static void amx_gemm_weights(const unsigned short* w, const float* x, float* y, 
   long inner = transW ? n : k, cols = transW ? k : n;
   long mpanels = ceil_div(m, AMX_MR);
   const float* b2p = a2 && k2 > 0 ? bf16_pack_low_rank(b2, k2, cols, transB2) : nullptr;
-  // Chunks of the contraction as in bf16_gemm_weights (packed x within BF_X_BYTES), whole blocks.
-  long fit = AMX_X_BYTES / (mpanels * AMX_MR * 4) / AMX_KB * AMX_KB;
-  long kpChunk = min_l(BF_XC, fit < AMX_KB * 8 ? AMX_KB * 8 : fit);
+  // Chunks of the contraction as in bf16_gemm_weights, whole tile blocks.
+  long kpChunk = bf16_chunk_pairs(mpanels * AMX_MR, AMX_X_BYTES, AMX_KB * 8, AMX_KB);
   long kpAll = (inner + 1) / 2, kpMax = min_l(ceil_div(kpAll, AMX_KB) * AMX_KB, kpChunk);
   unsigned int* xp = reinterpret_cast<unsigned int*>(svc_scratch(SVC_SLOT_QUANT_X, (size_t)mpanels * AMX_MR * kpMax));
   unsigned int* wp = reinterpret_cast<unsigned int*>(svc_scratch(SVC_SLOT_QUANT, (size_t)BF_NC * kpMax));

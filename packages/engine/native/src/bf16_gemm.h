@@ -19,6 +19,14 @@ constexpr long BF_XC = 4096; // the most pairs of the contraction per chunk (x p
 // should stay in L2 (down's forward, 1024 rows over 1536, packed 3.2 MB whole, ran at ~75% of up's).
 constexpr long BF_X_BYTES = 1L << 20;
 
+// Pairs of the contraction per chunk, so that x's packed chunk (rows padded to whole
+// panels, 4 bytes a pair) stays within maxBytes: a multiple of `multiple`, at least
+// minPairs, at most BF_XC.
+static long bf16_chunk_pairs(long paddedRows, long maxBytes, long minPairs, long multiple) {
+  long fit = maxBytes / (paddedRows * 4) / multiple * multiple;
+  return min_l(BF_XC, fit < minPairs ? minPairs : fit);
+}
+
 static bool svc_cpu_has_bf16_dot() {
   static const bool has = [] {
     __builtin_cpu_init();
@@ -247,8 +255,7 @@ static void bf16_gemm_weights(const unsigned short* w, const float* x, float* y,
   // BF_X_BYTES (at least half a pass, at most BF_XC): each task reads the whole chunk,
   // so it is read from L2, not L3, and y takes a pass per chunk (1024 rows: 256 pairs;
   // the LM head's input gradient, 512 rows over the vocabulary: 508).
-  long fit = BF_X_BYTES / (mpanels * BF_MR * 4);
-  long kpChunk = min_l(BF_XC, fit < BF_KC / 2 ? BF_KC / 2 : fit);
+  long kpChunk = bf16_chunk_pairs(mpanels * BF_MR, BF_X_BYTES, BF_KC / 2, 1);
   long kpAll = (inner + 1) / 2, kpMax = min_l(kpAll, kpChunk);
   unsigned int* xp = reinterpret_cast<unsigned int*>(svc_scratch(SVC_SLOT_QUANT_X, (size_t)mpanels * BF_MR * kpMax));
   unsigned int* wp = reinterpret_cast<unsigned int*>(svc_scratch(SVC_SLOT_QUANT, (size_t)BF_NC * kpMax));

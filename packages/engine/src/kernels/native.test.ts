@@ -2,6 +2,8 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { describe, test } from "node:test";
 import { conformanceFailure, kernelCases } from "../testing/kernels/conformance.js";
+import { randomSource } from "../testing/kernels/conformance-inputs.js";
+import { randomQuantMatrix } from "../testing/kernels/conformance-quant.js";
 import { needs } from "../testing/missing-piece.js";
 import { loadNativeKernels, type NativeKernels } from "./native.js";
 
@@ -54,19 +56,12 @@ describe("native kernels match the reference", { skip }, () => {
       test("a zero low-rank term leaves matmulQuantTrain's sums bit for bit as without one", () => {
         // DPO's first step compares a policy whose LoRA B is zero with the reference
         // (no branch) and expects rewards of exactly 0.
-        let seed = 7;
-        const rand = () => ((seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32) * 2 - 1;
+        const rand = randomSource(7);
         const m = 100,
           n = 96,
           k = 200,
           r = 8;
-        const w = {
-          format: "bf16",
-          rows: n,
-          cols: k,
-          data: Uint16Array.from({ length: n * k }, () => (Math.fround(rand()) * 2 ** 15) & 0xbfff),
-          scales: null,
-        } as const;
+        const w = randomQuantMatrix(rand, "bf16", n, k);
         for (const transW of [false, true])
           for (const accumulate of [false, true]) {
             const cols = transW ? k : n;
