@@ -72,7 +72,8 @@ async function worker(run) {
   const grads = loraLayersOf(gradAdapter, config);
   const gradList = loraParams(gradAdapter);
   const optimizer = new AdamW(loraParams(adapter), { beta1: 0.9, beta2: 0.999, eps: 1e-8, weightDecay: 0 });
-  const graph = new ModelGraph(config, weights, { skipUnlabeledRows: false });
+  const { graphPrecision } = await import(join(dist, "training", "train-precision.js"));
+  const graph = new ModelGraph(config, weights, { skipUnlabeledRows: false, ...graphPrecision(resolved) });
   const rng = new Rng(0);
   const losses = [];
   const t0 = performance.now();

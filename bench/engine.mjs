@@ -108,7 +108,8 @@ async function engineWorker(name, steps, decodeTokens, decodeReps, sgemmBudget, 
   const gradList = loraParams(gradAdapter);
   const optimizer = new AdamW(params, { beta1: 0.9, beta2: 0.999, eps: 1e-8, weightDecay: 0 });
   const skip = process.env.BENCH_SKIP_UNLABELED === "1";
-  const graph = new ModelGraph(config, weights, { skipUnlabeledRows: skip });
+  const { graphPrecision } = await import(join(dist, "training", "train-precision.js"));
+  const graph = new ModelGraph(config, weights, { skipUnlabeledRows: skip, ...graphPrecision(resolved) });
 
   const rng = new Rng(0);
   const examples = Array.from({ length: shape.batch }, () => {

@@ -98,7 +98,8 @@ const loraList = loraParams(adapter);
 const gradList = loraParams(gradAdapter);
 const loraCount = loraList.reduce((n, p) => n + p.length, 0);
 const optimizer = new AdamW(loraList, { beta1: 0.9, beta2: 0.999, eps: 1e-8, weightDecay: 0 });
-const graph = new ModelGraph(config, weights, { skipUnlabeledRows: false });
+const { graphPrecision } = await import(join(dist, "training", "train-precision.js"));
+const graph = new ModelGraph(config, weights, { skipUnlabeledRows: false, ...graphPrecision(resolved) });
 const rng = new Rng(0);
 const examples = Array.from({ length: B }, () => {
   const ids = Int32Array.from({ length: T }, () => rng.int(config.vocabSize));

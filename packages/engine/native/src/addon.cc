@@ -145,11 +145,12 @@ napi_value AttentionForward(napi_env env, napi_callback_info info) {
   if (!start(env, info, c, "attentionForward")) return nullptr;
   long T, S, nh, nkv, hd, stride, window;
   double scale;
+  bool bf16;
   float *q, *k, *v, *out, *lse;
   if (!dim(c, 5, "T", &T) || !dim(c, 6, "S", &S) || !dim(c, 7, "nHeads", &nh) ||
       !dim(c, 8, "nKv", &nkv) || !dim(c, 9, "headDim", &hd) || !num(c, 10, "scale", &scale) ||
       !dim(c, 11, "kvStride", &stride) || !opt_dim(c, 12, "window", 0, &window) ||
-      !heads(c, nh, nkv))
+      !opt_flag(c, 13, "bf16", false, &bf16) || !heads(c, nh, nkv))
     return nullptr;
   if (T > S) return fail(c, true, "T", "(%.0f) must not exceed S (%.0f)", T, S), nullptr;
   if (stride < nkv * hd)
@@ -159,7 +160,7 @@ napi_value AttentionForward(napi_env env, napi_callback_info info) {
   if (!f32(c, 0, "q", qn, &q) || !f32(c, 1, "k", kvn, &k) || !f32(c, 2, "v", kvn, &v) ||
       !f32(c, 3, "out", qn, &out) || !f32(c, 4, "lse", (double)nh * T, &lse, true))
     return nullptr;
-  c.t->attention_forward(q, k, v, out, lse, T, S, nh, nkv, hd, (float)scale, stride, window);
+  c.t->attention_forward(q, k, v, out, lse, T, S, nh, nkv, hd, (float)scale, stride, window, bf16);
   return undefined(env);
 }
 
@@ -168,10 +169,12 @@ napi_value AttentionBackward(napi_env env, napi_callback_info info) {
   if (!start(env, info, c, "attentionBackward")) return nullptr;
   long T, nh, nkv, hd, window;
   double scale;
+  bool bf16;
   float *dout, *q, *k, *v, *out, *lse, *dq, *dk, *dv;
   if (!dim(c, 9, "T", &T) || !dim(c, 10, "nHeads", &nh) || !dim(c, 11, "nKv", &nkv) ||
       !dim(c, 12, "headDim", &hd) || !num(c, 13, "scale", &scale) ||
-      !opt_dim(c, 14, "window", 0, &window) || !heads(c, nh, nkv))
+      !opt_dim(c, 14, "window", 0, &window) || !opt_flag(c, 15, "bf16", false, &bf16) ||
+      !heads(c, nh, nkv))
     return nullptr;
   double qn = (double)T * nh * hd, kvn = (double)T * nkv * hd;
   if (!f32(c, 0, "dOut", qn, &dout) || !f32(c, 1, "q", qn, &q) || !f32(c, 2, "k", kvn, &k) ||
@@ -179,7 +182,7 @@ napi_value AttentionBackward(napi_env env, napi_callback_info info) {
       !f32(c, 5, "lse", (double)nh * T, &lse) || !f32(c, 6, "dq", qn, &dq) ||
       !f32(c, 7, "dk", kvn, &dk) || !f32(c, 8, "dv", kvn, &dv))
     return nullptr;
-  c.t->attention_backward(dout, q, k, v, out, lse, dq, dk, dv, T, nh, nkv, hd, (float)scale, window);
+  c.t->attention_backward(dout, q, k, v, out, lse, dq, dk, dv, T, nh, nkv, hd, (float)scale, window, bf16);
   return undefined(env);
 }
 

@@ -125,6 +125,12 @@ bool opt_dim(Call& c, int i, const char* name, long dflt, long* out) {
   return is_nullish(c, i) || dim(c, i, name, out);
 }
 
+// An optional boolean: `dflt` when null or undefined.
+bool opt_flag(Call& c, int i, const char* name, bool dflt, bool* out) {
+  *out = dflt;
+  return is_nullish(c, i) || flag(c, i, name, out);
+}
+
 bool heads(Call& c, long nh, long nkv) {
   if (nkv == 0 || nh % nkv != 0)
     return fail(c, true, "nKv", "must divide nHeads (%.0f), got %.0f", nh, nkv);

@@ -208,9 +208,12 @@ struct GroupRows {
 // Prefill/training: per (KV head, block of queries) two GEMMs over the group's
 // stacked rows, S = Q·Kᵀ over the keys the block sees and O = softmax(S)·V,
 // with the row softmax in between. Decode (T = 1): attention_decode above.
+// bf16 (T > 1): the GEMMs' operands rounded to bf16 (Q, K; the unnormalised
+// probabilities and V), fp32 sums, as bf16 autocast's attention matmuls; the
+// softmax and its sums stay fp32. Decode is fp32 whatever bf16 says.
 static void attention_forward(const float* q, const float* k, const float* v, float* out, float* lse,
                               long T, long S, long nHeads, long nKv, long D, float scale,
-                              long kvStride, long window) {
+                              long kvStride, long window, bool bf16) {
   if (T <= 0) return;
   long group = nHeads / nKv, qs = nHeads * D;
   if (D == 0) {
@@ -255,14 +258,14 @@ static void attention_forward(const float* q, const float* k, const float* v, fl
     Band keys, keys_k;
     keys.col_end = keys_k.k_end = p0 + 1 - k0;
     keys.row_div = keys_k.row_div = group;
-    gemm_in_cache(Q, kT + kh * D * ldt + k0, ldt, sc, L, m, L, D, scale, false, keys);
+    gemm_in_cache(Q, kT + kh * D * ldt + k0, ldt, sc, L, m, L, D, scale, false, keys, bf16);
     for (long r = 0; r < m; r++) {
       float mx;
       long p = p0 + r / group;
       sums[r] = softmax_row(sc + r * L, first_key(p, window) - k0, p + 1 - k0, L, &mx);
       if (lse) lse[(kh * group + r % group) * T + t0 + r / group] = (float)(mx + slog(sums[r]));
     }
-    gemm_in_cache(View{sc, L, 1}, v + k0 * kvStride + kh * D, kvStride, o, ldo, m, D, L, 1.0f, false, keys_k);
+    gemm_in_cache(View{sc, L, 1}, v + k0 * kvStride + kh * D, kvStride, o, ldo, m, D, L, 1.0f, false, keys_k, bf16);
     for (long r = 0; r < m; r++) scale_row(o + r * ldo, D, 1.0f / sums[r]);
     if (group > 1) orows.scatter(o, m);
   });
@@ -281,6 +284,8 @@ static long backward_parts(long nKv, long nblocks) {
 // first key), recomputing the probabilities from the saved log-sum-exp:
 //   P = exp(Q·Kᵀ·scale − lse), dP = dO·Vᵀ, dS = P∘(dP − rowsum(dO∘O))·scale,
 //   dQ = dS·K, dK += dSᵀ·Q, dV += Pᵀ·dO.
+// bf16: the five GEMMs' operands rounded to bf16, fp32 sums; P, dS and
+// rowsum(dO∘O) are computed in fp32 before the products round them.
 // dK and dV go to per-task partials, summed at the end, so tasks never write
 // the same memory. A task is a KV head, or part of one where the heads alone
 // would leave a thread idle (3 KV heads on 2 threads): its query blocks then go
@@ -289,7 +294,7 @@ static long backward_parts(long nKv, long nblocks) {
 static void attention_backward(const float* dOut, const float* q, const float* k, const float* v,
                                const float* out, const float* lse, float* dq, float* dk, float* dv,
                                long T, long nHeads, long nKv, long D, float scale,
-                               long window) {
+                               long window, bool bf16) {
   if (T <= 0 || D == 0) return;
   long group = nHeads / nKv, kvs = nKv * D, qs = nHeads * D;
   long nblocks = ceil_div(T, ATT_TB), pairs = ceil_div(nblocks, 2);
@@ -335,8 +340,8 @@ static void attention_backward(const float* dOut, const float* q, const float* k
       keys.row_div = keys_k.row_div = group;
       seen.k_begin = k0 - t0;
       seen.k_mul = group;
-      gemm_in_cache(Qb, kT + kh * D * ldt + k0, ldt, P, L, m, L, D, scale, false, keys);
-      gemm_in_cache(dOb, vT + kh * D * ldt + k0, ldt, dS, L, m, L, D, 1.0f, false, keys);
+      gemm_in_cache(Qb, kT + kh * D * ldt + k0, ldt, P, L, m, L, D, scale, false, keys, bf16);
+      gemm_in_cache(dOb, vT + kh * D * ldt + k0, ldt, dS, L, m, L, D, 1.0f, false, keys, bf16);
       for (long r = 0; r < m; r++) {
         long t = t0 + r / group, a = first_key(t, window) - k0, n = t + 1 - k0;  // visible: [a, n)
         Dt[r] = dot(dorows.row(r), orows.row(r), D);
@@ -363,9 +368,9 @@ static void attention_backward(const float* dOut, const float* q, const float* k
         }
         for (; s < L; s++) pr[s] = dr[s] = 0.f;
       }
-      gemm_in_cache(View{dS, L, 1}, kb, kvs, dqb, ldq, m, D, L, 1.0f, false, keys_k);
-      gemm_in_cache(View{dS, 1, L}, Qb.p, Qb.rs, dkh + k0 * D, D, L, D, m, 1.0f, true, seen);
-      gemm_in_cache(View{P, 1, L}, dOb.p, dOb.rs, dvh + k0 * D, D, L, D, m, 1.0f, true, seen);
+      gemm_in_cache(View{dS, L, 1}, kb, kvs, dqb, ldq, m, D, L, 1.0f, false, keys_k, bf16);
+      gemm_in_cache(View{dS, 1, L}, Qb.p, Qb.rs, dkh + k0 * D, D, L, D, m, 1.0f, true, seen, bf16);
+      gemm_in_cache(View{P, 1, L}, dOb.p, dOb.rs, dvh + k0 * D, D, L, D, m, 1.0f, true, seen, bf16);
       if (group > 1) dqrows.scatter(dqb, m);
     };
     for (long pair = task % parts; pair < pairs; pair += parts) {

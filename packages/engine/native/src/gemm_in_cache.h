@@ -17,6 +17,27 @@ struct Band {
   long k_until(long query) const { return k_end == BAND_OPEN ? BAND_OPEN : (query + k_end) * k_mul; }
 };
 
+// x[0..n) rounded to bf16 values in place (nearest even, NaN kept NaN): as
+// bf16_bits, on the packed operands of a bf16 product.
+static void round_to_bf16(float* x, long n) {
+  for (long i = 0; i < n; i++) {
+    unsigned int u;
+    __builtin_memcpy(&u, x + i, 4);
+    unsigned int r = (u & 0x7fffffffu) > 0x7f800000u ? u | 0x400000u : u + 0x7fffu + ((u >> 16) & 1u);
+    r &= 0xffff0000u;
+    __builtin_memcpy(x + i, &r, 4);
+  }
+}
+
+// vdpbf16ps for attention's bf16 products on the AVX-512 units; not on the
+// amx unit, whose CPUs (Sapphire Rapids) ran vdpbf16ps at half their fp32 FMA
+// rate (214-236 against 430-475 GFLOP/s, peak.h), so the rounding packs
+// below with fp32 FMAs are the faster way to the same products there.
+#define SVC_BF16_IN_CACHE (SVC_BF16_DOT && !SVC_AMX)
+#if SVC_BF16_IN_CACHE
+#include "bf16_in_cache.h"
+#endif
+
 // Attention's per-block GEMMs (tens to hundreds of rows, operands already in
 // cache): C[m, n] (=|+=) alpha · op(A) · B with B row-major, B(p, j) =
 // b[p * ldb + j]. Each NR-wide panel of B is copied once per row block into a
@@ -25,8 +46,17 @@ struct Band {
 // others, or a transposed head), and a stride of 2^n bytes maps them all into
 // a few L1 sets, so the tiles re-read it from L2. Serial: the callers split
 // heads and blocks over the pool.
+// bf16: both operands rounded to bf16 as they are packed (attention under a
+// bf16 run), fp32 sums; with vdpbf16ps where the unit and CPU have it
+// (bf16_in_cache.h).
 static void gemm_in_cache(const View& A, const float* b, long ldb, float* c, long ldc, long m, long n,
-                          long k, float alpha, bool accumulate, const Band& band = Band{}) {
+                          long k, float alpha, bool accumulate, const Band& band = Band{}, bool bf16 = false) {
+#if SVC_BF16_IN_CACHE
+  if (bf16 && svc_cpu_has_bf16_dot()) {
+    gemm_in_cache_bf16(A, b, ldb, c, ldc, m, n, k, alpha, accumulate, band);
+    return;
+  }
+#endif
   float* apack = svc_scratch(SVC_SLOT_GEMM_A, (size_t)MC_MAX * KC);
   float* panel = svc_scratch(SVC_SLOT_GEMM_B, (size_t)KC * NR);
   long kstep = ceil_div(k, ceil_div(k, KC));
@@ -36,10 +66,12 @@ static void gemm_in_cache(const View& A, const float* b, long ldb, float* c, lon
     for (long ic = 0; ic < m; ic += MC_MAX) {
       long mcb = min_l(MC_MAX, m - ic);
       pack_a(A, ic, mcb, pc, kc, apack);
+      if (bf16) round_to_bf16(apack, ceil_div(mcb, MR) * MR * kc);
       for (long jr = 0; jr < n; jr += NR) {
         long nr = min_l(NR, n - jr);
         if (jr >= (ic + mcb - 1) / band.row_div + band.col_end) break;  // no row of the block sees it
         pack_b_panel(View{b, ldb, 1}, pc, kc, jr, nr, panel);
+        if (bf16) round_to_bf16(panel, kc * NR);
         for (long ir = 0; ir < mcb; ir += MR) {
           long mr = min_l(MR, mcb - ir);
           long first = (ic + ir) / band.row_div, last = (ic + ir + mr - 1) / band.row_div;  // the tile's queries

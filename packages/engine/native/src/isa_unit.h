@@ -2,6 +2,7 @@
 // SVC_VEC_BYTES and SVC_ISA_NAME are defined.
 #include "simd.h"
 #include "gemm.h"
+#include "bf16_dot.h"
 #include "gemm_in_cache.h"
 #include "ops.h"
 #include "low_rank.h"

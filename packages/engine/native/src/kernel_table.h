@@ -37,12 +37,14 @@ struct SvcKernelTable {
                          float* dUp, long n);
   void (*add_bias)(float* y, const float* bias, long rows, long dim, float alpha);
   // window: a sliding window of that many keys; 0 = full causal attention.
+  // bf16: the products' operands rounded to bf16 with fp32 sums (T > 1; attention.h).
   void (*attention_forward)(const float* q, const float* k, const float* v, float* out, float* lse,
                             long T, long S, long nHeads, long nKv, long headDim, float scale,
-                            long kvStride, long window);
+                            long kvStride, long window, bool bf16);
   void (*attention_backward)(const float* dOut, const float* q, const float* k, const float* v,
                              const float* out, const float* lse, float* dq, float* dk, float* dv,
-                             long T, long nHeads, long nKv, long headDim, float scale, long window);
+                             long T, long nHeads, long nKv, long headDim, float scale, long window,
+                             bool bf16);
   double (*cross_entropy)(const float* logits, const int32_t* targets, long rows, long vocab,
                           float* dLogits, float gradScale);
   void (*adamw)(float* p, const float* g, float* m, float* v, long n, float lr, float beta1,

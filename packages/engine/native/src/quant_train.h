@@ -12,17 +12,11 @@
 // rows at a time into fp32 scratch, then the blocked SGEMM, so the fp32 copy
 // of W never exists whole and the memory saving holds on every unit.
 
-#if SVC_VEC_BYTES == 64 && defined(SVC_X86)
-#include "bf16_gemm.h"
-#define SVC_BF16_DOT 1
-#if SVC_AMX
+#if SVC_BF16_DOT && SVC_AMX
 #include "amx_gemm.h"
 #define svc_bf16_weights_gemm amx_gemm_weights
 #else
 #define svc_bf16_weights_gemm bf16_gemm_weights
-#endif
-#else
-#define SVC_BF16_DOT 0
 #endif
 
 // y[m, k] (=|+=) alpha * x[m, n] · W with W [n, k] widened a panel of rows at a time.

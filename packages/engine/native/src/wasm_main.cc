@@ -120,15 +120,15 @@ void add_bias(float* y, const float* bias, long rows, long dim, float alpha) {
 EXPORT(attention_forward)
 void attention_forward(const float* q, const float* k, const float* v, float* out, float* lse, long T,
                        long S, long nHeads, long nKv, long headDim, float scale, long kvStride,
-                       long window) {
-  kTable.attention_forward(q, k, v, out, lse, T, S, nHeads, nKv, headDim, scale, kvStride, window);
+                       long window, int bf16) {
+  kTable.attention_forward(q, k, v, out, lse, T, S, nHeads, nKv, headDim, scale, kvStride, window, bf16 != 0);
 }
 EXPORT(attention_backward)
 void attention_backward(const float* dOut, const float* q, const float* k, const float* v,
                         const float* out, const float* lse, float* dq, float* dk, float* dv, long T,
-                        long nHeads, long nKv, long headDim, float scale, long window) {
+                        long nHeads, long nKv, long headDim, float scale, long window, int bf16) {
   kTable.attention_backward(dOut, q, k, v, out, lse, dq, dk, dv, T, nHeads, nKv, headDim, scale,
-                            window);
+                            window, bf16 != 0);
 }
 EXPORT(cross_entropy)
 double cross_entropy(const float* logits, const int* targets, long rows, long vocab, float* dLogits,

@@ -118,6 +118,7 @@ function attentionBackward(g: GraphState, a: LayerActivations, l: number, batch:
       D,
       g.config.attentionScale,
       window,
+      g.bf16Attention,
     );
     if (len < T) {
       s.dq.fill(0, rowQ + len * Q, rowQ + T * Q);

@@ -264,7 +264,7 @@ function attend(
       const lse = g.inferenceOnly ? null : a.lse.subarray(row * Hq, (row + rows) * Hq);
       const kk = a.k.subarray(row * K, (row + rows) * K);
       const vv = a.v.subarray(row * K, (row + rows) * K);
-      k.attentionForward(q, kk, vv, out, lse, rows, rows, Hq, Hkv, D, scale, K, window);
+      k.attentionForward(q, kk, vv, out, lse, rows, rows, Hq, Hkv, D, scale, K, window, g.bf16Attention);
     }
   }
   if (N > covered) a.att.fill(0, covered * Q, N * Q);

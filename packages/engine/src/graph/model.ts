@@ -31,6 +31,8 @@ export interface GraphOptions {
   skipUnlabeledRows?: boolean;
   /** Forward only (logits, eval, decode): one layer's activations are reused by every layer. */
   inferenceOnly?: boolean;
+  /** Attention's matmuls on bf16 operands with fp32 sums: a bf16 training run (train-precision.ts). */
+  bf16Attention?: boolean;
 }
 
 export class ModelGraph {
@@ -59,6 +61,7 @@ export class ModelGraph {
       packed,
       ropes: new RopeTables(config, kern),
       inferenceOnly: this.inferenceOnly,
+      bf16Attention: options.bf16Attention ?? false,
       acts: [],
       s: scratch(config, 0, !this.inferenceOnly),
       pass: null,

@@ -157,6 +157,33 @@ describe("native kernels validate their arguments", { skip }, () => {
       () => k().attentionForward(f(8), f(8), f(8), f(8), null, 2, 1, 1, 1, 4, 1, 4),
       /'T' \(2\) must not exceed S/,
     );
+    const notFlag = 1 as unknown as boolean;
+    assert.throws(
+      () => k().attentionForward(f(8), f(8), f(8), f(8), null, 1, 1, 1, 1, 8, 1, 8, 0, notFlag),
+      /attentionForward: argument 'bf16' must be a boolean/,
+    );
+    assert.throws(
+      () =>
+        k().attentionBackward(
+          f(8),
+          f(8),
+          f(8),
+          f(8),
+          f(8),
+          f(1),
+          f(8),
+          f(8),
+          f(8),
+          1,
+          1,
+          1,
+          8,
+          1,
+          0,
+          notFlag,
+        ),
+      /attentionBackward: argument 'bf16' must be a boolean/,
+    );
   });
 
   test("a view's byteOffset is honoured, and memory around it is untouched", () => {

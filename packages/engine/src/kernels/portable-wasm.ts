@@ -255,7 +255,22 @@ export function loadWasmKernels(path = defaultWasmPath): Kernels {
       w.add_bias(py, pb, rows, dim, alpha);
       unstage(y, py, rows * dim);
     },
-    attentionForward(q, k, v, out, lse, T, S, nHeads, nKv, headDim, scale, kvStride, window = 0) {
+    attentionForward(
+      q,
+      k,
+      v,
+      out,
+      lse,
+      T,
+      S,
+      nHeads,
+      nKv,
+      headDim,
+      scale,
+      kvStride,
+      window = 0,
+      bf16 = false,
+    ) {
       // With a window, keys before the first query's window are never read: copy
       // only the rest, as a cache that starts there (same result, less to stage).
       const skip = window > 0 ? Math.max(0, S - T - window + 1) : 0;
@@ -269,11 +284,43 @@ export function loadWasmKernels(path = defaultWasmPath): Kernels {
         [out, qn, false],
         [lse, nHeads * T, false],
       ]);
-      w.attention_forward(pq, pk, pv, po, pl, T, s, nHeads, nKv, headDim, scale, kvStride, window);
+      w.attention_forward(
+        pq,
+        pk,
+        pv,
+        po,
+        pl,
+        T,
+        s,
+        nHeads,
+        nKv,
+        headDim,
+        scale,
+        kvStride,
+        window,
+        bf16 ? 1 : 0,
+      );
       unstage(out, po, qn);
       unstage(lse, pl, nHeads * T);
     },
-    attentionBackward(dOut, q, k, v, out, lse, dq, dk, dv, T, nHeads, nKv, headDim, scale, window = 0) {
+    attentionBackward(
+      dOut,
+      q,
+      k,
+      v,
+      out,
+      lse,
+      dq,
+      dk,
+      dv,
+      T,
+      nHeads,
+      nKv,
+      headDim,
+      scale,
+      window = 0,
+      bf16 = false,
+    ) {
       const qn = T * nHeads * headDim;
       const kvn = T * nKv * headDim;
       const [pdo, pq, pk, pv, po, pl, pdq, pdk, pdv] = stage([
@@ -287,7 +334,24 @@ export function loadWasmKernels(path = defaultWasmPath): Kernels {
         [dk, kvn, false],
         [dv, kvn, false],
       ]);
-      w.attention_backward(pdo, pq, pk, pv, po, pl, pdq, pdk, pdv, T, nHeads, nKv, headDim, scale, window);
+      w.attention_backward(
+        pdo,
+        pq,
+        pk,
+        pv,
+        po,
+        pl,
+        pdq,
+        pdk,
+        pdv,
+        T,
+        nHeads,
+        nKv,
+        headDim,
+        scale,
+        window,
+        bf16 ? 1 : 0,
+      );
       unstage(dq, pdq, qn);
       unstage(dk, pdk, kvn);
       unstage(dv, pdv, kvn);

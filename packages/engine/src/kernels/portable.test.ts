@@ -72,6 +72,11 @@ for (const isa of ["wasm-simd", "js"]) {
         /'nKv' must divide nHeads/,
       );
       assert.throws(
+        () =>
+          k().attentionForward(f(8), f(8), f(8), f(8), null, 2, 2, 1, 1, 4, 1, 4, 0, 1 as unknown as boolean),
+        { name: "TypeError", message: "attentionForward: argument 'bf16' must be a boolean" },
+      );
+      assert.throws(
         () => k().rope(f(8), f(8), f(8), Int32Array.of(-1), 1, 1, 8, false),
         /'positions' holds -1/,
       );

@@ -2,6 +2,7 @@
 // They are the oracle the fast kernels are tested against; the portable JS
 // kernels also run rmsnormForward and rope from here, where a faster loop has
 // nothing to gain.
+import { attentionBackwardBf16, attentionForwardBf16 } from "./attention-bf16.js";
 import { addLowRankTerm } from "./low-rank-term.js";
 import { matmulQuantRows, matmulQuantTransRows } from "./quant-matrix.js";
 import type { Kernels } from "./types.js";
@@ -158,7 +159,9 @@ export const referenceKernels: Kernels = {
     for (let r = 0; r < rows; r++) for (let c = 0; c < dim; c++) y[r * dim + c] += alpha * bias[c];
   },
 
-  attentionForward(q, k, v, out, lse, T, S, nHeads, nKv, headDim, scale, kvStride, window = 0) {
+  attentionForward(q, k, v, out, lse, T, S, nHeads, nKv, headDim, scale, kvStride, window = 0, bf16 = false) {
+    if (bf16 && T > 1)
+      return attentionForwardBf16(q, k, v, out, lse, T, S, nHeads, nKv, headDim, scale, kvStride, window);
     const group = nHeads / nKv;
     const scores = new Float64Array(S);
     for (let h = 0; h < nHeads; h++) {
@@ -188,7 +191,42 @@ export const referenceKernels: Kernels = {
     }
   },
 
-  attentionBackward(dOut, q, k, v, out, lse, dq, dk, dv, T, nHeads, nKv, headDim, scale, window = 0) {
+  attentionBackward(
+    dOut,
+    q,
+    k,
+    v,
+    out,
+    lse,
+    dq,
+    dk,
+    dv,
+    T,
+    nHeads,
+    nKv,
+    headDim,
+    scale,
+    window = 0,
+    bf16 = false,
+  ) {
+    if (bf16)
+      return attentionBackwardBf16(
+        dOut,
+        q,
+        k,
+        v,
+        out,
+        lse,
+        dq,
+        dk,
+        dv,
+        T,
+        nHeads,
+        nKv,
+        headDim,
+        scale,
+        window,
+      );
     const group = nHeads / nKv;
     const kvStride = nKv * headDim;
     dq.fill(0, 0, T * nHeads * headDim);

@@ -293,6 +293,11 @@ export interface Kernels {
    * kept for the backward pass) is written when given.
    * kvStride: elements between consecutive positions in k and v (nKv*headDim
    * when dense; larger when k/v are views into a preallocated cache).
+   * bf16 (a bf16 training run): where T > 1, the two products' operands are
+   * rounded to bf16 (nearest even) and summed in fp32, as bf16 autocast's
+   * attention matmuls are: q and k for the scores, the unnormalised
+   * probabilities exp(s - max) and v for the output. The softmax, its sums and
+   * lse stay fp32. Decode (T = 1) is fp32 whatever bf16 says.
    */
   attentionForward(
     q: Float32Array,
@@ -308,11 +313,15 @@ export interface Kernels {
     scale: number,
     kvStride: number,
     window?: number,
+    bf16?: boolean,
   ): void;
 
   /**
    * Backward of attentionForward with S = T (training) and the same window.
    * Writes dq, dk, dv (overwritten). Needs the forward's out and lse.
+   * bf16: the five products' operands rounded to bf16 with fp32 sums (q, k for
+   * the recomputed scores; dOut, v for dP; P, dOut for dv; dS, k for dq; dS, q
+   * for dk); P, dS and rowsum(dOut∘out) are computed in fp32 first.
    */
   attentionBackward(
     dOut: Float32Array,
@@ -330,6 +339,7 @@ export interface Kernels {
     headDim: number,
     scale: number,
     window?: number,
+    bf16?: boolean,
   ): void;
 
   /**

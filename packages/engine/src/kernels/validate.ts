@@ -223,7 +223,7 @@ export function withValidation(impl: Kernels): Kernels {
       f32(fn, "bias", bias, d);
       impl.addBias(y, bias, rows, d, alpha ?? 1);
     },
-    attentionForward(q, k, v, out, lse, T, S, nHeads, nKv, headDim, scale, kvStride, window) {
+    attentionForward(q, k, v, out, lse, T, S, nHeads, nKv, headDim, scale, kvStride, window, bf16) {
       const fn = "attentionForward";
       dim(fn, "T", T);
       dim(fn, "S", S);
@@ -233,6 +233,7 @@ export function withValidation(impl: Kernels): Kernels {
       num(fn, "scale", scale);
       dim(fn, "kvStride", kvStride);
       const win = optional(window) ? dim(fn, "window", window) : 0;
+      if (optional(bf16)) flag(fn, "bf16", bf16);
       heads(fn, nHeads, nKv);
       if (T > S) fail(fn, "T", `(${T}) must not exceed S (${S})`, true);
       if (kvStride < nKv * headDim)
@@ -244,9 +245,24 @@ export function withValidation(impl: Kernels): Kernels {
       f32(fn, "v", v, kvn);
       f32(fn, "out", out, qn);
       f32(fn, "lse", lse, nHeads * T, true);
-      impl.attentionForward(q, k, v, out, lse ?? null, T, S, nHeads, nKv, headDim, scale, kvStride, win);
+      impl.attentionForward(
+        q,
+        k,
+        v,
+        out,
+        lse ?? null,
+        T,
+        S,
+        nHeads,
+        nKv,
+        headDim,
+        scale,
+        kvStride,
+        win,
+        bf16 ?? false,
+      );
     },
-    attentionBackward(dOut, q, k, v, out, lse, dq, dk, dv, T, nHeads, nKv, headDim, scale, window) {
+    attentionBackward(dOut, q, k, v, out, lse, dq, dk, dv, T, nHeads, nKv, headDim, scale, window, bf16) {
       const fn = "attentionBackward";
       dim(fn, "T", T);
       dim(fn, "nHeads", nHeads);
@@ -254,6 +270,7 @@ export function withValidation(impl: Kernels): Kernels {
       dim(fn, "headDim", headDim);
       num(fn, "scale", scale);
       const win = optional(window) ? dim(fn, "window", window) : 0;
+      if (optional(bf16)) flag(fn, "bf16", bf16);
       heads(fn, nHeads, nKv);
       const qn = T * nHeads * headDim;
       const kvn = T * nKv * headDim;
@@ -266,7 +283,24 @@ export function withValidation(impl: Kernels): Kernels {
       f32(fn, "dq", dq, qn);
       f32(fn, "dk", dk, kvn);
       f32(fn, "dv", dv, kvn);
-      impl.attentionBackward(dOut, q, k, v, out, lse, dq, dk, dv, T, nHeads, nKv, headDim, scale, win);
+      impl.attentionBackward(
+        dOut,
+        q,
+        k,
+        v,
+        out,
+        lse,
+        dq,
+        dk,
+        dv,
+        T,
+        nHeads,
+        nKv,
+        headDim,
+        scale,
+        win,
+        bf16 ?? false,
+      );
     },
     crossEntropy(logits, targets, rows, vocab, dLogits, gradScale) {
       const fn = "crossEntropy";

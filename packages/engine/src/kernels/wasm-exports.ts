@@ -119,6 +119,7 @@ export interface WasmExports {
     scale: number,
     kvStride: number,
     window: number,
+    bf16: number,
   ): void;
   attention_backward(
     dOut: number,
@@ -136,6 +137,7 @@ export interface WasmExports {
     headDim: number,
     scale: number,
     window: number,
+    bf16: number,
   ): void;
   cross_entropy(
     logits: number,

@@ -5,6 +5,10 @@
 // round to nearest, ties to even; NaN stays NaN (quiet, sign kept); values past
 // the f16 range become ±Infinity; f16 subnormals are produced and read exactly.
 
+import { f32BitsToBf16 } from "../kernels/bf16-rounding.js";
+
+export { f32BitsToBf16 };
+
 const scratchF32 = new Float32Array(1);
 const scratchU32 = new Uint32Array(scratchF32.buffer);
 
@@ -41,12 +45,6 @@ export function f16ToF32(h: number): number {
   if (exponent === 0) return sign * mantissa * 2 ** -24;
   if (exponent === 31) return mantissa ? Number.NaN : sign * Number.POSITIVE_INFINITY;
   return sign * (1 + mantissa / 1024) * 2 ** (exponent - 15);
-}
-
-/** float32 bit pattern → bf16 bits, round to nearest even. */
-export function f32BitsToBf16(bits: number): number {
-  if ((bits & 0x7f800000) === 0x7f800000 && bits & 0x7fffff) return ((bits >>> 16) | 0x0040) & 0xffff;
-  return ((bits + 0x7fff + ((bits >>> 16) & 1)) >>> 16) & 0xffff;
 }
 
 /** bf16 bits → the float32 value. */

@@ -7,7 +7,7 @@ import { loraLayersOf, zerosLike } from "../adapters/lora.js";
 import { isEngineError } from "../errors.js";
 import { SLOTS } from "../families/index.js";
 import { decodeWeightBytes } from "../graph/frozen-weights.js";
-import { ModelGraph } from "../graph/model.js";
+import { type GraphOptions, ModelGraph } from "../graph/model.js";
 import type { LayerWeights, ModelWeights, ProjectionWeight, ServingWeights } from "../graph/weights.js";
 import { getKernels } from "../kernels/index.js";
 import { dequantizeRow } from "../kernels/quant-matrix.js";
@@ -19,7 +19,7 @@ import { createRandomModel } from "../testing/random-model.js";
 import { randomLoraAdapter, randomModelWeights, smallTestConfig } from "../testing/random-weights.js";
 import type { DatasetRow } from "../types.js";
 import { train } from "./train.js";
-import { resolvePrecision, TRAINING_PRECISIONS, trainingWeights } from "./train-precision.js";
+import { graphPrecision, resolvePrecision, TRAINING_PRECISIONS, trainingWeights } from "./train-precision.js";
 
 const kern = getKernels();
 // Large enough rows (B·T = 80) that native kernels take their bf16 GEMM, not a GEMV.
@@ -43,10 +43,10 @@ function batch(seed: number) {
 }
 
 /** The loss and every LoRA gradient (concatenated) of one forward + backward on these weights. */
-function step(weights: ServingWeights) {
+function step(weights: ServingWeights, options: GraphOptions = {}) {
   const adapter = randomLoraAdapter(config, spec, 5);
   const grads = zerosLike(adapter);
-  const graph = new ModelGraph(config, weights);
+  const graph = new ModelGraph(config, weights, options);
   const b = batch(3);
   const { lossSum, count } = graph.forward(b, loraLayersOf(adapter, config), 1);
   graph.backward(loraLayersOf(adapter, config), loraLayersOf(grads, config));
@@ -222,9 +222,25 @@ test("a bf16 base: loss and gradients as fp32 weights holding the same values, w
   assert.ok(gradGap > 0 || !kern.bf16Dot, "bf16 dot products changed nothing: were they used?");
 });
 
+test("a bf16 run's graph multiplies attention on bf16 operands; an fp32 run's does not", (t) => {
+  assert.deepEqual(graphPrecision({ precision: "bf16", baseWeights: "int8" }), { bf16Attention: true });
+  assert.deepEqual(graphPrecision({ precision: "fp32", baseWeights: "int8" }), { bf16Attention: false });
+  const weights = randomModelWeights(config, 1);
+  const got = step(weights, { bf16Attention: true });
+  const want = step(weights);
+  const lossGap = Math.abs(got.loss - want.loss) / want.loss;
+  const gradGap = relDiff(got.grads, want.grads);
+  t.diagnostic(`${kern.isa}: loss gap ${lossGap.toExponential(2)}, gradients ${gradGap.toExponential(2)}`);
+  // every unit rounds attention's operands (with or without bf16 dot products)
+  assert.ok(lossGap > 0 && gradGap > 0, "bf16 attention changed nothing: did the flag reach the kernels?");
+  assert.ok(lossGap < 2e-3, `loss gap ${lossGap}`);
+  assert.ok(gradGap < 3e-2, `gradient gap ${gradGap}`);
+});
+
 test("bf16 against fp32 on the same fp32 model: first-step loss and gradients within bf16's bounds", (t) => {
   const fp32 = randomModelWeights(config, 1);
-  const got = step(trainingWeights(fp32, config, { precision: "bf16", baseWeights: "bf16" }));
+  const resolved = { precision: "bf16", baseWeights: "bf16" } as const;
+  const got = step(trainingWeights(fp32, config, resolved), graphPrecision(resolved));
   const want = step(fp32);
   const lossGap = Math.abs(got.loss - want.loss) / want.loss;
   const gradGap = relDiff(got.grads, want.grads);

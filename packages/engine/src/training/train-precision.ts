@@ -5,6 +5,7 @@
 
 import { allowedValues, EngineError } from "../errors.js";
 import { type ModelConfig, SLOTS } from "../families/index.js";
+import type { GraphOptions } from "../graph/model.js";
 import {
   type LayerWeights,
   type ProjectionWeight,
@@ -66,6 +67,11 @@ export function resolvePrecision(
   }
   const compute = p === "auto" ? (kern.bf16Dot ? "bf16" : "fp32") : (p as "fp32" | "bf16");
   return { precision: compute, baseWeights: baseWeights === "int8" ? "int8" : compute };
+}
+
+/** What a run's precision asks of its training graph: in bf16, attention's matmuls on bf16 operands. */
+export function graphPrecision(resolved: ResolvedPrecision): Pick<GraphOptions, "bf16Attention"> {
+  return { bf16Attention: resolved.precision === "bf16" };
 }
 
 /**

@@ -31,7 +31,12 @@ import {
   type TrainerState,
   writeOptimizerState,
 } from "./train-checkpoint.js";
-import { type ResolvedPrecision, resolvePrecision, trainingWeights } from "./train-precision.js";
+import {
+  graphPrecision,
+  type ResolvedPrecision,
+  resolvePrecision,
+  trainingWeights,
+} from "./train-precision.js";
 
 /** Hyperparameters with their defaults applied (training/train.ts resolveHyperparameters). */
 export type ResolvedHyperparameters = Required<
@@ -126,7 +131,11 @@ export function startTrainingRun(
     adapter,
     lora: loraLayersOf(adapter, config),
     grads: loraLayersOf(gradAdapter, config),
-    graph: new ModelGraph(config, trainingWeights(options.model.weights, config, precision)),
+    graph: new ModelGraph(
+      config,
+      trainingWeights(options.model.weights, config, precision),
+      graphPrecision(precision),
+    ),
     optimizer,
     gradList: loraParams(gradAdapter),
     history,

@@ -7,6 +7,7 @@
 
 import { referenceKernels } from "../../kernels/reference.js";
 import type { Kernels } from "../../kernels/types.js";
+import { attentionBf16Cases } from "./conformance-attention-bf16.js";
 import { type KernelCase, randomSource, randomView, ropeTables } from "./conformance-inputs.js";
 import { opsCases } from "./conformance-ops.js";
 import { quantCases } from "./conformance-quant.js";
@@ -326,6 +327,7 @@ export function kernelCases(): KernelCase[] {
     ...ropeCases(),
     ...swigluCases(),
     ...attentionCases(),
+    ...attentionBf16Cases(),
     ...crossEntropyCases(),
     ...adamwCases(),
     ...opsCases(),
