@@ -30,10 +30,7 @@ __attribute__((target("avx512bf16"))) static void bf16_pack_a_cache(const View& 
   for (long ir = 0; ir < mc; ir += BF_MR, out += kp * BF_MR) {
     long mr = min_l(BF_MR, mc - ir);
     if (A.cs == 1) {  // rows along the contraction (Q, dO, P, dS)
-      for (int i = 0; i < BF_MR; i++)
-        if (i < mr) bf16_pack_row(A.p + (i0 + ir + i) * A.rs + 2 * p0, kk, out, i, kp);
-        else
-          for (long p = 0; p < kp; p++) out[p * BF_MR + i] = 0;
+      bf16_pack_panel(A.p + (i0 + ir) * A.rs + 2 * p0, A.rs, (int)mr, kk, out, kp);
     } else if (A.rs == 1) {  // transposed (Pᵀ, dSᵀ): a pair is two rows of the stored matrix
       for (long p = 0; p < kp; p++) {
         long e = 2 * (p0 + p);
