@@ -18,7 +18,7 @@ import { loadModel } from "../src/loading/load.js";
 import { Rng } from "../src/rng.js";
 import { needs } from "../src/testing/missing-piece.js";
 import { createRandomModel } from "../src/testing/random-model.js";
-import { resolvePrecision, trainingWeights } from "../src/training/train-precision.js";
+import { graphPrecision, resolvePrecision, trainingWeights } from "../src/training/train-precision.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const script = join(here, "..", "..", "reference", "autocast_loss.py");
@@ -63,12 +63,11 @@ test("bf16: the loss of a random model against PyTorch's bf16 autocast, within a
       for (let i = 0; i < T; i++) targets[b * T + i] = i + 1 < T ? rows[b][i + 1] : -1;
     const batch = { B, T, inputIds, targets, lengths: Int32Array.of(T, T) };
     const loss = (precision: "fp32" | "bf16") => {
-      const weights = trainingWeights(
-        model.weights,
-        model.config,
-        resolvePrecision(precision, undefined, getKernels()),
-      );
-      const { lossSum, count } = new ModelGraph(model.config, weights).forward(batch, null);
+      // the weights and graph a training run of that precision builds (bf16: bf16 attention too)
+      const resolved = resolvePrecision(precision, undefined, getKernels());
+      const weights = trainingWeights(model.weights, model.config, resolved);
+      const graph = new ModelGraph(model.config, weights, graphPrecision(resolved));
+      const { lossSum, count } = graph.forward(batch, null);
       return lossSum / count;
     };
     const svc = { fp32: loss("fp32"), bf16: loss("bf16") };
