@@ -59,7 +59,7 @@ const trainer = createTrainer({
   temperature: 1,
   evalSteps: 5,
   saveSteps: 10,
-  seed: 5,
+  seed: 6,
 });
 
 export default createSvc({ trainer });
