@@ -35,14 +35,6 @@ static bool svc_cpu_has_bf16_dot() {
   return has;
 }
 
-// fp32 -> bf16 bits, nearest even (NaN stays NaN): the scalar tail of vcvtne2ps2bf16.
-static inline unsigned int bf16_bits(float f) {
-  unsigned int u;
-  __builtin_memcpy(&u, &f, 4);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return (u >> 16) | 0x40u;
-  return (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-}
-
 // r[i] (16 words each) transposed in registers: afterwards r[c] holds word c of
 // every input row, in row order.
 static inline void transpose_words16(__m512i r[16]) {

@@ -17,14 +17,11 @@ struct Band {
   long k_until(long query) const { return k_end == BAND_OPEN ? BAND_OPEN : (query + k_end) * k_mul; }
 };
 
-// x[0..n) rounded to bf16 values in place (nearest even, NaN kept NaN): as
-// bf16_bits, on the packed operands of a bf16 product.
+// x[0..n) rounded to bf16 values in place (bf16_bits), on the packed operands
+// of a bf16 product.
 static void round_to_bf16(float* x, long n) {
   for (long i = 0; i < n; i++) {
-    unsigned int u;
-    __builtin_memcpy(&u, x + i, 4);
-    unsigned int r = (u & 0x7fffffffu) > 0x7f800000u ? u | 0x400000u : u + 0x7fffu + ((u >> 16) & 1u);
-    r &= 0xffff0000u;
+    unsigned int r = bf16_bits(x[i]) << 16;
     __builtin_memcpy(x + i, &r, 4);
   }
 }

@@ -5,8 +5,8 @@
 // reference kernels and the portable JS kernels both run these.
 import { bf16Copy, bf16Value } from "./bf16-rounding.js";
 
-/** The first key the query at absolute position p sees. */
-function firstKey(p: number, window: number): number {
+/** The first key the query at absolute position p sees (window 0: none cut off). */
+export function firstKey(p: number, window: number): number {
   return window > 0 ? Math.max(0, p - window + 1) : 0;
 }
 

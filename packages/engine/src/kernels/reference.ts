@@ -2,7 +2,7 @@
 // They are the oracle the fast kernels are tested against; the portable JS
 // kernels also run rmsnormForward and rope from here, where a faster loop has
 // nothing to gain.
-import { attentionBackwardBf16, attentionForwardBf16 } from "./attention-bf16.js";
+import { attentionBackwardBf16, attentionForwardBf16, firstKey } from "./attention-bf16.js";
 import { addLowRankTerm } from "./low-rank-term.js";
 import { matmulQuantRows, matmulQuantTransRows } from "./quant-matrix.js";
 import type { Kernels } from "./types.js";
@@ -10,11 +10,6 @@ import type { Kernels } from "./types.js";
 /** gelu_tanh's constants: √(2/π) and the cubic's coefficient. */
 export const GELU_BETA = Math.sqrt(2 / Math.PI);
 export const GELU_KAPPA = 0.044715;
-
-/** The first key that the query at absolute position p sees (window 0: no window). */
-function firstKey(p: number, window: number): number {
-  return window > 0 ? Math.max(0, p - window + 1) : 0;
-}
 
 export const referenceKernels: Kernels = {
   name: "portable",

@@ -5,7 +5,7 @@
 // round to nearest, ties to even; NaN stays NaN (quiet, sign kept); values past
 // the f16 range become ±Infinity; f16 subnormals are produced and read exactly.
 
-import { f32BitsToBf16 } from "../kernels/bf16-rounding.js";
+import { bf16Copy, f32BitsToBf16 } from "../kernels/bf16-rounding.js";
 
 export { f32BitsToBf16 };
 
@@ -105,6 +105,4 @@ export function holdsBf16Values(values: Float32Array): boolean {
 }
 
 /** The values as bf16 would store them. */
-export function roundToBf16(values: Float32Array): Float32Array {
-  return decodeBf16(encodeBf16(values));
-}
+export const roundToBf16: (values: Float32Array) => Float32Array = bf16Copy;
