@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // The loss of LoRA training on a bf16 or int8 frozen base against fp32, on a
 // benchmark shape (issue 38: "the loss difference against fp32 on ... one
-// benchmark shape"). Three runs from the same start: the same random weights
+// benchmark shape"). Four runs (fp32, bf16, an int8 base in fp32 and in bf16) from the same start: the same random weights
 // (train-precision.mjs's randomTrainingWeights, seeded per layer, converted to
 // the run's format as each layer is made), the same LoRA init, the same
 // seeded random token batches (every position labelled), AdamW with gradient
@@ -10,8 +10,8 @@
 //   npm run build && nice node bench/base-weights-loss.mjs [--shape small] [--steps 10]
 //       [--batch 4] [--seq 256] [--r 16] [--lr 2e-4]
 //
-// Prints each step's loss per run, the largest |loss − fp32| of the bf16 and
-// int8 runs (and at which step), and each run's peak RSS (VmHWM) and time.
+// Prints each step's loss per run, the largest |loss − fp32| of each other
+// run (and at which step), and each run's peak RSS (VmHWM) and time.
 import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -45,6 +45,7 @@ const RUNS = {
   fp32: { precision: "fp32", baseWeights: undefined },
   bf16: { precision: "bf16", baseWeights: undefined },
   int8: { precision: "fp32", baseWeights: "int8" },
+  "int8-bf16": { precision: "bf16", baseWeights: "int8" },
 };
 
 function peakRssGiB() {
@@ -129,7 +130,7 @@ if (workerRun) {
         .join(" | ")}`,
     );
   const base = results.fp32.losses;
-  for (const run of ["bf16", "int8"]) {
+  for (const run of Object.keys(RUNS).filter((name) => name !== "fp32")) {
     let worst = 0;
     let at = 0;
     results[run].losses.forEach((l, s) => {

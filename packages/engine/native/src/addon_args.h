@@ -11,7 +11,7 @@
 
 namespace {
 
-constexpr size_t kMaxArgs = 16;
+constexpr size_t kMaxArgs = 17;
 constexpr double kMaxSafe = 9007199254740991.0;
 
 struct Call {

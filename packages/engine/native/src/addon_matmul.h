@@ -106,8 +106,8 @@ bool quant_weights(Call& c, int i, long format, long n, long k, void** w, void**
 }
 
 // matmulQuantTrain(format, x, data, scales, y, m, n, k, transW, accumulate, alpha?, a2?, b2?, k2?, transB2?,
-// alpha2?): quant_train.h; a2 (Float32Array [m, k2]) adds alpha2 · a2 · op(b2), b2 [k2, cols] or
-// (transB2) [cols, k2].
+// alpha2?, bf16?): quant_train.h; a2 (Float32Array [m, k2]) adds alpha2 · a2 · op(b2), b2 [k2, cols] or
+// (transB2) [cols, k2]; bf16 (boolean, default false): a bf16 run's product.
 napi_value MatmulQuantTrain(napi_env env, napi_callback_info info) {
   Call c;
   if (!start(env, info, c, "matmulQuantTrain")) return nullptr;
@@ -132,8 +132,10 @@ napi_value MatmulQuantTrain(napi_env env, napi_callback_info info) {
         !f32(c, 11, "a2", (double)m * k2, &a2) || !f32(c, 12, "b2", cols * k2, &b2))
       return nullptr;
   }
+  bool bf16;
+  if (!opt_flag(c, 16, "bf16", false, &bf16)) return nullptr;
   c.t->matmul_quant_train((int)format, x, w, scales, y, m, n, k, tw, acc, (float)alpha, a2, b2, k2, tb2,
-                          (float)alpha2);
+                          (float)alpha2, bf16);
   return undefined(env);
 }
 

@@ -11,6 +11,13 @@
 // The micro-kernel holds BF_MR x 2 zmm accumulators (24 of 32). Sums are fp32
 // throughout; alpha is applied once at the store.
 
+// GCC 12's AVX-512 headers trip -Wmaybe-uninitialized on their own
+// `__m512i __Y = __Y` idiom once inlined here (a false positive: 118 of the
+// build's 140 warnings); silenced for this file only.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
 constexpr int BF_MR = 12, BF_NR = 32;
 constexpr long BF_KC = 256;  // pairs per pass: a B micro-panel of 32 KB stays in L1
 constexpr long BF_NC = 512;  // columns of W packed per block
@@ -68,9 +75,11 @@ static inline void transpose_words16(__m512i r[16]) {
 // transposed in registers and stored 12 words a pair. Against storing each
 // row's words one by one: attention's bf16 blocks 1.06-1.07x (SmolLM2's heads,
 // 120 calls: forward 31.2 -> 29.0 ms, backward 64.6 -> 60.6 ms), the weight
-// GEMMs level (0.99-1.04x).
+// GEMMs level (0.99-1.04x). colScale (nullable): x's columns multiplied by
+// colScale[0..kk) before the rounding (an int8 W's row scales, in dy·W).
 __attribute__((target("avx512bf16"))) static void bf16_pack_panel(const float* x, long ldx, int rows, long kk,
-                                                                   unsigned int* o, long kp) {
+                                                                   unsigned int* o, long kp,
+                                                                   const float* colScale = nullptr) {
   long p = 0;
   const __mmask16 panel = (__mmask16)((1u << BF_MR) - 1);
   for (; 2 * p + 32 <= kk; p += 16) {
@@ -81,50 +90,80 @@ __attribute__((target("avx512bf16"))) static void bf16_pack_panel(const float* x
         continue;
       }
       const float* xr = x + i * ldx + 2 * p;
-      r[i] = (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(xr + 16), _mm512_loadu_ps(xr));
+      __m512 lo = _mm512_loadu_ps(xr), hi = _mm512_loadu_ps(xr + 16);
+      if (colScale) {
+        lo = _mm512_mul_ps(lo, _mm512_loadu_ps(colScale + 2 * p));
+        hi = _mm512_mul_ps(hi, _mm512_loadu_ps(colScale + 2 * p + 16));
+      }
+      r[i] = (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
     }
     transpose_words16(r);
     for (int c = 0; c < 16; c++) _mm512_mask_storeu_epi32(o + (p + c) * BF_MR, panel, r[c]);
   }
   for (int i = 0; i < BF_MR; i++) {  // the ragged end, pair by pair
     const float* xr = x + i * ldx;
+    auto at = [&](long j) { return colScale ? xr[j] * colScale[j] : xr[j]; };
     for (long q = p; q < kp; q++) {
-      unsigned int a = i < rows ? bf16_bits(xr[2 * q]) : 0u;
-      unsigned int b = i < rows && 2 * q + 1 < kk ? bf16_bits(xr[2 * q + 1]) : 0u;
+      unsigned int a = i < rows ? bf16_bits(at(2 * q)) : 0u;
+      unsigned int b = i < rows && 2 * q + 1 < kk ? bf16_bits(at(2 * q + 1)) : 0u;
       o[q * BF_MR + i] = a | (b << 16);
     }
   }
 }
 
-// x [m, kk] (rows ldx apart) as bf16 pairs into out [ceil(m/BF_MR)][kp][BF_MR], zero-padded.
-static void bf16_pack_x(const float* x, long ldx, long m, long kk, unsigned int* out, long kp) {
+// x [m, kk] (rows ldx apart; its columns times colScale where given) as bf16 pairs into
+// out [ceil(m/BF_MR)][kp][BF_MR], zero-padded.
+static void bf16_pack_x(const float* x, long ldx, long m, long kk, unsigned int* out, long kp,
+                        const float* colScale = nullptr) {
   long panels = ceil_div(m, BF_MR);
   long tasks = min_l(panels, svc_num_threads() * 4L);
   par(tasks, [&](long t) {
     for (long pn = panels * t / tasks; pn < panels * (t + 1) / tasks; pn++)
-      bf16_pack_panel(x + pn * BF_MR * ldx, ldx, (int)min_l(BF_MR, m - pn * BF_MR), kk, out + pn * kp * BF_MR, kp);
+      bf16_pack_panel(x + pn * BF_MR * ldx, ldx, (int)min_l(BF_MR, m - pn * BF_MR), kk, out + pn * kp * BF_MR, kp,
+                      colScale);
   });
+}
+
+// A frozen W's elements as bf16 words: bf16 weights as they are stored; int8
+// codes converted, exactly (|code| <= 127 has at most 7 significant bits), so
+// the int8 layout's per-row scale is applied outside the dot products.
+static inline unsigned int bf16_word(unsigned short w) { return w; }
+static inline unsigned int bf16_word(signed char c) { return bf16_bits((float)c); }
+// Elements e[0], e[1] as one pair (the first in the low half), as vdpbf16ps reads them.
+template <class W>
+static inline unsigned int bf16_pair(const W* e) {
+  return bf16_word(e[0]) | (bf16_word(e[1]) << 16);
+}
+static inline __m512i bf16_words32(const unsigned short* w) { return _mm512_loadu_si512(w); }
+static inline __m512i bf16_words32(const signed char* c) {
+  __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(c));
+  auto words16 = [](__m128i b16) {  // int8 -> fp32 (exact) -> its top 16 bits
+    __m512i f = _mm512_castps_si512(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(b16)));
+    return _mm512_cvtepi32_epi16(_mm512_srli_epi32(f, 16));
+  };
+  __m512i lo = _mm512_zextsi256_si512(words16(_mm256_castsi256_si128(b)));
+  return _mm512_inserti64x4(lo, words16(_mm256_extracti128_si256(b, 1)), 1);
 }
 
 // 16 rows of W (row0 the first's element 2·p0, rows k apart) as pairs into o[p * BF_NR + r]
 // for r < 16 and the kk elements' pairs: 16 x 16 blocks of pairs (32-bit words) transposed
 // in registers, the ragged end word by word. The scalar walk ran at ~9 GB/s, a third of the
 // forward's time on Qwen2.5-1.5B's 256-row products.
-static void bf16_pack_w_rows16(const unsigned short* row0, long k, long kk, unsigned int* o) {
+template <class W>
+static void bf16_pack_w_rows16(const W* row0, long k, long kk, unsigned int* o) {
   long p = 0;
   for (; 2 * (p + 16) <= kk; p += 16) {
     __m512i r[16];
-    for (int i = 0; i < 16; i++) r[i] = _mm512_loadu_si512(row0 + i * k + 2 * p);
+    for (int i = 0; i < 16; i++) r[i] = bf16_words32(row0 + i * k + 2 * p);
     transpose_words16(r);
     for (int c = 0; c < 16; c++)  // r[c]: word c of the 16 rows, in row order
       _mm512_storeu_si512(o + (p + c) * BF_NR, r[c]);
   }
   long kp = (kk + 1) / 2;
   for (int i = 0; i < 16; i++) {
-    const unsigned short* row = row0 + i * k;
-    for (long q = p; q < kk / 2; q++)
-      o[q * BF_NR + i] = (unsigned int)row[2 * q] | ((unsigned int)row[2 * q + 1] << 16);
-    if (kk % 2) o[(kp - 1) * BF_NR + i] = row[kk - 1];
+    const W* row = row0 + i * k;
+    for (long q = p; q < kk / 2; q++) o[q * BF_NR + i] = bf16_pair(row + 2 * q);
+    if (kk % 2) o[(kp - 1) * BF_NR + i] = bf16_word(row[kk - 1]);
   }
 }
 
@@ -134,7 +173,9 @@ static void bf16_pack_w_rows16(const unsigned short* row0, long k, long kk, unsi
 // walk across rows left the backward's packing latency-bound: 4x the forward's).
 // Only pairs p0.. of the contraction, kk of its elements (kp = ceil(kk/2) pairs): a chunk of it.
 // kpad (>= kp; 0: kp): pairs a panel holds, those past kp zero (the AMX tiles' whole blocks).
-static void bf16_pack_w(const unsigned short* w, long n, long k, bool transW, long j0, long nc, long p0, long kk,
+// W: bf16 words (unsigned short) or int8 codes (signed char), bf16_word's types.
+template <class W>
+static void bf16_pack_w(const W* w, long n, long k, bool transW, long j0, long nc, long p0, long kk,
                         unsigned int* out, long kpad = 0) {
   long panels = ceil_div(nc, BF_NR), kp = (kk + 1) / 2;
   if (kpad < kp) kpad = kp;
@@ -155,10 +196,9 @@ static void bf16_pack_w(const unsigned short* w, long n, long k, bool transW, lo
             for (long p = 0; p < kp; p++) o[p * BF_NR + jj] = 0;
             continue;
           }
-          const unsigned short* row = w + j * k + 2 * p0;
-          for (long p = 0; p < kk / 2; p++)
-            o[p * BF_NR + jj] = (unsigned int)row[2 * p] | ((unsigned int)row[2 * p + 1] << 16);
-          if (kk % 2) o[(kp - 1) * BF_NR + jj] = row[kk - 1];
+          const W* row = w + j * k + 2 * p0;
+          for (long p = 0; p < kk / 2; p++) o[p * BF_NR + jj] = bf16_pair(row + 2 * p);
+          if (kk % 2) o[(kp - 1) * BF_NR + jj] = bf16_word(row[kk - 1]);
         }
       }
     });
@@ -168,18 +208,19 @@ static void bf16_pack_w(const unsigned short* w, long n, long k, bool transW, lo
   long tasks = min_l(kp, svc_num_threads() * 4L);
   par(tasks, [&](long t) {
     for (long p = kp * t / tasks; p < kp * (t + 1) / tasks; p++) {
-      const unsigned short* r0 = w + 2 * (p0 + p) * k + j0;
-      const unsigned short* r1 = 2 * (p0 + p) + 1 < n ? r0 + k : nullptr;
+      const W* r0 = w + 2 * (p0 + p) * k + j0;
+      const W* r1 = 2 * (p0 + p) + 1 < n ? r0 + k : nullptr;
       for (long pn = 0; pn < panels; pn++) {
         unsigned int* __restrict o = out + (pn * kpad + p) * BF_NR;
         long c0 = pn * BF_NR, cols = min_l(BF_NR, nc - c0);
         if (cols == BF_NR && r1) {
           for (int jj = 0; jj < BF_NR; jj++)
-            o[jj] = (unsigned int)r0[c0 + jj] | ((unsigned int)r1[c0 + jj] << 16);
+            o[jj] = bf16_word(r0[c0 + jj]) | (bf16_word(r1[c0 + jj]) << 16);
           continue;
         }
         for (int jj = 0; jj < BF_NR; jj++) {
-          unsigned int lo = jj < cols ? r0[c0 + jj] : 0u, hi = jj < cols && r1 ? r1[c0 + jj] : 0u;
+          unsigned int lo = jj < cols ? bf16_word(r0[c0 + jj]) : 0u;
+          unsigned int hi = jj < cols && r1 ? bf16_word(r1[c0 + jj]) : 0u;
           o[jj] = lo | (hi << 16);
         }
       }
@@ -189,12 +230,13 @@ static void bf16_pack_w(const unsigned short* w, long n, long k, bool transW, lo
 
 // c[rows, cols] of one BF_MR x BF_NR tile (=|+=) alpha · a-panel · b-panel over kc pairs
 // (+ alpha2 · a2 · b2: a LoRA branch's second product in fp32, the tile's rows of a2 [rows, k2]
-// against one panel of op(b2) packed [k2][BF_NR]; none where k2 is 0).
+// against one panel of op(b2) packed [k2][BF_NR]; none where k2 is 0). colScale (nullable): the
+// tile's columns also times colScale[0..cols) (an int8 W's row scales, in x·Wᵀ), before the term.
 __attribute__((target("avx512bf16"))) static void bf16_micro(const unsigned int* a, const unsigned int* b,
                                                               long kc, float* c, long ldc, int rows, int cols,
                                                               float alpha, bool load_c, const float* a2 = nullptr,
                                                               const float* b2 = nullptr, long k2 = 0,
-                                                              float alpha2 = 0.f) {
+                                                              float alpha2 = 0.f, const float* colScale = nullptr) {
   __m512 acc[BF_MR][2];
   for (int i = 0; i < BF_MR; i++) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
   for (long p = 0; p < kc; p++) {
@@ -208,10 +250,14 @@ __attribute__((target("avx512bf16"))) static void bf16_micro(const unsigned int*
   }
   __mmask16 m0 = cols >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << cols) - 1);
   __mmask16 m1 = cols >= 32 ? (__mmask16)0xffff : cols > 16 ? (__mmask16)((1u << (cols - 16)) - 1) : 0;
-  __m512 va = _mm512_set1_ps(alpha);
+  __m512 va0 = _mm512_set1_ps(alpha), va1 = va0;
+  if (colScale) {
+    va0 = _mm512_mul_ps(va0, _mm512_maskz_loadu_ps(m0, colScale));
+    va1 = _mm512_mul_ps(va1, _mm512_maskz_loadu_ps(m1, colScale + 16));
+  }
   for (int i = 0; i < BF_MR; i++) {
-    acc[i][0] = _mm512_mul_ps(acc[i][0], va);
-    acc[i][1] = _mm512_mul_ps(acc[i][1], va);
+    acc[i][0] = _mm512_mul_ps(acc[i][0], va0);
+    acc[i][1] = _mm512_mul_ps(acc[i][1], va1);
   }
   for (long p = 0; p < k2; p++) {  // fp32 FMAs; rows past `rows` stay unread and unstored
     __m512 b0 = _mm512_loadu_ps(b2 + p * BF_NR), b1 = _mm512_loadu_ps(b2 + p * BF_NR + 16);
@@ -251,11 +297,15 @@ static float* bf16_pack_low_rank(const float* b2, long k2, long cols, bool trans
 // y (=|+=) alpha · x · op(W) (+ alpha2 · a2[m, k2] · op(b2)), W bf16 [n, k]:
 // transW false y[m, n] = x[m, k]·Wᵀ, true y[m, k] = x[m, n]·W. The low-rank
 // term (a LoRA branch's second product) joins the last pass over each tile,
-// so y is written once.
-static void bf16_gemm_weights(const unsigned short* w, const float* x, float* y, long m, long n, long k,
-                              bool transW, float alpha, bool accumulate, const float* a2 = nullptr,
-                              const float* b2 = nullptr, long k2 = 0, bool transB2 = false,
-                              float alpha2 = 0.f) {
+// so y is written once. W may be int8 codes with rowScales [n] (the int8 layout,
+// W = diag(rowScales)·codes): the codes are exact bf16 values, and the scales
+// are applied in fp32: to y's columns at the store in x·Wᵀ, to dy's columns
+// before its rounding in dy·W.
+template <class W>
+static void bf16_gemm_weights(const W* w, const float* x, float* y, long m, long n, long k, bool transW,
+                              float alpha, bool accumulate, const float* a2 = nullptr, const float* b2 = nullptr,
+                              long k2 = 0, bool transB2 = false, float alpha2 = 0.f,
+                              const float* rowScales = nullptr) {
   long inner = transW ? n : k, cols = transW ? k : n;
   long mpanels = ceil_div(m, BF_MR);
   const float* b2p = a2 && k2 > 0 ? bf16_pack_low_rank(b2, k2, cols, transB2) : nullptr;
@@ -270,7 +320,7 @@ static void bf16_gemm_weights(const unsigned short* w, const float* x, float* y,
   for (long p0 = 0; p0 < kpAll; p0 += kpChunk) {
     long kk = min_l(inner - 2 * p0, 2 * kpChunk), kp = (kk + 1) / 2;
     bool load = accumulate || p0 > 0, lastChunk = p0 + kpChunk >= kpAll;
-    bf16_pack_x(x + 2 * p0, inner, m, kk, xp, kp);
+    bf16_pack_x(x + 2 * p0, inner, m, kk, xp, kp, transW && rowScales ? rowScales + 2 * p0 : nullptr);
     for (long jc = 0; jc < cols; jc += BF_NC) {
       long nc = min_l(BF_NC, cols - jc), npanels = ceil_div(nc, BF_NR);
       bf16_pack_w(w, n, k, transW, jc, nc, p0, kk, wp);
@@ -289,10 +339,13 @@ static void bf16_gemm_weights(const unsigned short* w, const float* x, float* y,
             bf16_micro(xp + r * kp * BF_MR + pc * BF_MR, wp + q * kp * BF_NR + pc * BF_NR, kc,
                        y + r * BF_MR * cols + jc + q * BF_NR, cols, rows, ncols, alpha, load || pc > 0,
                        lowRank ? a2 + r * BF_MR * k2 : nullptr,
-                       lowRank ? b2p + (jc / BF_NR + q) * k2 * BF_NR : nullptr, lowRank ? k2 : 0, alpha2);
+                       lowRank ? b2p + (jc / BF_NR + q) * k2 * BF_NR : nullptr, lowRank ? k2 : 0, alpha2,
+                       !transW && rowScales ? rowScales + jc + q * BF_NR : nullptr);
           }
         }
       });
     }
   }
 }
+
+#pragma GCC diagnostic pop

@@ -58,10 +58,12 @@ struct SvcKernelTable {
   // The training products with a frozen weight W [n,k] in a serving format (quant_train.h):
   // transW false y[m,n] (=|+=) alpha * x[m,k]·Wᵀ, true y[m,k] (=|+=) alpha * x[m,n]·W.
   // a2 (nullable) adds alpha2 · a2[m, k2] · op(b2), a LoRA branch's second product, in the same pass.
+  // bf16: a bf16 run's product (int8 weights may then take bf16 dot products too).
   void (*matmul_quant_train)(int format, const float* x, const void* w, const void* scales, float* y, long m,
                              long n, long k, bool transW, bool accumulate, float alpha, const float* a2,
-                             const float* b2, long k2, bool transB2, float alpha2);
-  // Whether matmul_quant_train multiplies bf16 weights with native bf16 dot products (x rounded to bf16).
+                             const float* b2, long k2, bool transB2, float alpha2, bool bf16);
+  // Whether matmul_quant_train multiplies bf16 weights (and a bf16 run's int8 weights) with native
+  // bf16 dot products (x rounded to bf16).
   bool (*bf16_dot)();
   // Runs the peak loop (peak.h) for kind (SVC_PEAK_*) on every pool thread; returns the FLOPs done,
   // or -1 where this unit or CPU lacks that kind. The caller times it.

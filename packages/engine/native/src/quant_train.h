@@ -8,6 +8,10 @@
 // rows than a GEMV takes go through vdpbf16ps (bf16_gemm.h): x rounded to bf16
 // (nearest even), products summed in fp32, as PyTorch's bf16 autocast does.
 // The amx unit (SVC_AMX) multiplies them on AMX tiles instead (amx_gemm.h).
+// A bf16 run's int8 weights (bf16 set) go through the same vdpbf16ps GEMM:
+// their codes are exact bf16 values and the per-row scales are applied in
+// fp32 around the dot products. The amx unit widens them: its CPUs ran
+// vdpbf16ps at half the fp32 FMA rate.
 // Everywhere else the weights are widened to fp32 on the fly: a panel of W's
 // rows at a time into fp32 scratch, then the blocked SGEMM, so the fp32 copy
 // of W never exists whole and the memory saving holds on every unit.
@@ -66,9 +70,11 @@ static void matmul_quant_train_widened(int format, const float* x, const void* w
 // The table's entry. The caller has checked the format and lengths (k % 32 == 0 for q4_0).
 // a2 (nullable): y += alpha2 · a2[m, k2] · op(b2) as well (op(b2) [k2, cols]; transB2: b2 is
 // [cols, k2]), a LoRA branch's second product: inside the bf16 GEMM's last pass, else after.
+// bf16: a bf16 run's product, so int8 weights too may take bf16 dot products.
 static void matmul_quant_train(int format, const float* x, const void* w, const void* scales, float* y,
                                long m, long n, long k, bool transW, bool accumulate, float alpha,
-                               const float* a2, const float* b2, long k2, bool transB2, float alpha2) {
+                               const float* a2, const float* b2, long k2, bool transB2, float alpha2,
+                               bool bf16) {
   long cols = transW ? k : n, inner = transW ? n : k;
   if (m == 0 || cols == 0) return;
   bool lowRank = a2 && k2 > 0;
@@ -80,6 +86,13 @@ static void matmul_quant_train(int format, const float* x, const void* w, const 
   else if (format == SVC_QUANT_BF16 && m > STREAM_MAX_ROWS && svc_cpu_has_bf16_dot()) {
     svc_bf16_weights_gemm(static_cast<const unsigned short*>(w), x, y, m, n, k, transW, alpha, accumulate, a2, b2,
                           lowRank ? k2 : 0, transB2, alpha2);
+    return;
+  }
+#endif
+#if SVC_BF16_DOT && !SVC_AMX
+  else if (format == SVC_QUANT_INT8 && bf16 && m > STREAM_MAX_ROWS && svc_cpu_has_bf16_dot()) {
+    bf16_gemm_weights(static_cast<const signed char*>(w), x, y, m, n, k, transW, alpha, accumulate, a2, b2,
+                      lowRank ? k2 : 0, transB2, alpha2, static_cast<const float*>(scales));
     return;
   }
 #endif

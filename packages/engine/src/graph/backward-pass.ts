@@ -118,7 +118,7 @@ function attentionBackward(g: GraphState, a: LayerActivations, l: number, batch:
       D,
       g.config.attentionScale,
       window,
-      g.bf16Attention,
+      g.bf16,
     );
     if (len < T) {
       s.dq.fill(0, rowQ + len * Q, rowQ + T * Q);
@@ -150,7 +150,7 @@ function projectBack(
   const t = tick();
   // fp32 W packed ahead where it is; a bf16 / int8 base (train-precision.ts) by the kernels' frozen-weight product
   const packed = w instanceof Float32Array ? (g.packed?.backward(w, out, inDim) ?? null) : null;
-  matmulFrozen(g.kern, dy, w, dx, N, out, inDim, true, accumulate, packed, addend);
+  matmulFrozen(g.kern, dy, w, dx, N, out, inDim, true, accumulate, packed, addend, g.bf16);
   tock(`bwd.matmul.${slot}`, t);
 }
 

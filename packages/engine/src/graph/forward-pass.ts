@@ -195,7 +195,7 @@ function project(
   const packed = g.packed?.forward(w, out, inDim) ?? null;
   // at inference an addend exists only for fp32 weights (projectGroup)
   if (g.inferenceOnly && !addend) matmulWeight(g.kern, x, w, y, N, out, inDim, accumulate, 1, packed);
-  else matmulFrozen(g.kern, x, w, y, N, out, inDim, false, accumulate, packed, addend); // training: bf16 dot products
+  else matmulFrozen(g.kern, x, w, y, N, out, inDim, false, accumulate, packed, addend, g.bf16); // training: bf16 dot products
   const bias = lw.bias[slot];
   if (bias) g.kern.addBias(y, bias, N, out, 1);
   tock(`fwd.matmul.${slot}`, t);
@@ -264,7 +264,7 @@ function attend(
       const lse = g.inferenceOnly ? null : a.lse.subarray(row * Hq, (row + rows) * Hq);
       const kk = a.k.subarray(row * K, (row + rows) * K);
       const vv = a.v.subarray(row * K, (row + rows) * K);
-      k.attentionForward(q, kk, vv, out, lse, rows, rows, Hq, Hkv, D, scale, K, window, g.bf16Attention);
+      k.attentionForward(q, kk, vv, out, lse, rows, rows, Hq, Hkv, D, scale, K, window, g.bf16);
     }
   }
   if (N > covered) a.att.fill(0, covered * Q, N * Q);

@@ -48,7 +48,8 @@ export function matmulWeight(
  * branch's second product, added in the same pass over y (matmulLowRank for
  * fp32 W, matmulQuantTrain's low-rank term otherwise): y += scale·xa·op(b),
  * b being B [out, r] forward (used transposed) and the stacked A [r, in] for
- * the input gradient.
+ * the input gradient. bf16: a bf16 run's product (an int8 base then takes
+ * bf16 dot products where the kernels have them, Kernels.matmulQuantTrain).
  */
 export function matmulFrozen(
   kern: Kernels,
@@ -62,12 +63,13 @@ export function matmulFrozen(
   accumulate: boolean,
   bPacked: Float32Array | null = null,
   addend: LowRankAddend | null = null,
+  bf16 = false,
 ): void {
   if (!(w instanceof Float32Array)) {
     const lowRank = addend
       ? { a: addend.xa, b: addend.b, k: addend.r, transB: !transW, alpha: addend.scale }
       : undefined;
-    kern.matmulQuantTrain(x, w, y, N, transW, accumulate, 1, lowRank);
+    kern.matmulQuantTrain(x, w, y, N, transW, accumulate, 1, lowRank, bf16);
   } else if (addend) {
     const { xa, b, r, scale } = addend;
     if (transW)

@@ -37,8 +37,8 @@ export interface GraphState {
   readonly ropes: RopeTables;
   /** Forward only: one set of activations, shared by every layer. */
   readonly inferenceOnly: boolean;
-  /** Attention's matmuls on bf16 operands (Kernels.attentionForward's bf16): a bf16 training run. */
-  readonly bf16Attention: boolean;
+  /** A bf16 training run: attention's matmuls and an int8 base's products on bf16 operands (GraphOptions.bf16). */
+  readonly bf16: boolean;
   acts: LayerActivations[];
   s: Scratch;
   /** The rows of the last forward pass (its positions and segments drive RoPE and attention). */

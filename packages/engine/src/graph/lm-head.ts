@@ -32,6 +32,7 @@ export class LmHead {
     private readonly kern: Kernels,
     private readonly training: boolean,
     private readonly packed: PackedWeights | null = null,
+    private readonly bf16 = false, // a bf16 run (GraphOptions.bf16)
   ) {}
 
   /** Chunk buffers for passes of up to N rows. */
@@ -51,7 +52,8 @@ export class LmHead {
     const { hiddenSize: C, vocabSize: V } = this.config;
     const t0 = tick();
     const packed = this.packed?.forward(this.head, V, C) ?? null;
-    if (this.training) matmulFrozen(this.kern, x, this.head, out, rows, V, C, false, false, packed);
+    if (this.training)
+      matmulFrozen(this.kern, x, this.head, out, rows, V, C, false, false, packed, null, this.bf16);
     else matmulWeight(this.kern, x, this.head, out, rows, V, C, false, 1, packed);
     const m = this.config.logitScale;
     if (m !== 1) for (let i = 0; i < rows * V; i++) out[i] *= m;
@@ -148,7 +150,7 @@ export class LmHead {
       if (scale !== 1) for (let i = 0; i < m * V; i++) logits[i] *= scale;
       const head = this.head;
       const packed = head instanceof Float32Array ? (this.packed?.backward(head, V, C) ?? null) : null;
-      matmulFrozen(k, logits, head, this.headRows, m, V, C, true, false, packed); // d(rows)[m,C]
+      matmulFrozen(k, logits, head, this.headRows, m, V, C, true, false, packed, null, this.bf16); // d(rows)[m,C]
       tock("bwd.matmul.lm_head", t0);
       for (let i = 0; i < m; i++) dxf.set(this.headRows.subarray(i * C, i * C + C), rowsOfChunk[i] * C);
     }

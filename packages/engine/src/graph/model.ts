@@ -31,8 +31,12 @@ export interface GraphOptions {
   skipUnlabeledRows?: boolean;
   /** Forward only (logits, eval, decode): one layer's activations are reused by every layer. */
   inferenceOnly?: boolean;
-  /** Attention's matmuls on bf16 operands with fp32 sums: a bf16 training run (train-precision.ts). */
-  bf16Attention?: boolean;
+  /**
+   * A bf16 training run (train-precision.ts): attention's matmuls on bf16
+   * operands with fp32 sums, and an int8 base's products in bf16 where the
+   * kernels have bf16 dot products (Kernels.matmulQuantTrain's bf16).
+   */
+  bf16?: boolean;
 }
 
 export class ModelGraph {
@@ -61,13 +65,13 @@ export class ModelGraph {
       packed,
       ropes: new RopeTables(config, kern),
       inferenceOnly: this.inferenceOnly,
-      bf16Attention: options.bf16Attention ?? false,
+      bf16: options.bf16 ?? false,
       acts: [],
       s: scratch(config, 0, !this.inferenceOnly),
       pass: null,
       joinedOut: new Float32Array(0),
     };
-    this.head = new LmHead(config, weights.lmHead, kern, !this.inferenceOnly, packed);
+    this.head = new LmHead(config, weights.lmHead, kern, !this.inferenceOnly, packed, options.bf16 ?? false);
   }
 
   /** Sizes the buffers for N rows, positions below maxPos and LoRA rank r. */

@@ -5,6 +5,7 @@ import { conformanceFailure, kernelCases } from "../testing/kernels/conformance.
 import { randomSource } from "../testing/kernels/conformance-inputs.js";
 import { randomQuantMatrix } from "../testing/kernels/conformance-quant.js";
 import { needs } from "../testing/missing-piece.js";
+import { bf16Value } from "./bf16-rounding.js";
 import { loadNativeKernels, type NativeKernels } from "./native.js";
 
 /** The CPU's feature flags (Linux; elsewhere none, and no unit may claim bf16 dot products). */
@@ -80,6 +81,54 @@ describe("native kernels match the reference", { skip }, () => {
             kern.matmulQuantTrain(x, w, withTerm, m, transW, accumulate, 1, term);
             assert.deepEqual(withTerm, plain, `${isa} transW ${transW} accumulate ${accumulate}`);
           }
+      });
+      test("a bf16 run's int8 products: bf16 dot products where the unit has them (not amx), else the fp32 product", () => {
+        const rand = randomSource(11);
+        const m = 40,
+          n = 70,
+          k = 130;
+        const w = randomQuantMatrix(rand, "int8", n, k);
+        if (w.format !== "int8") throw new Error("an int8 matrix");
+        const rounds = kern.bf16Dot && isa !== "amx";
+        for (const transW of [false, true]) {
+          const inner = transW ? n : k,
+            cols = transW ? k : n;
+          const x = Float32Array.from({ length: m * inner }, rand);
+          const fp32 = new Float32Array(m * cols),
+            bf16 = new Float32Array(m * cols);
+          kern.matmulQuantTrain(x, w, fp32, m, transW, false, 1);
+          kern.matmulQuantTrain(x, w, bf16, m, transW, false, 1, undefined, true);
+          if (!rounds) {
+            assert.deepEqual(bf16, fp32, `${isa} transW ${transW}`);
+            continue;
+          }
+          // the codes exact, the row scales in fp32: forward on y's columns, backward on dy's before rounding
+          let worst = 0,
+            moved = 0;
+          for (let i = 0; i < m; i++)
+            for (let j = 0; j < cols; j++) {
+              let sum = 0,
+                mag = 0;
+              for (let p = 0; p < inner; p++) {
+                const [r, c] = transW ? [p, j] : [j, p];
+                const xv = x[i * inner + p];
+                const t = transW
+                  ? bf16Value(Math.fround(xv * w.scales[r])) * w.data[r * k + c]
+                  : bf16Value(xv) * w.data[r * k + c];
+                sum += t;
+                mag += Math.abs(t);
+              }
+              const want = transW ? sum : sum * w.scales[j];
+              const scaleMag = transW ? mag : mag * w.scales[j];
+              worst = Math.max(worst, Math.abs(bf16[i * cols + j] - want) / (scaleMag * 1e-6 + 1e-30));
+              moved = Math.max(moved, Math.abs(bf16[i * cols + j] - fp32[i * cols + j]) / (scaleMag + 1e-30));
+            }
+          assert.ok(
+            worst <= 1,
+            `${isa} transW ${transW}: off the rounded product by ${worst}e-6 of Σ|terms|`,
+          );
+          assert.ok(moved > 1e-4, `${isa} transW ${transW}: the bf16 product is the fp32 one (${moved})`);
+        }
       });
       for (const c of kernelCases()) {
         test(c.name, () => {
@@ -158,6 +207,11 @@ describe("native kernels validate their arguments", { skip }, () => {
       /'T' \(2\) must not exceed S/,
     );
     const notFlag = 1 as unknown as boolean;
+    const w8 = { format: "int8", rows: 2, cols: 2, data: new Int8Array(4), scales: f(2) } as const;
+    assert.throws(
+      () => k().matmulQuantTrain(f(4), w8, f(4), 2, false, false, 1, undefined, notFlag),
+      /matmulQuantTrain: argument 'bf16' must be a boolean/,
+    );
     assert.throws(
       () => k().attentionForward(f(8), f(8), f(8), f(8), null, 1, 1, 1, 1, 8, 1, 8, 0, notFlag),
       /attentionForward: argument 'bf16' must be a boolean/,

@@ -39,6 +39,7 @@ type AddonMatmulQuantTrain = (
   k2?: number,
   transB2?: boolean,
   alpha2?: number,
+  bf16?: boolean,
 ) => void;
 
 interface NativeAddon {
@@ -125,7 +126,7 @@ export function loadNativeKernels(options: NativeKernelOptions = {}): NativeKern
       const code = QUANT_FORMAT_CODES[w.format];
       quant(code, x, w.data, w.scales, y, m, w.rows, w.cols, accumulate, alpha);
     },
-    matmulQuantTrain(x, w, y, m, transW, accumulate, alpha, lowRank) {
+    matmulQuantTrain(x, w, y, m, transW, accumulate, alpha, lowRank, bf16) {
       checkQuantMatrix(w, "matmulQuantTrain");
       const code = QUANT_FORMAT_CODES[w.format];
       quantTrain(
@@ -145,6 +146,7 @@ export function loadNativeKernels(options: NativeKernelOptions = {}): NativeKern
         lowRank?.k,
         lowRank?.transB,
         lowRank?.alpha,
+        bf16,
       );
     },
     name: "native",

@@ -76,6 +76,14 @@ for (const isa of ["wasm-simd", "js"]) {
           k().attentionForward(f(8), f(8), f(8), f(8), null, 2, 2, 1, 1, 4, 1, 4, 0, 1 as unknown as boolean),
         { name: "TypeError", message: "attentionForward: argument 'bf16' must be a boolean" },
       );
+      const w8 = { format: "int8", rows: 2, cols: 2, data: new Int8Array(4), scales: f(2) } as const;
+      assert.throws(
+        () => k().matmulQuantTrain(f(4), w8, f(4), 2, false, false, 1, undefined, 1 as unknown as boolean),
+        {
+          name: "TypeError",
+          message: "matmulQuantTrain: argument 'bf16' must be a boolean",
+        },
+      );
       assert.throws(
         () => k().rope(f(8), f(8), f(8), Int32Array.of(-1), 1, 1, 8, false),
         /'positions' holds -1/,

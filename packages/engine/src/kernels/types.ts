@@ -57,9 +57,10 @@ export interface Kernels {
    */
   readonly quantInt8MaxRows?: number;
   /**
-   * Whether matmulQuantTrain multiplies bf16 weights with native bf16 dot
-   * products (native AVX-512 BF16's vdpbf16ps, at more rows than a GEMV
-   * takes). Absent or false: it widens them to fp32.
+   * Whether matmulQuantTrain multiplies bf16 weights, and int8 weights in a
+   * bf16 product, with native bf16 dot products (native AVX-512 BF16's
+   * vdpbf16ps, at more rows than a GEMV takes). Absent or false: it widens
+   * them to fp32.
    */
   readonly bf16Dot?: boolean;
   /**
@@ -181,6 +182,11 @@ export interface Kernels {
    * widened to fp32 on the fly (never held whole in fp32).
    * lowRank: y += lowRank.alpha · a[m, k] · op(b) as well, in fp32 (a LoRA
    * branch's second product), in the same pass over y where the kernels can.
+   * bf16: a bf16 run's product: where bf16Dot is true, int8 weights too may
+   * be multiplied with bf16 dot products. Their codes are exact bf16 values;
+   * the per-row scales are applied in fp32, to y's columns forward and to x's
+   * columns before its rounding in the input gradient; each output is then
+   * within |alpha|·Σ|x·w|·2⁻⁸ of the fp32 product. The amx unit widens them.
    */
   matmulQuantTrain(
     x: Float32Array,
@@ -191,6 +197,7 @@ export interface Kernels {
     accumulate: boolean,
     alpha?: number,
     lowRank?: LowRankTerm,
+    bf16?: boolean,
   ): void;
 
   /**

@@ -132,13 +132,14 @@ export function withValidation(impl: Kernels): Kernels {
       f32(fn, "y", y, m * w.rows);
       impl.matmulQuant(x, w, y, m, accumulate, alpha ?? 1);
     },
-    matmulQuantTrain(x, w, y, m, transW, accumulate, alpha, lowRank) {
+    matmulQuantTrain(x, w, y, m, transW, accumulate, alpha, lowRank, bf16) {
       const fn = "matmulQuantTrain";
       checkQuantMatrix(w, fn);
       dim(fn, "m", m);
       flag(fn, "transW", transW);
       flag(fn, "accumulate", accumulate);
       if (optional(alpha)) num(fn, "alpha", alpha);
+      if (optional(bf16)) flag(fn, "bf16", bf16);
       f32(fn, "x", x, m * (transW ? w.rows : w.cols));
       f32(fn, "y", y, m * quantTrainCols(w, transW));
       if (lowRank !== undefined && lowRank !== null) {
@@ -148,7 +149,7 @@ export function withValidation(impl: Kernels): Kernels {
         f32(fn, "lowRank.a", lowRank.a, m * lowRank.k);
         f32(fn, "lowRank.b", lowRank.b, quantTrainCols(w, transW) * lowRank.k);
       }
-      impl.matmulQuantTrain(x, w, y, m, transW, accumulate, alpha ?? 1, lowRank ?? undefined);
+      impl.matmulQuantTrain(x, w, y, m, transW, accumulate, alpha ?? 1, lowRank ?? undefined, bf16 ?? false);
     },
     rmsnormForward(x, weight, y, rstd, rows, d, eps) {
       const fn = "rmsnormForward";

@@ -222,11 +222,33 @@ test("a bf16 base: loss and gradients as fp32 weights holding the same values, w
   assert.ok(gradGap > 0 || !kern.bf16Dot, "bf16 dot products changed nothing: were they used?");
 });
 
+test("an int8 base in a bf16 run: bf16 dot products where the kernels have them (not amx), loss and gradients within bf16 rounding", (t) => {
+  const int8 = trainingWeights(randomModelWeights(config, 1), config, {
+    precision: "bf16",
+    baseWeights: "int8",
+  });
+  // both sides round attention's operands; they differ only in the int8 products
+  const got = step(int8, { bf16: true });
+  const want = step(widened(int8), { bf16: true });
+  const lossGap = Math.abs(got.loss - want.loss) / want.loss;
+  const gradGap = relDiff(got.grads, want.grads);
+  const rounds = kern.bf16Dot === true && kern.isa !== "amx";
+  t.diagnostic(
+    `${kern.isa} (int8 × bf16: ${rounds}): loss gap ${lossGap.toExponential(2)}, gradients ${gradGap.toExponential(2)}`,
+  );
+  const [lossTol, gradTol] = rounds ? [2e-3, 3e-2] : [1e-5, 1e-4];
+  assert.ok(lossGap < lossTol, `loss gap ${lossGap}`);
+  assert.ok(gradGap < gradTol, `gradient gap ${gradGap}`);
+  // fp32 products of the same values stay within 1e-4 (the fp32 int8 test above); bf16 ones do not
+  if (rounds)
+    assert.ok(gradGap > 1e-4, `int8 products in bf16 moved the gradients only ${gradGap}: were they used?`);
+});
+
 test("a bf16 run's graph multiplies attention on bf16 operands; an fp32 run's does not", (t) => {
-  assert.deepEqual(graphPrecision({ precision: "bf16", baseWeights: "int8" }), { bf16Attention: true });
-  assert.deepEqual(graphPrecision({ precision: "fp32", baseWeights: "int8" }), { bf16Attention: false });
+  assert.deepEqual(graphPrecision({ precision: "bf16", baseWeights: "int8" }), { bf16: true });
+  assert.deepEqual(graphPrecision({ precision: "fp32", baseWeights: "int8" }), { bf16: false });
   const weights = randomModelWeights(config, 1);
-  const got = step(weights, { bf16Attention: true });
+  const got = step(weights, { bf16: true });
   const want = step(weights);
   const lossGap = Math.abs(got.loss - want.loss) / want.loss;
   const gradGap = relDiff(got.grads, want.grads);

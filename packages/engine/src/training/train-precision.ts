@@ -69,9 +69,9 @@ export function resolvePrecision(
   return { precision: compute, baseWeights: baseWeights === "int8" ? "int8" : compute };
 }
 
-/** What a run's precision asks of its training graph: in bf16, attention's matmuls on bf16 operands. */
-export function graphPrecision(resolved: ResolvedPrecision): Pick<GraphOptions, "bf16Attention"> {
-  return { bf16Attention: resolved.precision === "bf16" };
+/** What a run's precision asks of its training graph: in bf16, attention's matmuls and an int8 base's products on bf16 operands. */
+export function graphPrecision(resolved: ResolvedPrecision): Pick<GraphOptions, "bf16"> {
+  return { bf16: resolved.precision === "bf16" };
 }
 
 /**

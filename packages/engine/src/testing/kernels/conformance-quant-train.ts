@@ -10,7 +10,9 @@
 // come back untouched.
 //
 // Where an implementation multiplies bf16 weights with bf16 dot products
-// (Kernels.bf16Dot), x is rounded to bf16 first: each x is then off by at most
+// (Kernels.bf16Dot), x is rounded to bf16 first (and so, in a bf16 product,
+// for int8 weights: x·Wᵀ rounds x, dy·W rounds dy times W's row scales, the
+// codes being exact bf16 values): each x is then off by at most
 // 2⁻⁸ of itself (half a unit in the last of 8 significant bits), so each output
 //   y = α Σ_p w[p]·x[p]   may be off by   bound = |α| Σ_p |w[p]·x[p]| · 2⁻⁸,
 // and, the rounding errors spread in ± that and independent of w, by an RMS
@@ -39,6 +41,8 @@ interface Shape {
   alpha: number | undefined;
   /** The low-rank term's width and orientation (its a [m, k2], b op'd to [k2, cols]), or none. */
   lowRank?: { k: number; transB: boolean; alpha: number };
+  /** A bf16 run's product (matmulQuantTrain's bf16): int8 weights may take bf16 dot products. */
+  bf16?: boolean;
 }
 
 function operands(shape: Shape, seed: number) {
@@ -69,6 +73,7 @@ function run(kern: Kernels, shape: Shape, seed: number): Float32Array {
     shape.accumulate,
     shape.alpha,
     lowRank,
+    shape.bf16,
   );
   return yBuf;
 }
@@ -126,14 +131,14 @@ function bf16RoundedError(kern: Kernels, shape: Shape, seed: number): number {
 }
 
 function shapeCase(shape: Shape, seed: number, prefix = "matmulQuantTrain"): KernelCase {
-  const { format, m, n, k, transW, accumulate, alpha, lowRank } = shape;
+  const { format, m, n, k, transW, accumulate, alpha, lowRank, bf16 } = shape;
   const term = lowRank ? ` + low rank ${lowRank.k}${lowRank.transB ? " transB" : ""}` : "";
+  const bf16Products = format === "bf16" || (format === "int8" && bf16 === true);
   return {
-    name: `${prefix} ${format} ${m}x${n}x${k}${transW ? " transW" : ""}${accumulate ? " acc" : ""}${alpha !== undefined ? ` α=${alpha}` : ""}${term}`,
+    name: `${prefix} ${format} ${m}x${n}x${k}${transW ? " transW" : ""}${accumulate ? " acc" : ""}${alpha !== undefined ? ` α=${alpha}` : ""}${term}${bf16 ? " in bf16" : ""}`,
     tolerance: 2e-5,
     run: (kern) => [run(kern, shape, seed)],
-    roundedActivations: (kern) =>
-      kern.bf16Dot && format === "bf16" ? bf16RoundedError(kern, shape, seed) : null,
+    roundedActivations: (kern) => (kern.bf16Dot && bf16Products ? bf16RoundedError(kern, shape, seed) : null),
   };
 }
 
@@ -171,6 +176,11 @@ export function quantTrainCases(): KernelCase[] {
         const lowRank =
           s % 2 === 0 ? { k: 16, transB: !transW, alpha: 2 } : { k: 5, transB: transW, alpha: -0.75 };
         out.push(shapeCase({ format, m, n, k, transW, accumulate, alpha, lowRank }, s + 5000));
+        // a bf16 run's int8 products (vdpbf16ps where the kernels have it, the scales around it)
+        if (format === "int8") {
+          out.push(shapeCase({ format, m, n, k, transW, accumulate, alpha, bf16: true }, s + 10000));
+          out.push(shapeCase({ format, m, n, k, transW, accumulate, alpha, lowRank, bf16: true }, s + 15000));
+        }
       }
     }
   out.push({
@@ -202,6 +212,7 @@ export function quantTrainFuzzCases(seed: number, count: number): KernelCase[] {
       transW: rand() < 0,
       accumulate: rand() < 0,
       alpha: rand() < -0.5 ? -1.5 : undefined,
+      bf16: format === "int8" && rand() < 0,
     };
     if (rand() < 0) shape.lowRank = { k: near([1, 16, 32, 48]), transB: rand() < 0, alpha: 1.5 };
     out.push(shapeCase(shape, (seed + i) >>> 0, `matmulQuantTrain fuzz ${seed}/${i}`));
