@@ -5,6 +5,14 @@
 // reference kernels and the portable JS kernels both run these.
 import { bf16Copy, bf16Value } from "./bf16-rounding.js";
 
+/**
+ * Whether a forward call takes bf16 products: a bf16 run's (bf16 set), except
+ * decode, one query against a KV cache, which is fp32 in every precision.
+ */
+export function takesBf16Products(bf16: boolean, T: number): boolean {
+  return bf16 && T > 1;
+}
+
 /** The first key the query at absolute position p sees (window 0: none cut off). */
 export function firstKey(p: number, window: number): number {
   return window > 0 ? Math.max(0, p - window + 1) : 0;

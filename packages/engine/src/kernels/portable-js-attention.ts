@@ -1,14 +1,14 @@
 // Attention in plain JavaScript, part of the portable JS kernels
 // (portable-js.ts): the native kernels' causal, grouped-query attention with
 // float64 accumulators, its bf16 products through attention-bf16.ts.
-import { attentionBackwardBf16, attentionForwardBf16 } from "./attention-bf16.js";
+import { attentionBackwardBf16, attentionForwardBf16, takesBf16Products } from "./attention-bf16.js";
 import type { Kernels } from "./types.js";
 
 let scratchF64 = new Float64Array(0);
 
 export const jsAttention: Pick<Kernels, "attentionForward" | "attentionBackward"> = {
   attentionForward(q, k, v, out, lse, T, S, nHeads, nKv, D, scale, kvStride, window = 0, bf16 = false) {
-    if (bf16 && T > 1)
+    if (takesBf16Products(bf16, T))
       return attentionForwardBf16(q, k, v, out, lse, T, S, nHeads, nKv, D, scale, kvStride, window);
     const group = nHeads / nKv;
     scratchF64 = scratchF64.length >= S + D ? scratchF64 : new Float64Array(S + D);

@@ -2,7 +2,12 @@
 // They are the oracle the fast kernels are tested against; the portable JS
 // kernels also run rmsnormForward and rope from here, where a faster loop has
 // nothing to gain.
-import { attentionBackwardBf16, attentionForwardBf16, firstKey } from "./attention-bf16.js";
+import {
+  attentionBackwardBf16,
+  attentionForwardBf16,
+  firstKey,
+  takesBf16Products,
+} from "./attention-bf16.js";
 import { addLowRankTerm } from "./low-rank-term.js";
 import { matmulQuantRows, matmulQuantTransRows } from "./quant-matrix.js";
 import type { Kernels } from "./types.js";
@@ -155,7 +160,7 @@ export const referenceKernels: Kernels = {
   },
 
   attentionForward(q, k, v, out, lse, T, S, nHeads, nKv, headDim, scale, kvStride, window = 0, bf16 = false) {
-    if (bf16 && T > 1)
+    if (takesBf16Products(bf16, T))
       return attentionForwardBf16(q, k, v, out, lse, T, S, nHeads, nKv, headDim, scale, kvStride, window);
     const group = nHeads / nKv;
     const scores = new Float64Array(S);
