@@ -1,5 +1,5 @@
 // bf16 GEMM with AVX512_BF16's vdpbf16ps, for the training products with
-// frozen bf16 weights (quant_train.h). Included by the AVX-512 units only; its
+// frozen bf16 weights, or a bf16 run's int8 weights (quant_train.h). Included by the AVX-512 units only; its
 // functions carry target("avx512bf16") and run only where the CPU has it
 // (svc_cpu_has_bf16_dot), so the unit itself still runs on any AVX-512 CPU.
 //
@@ -9,7 +9,7 @@
 // packed as [row panels of BF_MR][pairs][BF_MR], a broadcast of one pair per
 // row; W as [column panels of BF_NR][pairs][BF_NR], two vector loads a step.
 // The micro-kernel holds BF_MR x 2 zmm accumulators (24 of 32). Sums are fp32
-// throughout; alpha is applied once at the store.
+// throughout; alpha (and an int8 W's row scales, forward) is applied once at the store.
 
 // GCC 12's AVX-512 headers trip -Wmaybe-uninitialized on their own
 // `__m512i __Y = __Y` idiom once inlined here (a false positive: 118 of the
@@ -19,7 +19,7 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 
 constexpr int BF_MR = 12, BF_NR = 32;
-constexpr long BF_KC = 256;  // pairs per pass: a B micro-panel of 32 KB stays in L1
+constexpr long BF_KC = 256;  // pairs per pass (a B micro-panel of 32 KB); bf16_gemm_weights takes up to 1.5x in one
 constexpr long BF_NC = 512;  // columns of W packed per block
 constexpr long BF_XC = 4096; // the most pairs of the contraction per chunk (x packed 16 KB a row)
 // Bytes of packed x a chunk may take: each W micro-panel's task reads all of it once a chunk, so it

@@ -143,7 +143,8 @@ void matmul_quant(int format, const float* x, const void* w, const void* scales,
 EXPORT(matmul_quant_train)
 void matmul_quant_train(int format, const float* x, const void* w, const void* scales, float* y, long m, long n,
                         long k, int transW, int acc, float alpha) {
-  kTable.matmul_quant_train(format, x, w, scales, y, m, n, k, transW, acc, alpha, nullptr, nullptr, 0, false, 0.f, false);
+  kTable.matmul_quant_train(format, x, w, scales, y, m, n, k, transW, acc, alpha, nullptr, nullptr, 0, false, 0.f,
+                            false);
 }
 EXPORT(adamw)
 void adamw(float* p, const float* g, float* m, float* v, long n, float lr, float beta1, float beta2,

@@ -71,7 +71,7 @@ export class ModelGraph {
       pass: null,
       joinedOut: new Float32Array(0),
     };
-    this.head = new LmHead(config, weights.lmHead, kern, !this.inferenceOnly, packed, options.bf16 ?? false);
+    this.head = new LmHead(config, weights.lmHead, kern, !this.inferenceOnly, packed, this.g.bf16);
   }
 
   /** Sizes the buffers for N rows, positions below maxPos and LoRA rank r. */
